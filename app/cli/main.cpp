@@ -1,0 +1,10 @@
+// tunebench: the headless command line over tb_core.
+#include "cli/cli.h"
+
+#include <iostream>
+
+int main(int argc, char** argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    return tb::runCli(args, std::cout, std::cerr);
+}

@@ -1,0 +1,268 @@
+// config.json -> ModelConfig for llama, mistral, qwen2, qwen3 and gpt2, with strict checks.
+#include "model/config.h"
+
+#include "util/error.h"
+#include "util/file_util.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tb {
+namespace {
+
+using nlohmann::json;
+
+struct Reader {
+    const json& j;
+    const std::string& path;
+
+    bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
+
+    int64_t integer(const char* key) const
+    {
+        if (!has(key))
+            fail(path, ": missing required key '", key, "'");
+        if (!j[key].is_number_integer())
+            fail(path, ": key '", key, "' must be an integer, found ", j[key].dump());
+        return j[key].get<int64_t>();
+    }
+    int64_t positive(const char* key) const
+    {
+        int64_t v = integer(key);
+        if (v <= 0)
+            fail(path, ": key '", key, "' must be positive, found ", v);
+        return v;
+    }
+    int64_t positiveOr(const char* key, int64_t fallback) const { return has(key) ? positive(key) : fallback; }
+    double number(const char* key, double fallback) const
+    {
+        if (!has(key))
+            return fallback;
+        if (!j[key].is_number())
+            fail(path, ": key '", key, "' must be a number, found ", j[key].dump());
+        return j[key].get<double>();
+    }
+    bool boolean(const char* key, bool fallback) const
+    {
+        if (!has(key))
+            return fallback;
+        if (!j[key].is_boolean())
+            fail(path, ": key '", key, "' must be true or false, found ", j[key].dump());
+        return j[key].get<bool>();
+    }
+    std::string string(const char* key, const std::string& fallback) const
+    {
+        if (!has(key))
+            return fallback;
+        if (!j[key].is_string())
+            fail(path, ": key '", key, "' must be a string, found ", j[key].dump());
+        return j[key].get<std::string>();
+    }
+    std::vector<int64_t> ids(const char* key) const
+    {
+        std::vector<int64_t> out;
+        if (!has(key))
+            return out;
+        if (j[key].is_number_integer())
+            out.push_back(j[key].get<int64_t>());
+        else if (j[key].is_array())
+            for (const auto& v : j[key]) {
+                if (!v.is_number_integer())
+                    fail(path, ": key '", key, "' must hold integer token ids");
+                out.push_back(v.get<int64_t>());
+            }
+        else
+            fail(path, ": key '", key, "' must be a token id or a list of them");
+        return out;
+    }
+};
+
+void readRope(const Reader& r, ModelConfig& c)
+{
+    c.ropeTheta = r.number("rope_theta", 10000.0);
+    // transformers 4.x writes rope_scaling; 5.x folds theta and scaling into rope_parameters.
+    const json* scaling = nullptr;
+    if (r.has("rope_scaling"))
+        scaling = &r.j["rope_scaling"];
+    else if (r.has("rope_parameters"))
+        scaling = &r.j["rope_parameters"];
+    if (!scaling)
+        return;
+    if (!scaling->is_object())
+        fail(r.path, ": rope_scaling must be an object");
+    Reader s{*scaling, r.path};
+    if (s.has("rope_theta"))
+        c.ropeTheta = s.number("rope_theta", c.ropeTheta);
+    std::string type = s.string("rope_type", s.string("type", "default"));
+    if (type == "default" || type.empty())
+        return;
+    c.ropeScaling.type = type;
+    c.ropeScaling.factor = s.number("factor", 1.0);
+    if (type == "linear")
+        return;
+    if (type == "llama3") {
+        c.ropeScaling.lowFreqFactor = s.number("low_freq_factor", 1.0);
+        c.ropeScaling.highFreqFactor = s.number("high_freq_factor", 4.0);
+        c.ropeScaling.originalMaxPositions = s.positiveOr("original_max_position_embeddings", 8192);
+        if (c.ropeScaling.highFreqFactor <= c.ropeScaling.lowFreqFactor)
+            fail(r.path, ": rope_scaling high_freq_factor must exceed low_freq_factor");
+        return;
+    }
+    fail(r.path, ": rope_scaling type '", type, "' is not supported (supported: linear, llama3)");
+}
+
+} // namespace
+
+const char* architectureName(Architecture arch)
+{
+    switch (arch) {
+    case Architecture::Llama: return "llama";
+    case Architecture::Mistral: return "mistral";
+    case Architecture::Qwen2: return "qwen2";
+    case Architecture::Qwen3: return "qwen3";
+    case Architecture::Gpt2: return "gpt2";
+    }
+    return "?";
+}
+
+ModelConfig parseModelConfig(const std::string& jsonText, const std::string& path)
+{
+    json j;
+    try {
+        j = json::parse(jsonText);
+    } catch (const json::exception& e) {
+        fail(path, ": not valid JSON (", e.what(), ")");
+    }
+    if (!j.is_object())
+        fail(path, ": config must be a JSON object");
+    Reader r{j, path};
+
+    ModelConfig c;
+    c.sourcePath = path;
+    c.modelType = r.string("model_type", "");
+    if (c.modelType.empty())
+        fail(path, ": missing required key 'model_type'");
+    if (c.modelType == "llama")
+        c.architecture = Architecture::Llama;
+    else if (c.modelType == "mistral")
+        c.architecture = Architecture::Mistral;
+    else if (c.modelType == "qwen2")
+        c.architecture = Architecture::Qwen2;
+    else if (c.modelType == "qwen3")
+        c.architecture = Architecture::Qwen3;
+    else if (c.modelType == "gpt2")
+        c.architecture = Architecture::Gpt2;
+    else
+        fail(path, ": unknown architecture model_type '", c.modelType,
+             "' (supported: llama, mistral, qwen2, qwen3, gpt2)");
+
+    c.torchDtype = r.string("torch_dtype", r.string("dtype", "float32"));
+    c.bosTokenIds = r.ids("bos_token_id");
+    c.eosTokenIds = r.ids("eos_token_id");
+    c.vocabSize = r.positive("vocab_size");
+
+    if (c.architecture == Architecture::Gpt2) {
+        c.hiddenSize = r.positive("n_embd");
+        c.numLayers = r.positive("n_layer");
+        c.numHeads = r.positive("n_head");
+        c.numKvHeads = c.numHeads;
+        c.maxPositions = r.positive("n_positions");
+        c.intermediateSize = r.positiveOr("n_inner", 4 * c.hiddenSize);
+        c.normEps = r.number("layer_norm_epsilon", 1e-5);
+        c.hiddenAct = r.string("activation_function", "gelu_new");
+        if (c.hiddenAct != "gelu_new" && c.hiddenAct != "gelu" && c.hiddenAct != "gelu_pytorch_tanh" &&
+            c.hiddenAct != "relu")
+            fail(path, ": activation_function '", c.hiddenAct, "' is not supported");
+        c.tieWordEmbeddings = r.boolean("tie_word_embeddings", true);
+        if (c.hiddenSize % c.numHeads != 0)
+            fail(path, ": n_embd (", c.hiddenSize, ") is not divisible by n_head (", c.numHeads, ")");
+        c.headDim = c.hiddenSize / c.numHeads;
+        c.qkvBias = c.oBias = c.mlpBias = true;
+        return c;
+    }
+
+    c.hiddenSize = r.positive("hidden_size");
+    c.intermediateSize = r.positive("intermediate_size");
+    c.numLayers = r.positive("num_hidden_layers");
+    c.numHeads = r.positive("num_attention_heads");
+    c.numKvHeads = r.positiveOr("num_key_value_heads", c.numHeads);
+    c.maxPositions = r.positiveOr("max_position_embeddings", 2048);
+    c.normEps = r.number("rms_norm_eps", 1e-6);
+    c.hiddenAct = r.string("hidden_act", "silu");
+    if (c.hiddenAct != "silu")
+        fail(path, ": hidden_act '", c.hiddenAct, "' is not supported (supported: silu)");
+    c.tieWordEmbeddings = r.boolean("tie_word_embeddings", false);
+    if (r.has("head_dim")) {
+        c.headDim = r.positive("head_dim");
+    } else {
+        if (c.hiddenSize % c.numHeads != 0)
+            fail(path, ": hidden_size (", c.hiddenSize, ") is not divisible by num_attention_heads (",
+                 c.numHeads, ") and no head_dim is given");
+        c.headDim = c.hiddenSize / c.numHeads;
+    }
+    if (c.headDim % 2 != 0)
+        fail(path, ": head_dim (", c.headDim, ") must be even for rotary embeddings");
+    if (c.numHeads % c.numKvHeads != 0)
+        fail(path, ": num_attention_heads (", c.numHeads, ") is not a multiple of num_key_value_heads (",
+             c.numKvHeads, ")");
+    readRope(r, c);
+
+    switch (c.architecture) {
+    case Architecture::Llama:
+        c.qkvBias = c.oBias = r.boolean("attention_bias", false);
+        c.mlpBias = r.boolean("mlp_bias", false);
+        break;
+    case Architecture::Mistral:
+        c.slidingWindow = r.has("sliding_window") ? r.positive("sliding_window") : 0;
+        break;
+    case Architecture::Qwen2:
+        c.qkvBias = true;
+        break;
+    case Architecture::Qwen3:
+        c.qkvBias = c.oBias = r.boolean("attention_bias", false);
+        c.qkNorm = true;
+        break;
+    case Architecture::Gpt2:
+        break;
+    }
+    return c;
+}
+
+ModelConfig loadModelConfig(const std::string& path)
+{
+    const std::string file = isDirectory(path) ? joinPath(path, "config.json") : path;
+    if (!fileExists(file))
+        fail(file, ": not found (a model folder needs config.json)");
+    return parseModelConfig(readFile(file), file);
+}
+
+int64_t parameterCount(const ModelConfig& c)
+{
+    const int64_t h = c.hiddenSize;
+    const int64_t v = c.vocabSize;
+    const int64_t inner = c.intermediateSize;
+    if (c.architecture == Architecture::Gpt2) {
+        const int64_t block = 2 * h                 // ln_1
+                              + h * 3 * h + 3 * h   // c_attn (Conv1D, bias)
+                              + h * h + h           // attn.c_proj
+                              + 2 * h               // ln_2
+                              + h * inner + inner   // mlp.c_fc
+                              + inner * h + h;      // mlp.c_proj
+        return v * h + c.maxPositions * h + c.numLayers * block + 2 * h + (c.tieWordEmbeddings ? 0 : v * h);
+    }
+    const int64_t q = c.numHeads * c.headDim;
+    const int64_t kv = c.numKvHeads * c.headDim;
+    int64_t block = h * q + 2 * h * kv + q * h   // q, k, v, o projections
+                    + 3 * h * inner               // gate, up, down
+                    + 2 * h;                      // input and post-attention RMSNorm
+    if (c.qkvBias)
+        block += q + 2 * kv;
+    if (c.oBias)
+        block += h;
+    if (c.mlpBias)
+        block += 2 * inner + h;
+    if (c.qkNorm)
+        block += 2 * c.headDim;
+    return v * h + c.numLayers * block + h + (c.tieWordEmbeddings ? 0 : v * h);
+}
+
+} // namespace tb

@@ -1,0 +1,154 @@
+// The Llama family: llama (2/3/3.x, TinyLlama, SmolLM2), mistral, qwen2 (q/k/v biases), qwen3 (q/k norms).
+#include "model/registry.h"
+
+#include "util/error.h"
+
+namespace tb {
+namespace {
+
+class LlamaAttentionImpl : public torch::nn::Module {
+public:
+    explicit LlamaAttentionImpl(const ModelConfig& c)
+        : numHeads(c.numHeads), numKvHeads(c.numKvHeads), headDim(c.headDim)
+    {
+        q_proj = register_module("q_proj", Linear(c.hiddenSize, c.numHeads * c.headDim, c.qkvBias));
+        k_proj = register_module("k_proj", Linear(c.hiddenSize, c.numKvHeads * c.headDim, c.qkvBias));
+        v_proj = register_module("v_proj", Linear(c.hiddenSize, c.numKvHeads * c.headDim, c.qkvBias));
+        o_proj = register_module("o_proj", Linear(c.numHeads * c.headDim, c.hiddenSize, c.oBias));
+        if (c.qkNorm) {
+            q_norm = register_module("q_norm", RMSNorm(c.headDim, c.normEps));
+            k_norm = register_module("k_norm", RMSNorm(c.headDim, c.normEps));
+        }
+    }
+
+    // x: [batch, seq, hidden]; cos/sin: [seq, head_dim]
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                          KVCache* cache, size_t layer, int64_t past)
+    {
+        const int64_t b = x.size(0), s = x.size(1);
+        auto q = q_proj->forward(x).view({b, s, numHeads, headDim});
+        auto k = k_proj->forward(x).view({b, s, numKvHeads, headDim});
+        auto v = v_proj->forward(x).view({b, s, numKvHeads, headDim});
+        if (q_norm) {
+            q = q_norm->forward(q);
+            k = k_norm->forward(k);
+        }
+        q = applyRope(q.transpose(1, 2), cos, sin);
+        k = applyRope(k.transpose(1, 2), cos, sin);
+        v = v.transpose(1, 2);
+        auto out = cachedAttention(q, k, v, cache, layer, past);  // [b, heads, s, head_dim]
+        out = out.transpose(1, 2).reshape({b, s, numHeads * headDim});
+        return o_proj->forward(out);
+    }
+
+    int64_t numHeads, numKvHeads, headDim;
+    Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+    RMSNorm q_norm{nullptr}, k_norm{nullptr};
+};
+TORCH_MODULE(LlamaAttention);
+
+class LlamaMlpImpl : public torch::nn::Module {
+public:
+    explicit LlamaMlpImpl(const ModelConfig& c)
+    {
+        gate_proj = register_module("gate_proj", Linear(c.hiddenSize, c.intermediateSize, c.mlpBias));
+        up_proj = register_module("up_proj", Linear(c.hiddenSize, c.intermediateSize, c.mlpBias));
+        down_proj = register_module("down_proj", Linear(c.intermediateSize, c.hiddenSize, c.mlpBias));
+    }
+    torch::Tensor forward(const torch::Tensor& x)
+    {
+        return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+    }
+    Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMlp);
+
+class LlamaBlockImpl : public torch::nn::Module {
+public:
+    explicit LlamaBlockImpl(const ModelConfig& c)
+    {
+        self_attn = register_module("self_attn", LlamaAttention(c));
+        mlp = register_module("mlp", LlamaMlp(c));
+        input_layernorm = register_module("input_layernorm", RMSNorm(c.hiddenSize, c.normEps));
+        post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hiddenSize, c.normEps));
+    }
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                          KVCache* cache, size_t layer, int64_t past)
+    {
+        auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, cache, layer, past);
+        return h + mlp->forward(post_attention_layernorm->forward(h));
+    }
+    LlamaAttention self_attn{nullptr};
+    LlamaMlp mlp{nullptr};
+    RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(LlamaBlock);
+
+class LlamaBodyImpl : public torch::nn::Module {
+public:
+    explicit LlamaBodyImpl(const ModelConfig& c)
+    {
+        embed_tokens = register_module("embed_tokens", makeEmbedding(c.vocabSize, c.hiddenSize));
+        layers = register_module("layers", torch::nn::ModuleList());
+        for (int64_t i = 0; i < c.numLayers; ++i) {
+            blocks.push_back(LlamaBlock(c));
+            layers->push_back(blocks.back());
+        }
+        norm = register_module("norm", RMSNorm(c.hiddenSize, c.normEps));
+    }
+    torch::nn::Embedding embed_tokens{nullptr};
+    torch::nn::ModuleList layers{nullptr};
+    std::vector<LlamaBlock> blocks;
+    RMSNorm norm{nullptr};
+};
+TORCH_MODULE(LlamaBody);
+
+class LlamaForCausalLM final : public CausalLM {
+public:
+    explicit LlamaForCausalLM(const ModelConfig& c) : CausalLM(c)
+    {
+        model = register_module("model", LlamaBody(c));
+        if (!c.tieWordEmbeddings)
+            lm_head = register_module("lm_head", Linear(c.hiddenSize, c.vocabSize, false));
+        m_invFreq = ropeInvFreq(c);
+    }
+
+    torch::Tensor forward(const torch::Tensor& ids, KVCache* cache) override
+    {
+        const int64_t past = cache ? cache->length : 0;
+        const int64_t s = ids.size(1);
+        auto h = model->embed_tokens->forward(ids);
+        // Rotary tables in fp32, cast to the compute dtype as transformers does.
+        if (m_invFreq.device() != h.device())
+            m_invFreq = m_invFreq.to(h.device());
+        const auto& invFreq = m_invFreq;
+        auto positions = torch::arange(past, past + s, torch::TensorOptions().dtype(torch::kFloat32).device(h.device()));
+        auto freqs = torch::outer(positions, invFreq);
+        auto emb = torch::cat({freqs, freqs}, -1);
+        auto cos = emb.cos().to(h.scalar_type());
+        auto sin = emb.sin().to(h.scalar_type());
+        for (size_t i = 0; i < model->blocks.size(); ++i)
+            h = model->blocks[i]->forward(h, cos, sin, cache, i, past);
+        h = model->norm->forward(h);
+        if (cache)
+            cache->length = past + s;
+        if (lm_head)
+            return lm_head->forward(h);
+        return torch::nn::functional::linear(h, model->embed_tokens->weight);
+    }
+
+    LlamaBody model{nullptr};
+    Linear lm_head{nullptr};
+
+private:
+    torch::Tensor m_invFreq;  // [head_dim / 2] fp32: kept out of the parameters so dtype casts never touch it
+};
+
+} // namespace
+
+std::shared_ptr<CausalLM> makeLlama(const ModelConfig& config)
+{
+    return std::make_shared<LlamaForCausalLM>(config);
+}
+
+} // namespace tb

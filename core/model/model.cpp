@@ -1,0 +1,127 @@
+// Model facade: loading a folder into a chosen dtype and device, and full-sequence logits.
+#include "model/model_impl.h"
+
+#include "model/registry.h"
+#include "model/safetensors.h"
+#include "util/error.h"
+#include "util/file_util.h"
+
+namespace tb {
+
+torch::Dtype parseTorchDtype(const std::string& name)
+{
+    if (name == "fp32" || name == "float32")
+        return torch::kFloat32;
+    if (name == "bf16" || name == "bfloat16")
+        return torch::kBFloat16;
+    if (name == "fp16" || name == "float16")
+        return torch::kFloat16;
+    fail("unknown dtype '", name, "' (use fp32, bf16 or fp16)");
+}
+
+bool cudaAvailable()
+{
+    return torch::cuda::is_available();
+}
+
+std::string defaultDevice()
+{
+    return cudaAvailable() ? "cuda" : "cpu";
+}
+
+torch::Device parseTorchDevice(const std::string& name)
+{
+    if (name == "auto")
+        return cudaAvailable() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    if (name == "cpu")
+        return torch::Device(torch::kCPU);
+    if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+        if (!cudaAvailable())
+            fail("device '", name, "' requested but no CUDA device is available (use cpu or auto)");
+        int index = 0;
+        if (name.size() > 5) {
+            try {
+                index = std::stoi(name.substr(5));
+            } catch (...) {
+                fail("bad device '", name, "'");
+            }
+        }
+        if (index < 0 || index >= static_cast<int>(torch::cuda::device_count()))
+            fail("device '", name, "' does not exist (", torch::cuda::device_count(), " CUDA devices)");
+        return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+    }
+    fail("unknown device '", name, "' (use cpu, cuda, cuda:N or auto)");
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+Model::~Model() = default;
+
+std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& options)
+{
+    if (!fileExists(dir))
+        fail(dir, ": model folder not found");
+    ModelConfig config = loadModelConfig(dir);
+    auto impl = std::make_unique<Impl>();
+    impl->dtype = parseTorchDtype(options.dtype);
+    impl->device = parseTorchDevice(options.device);
+    impl->module = createCausalLM(config);
+    Checkpoint checkpoint = Checkpoint::open(dir);
+    impl->module->loadWeights(checkpoint, impl->dtype, impl->device);
+    impl->module->eval();
+    return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+std::unique_ptr<Model> Model::createRandom(const ModelConfig& config, const LoadOptions& options, uint64_t seed)
+{
+    auto impl = std::make_unique<Impl>();
+    impl->dtype = parseTorchDtype(options.dtype);
+    impl->device = parseTorchDevice(options.device);
+    impl->module = createCausalLM(config);
+    impl->module->initRandom(seed, impl->dtype, impl->device);
+    impl->module->eval();
+    return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+const ModelConfig& Model::config() const
+{
+    return m_impl->module->config();
+}
+
+std::string Model::device() const
+{
+    return m_impl->device.str();
+}
+
+std::string Model::dtype() const
+{
+    if (m_impl->dtype == torch::kBFloat16)
+        return "bf16";
+    if (m_impl->dtype == torch::kFloat16)
+        return "fp16";
+    return "fp32";
+}
+
+int64_t Model::parameterCount() const
+{
+    int64_t n = 0;
+    for (const auto& p : m_impl->module->parameters())
+        n += p.numel();
+    return n;
+}
+
+std::vector<float> Model::logits(const std::vector<int32_t>& ids) const
+{
+    if (ids.empty())
+        fail("logits: empty input");
+    torch::InferenceMode guard;
+    const int64_t vocab = config().vocabSize;
+    std::vector<int64_t> ids64(ids.begin(), ids.end());
+    for (int64_t id : ids64)
+        if (id < 0 || id >= vocab)
+            fail("token id ", id, " is outside the vocabulary (", vocab, ")");
+    auto input = torch::tensor(ids64, torch::kInt64).unsqueeze(0).to(m_impl->device);
+    auto out = m_impl->module->forward(input, nullptr).squeeze(0).to(torch::kCPU, torch::kFloat32).contiguous();
+    return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+}
+
+} // namespace tb

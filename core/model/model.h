@@ -1,0 +1,77 @@
+// Model: the public facade over a loaded causal LM (no LibTorch in this header): load, logits, generate.
+#pragma once
+
+#include "model/config.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tb {
+
+class Tokenizer;
+
+struct LoadOptions {
+    std::string dtype = "fp32";   // fp32 | bf16 | fp16
+    std::string device = "auto";  // cpu | cuda | cuda:N | auto (cuda when available)
+};
+
+struct GenerateOptions {
+    int maxNewTokens = 64;
+    bool greedy = false;          // argmax; ignores temperature, top-k and top-p
+    double temperature = 1.0;
+    int topK = 0;                 // 0 = off
+    double topP = 1.0;            // 1 = off
+    double repetitionPenalty = 1.0;  // 1 = off; as transformers: divide positive logits, multiply negative
+    uint64_t seed = 0;
+    bool stopAtEos = true;
+    std::vector<std::string> stopStrings;  // need a tokenizer
+};
+
+struct GenerateResult {
+    std::vector<int32_t> tokens;  // generated ids (stop string tokens included, EOS excluded)
+    std::string text;             // decoded continuation, cut before a stop string
+    std::string stopReason;       // "eos" | "max_tokens" | "stop_string" | "cancelled" | "context_full"
+    int64_t prefillTokens = 0;
+    double prefillSeconds = 0;
+    double decodeSeconds = 0;
+};
+
+// Called for each new token with its id and the text it completed (may be empty while a multi-byte
+// character is incomplete). Return false to cancel.
+using TokenCallback = std::function<bool(int32_t id, const std::string& text)>;
+
+class Model {
+public:
+    // Loads config.json + safetensors weights from a folder. Throws tb::Error with the file and problem.
+    static std::unique_ptr<Model> load(const std::string& dir, const LoadOptions& options = {});
+    // A model with N(0, 0.02) weights for a config (tests and benchmarks).
+    static std::unique_ptr<Model> createRandom(const ModelConfig& config, const LoadOptions& options, uint64_t seed);
+    ~Model();
+
+    const ModelConfig& config() const;
+    std::string device() const;   // "cpu", "cuda:0"
+    std::string dtype() const;    // "fp32", "bf16", "fp16"
+    int64_t parameterCount() const;  // counted from the loaded tensors
+
+    // Logits of one sequence in fp32, row-major [ids.size(), vocab].
+    std::vector<float> logits(const std::vector<int32_t>& ids) const;
+
+    GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                            const Tokenizer* tokenizer = nullptr, const TokenCallback& onToken = {}) const;
+
+    struct Impl;
+    Impl& impl() const { return *m_impl; }
+
+private:
+    explicit Model(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+// "cuda" when LibTorch sees a CUDA device, else "cpu".
+std::string defaultDevice();
+bool cudaAvailable();
+
+} // namespace tb

@@ -1,0 +1,20 @@
+// Model::Impl: what the facade holds (the LibTorch module, device, dtype). Internal to core.
+#pragma once
+
+#include "model/causal_lm.h"
+#include "model/model.h"
+
+#include <memory>
+
+namespace tb {
+
+struct Model::Impl {
+    std::shared_ptr<CausalLM> module;
+    torch::Device device{torch::kCPU};
+    torch::Dtype dtype = torch::kFloat32;
+};
+
+torch::Dtype parseTorchDtype(const std::string& name);   // fp32 | bf16 | fp16 (also float32, bfloat16, float16)
+torch::Device parseTorchDevice(const std::string& name); // cpu | cuda | cuda:N | auto
+
+} // namespace tb

@@ -1,0 +1,47 @@
+// The Model page: opens a model folder on a worker thread and shows its architecture and size.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QTreeWidget;
+
+namespace tb {
+
+struct ModelSummary {
+    QString path;
+    QString error;         // empty when loading succeeded
+    QString architecture;
+    qint64 parameters = 0;
+    qint64 layers = 0, hiddenSize = 0, vocabSize = 0, context = 0, heads = 0, kvHeads = 0;
+    QString dtype;
+    QString tokenizer;     // "sentencepiece" / "bpe"
+};
+
+// Reads config.json and the tokenizer of a folder (runs on a worker thread).
+ModelSummary summarizeModel(const QString& path);
+
+class ModelPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit ModelPage(QWidget* parent = nullptr);
+    void openModel(const QString& path);
+    const ModelSummary& summary() const { return m_summary; }
+
+Q_SIGNALS:
+    void modelOpened(const tb::ModelSummary& summary);
+
+private:
+    void showSummary(const ModelSummary& s);
+    QLineEdit* m_path = nullptr;
+    QPushButton* m_browse = nullptr;
+    QTreeWidget* m_info = nullptr;
+    QLabel* m_status = nullptr;
+    QFutureWatcher<ModelSummary> m_watcher;
+    ModelSummary m_summary;
+};
+
+} // namespace tb
