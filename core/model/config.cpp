@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 namespace tb {
 namespace {
 
@@ -229,10 +231,30 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
 
 ModelConfig loadModelConfig(const std::string& path)
 {
+    if (!fileExists(path))
+        fail(path, ": not found (expected a model folder or a config.json)");
     const std::string file = isDirectory(path) ? joinPath(path, "config.json") : path;
     if (!fileExists(file))
         fail(file, ": not found (a model folder needs config.json)");
-    return parseModelConfig(readFile(file), file);
+    ModelConfig config = parseModelConfig(readFile(file), file);
+    // As transformers' generate(): generation_config.json's eos_token_id wins over config.json's.
+    const std::string genPath = joinPath(isDirectory(path) ? path : std::filesystem::path(path).parent_path().string(),
+                                         "generation_config.json");
+    if (fileExists(genPath)) {
+        json gen;
+        try {
+            gen = json::parse(readFile(genPath));
+        } catch (const json::exception& e) {
+            fail(genPath, ": not valid JSON (", e.what(), ")");
+        }
+        if (gen.is_object()) {
+            Reader r{gen, genPath};
+            auto eos = r.ids("eos_token_id");
+            if (!eos.empty())
+                config.eosTokenIds = eos;
+        }
+    }
+    return config;
 }
 
 int64_t parameterCount(const ModelConfig& c)
