@@ -113,8 +113,8 @@ int cmdGenerate(const Args& args, std::ostream& out)
                     "repetition-penalty", "seed", "stop", "dtype", "device", "json"});
     const std::string dir = modelArg(args);
     const GenerateOptions options = generateOptions(args);
-    auto tok = loadTokenizer(dir);
     auto model = Model::load(dir, loadOptions(args));
+    auto tok = loadTokenizer(dir);
     auto prompt = tok->encode(args.value("prompt"), true);
     const bool asJson = args.flag("json");
     TokenCallback stream;

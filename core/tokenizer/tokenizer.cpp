@@ -10,6 +10,8 @@ namespace tb {
 
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& modelDir)
 {
+    if (!fileExists(modelDir))
+        fail(modelDir, ": not found");
     const std::string spPath = joinPath(modelDir, "tokenizer.model");
     const std::string jsonPath = joinPath(modelDir, "tokenizer.json");
     const std::string configPath = joinPath(modelDir, "tokenizer_config.json");
