@@ -1,0 +1,86 @@
+"""Side-by-side generation benchmark: `tunebench bench generate` against Hugging Face transformers on the
+same models, prompt length and token budget, in the same run on the same machine.
+
+usage: python bench/generate_peer.py [--tunebench build/bin/tunebench] [--prompt-tokens 128] [--new-tokens 128]
+Models: the bundled stories260k and a random ~25M-parameter Llama (created here with transformers and saved,
+so both sides load the same weights). Prints prefill and decode tokens/s for both and the ratio (ours / peer).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import transformers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def random_llama(path):
+    # The same shape as tunebench's built-in random-llama-25m (core/cli/cli.cpp benchLlamaConfig).
+    cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=384, intermediate_size=1024, num_hidden_layers=8,
+                                   num_attention_heads=6, num_key_value_heads=6, head_dim=64,
+                                   max_position_embeddings=2048, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                                   bos_token_id=1, eos_token_id=None, pad_token_id=None)
+    cfg.dtype = torch.float32
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(path, safe_serialization=True)
+
+
+def peer(path, prompt_tokens, new_tokens, repeats):
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    gen = torch.Generator().manual_seed(1234)
+    ids = torch.randint(3, model.config.vocab_size, (1, prompt_tokens), generator=gen)
+    prefill, decode = [], []
+    with torch.inference_mode():
+        for i in range(repeats + 1):  # first pass warms up
+            t0 = time.perf_counter()
+            out = model(ids, use_cache=True)
+            t1 = time.perf_counter()
+            past, token = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+            for _ in range(new_tokens - 1):
+                out = model(token, past_key_values=past, use_cache=True)
+                past, token = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+            t2 = time.perf_counter()
+            if i:
+                prefill.append(prompt_tokens / (t1 - t0))
+                decode.append(new_tokens / (t2 - t1))
+    return statistics.median(prefill), statistics.median(decode)
+
+
+def ours(binary, path, prompt_tokens, new_tokens, repeats):
+    out = subprocess.run([binary, "bench", "generate", "--model", path, "--prompt-tokens", str(prompt_tokens),
+                          "--new-tokens", str(new_tokens), "--repeats", str(repeats), "--device", "cpu", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)["results"][0]
+    return r["prefill_tokens_per_s"], r["decode_tokens_per_s"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tunebench", default=os.path.join(ROOT, "build", "bin", "tunebench"))
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--new-tokens", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}, "
+          f"prompt {a.prompt_tokens} tokens, {a.new_tokens} new tokens, median of {a.repeats}")
+    with tempfile.TemporaryDirectory() as tmp:
+        rnd = os.path.join(tmp, "random-llama-25m")
+        random_llama(rnd)
+        models = [("stories260k", os.path.join(ROOT, "datasets", "models", "stories260k")), ("random-llama-25m", rnd)]
+        print(f"{'model':<18} {'phase':<8} {'tunebench tok/s':>16} {'transformers tok/s':>19} {'ratio':>7}")
+        for name, path in models:
+            o = ours(a.tunebench, path, a.prompt_tokens, a.new_tokens, a.repeats)
+            p = peer(path, a.prompt_tokens, a.new_tokens, a.repeats)
+            for phase, x, y in (("prefill", o[0], p[0]), ("decode", o[1], p[1])):
+                print(f"{name:<18} {phase:<8} {x:>16.0f} {y:>19.0f} {x / y:>7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
