@@ -4,7 +4,11 @@
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
 
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
+#include <QFileInfo>
+#include <QMimeData>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -54,6 +58,8 @@ ModelPage::ModelPage(QWidget* parent) : QWidget(parent)
     m_info->setColumnCount(2);
     m_info->setHeaderLabels({tr("Property"), tr("Value")});
     m_info->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_info->setRootIsDecorated(false);
+    setAcceptDrops(true);
     layout->addWidget(m_info, 1);
     m_status = new QLabel(this);
     layout->addWidget(m_status);
@@ -69,6 +75,21 @@ ModelPage::ModelPage(QWidget* parent) : QWidget(parent)
         showSummary(m_summary);
         Q_EMIT modelOpened(m_summary);
     });
+}
+
+void ModelPage::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (event->mimeData()->hasUrls() && event->mimeData()->urls().first().isLocalFile())
+        event->acceptProposedAction();
+}
+
+void ModelPage::dropEvent(QDropEvent* event)
+{
+    QString path = event->mimeData()->urls().first().toLocalFile();
+    if (QFileInfo(path).isFile())
+        path = QFileInfo(path).absolutePath();  // a dropped config.json or weight file opens its folder
+    openModel(path);
+    event->acceptProposedAction();
 }
 
 void ModelPage::openModel(const QString& path)

@@ -34,6 +34,10 @@ public:
 Q_SIGNALS:
     void modelOpened(const tb::ModelSummary& summary);
 
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
 private:
     void showSummary(const ModelSummary& s);
     QLineEdit* m_path = nullptr;
