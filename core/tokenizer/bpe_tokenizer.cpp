@@ -1,13 +1,15 @@
-// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json (GPT-2, Llama-3, Qwen2 families).
+// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json (GPT-2, Llama-3, Qwen2
+// families).
 //
 // Pipeline, as Hugging Face `tokenizers` runs it for encode(text, add_special_tokens):
 //   added tokens (normalized=false) matched on the raw text -> normalizer (NFC...) on the rest ->
 //   added tokens (normalized=true) matched -> pre-tokenizers (Split regex, ByteLevel) -> BPE per
 //   pre-token -> post-processor (TemplateProcessing BOS...). Decoding is ByteLevel with U+FFFD for
 //   invalid UTF-8, like Rust's String::from_utf8_lossy.
-// Regexes are Oniguruma patterns in the file; PCRE2 runs them (UTF + UCP), with \s widened to
-// Unicode White_Space (PCRE2's \s lacks U+0085). Text that is not valid UTF-8 has its invalid
-// sequences replaced by U+FFFD before encoding (Python strings cannot hold them either).
+// The file's regexes are Oniguruma patterns; PCRE2 runs them with UTF + UCP, where \s, \p{L} and
+// \p{N} mean what they mean to Oniguruma (Unicode White_Space, letters, numbers). Text that is not
+// valid UTF-8 has its invalid sequences replaced by U+FFFD before encoding (Python strings cannot
+// hold them either).
 #include "tokenizer/tokenizer.h"
 
 #include "util/error.h"
@@ -33,7 +35,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD"; // U+FFFD
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8
@@ -48,7 +50,7 @@ size_t utf8SequenceLength(std::string_view s, size_t i, size_t& bad)
     if (c < 0x80)
         return 1;
     size_t need = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
     if (c >= 0xC2 && c <= 0xDF)
         need = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
@@ -116,21 +118,9 @@ char32_t decodeUtf8(std::string_view s, size_t i, size_t& len)
 
 void appendUtf8(std::string& out, char32_t cp)
 {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    utf8proc_uint8_t buffer[4];
+    const auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buffer);
+    out.append(reinterpret_cast<const char*>(buffer), static_cast<size_t>(n));
 }
 
 // Unicode White_Space, what Rust's \s and char::is_whitespace mean.
@@ -144,15 +134,9 @@ bool isWhiteSpace(char32_t c)
 // Rust regex's \w: letters, marks, decimal and letter numbers, connector punctuation.
 bool isWordChar(char32_t c)
 {
-    switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC:
-        return true;
-    default:
-        return false;
-    }
+    const auto category = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+    return (category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_NL) ||
+           category == UTF8PROC_CATEGORY_PC;
 }
 
 // Start of the code point that ends at s[end - 1].
@@ -165,12 +149,12 @@ size_t previousCharStart(std::string_view s, size_t end)
 }
 
 // ---------------------------------------------------------------------------------------------
-// GPT-2's byte <-> printable character table: bytes that are printable map to themselves, the others
-// to U+0100 and up, so every byte string is a string of visible characters.
+// GPT-2's byte <-> printable character table: bytes that are printable map to themselves, the
+// others to U+0100 and up, so every byte string is a string of visible characters.
 
 struct ByteLevelTable {
-    std::array<std::string, 256> byteToUtf8;  // UTF-8 of the character standing for each byte
-    std::array<int16_t, 324> charToByte;      // code point -> byte, -1 when not in the table
+    std::array<std::string, 256> byteToUtf8; // UTF-8 of the character standing for each byte
+    std::array<int16_t, 324> charToByte;     // code point -> byte, -1 when not in the table
 
     ByteLevelTable()
     {
@@ -200,8 +184,8 @@ std::string byteLevelEncode(std::string_view bytes)
     return out;
 }
 
-// The ByteLevel decoder: a token whose characters all come from the table gives its bytes; any other
-// token (an added token such as "你好") gives its own UTF-8.
+// The ByteLevel decoder: a token whose characters all come from the table gives its bytes; any
+// other token (an added token such as "你好") gives its own UTF-8.
 void byteLevelDecode(const std::string& token, std::string& bytes)
 {
     const size_t mark = bytes.size();
@@ -221,38 +205,6 @@ void byteLevelDecode(const std::string& token, std::string& bytes)
 // ---------------------------------------------------------------------------------------------
 // Regex (PCRE2)
 
-// tokenizers compiles its patterns with Oniguruma, whose \s is Unicode White_Space; PCRE2's \s misses
-// U+0085. Rewrites \s and \S (outside classes) so both engines agree.
-std::string onigToPcre2(const std::string& p)
-{
-    std::string out;
-    bool inClass = false;
-    for (size_t i = 0; i < p.size(); ++i) {
-        const char c = p[i];
-        if (c == '\\' && i + 1 < p.size()) {
-            const char n = p[++i];
-            if (n == 's')
-                out += inClass ? "\\s\\x{85}" : "[\\s\\x{85}]";
-            else if (n == 'S' && !inClass)
-                out += "[^\\s\\x{85}]";
-            else
-                out += {c, n};
-            continue;
-        }
-        out += c;
-        if (!inClass && c == '[') {
-            inClass = true;
-            if (i + 1 < p.size() && p[i + 1] == '^')
-                out += p[++i];
-            if (i + 1 < p.size() && p[i + 1] == ']')  // a leading ']' is a literal
-                out += p[++i];
-        } else if (inClass && c == ']') {
-            inClass = false;
-        }
-    }
-    return out;
-}
-
 std::string pcre2Message(int code)
 {
     PCRE2_UCHAR buffer[256];
@@ -264,16 +216,16 @@ class Regex {
 public:
     Regex(const std::string& pattern, bool literal, const std::string& where)
     {
-        const std::string source = literal ? pattern : onigToPcre2(pattern);
         int error = 0;
         PCRE2_SIZE offset = 0;
-        const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
-        m_code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(), options,
-                               &error, &offset, nullptr);
+        const uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+        m_code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                               options, &error, &offset, nullptr);
         if (!m_code)
             fail(where, ": regex /", pattern, "/ does not compile at offset ", offset, " (",
                  pcre2Message(error), ")");
-        pcre2_jit_compile(m_code, PCRE2_JIT_COMPLETE);  // when JIT is unavailable the interpreter runs
+        // Without JIT support this fails and pcre2_match interprets instead.
+        pcre2_jit_compile(m_code, PCRE2_JIT_COMPLETE);
     }
     ~Regex() { pcre2_code_free(m_code); }
     Regex(const Regex&) = delete;
@@ -289,17 +241,19 @@ public:
         uint32_t options = PCRE2_NO_UTF_CHECK;
         size_t at = 0;
         while (at < text.size()) {
-            const int rc = pcre2_match(m_code, subject, text.size(), at, options, data.get(), nullptr);
+            const int rc =
+                pcre2_match(m_code, subject, text.size(), at, options, data.get(), nullptr);
             if (rc == PCRE2_ERROR_NOMATCH)
                 break;
             if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !(options & PCRE2_NO_JIT)) {
-                options |= PCRE2_NO_JIT;  // the interpreter keeps its backtracking on the heap
+                options |= PCRE2_NO_JIT; // the interpreter keeps its backtracking on the heap
                 continue;
             }
             if (rc < 0)
-                fail("tokenizer regex failed on a ", text.size(), "-byte piece (", pcre2Message(rc), ")");
+                fail("tokenizer regex failed on a ", text.size(), "-byte piece (", pcre2Message(rc),
+                     ")");
             const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data.get());
-            if (ovector[1] == ovector[0]) {  // empty match: step over one character
+            if (ovector[1] == ovector[0]) { // empty match: step over one character
                 at = ovector[0] + 1;
                 while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80)
                     ++at;
@@ -328,7 +282,7 @@ struct SplitStep {
     std::shared_ptr<const Regex> regex;
     SplitBehavior behavior = SplitBehavior::Isolated;
     bool invert = false;
-    bool addPrefixSpace = false;  // ByteLevel's add_prefix_space
+    bool addPrefixSpace = false; // ByteLevel's add_prefix_space
 };
 
 // The pieces of text after one split, HF's NormalizedString::split with empty pieces dropped.
@@ -351,7 +305,7 @@ void splitPiece(const SplitStep& step, std::string_view piece, std::vector<std::
         size_t begin, end;
         bool isMatch;
     };
-    std::vector<Span> spans;  // covers the piece
+    std::vector<Span> spans; // covers the piece
     size_t prev = 0;
     for (auto [b, e] : step.regex->findAll(piece)) {
         if (prev != b)
@@ -362,7 +316,7 @@ void splitPiece(const SplitStep& step, std::string_view piece, std::vector<std::
     if (prev != piece.size())
         spans.push_back({prev, piece.size(), step.invert});
 
-    std::vector<Span> kept;  // isMatch here means "remove"
+    std::vector<Span> kept; // isMatch here means "remove"
     bool previousMatch = false;
     switch (step.behavior) {
     case SplitBehavior::Removed:
@@ -414,6 +368,7 @@ struct AddedToken {
     bool lstrip = false;
     bool rstrip = false;
     bool normalized = false;
+    std::string decodeForm; // content, normalized when `normalized`
 };
 
 // Byte trie over added-token contents, matched leftmost-longest like tokenizers' Aho-Corasick.
@@ -465,7 +420,7 @@ private:
 // A stretch of text between added tokens (token < 0), or an added token.
 struct Segment {
     std::string_view text;
-    int64_t token = -1;  // index into m_added
+    int64_t token = -1; // index into m_added
 };
 
 enum class NormalForm { NFC, NFD, NFKC, NFKD };
@@ -474,10 +429,18 @@ std::string normalizeUnicode(const std::string& text, NormalForm form)
 {
     int options = UTF8PROC_STABLE;
     switch (form) {
-    case NormalForm::NFC: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::NFD: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::NFC:
+        options |= UTF8PROC_COMPOSE;
+        break;
+    case NormalForm::NFD:
+        options |= UTF8PROC_DECOMPOSE;
+        break;
+    case NormalForm::NFKC:
+        options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+        break;
+    case NormalForm::NFKD:
+        options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+        break;
     }
     utf8proc_uint8_t* out = nullptr;
     const utf8proc_ssize_t n =
@@ -567,7 +530,7 @@ public:
         for (int32_t id : ids) {
             if (id < 0 || id >= vocabSize())
                 fail("token id ", id, " is outside the vocabulary (", vocabSize(), ") of ", m_path);
-            const std::string* token = tokenOf(id);
+            const std::string* token = tokenOf(id, true);
             if (!token || (skipSpecial && m_specialContents.count(*token)))
                 continue;
             byteLevelDecode(*token, bytes);
@@ -619,10 +582,12 @@ private:
         return it == m_merges.end() ? nullptr : &it->second;
     }
 
-    const std::string* tokenOf(int32_t id) const
+    // forDecoding: normalized added tokens in their normalized form, as tokenizers >= 0.23 decodes
+    // them (so an NFC tokenizer's added "cafe\u0301" decodes through ByteLevel as "caf\uFFFD").
+    const std::string* tokenOf(int32_t id, bool forDecoding = false) const
     {
         if (auto it = m_addedById.find(id); it != m_addedById.end())
-            return &m_added[it->second].content;
+            return forDecoding ? &m_added[it->second].decodeForm : &m_added[it->second].content;
         return m_hasToken[id] ? &m_idToToken[id] : nullptr;
     }
 
@@ -633,8 +598,8 @@ private:
             fail(m_path, ": key 'model' missing");
         const std::string type = typeOf(*model);
         if (!type.empty() && type != "BPE")
-            fail(m_path, ": model.type is '", type, "'; only byte-level BPE tokenizer.json files are ",
-                 "supported (not WordPiece, Unigram or WordLevel)");
+            fail(m_path, ": model.type is '", type, "'; only byte-level BPE tokenizer.json ",
+                 "files are supported (not WordPiece, Unigram or WordLevel)");
         const Json* vocab = member(*model, "vocab");
         if (!vocab || !vocab->is_object())
             fail(m_path, ": key 'model.vocab' missing or not an object");
@@ -655,7 +620,8 @@ private:
         for (auto it = vocab->begin(); it != vocab->end(); ++it) {
             if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
                 it.value().get<int64_t>() > INT32_MAX)
-                fail(m_path, ": model.vocab['", it.key(), "'] is not a valid id: ", it.value().dump());
+                fail(m_path, ": model.vocab['", it.key(),
+                     "'] is not a valid id: ", it.value().dump());
             const auto id = it.value().get<int32_t>();
             m_vocab.emplace(it.key(), id);
             maxId = std::max(maxId, id);
@@ -673,7 +639,8 @@ private:
         if (const Json* unk = member(*model, "unk_token"); unk && unk->is_string()) {
             auto it = m_vocab.find(unk->get<std::string>());
             if (it == m_vocab.end())
-                fail(m_path, ": model.unk_token '", unk->get<std::string>(), "' is not in model.vocab");
+                fail(m_path, ": model.unk_token '", unk->get<std::string>(),
+                     "' is not in model.vocab");
             m_unkId = it->second;
         }
 
@@ -682,20 +649,21 @@ private:
         for (size_t rank = 0; rank < merges->size(); ++rank) {
             const Json& entry = (*merges)[rank];
             std::string a, b;
-            if (entry.is_string()) {  // "a b"
+            if (entry.is_string()) { // "a b"
                 const std::string& s = entry.get_ref<const std::string&>();
                 const size_t space = s.find(' ');
                 if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-                    fail(m_path, ": model.merges[", rank, "] '", s, "' is not two tokens separated by a space");
+                    fail(m_path, ": model.merges[", rank, "] '", s,
+                         "' is not two tokens separated by a space");
                 a = s.substr(0, space);
                 b = s.substr(space + 1);
             } else if (entry.is_array() && entry.size() == 2 && entry[0].is_string() &&
-                       entry[1].is_string()) {  // ["a", "b"]
+                       entry[1].is_string()) { // ["a", "b"]
                 a = entry[0].get<std::string>();
                 b = entry[1].get<std::string>();
             } else {
-                fail(m_path, ": model.merges[", rank, "] is neither \"a b\" nor [\"a\", \"b\"]: ",
-                     entry.dump());
+                fail(m_path, ": model.merges[", rank,
+                     "] is neither \"a b\" nor [\"a\", \"b\"]: ", entry.dump());
             }
             joined = a + b;
             auto ia = m_vocab.find(a), ib = m_vocab.find(b), ij = m_vocab.find(joined);
@@ -721,7 +689,8 @@ private:
             const Json* content = member(t, "content");
             if (!id || !id->is_number_integer() || id->get<int64_t>() < 0 || !content ||
                 !content->is_string())
-                fail(m_path, ": added_tokens[", i, "] needs an integer 'id' and a string 'content'");
+                fail(m_path, ": added_tokens[", i,
+                     "] needs an integer 'id' and a string 'content'");
             AddedToken token;
             token.id = id->get<int32_t>();
             token.content = toValidUtf8(content->get<std::string>());
@@ -753,6 +722,7 @@ private:
             if (m_added[i].normalized)
                 for (NormalForm form : m_normalizers)
                     key = normalizeUnicode(key, form);
+            m_added[i].decodeForm = key;
             (m_added[i].normalized ? m_trieNormalized : m_trieRaw).insert(key, i);
         }
     }
@@ -783,8 +753,8 @@ private:
     {
         const Json* p = member(root, "pre_tokenizer");
         if (!p)
-            fail(m_path, ": pre_tokenizer is null; only byte-level BPE (a ByteLevel pre-tokenizer) ",
-                 "is supported");
+            fail(m_path, ": pre_tokenizer is null; only byte-level BPE (a ByteLevel ",
+                 "pre-tokenizer) is supported");
         addPreTokenizer(*p);
         if (!m_hasByteLevel)
             fail(m_path, ": pre_tokenizer has no ByteLevel step; only byte-level BPE is supported");
@@ -818,9 +788,11 @@ private:
             else if (literal && literal->is_string())
                 step.regex = std::make_shared<Regex>(literal->get<std::string>(), true, m_path);
             else
-                fail(m_path, ": pre_tokenizer Split needs pattern {\"Regex\": ...} or {\"String\": ...}");
+                fail(m_path,
+                     ": pre_tokenizer Split needs pattern {\"Regex\": ...} or {\"String\": ...}");
             const Json* behavior = member(p, "behavior");
-            const std::string name = behavior && behavior->is_string() ? behavior->get<std::string>() : "";
+            const std::string name =
+                behavior && behavior->is_string() ? behavior->get<std::string>() : "";
             static const std::unordered_map<std::string, SplitBehavior> behaviors = {
                 {"Removed", SplitBehavior::Removed},
                 {"Isolated", SplitBehavior::Isolated},
@@ -834,14 +806,14 @@ private:
             step.invert = flag(p, "invert", false);
             m_steps.push_back(std::move(step));
         } else if (type == "Digits") {
-            SplitStep step;
-            step.regex = std::make_shared<Regex>(flag(p, "individual_digits", false) ? "[0-9]" : "[0-9]+",
-                                                 false, m_path);
+            SplitStep step; // Rust's char::is_numeric: Nd, Nl, No
+            step.regex = std::make_shared<Regex>(
+                flag(p, "individual_digits", false) ? "\\p{N}" : "\\p{N}+", false, m_path);
             m_steps.push_back(std::move(step));
         } else {
             fail(m_path, ": pre_tokenizer type '", type.empty() ? p.dump() : type,
-                 "' is not supported; only byte-level BPE (ByteLevel, optionally after Split or Digits) ",
-                 "is, not Metaspace/SentencePiece-style tokenizers");
+                 "' is not supported: only byte-level BPE is (ByteLevel, optionally after Split ",
+                 "or Digits), not Metaspace/SentencePiece-style tokenizers");
         }
     }
 
@@ -857,7 +829,7 @@ private:
                     addPostProcessor(child);
             return;
         } else if (type == "ByteLevel") {
-            return;  // offsets only
+            return; // offsets only
         } else if (type == "TemplateProcessing") {
             const Json* single = member(p, "single");
             const Json* specials = member(p, "special_tokens");
@@ -872,8 +844,10 @@ private:
                 const Json* special = member(item, "SpecialToken");
                 const Json* name = special ? member(*special, "id") : nullptr;
                 if (!name || !name->is_string())
-                    fail(m_path, ": post_processor template item ", item.dump(), " is not understood");
-                const Json* entry = specials ? member(*specials, name->get<std::string>().c_str()) : nullptr;
+                    fail(m_path, ": post_processor template item ", item.dump(),
+                         " is not understood");
+                const Json* entry =
+                    specials ? member(*specials, name->get<std::string>().c_str()) : nullptr;
                 const Json* ids = entry ? member(*entry, "ids") : nullptr;
                 if (!ids || !ids->is_array())
                     fail(m_path, ": post_processor.special_tokens has no ids for '",
@@ -884,7 +858,8 @@ private:
         } else if (type == "RobertaProcessing" || type == "BertProcessing") {
             const Json* cls = member(p, "cls");
             const Json* sep = member(p, "sep");
-            if (!cls || !sep || !cls->is_array() || !sep->is_array() || cls->size() != 2 || sep->size() != 2)
+            if (!cls || !sep || !cls->is_array() || !sep->is_array() || cls->size() != 2 ||
+                sep->size() != 2)
                 fail(m_path, ": post_processor ", type, " needs 'cls' and 'sep' as [token, id]");
             prefix.push_back((*cls)[1].get<int32_t>());
             suffix.push_back((*sep)[1].get<int32_t>());
@@ -912,8 +887,8 @@ private:
     {
         const Json* d = member(root, "decoder");
         if (d && typeOf(*d) != "ByteLevel")
-            fail(m_path, ": decoder type '", typeOf(*d), "' is not supported (byte-level BPE decodes with ",
-                 "ByteLevel)");
+            fail(m_path, ": decoder type '", typeOf(*d),
+                 "' is not supported (byte-level BPE decodes with ByteLevel)");
     }
 
     // BOS/EOS: tokenizer_config.json next to the file decides; without it, the post-processor's
@@ -957,7 +932,8 @@ private:
                           ? std::optional<int32_t>(m_templatePrefix.front())
                           : firstKnown({"<|begin_of_text|>", "<s>", "<|endoftext|>"});
         if (!eosSet)
-            m_eosId = firstKnown({"<|end_of_text|>", "<|endoftext|>", "<|im_end|>", "</s>", "<|eot_id|>"});
+            m_eosId = firstKnown(
+                {"<|end_of_text|>", "<|endoftext|>", "<|im_end|>", "</s>", "<|eot_id|>"});
     }
 
     // Text split around added tokens, HF's AddedVocabulary::find_matches.
@@ -969,7 +945,7 @@ private:
                 out.push_back({text});
             return out;
         }
-        size_t done = 0;  // text before this is in out
+        size_t done = 0; // text before this is in out
         size_t at = 0;
         while (at < text.size()) {
             const auto [token, length] = trie.longestAt(text, at);
@@ -981,12 +957,13 @@ private:
             size_t start = at, stop = at + length;
             at = stop;
             if (start < done)
-                continue;  // inside whitespace an rstrip token already took
+                continue; // inside whitespace an rstrip token already took
             if (added.singleWord) {
                 size_t len = 0;
                 const bool wordBefore =
                     start > 0 && isWordChar(decodeUtf8(text, previousCharStart(text, start), len));
-                const bool wordAfter = stop < text.size() && isWordChar(decodeUtf8(text, stop, len));
+                const bool wordAfter =
+                    stop < text.size() && isWordChar(decodeUtf8(text, stop, len));
                 if (wordBefore || wordAfter)
                     continue;
             }
@@ -1029,13 +1006,13 @@ private:
     // BPE of one pre-token (raw bytes; the vocabulary holds their ByteLevel characters).
     void encodeWord(const std::string& word, std::vector<int32_t>& ids) const
     {
-        if (m_ignoreMerges) {  // Llama-3: a pre-token that is itself a token is not merged
+        if (m_ignoreMerges) { // Llama-3: a pre-token that is itself a token is not merged
             if (auto it = m_vocab.find(byteLevelEncode(word)); it != m_vocab.end()) {
                 ids.push_back(it->second);
                 return;
             }
         }
-        constexpr size_t kCacheableLength = 256;  // bytes
+        constexpr size_t kCacheableLength = 256; // bytes
         if (word.size() < kCacheableLength) {
             std::lock_guard lock(m_cacheMutex);
             if (auto it = m_cache.find(word); it != m_cache.end()) {
@@ -1076,7 +1053,7 @@ private:
             if (id >= 0) {
                 pendingUnk = false;
                 pushSymbol(id);
-            } else if (m_unkId) {  // a byte the vocabulary lacks; without unk_token it is dropped
+            } else if (m_unkId) { // a byte the vocabulary lacks; without unk_token it is dropped
                 if (!(pendingUnk && m_fuseUnk))
                     pushSymbol(*m_unkId);
                 pendingUnk = true;
@@ -1084,7 +1061,7 @@ private:
         }
         struct Candidate {
             int32_t rank, pos, id;
-            bool operator<(const Candidate& o) const  // priority_queue pops the largest
+            bool operator<(const Candidate& o) const // priority_queue pops the largest
             {
                 return rank != o.rank ? rank > o.rank : pos > o.pos;
             }
@@ -1102,7 +1079,7 @@ private:
             Symbol& right = symbols[left.next];
             const Merge* m = findMerge(left.id, right.id);
             if (!m || m->id != top.id)
-                continue;  // stale: one side has merged since
+                continue; // stale: one side has merged since
             left.id = top.id;
             right.alive = false;
             left.next = right.next;
@@ -1124,10 +1101,10 @@ private:
 
     std::string m_path;
     std::unordered_map<std::string, int32_t> m_vocab;
-    std::vector<std::string> m_idToToken;  // model vocabulary by id (added tokens: m_added)
+    std::vector<std::string> m_idToToken; // model vocabulary by id (added tokens: m_added)
     std::vector<bool> m_hasToken;
-    std::unordered_map<uint64_t, Merge> m_merges;  // (left id, right id) -> rank, merged id
-    std::array<int32_t, 256> m_byteIds{};          // id of each byte's ByteLevel character, -1 if none
+    std::unordered_map<uint64_t, Merge> m_merges; // (left id, right id) -> rank, merged id
+    std::array<int32_t, 256> m_byteIds{}; // id of each byte's ByteLevel character, -1 if none
     std::optional<int32_t> m_unkId;
     bool m_fuseUnk = false;
     bool m_ignoreMerges = false;
@@ -1136,8 +1113,8 @@ private:
     std::unordered_map<int32_t, size_t> m_addedById;
     std::unordered_map<std::string, size_t> m_addedByContent;
     std::unordered_set<std::string> m_specialContents;
-    TokenTrie m_trieRaw;         // added tokens with normalized=false
-    TokenTrie m_trieNormalized;  // added tokens with normalized=true, in normalized form
+    TokenTrie m_trieRaw;        // added tokens with normalized=false
+    TokenTrie m_trieNormalized; // added tokens with normalized=true, in normalized form
 
     std::vector<NormalForm> m_normalizers;
     std::vector<SplitStep> m_steps;
@@ -1145,7 +1122,7 @@ private:
     std::vector<int32_t> m_templatePrefix, m_templateSuffix;
 
     mutable std::mutex m_cacheMutex;
-    mutable std::unordered_map<std::string, std::vector<int32_t>> m_cache;  // pre-token -> ids
+    mutable std::unordered_map<std::string, std::vector<int32_t>> m_cache; // pre-token -> ids
 };
 
 } // namespace

@@ -1,5 +1,5 @@
-// Chat template rendering (ChatML, Llama-3, Llama-2/Mistral [INST], Alpaca, plain) and detection of the
-// family from a model's tokenizer_config.json.
+// Chat template rendering (ChatML, Llama-3, Llama-2/Mistral [INST], Alpaca, plain) and detection of
+// the family from a model's tokenizer_config.json.
 //
 // Conventions shared by every family:
 // - bosToken, when not empty, is written once at the very start (Inst: at the start of every
@@ -8,7 +8,8 @@
 // - A trainable segment is an assistant message's content plus its end token (ChatML <|im_end|>,
 //   Llama-3 <|eot_id|>, otherwise eosToken); the role headers and separators around it are not.
 // - Alpaca: a system message becomes the preamble paragraph; without one there is no preamble (the
-//   classic "Below is an instruction..." text is not added: datasets that want it pass it as system).
+//   classic "Below is an instruction..." text is not added: datasets that want it pass it as
+//   system).
 #include "tokenizer/chat_template.h"
 
 #include "util/error.h"
@@ -81,7 +82,7 @@ void renderInst(std::vector<ChatSegment>& out, const std::vector<ChatMessage>& m
             append(out, turn + m.content + " [/INST]", false);
         }
     }
-    if (!system.empty())  // a trailing system message with no user turn after it
+    if (!system.empty()) // a trailing system message with no user turn after it
         append(out, bos + "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]", false);
 }
 
@@ -138,11 +139,16 @@ std::string lower(std::string s)
 const char* chatTemplateName(ChatTemplateFamily family)
 {
     switch (family) {
-    case ChatTemplateFamily::ChatML: return "chatml";
-    case ChatTemplateFamily::Llama3: return "llama3";
-    case ChatTemplateFamily::Inst: return "inst";
-    case ChatTemplateFamily::Alpaca: return "alpaca";
-    case ChatTemplateFamily::Plain: return "plain";
+    case ChatTemplateFamily::ChatML:
+        return "chatml";
+    case ChatTemplateFamily::Llama3:
+        return "llama3";
+    case ChatTemplateFamily::Inst:
+        return "inst";
+    case ChatTemplateFamily::Alpaca:
+        return "alpaca";
+    case ChatTemplateFamily::Plain:
+        return "plain";
     }
     return "plain";
 }
@@ -163,7 +169,8 @@ std::optional<ChatTemplateFamily> parseChatTemplateName(const std::string& name)
     return std::nullopt;
 }
 
-std::vector<ChatSegment> renderChat(ChatTemplateFamily family, const std::vector<ChatMessage>& messages,
+std::vector<ChatSegment> renderChat(ChatTemplateFamily family,
+                                    const std::vector<ChatMessage>& messages,
                                     bool addGenerationPrompt, const std::string& bosToken,
                                     const std::string& eosToken)
 {
@@ -195,7 +202,8 @@ std::string renderChatText(ChatTemplateFamily family, const std::vector<ChatMess
                            const std::string& eosToken)
 {
     std::string text;
-    for (const ChatSegment& s : renderChat(family, messages, addGenerationPrompt, bosToken, eosToken))
+    for (const ChatSegment& s :
+         renderChat(family, messages, addGenerationPrompt, bosToken, eosToken))
         text += s.text;
     return text;
 }

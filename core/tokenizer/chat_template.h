@@ -25,7 +25,10 @@ struct ChatSegment {
 };
 
 // Renders messages in a family's format. addGenerationPrompt appends the assistant header.
-// bosToken/eosToken are the model's special token strings (e.g. "<s>", "</s>").
+// bosToken/eosToken are the model's special token strings (e.g. "<s>", "</s>"). bosToken, when not
+// empty, starts the text (Inst: every [INST] turn); pass "" when the tokenizer adds BOS itself.
+// eosToken ends assistant turns of Inst, Alpaca and plain (ChatML and Llama-3 use <|im_end|> and
+// <|eot_id|>). Alpaca renders a system message as its preamble and adds none by default.
 std::vector<ChatSegment> renderChat(ChatTemplateFamily family, const std::vector<ChatMessage>& messages,
                                     bool addGenerationPrompt, const std::string& bosToken = "",
                                     const std::string& eosToken = "");

@@ -1,5 +1,6 @@
-// Tokenizers without Python: GPT-2 tokenizer.json encodings and round trips, hand-written tokenizer.json
-// files (pair merges, ignore_merges, errors), sentencepiece, and chat template rendering/detection.
+// Tokenizers without Python: GPT-2 tokenizer.json encodings and round trips, hand-written
+// tokenizer.json files (pair merges, ignore_merges, errors), sentencepiece, and chat template
+// rendering/detection.
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -41,8 +42,10 @@ nlohmann::json tinyTokenizer()
       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
                         "use_regex": true},
       "post_processor": null,
-      "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-      "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+      "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
+                  "use_regex": true},
+      "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                "continuing_subword_prefix": null,
                 "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
                 "ignore_merges": false,
                 "vocab": {"a": 0, "b": 1, "c": 2, "ab": 3, "bc": 4, "abc": 5, "\u0120": 6},
@@ -50,7 +53,8 @@ nlohmann::json tinyTokenizer()
     })");
 }
 
-// The tb::Error message from loading `json` (written as tokenizer.json in a temp dir), or "" when none.
+// The tb::Error message from loading `json` (written as tokenizer.json in a temp dir), or "" when
+// none.
 std::string loadError(const QTemporaryDir& dir, const std::string& json)
 {
     const QString path = dir.filePath(QStringLiteral("tokenizer.json"));
@@ -100,14 +104,16 @@ void TestTokenizer::gpt2KnownEncodings()
         {"<|endoftext|>", {50256}},
         {"Hello world<|endoftext|> again", {15496, 995, 50256, 757}},
         {"x \u3000y", {87, 220, 5099, 222, 88}},
+        {"-- \u0085--", {438, 220, 126, 227, 438}}, // U+0085 is \s for Oniguruma
         {"Hello world! I'm here.\n\n  def f(x):\n\treturn 1234567",
-         {15496, 995, 0, 314, 1101, 994, 13, 628, 220, 825, 277, 7, 87, 2599, 198, 197, 7783, 17031,
-          2231, 3134}},
+         {15496, 995, 0,  314,  1101, 994, 13,   628,   220,  825,
+          277,   7,   87, 2599, 198,  197, 7783, 17031, 2231, 3134}},
         {"", {}},
     };
     for (const auto& [text, expected] : cases) {
         const auto ids = m_gpt2->encode(text, true);
-        QVERIFY2(ids == expected, (text + ": " + toString(ids) + " != " + toString(expected)).c_str());
+        QVERIFY2(ids == expected,
+                 (text + ": " + toString(ids) + " != " + toString(expected)).c_str());
     }
     // GPT-2's post-processor adds nothing.
     QCOMPARE(m_gpt2->encode("Hello world", false), m_gpt2->encode("Hello world", true));
@@ -130,13 +136,17 @@ void TestTokenizer::gpt2RoundTrip()
     for (const std::string& text : corpus)
         QCOMPARE(m_gpt2->decode(m_gpt2->encode(text, true), false), text);
     // Text that is not valid UTF-8 is encoded as if its bad bytes were U+FFFD (never a crash).
-    QCOMPARE(m_gpt2->decode(m_gpt2->encode("a\xff" "b", true), false), std::string("a\uFFFDb"));
+    QCOMPARE(m_gpt2->decode(m_gpt2->encode("a\xff"
+                                           "b",
+                                           true),
+                            false),
+             std::string("a\uFFFDb"));
 }
 
 void TestTokenizer::gpt2SpecialTokens()
 {
     const std::vector<int32_t> ids = m_gpt2->encode("Hello<|endoftext|>", true);
-    QCOMPARE(ids, (std::vector<int32_t>{15496, 50256}));  // matched before BPE, never split
+    QCOMPARE(ids, (std::vector<int32_t>{15496, 50256})); // matched before BPE, never split
     QCOMPARE(m_gpt2->decode(ids, true), std::string("Hello"));
     QCOMPARE(m_gpt2->decode(ids, false), std::string("Hello<|endoftext|>"));
     // A partial marker is ordinary text.
@@ -161,7 +171,7 @@ void TestTokenizer::gpt2Metadata()
 {
     QCOMPARE(m_gpt2->kind(), std::string("bpe"));
     QCOMPARE(m_gpt2->vocabSize(), 50257);
-    QCOMPARE(m_gpt2->bosId(), std::optional<int32_t>(50256));  // tokenizer_config.json
+    QCOMPARE(m_gpt2->bosId(), std::optional<int32_t>(50256)); // tokenizer_config.json
     QCOMPARE(m_gpt2->eosId(), std::optional<int32_t>(50256));
     QVERIFY(m_gpt2->isSpecial(50256));
     QVERIFY(!m_gpt2->isSpecial(995));
@@ -217,7 +227,8 @@ void TestTokenizer::addedTokensAndTemplate()
     j["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [
       {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
       {"type": "TemplateProcessing",
-       "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+       "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}}],
        "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
        "special_tokens": {"<bos>": {"id": "<bos>", "ids": [7], "tokens": ["<bos>"]}}}]})");
     const QString path = dir.filePath(QStringLiteral("tokenizer.json"));
@@ -231,7 +242,7 @@ void TestTokenizer::addedTokensAndTemplate()
     // BOS from the template; "<m>" takes the spaces on its left; "cab" is an added token.
     QCOMPARE(tok->encode("ab  <m>cab", true), (std::vector<int32_t>{7, 3, 8, 9}));
     QCOMPARE(tok->encode("ab  <m>cab", false), (std::vector<int32_t>{3, 8, 9}));
-    QCOMPARE(tok->decode({7, 3, 8, 9}, true), std::string("abcab"));  // non-special "cab" stays
+    QCOMPARE(tok->decode({7, 3, 8, 9}, true), std::string("abcab")); // non-special "cab" stays
     QCOMPARE(tok->decode({7, 3, 8, 9}, false), std::string("<bos>ab<m>cab"));
     QVERIFY(tok->isSpecial(8));
     QVERIFY(!tok->isSpecial(9));
@@ -271,7 +282,8 @@ void TestTokenizer::malformedFilesNameFileAndKey()
 
     // Llama-2's tokenizer.json: BPE over a Metaspace pre-tokenizer, not byte-level.
     j = tinyTokenizer();
-    j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}};
+    j["pre_tokenizer"] = {
+        {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}};
     expectError(j.dump(), "Metaspace");
 
     j = tinyTokenizer();
@@ -279,11 +291,14 @@ void TestTokenizer::malformedFilesNameFileAndKey()
     expectError(j.dump(), "Lowercase");
 
     j = tinyTokenizer();
-    j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"},
+    j["pre_tokenizer"] = {{"type", "Split"},
+                          {"pattern", {{"Regex", "(unclosed"}}},
+                          {"behavior", "Isolated"},
                           {"invert", false}};
     expectError(j.dump(), "(unclosed");
 
-    QVERIFY_THROWS_EXCEPTION(tb::Error, tb::loadBpeTokenizer(dir.filePath(QStringLiteral("none.json")).toStdString()));
+    QVERIFY_THROWS_EXCEPTION(
+        tb::Error, tb::loadBpeTokenizer(dir.filePath(QStringLiteral("none.json")).toStdString()));
 }
 
 void TestTokenizer::sentencePiece()
@@ -304,10 +319,11 @@ void TestTokenizer::chatTemplates()
         {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
     const std::vector<ChatMessage> noSystem = {{"user", "Hi"}, {"assistant", "Hello!"}};
 
-    QCOMPARE(tb::renderChatText(ChatTemplateFamily::ChatML, chat, true),
-             std::string("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
-                         "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"
-                         "<|im_start|>assistant\n"));
+    QCOMPARE(
+        tb::renderChatText(ChatTemplateFamily::ChatML, chat, true),
+        std::string("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+                    "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"
+                    "<|im_start|>assistant\n"));
     QCOMPARE(tb::renderChatText(ChatTemplateFamily::Llama3, noSystem, true, "<|begin_of_text|>"),
              std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
                          "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
@@ -334,8 +350,10 @@ void TestTokenizer::chatTemplates()
         return out;
     };
     using Strings = std::vector<std::string>;
-    QCOMPARE(trainable(tb::renderChat(ChatTemplateFamily::ChatML, chat, true)), Strings{"Hello!<|im_end|>"});
-    QCOMPARE(trainable(tb::renderChat(ChatTemplateFamily::Llama3, chat, true)), Strings{"Hello!<|eot_id|>"});
+    QCOMPARE(trainable(tb::renderChat(ChatTemplateFamily::ChatML, chat, true)),
+             Strings{"Hello!<|im_end|>"});
+    QCOMPARE(trainable(tb::renderChat(ChatTemplateFamily::Llama3, chat, true)),
+             Strings{"Hello!<|eot_id|>"});
     QCOMPARE(trainable(tb::renderChat(ChatTemplateFamily::Inst, chat, false, "<s>", "</s>")),
              Strings{"Hello!</s>"});
     QCOMPARE(trainable(tb::renderChat(ChatTemplateFamily::Alpaca, chat, false, "", "</s>")),
@@ -348,8 +366,9 @@ void TestTokenizer::chatTemplates()
         joined += s.text;
     QCOMPARE(joined, tb::renderChatText(ChatTemplateFamily::ChatML, chat, true));
 
-    for (auto family : {ChatTemplateFamily::ChatML, ChatTemplateFamily::Llama3, ChatTemplateFamily::Inst,
-                        ChatTemplateFamily::Alpaca, ChatTemplateFamily::Plain})
+    for (auto family :
+         {ChatTemplateFamily::ChatML, ChatTemplateFamily::Llama3, ChatTemplateFamily::Inst,
+          ChatTemplateFamily::Alpaca, ChatTemplateFamily::Plain})
         QCOMPARE(tb::parseChatTemplateName(tb::chatTemplateName(family)), std::optional(family));
     QCOMPARE(tb::parseChatTemplateName("vicuna"), std::optional<ChatTemplateFamily>());
 }
@@ -357,33 +376,38 @@ void TestTokenizer::chatTemplates()
 void TestTokenizer::chatTemplateDetection()
 {
     using Family = std::optional<ChatTemplateFamily>;
-    QCOMPARE(tb::detectChatTemplate("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n'"
-                                    " + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"),
+    QCOMPARE(tb::detectChatTemplate(
+                 "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n'"
+                 " + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"),
              Family(ChatTemplateFamily::ChatML));
-    QCOMPARE(tb::detectChatTemplate("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
-                                    "<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}"),
+    QCOMPARE(tb::detectChatTemplate(
+                 "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
+                 "<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}"),
              Family(ChatTemplateFamily::Llama3));
-    QCOMPARE(tb::detectChatTemplate("{{ bos_token + '[INST] ' + message['content'] + ' [/INST]' }}"),
-             Family(ChatTemplateFamily::Inst));
-    QCOMPARE(tb::detectChatTemplate("### Instruction:\n{{ message['content'] }}\n\n### Response:\n"),
-             Family(ChatTemplateFamily::Alpaca));
-    QCOMPARE(tb::detectChatTemplate("{% for m in messages %}<start_of_turn>{{ m['content'] }}{% endfor %}"),
+    QCOMPARE(
+        tb::detectChatTemplate("{{ bos_token + '[INST] ' + message['content'] + ' [/INST]' }}"),
+        Family(ChatTemplateFamily::Inst));
+    QCOMPARE(
+        tb::detectChatTemplate("### Instruction:\n{{ message['content'] }}\n\n### Response:\n"),
+        Family(ChatTemplateFamily::Alpaca));
+    QCOMPARE(tb::detectChatTemplate(
+                 "{% for m in messages %}<start_of_turn>{{ m['content'] }}{% endfor %}"),
              Family());
 
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const std::string modelDir = dir.path().toStdString();
     const QString config = dir.filePath(QStringLiteral("tokenizer_config.json"));
-    QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family());  // no tokenizer_config.json
+    QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family()); // no tokenizer_config.json
     writeText(config, R"({"bos_token": "<s>"})");
-    QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family());  // no chat_template: no fallback
+    QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family()); // no chat_template: no fallback
     writeText(config, R"({"chat_template": "{{ '<|im_start|>' }}"})");
     QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family(ChatTemplateFamily::ChatML));
     writeText(config, R"({"chat_template": [{"name": "tool_use", "template": "<|im_start|>"},
                                             {"name": "default", "template": "[INST]"}]})");
     QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family(ChatTemplateFamily::Inst));
     writeText(config, R"({"chat_template": "<start_of_turn>user"})");
-    QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family());  // unrecognised
+    QCOMPARE(tb::detectChatTemplateForModel(modelDir), Family()); // unrecognised
     writeText(config, R"({"chat_template": )");
     QVERIFY_THROWS_EXCEPTION(tb::Error, tb::detectChatTemplateForModel(modelDir));
 }

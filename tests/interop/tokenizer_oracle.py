@@ -59,6 +59,7 @@ CORPUS = [
     "mask: hello   <mask> world <mask>",
     "added café and cafe\u0301 here",
     "Unicode spaces:\u00a0nbsp\u3000ideographic\u2009thin x \u0085nel\u2028sep",
+    "NEL is white space: -- \u0085-- \u0085\u0085.",
     "URL https://example.com/path?query=1&b=2#frag and email a.b@c.org",
     "mixed CASE and camelCaseName and snake_case_name and ALLCAPS",
     "x",
@@ -73,7 +74,8 @@ TRAIN_TEXT = [
     "The weather was sunny, and the children played in the park until the evening.",
     "Machine learning models are trained on large datasets of text and code.",
     "Fine-tuning adapts a pretrained model to a new task with a small learning rate.",
-    "def train(model, data):\n    for batch in data:\n        loss = model(batch)\n        loss.backward()\n",
+    "def train(model, data):\n    for batch in data:\n        loss = model(batch)\n"
+    "        loss.backward()\n",
     "for (int i = 0; i < n; ++i) { sum += values[i]; }\n",
     "I'm here, you're there, they've gone, we'll see, it's fine, he'd know.",
     "Numbers like 2024, 1234567 and 3.14 appear in many documents.",
@@ -180,12 +182,14 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     source_dir, out_dir = sys.argv[1], sys.argv[2]
-    gpt2_path = os.path.join(source_dir, "tests/data/tokenizers/gpt2/tokenizer.json")
+    data = os.path.join(source_dir, "tests/data/tokenizers")
+    gpt2_path = os.path.join(data, "gpt2/tokenizer.json")
     gpt2_config = json.load(open(os.path.join(os.path.dirname(gpt2_path), "tokenizer_config.json")))
     result = {"corpus": CORPUS, "tokenizers": {
         "gpt2": hf_entry(Tokenizer.from_file(gpt2_path), gpt2_path, gpt2_config, False),
-        "llama2": sp_entry(os.path.join(source_dir, "tests/data/tokenizers/llama2/tokenizer.model")),
-        "stories260k": sp_entry(os.path.join(source_dir, "datasets/models/stories260k/tokenizer.model")),
+        "llama2": sp_entry(os.path.join(data, "llama2/tokenizer.model")),
+        "stories260k": sp_entry(
+            os.path.join(source_dir, "datasets/models/stories260k/tokenizer.model")),
         "llama3": hf_entry(*make_llama3(out_dir), False),
         "qwen2": hf_entry(*make_qwen2(out_dir), True),
     }}
