@@ -1,4 +1,5 @@
-// Shared building blocks of the architectures: layers, weight loading, rotary embeddings, cached attention.
+// The shared forward pass (soft prompt, blocks with optional checkpointing, head), weight loading, rotary
+// embeddings and cached attention.
 #include "model/causal_lm.h"
 
 #include "model/safetensors.h"
@@ -7,48 +8,6 @@
 #include <cmath>
 
 namespace tb {
-
-LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias)
-{
-    weight = register_parameter("weight", torch::empty({out, in}));
-    if (hasBias)
-        bias = register_parameter("bias", torch::empty({out}));
-}
-
-torch::Tensor LinearImpl::forward(const torch::Tensor& x)
-{
-    return torch::nn::functional::linear(x, weight, bias);
-}
-
-RMSNormImpl::RMSNormImpl(int64_t dim, double epsilon) : eps(epsilon)
-{
-    weight = register_parameter("weight", torch::ones({dim}));
-}
-
-torch::Tensor RMSNormImpl::forward(const torch::Tensor& x)
-{
-    // As transformers does: statistics in fp32, scale applied after casting back to the input dtype.
-    auto xf = x.to(torch::kFloat32);
-    auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
-    xf = xf * torch::rsqrt(variance + eps);
-    return weight * xf.to(x.scalar_type());
-}
-
-LayerNormImpl::LayerNormImpl(int64_t dim, double epsilon) : eps(epsilon)
-{
-    weight = register_parameter("weight", torch::ones({dim}));
-    bias = register_parameter("bias", torch::zeros({dim}));
-}
-
-torch::Tensor LayerNormImpl::forward(const torch::Tensor& x)
-{
-    return torch::layer_norm(x, {weight.size(0)}, weight, bias, eps);
-}
-
-torch::nn::Embedding makeEmbedding(int64_t num, int64_t dim)
-{
-    return torch::nn::Embedding(torch::nn::EmbeddingOptions(num, dim)._weight(torch::empty({num, dim})));
-}
 
 namespace {
 
@@ -63,7 +22,93 @@ torch::ScalarType toScalarType(DType dtype)
     return torch::kFloat32;
 }
 
+// Block activation checkpointing: forward runs without storing activations; backward recomputes the block
+// with the same RNG state (dropout) and back-propagates through it (the reentrant scheme).
+class BlockCheckpoint : public torch::autograd::Function<BlockCheckpoint> {
+public:
+    // dummy: a tensor that requires grad, so the output does even when x does not (frozen embeddings),
+    // and backward runs to reach the block's trainable parameters.
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor dummy,
+                                 int64_t blockAddress, torch::Tensor cos, torch::Tensor sin)
+    {
+        auto* block = reinterpret_cast<BlockBase*>(static_cast<intptr_t>(blockAddress));
+        ctx->saved_data["block"] = blockAddress;
+        ctx->saved_data["rng"] = at::globalContext().defaultGenerator(x.device()).get_state();
+        ctx->save_for_backward({x, cos, sin});
+        return block->forward(x, BlockContext{cos, sin}, nullptr, 0, 0);
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list gradOut)
+    {
+        auto saved = ctx->get_saved_variables();
+        auto* block = reinterpret_cast<BlockBase*>(static_cast<intptr_t>(ctx->saved_data["block"].toInt()));
+        auto generator = at::globalContext().defaultGenerator(saved[0].device());
+        auto current = generator.get_state();
+        generator.set_state(ctx->saved_data["rng"].toTensor());
+        torch::Tensor input = saved[0].detach().requires_grad_(true);
+        torch::Tensor output;
+        {
+            torch::AutoGradMode enable(true);
+            output = block->forward(input, BlockContext{saved[1], saved[2]}, nullptr, 0, 0);
+        }
+        generator.set_state(current);
+        torch::autograd::backward({output}, {gradOut[0]});
+        return {input.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+};
+
 } // namespace
+
+torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
+{
+    const int64_t past = cache ? cache->length : 0;
+    auto h = embedTokens(ids);  // [batch, seq, hidden]
+    int64_t virtualTokens = 0;
+    if (m_prompt.defined() && past == 0) {
+        virtualTokens = m_prompt.size(0);
+        h = torch::cat({m_prompt.to(h.scalar_type()).unsqueeze(0).expand({h.size(0), -1, -1}), h}, 1);
+    }
+    h = addPositions(h, past);
+    BlockContext ctx = blockContext(past, h.size(1), h);
+    const bool checkpoint = m_checkpointing && is_training() && torch::GradMode::is_enabled() && !cache;
+    torch::Tensor dummy;
+    if (checkpoint)
+        dummy = torch::empty({0}, h.options().requires_grad(true));
+    for (size_t i = 0; i < m_blocks.size(); ++i) {
+        if (checkpoint)
+            h = BlockCheckpoint::apply(h, dummy, static_cast<int64_t>(reinterpret_cast<intptr_t>(m_blocks[i].get())),
+                                       ctx.cos, ctx.sin);
+        else
+            h = m_blocks[i]->forward(h, ctx, cache, i, past);
+    }
+    if (cache)
+        cache->length = past + h.size(1);
+    auto logits = logitsFrom(h);
+    if (virtualTokens > 0)
+        logits = logits.narrow(1, virtualTokens, ids.size(1));
+    return logits;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<LinearImpl>>> CausalLM::linearLayers()
+{
+    std::vector<std::pair<std::string, std::shared_ptr<LinearImpl>>> out;
+    for (const auto& item : named_modules("", /*include_self=*/false)) {
+        auto linear = std::dynamic_pointer_cast<LinearImpl>(item.value());
+        // LoRA's own A/B layers are Linear too: they are not targets.
+        if (linear && item.key().find("lora_") == std::string::npos)
+            out.emplace_back(item.key(), linear);
+    }
+    return out;
+}
+
+void CausalLM::setPromptEmbeddings(const torch::Tensor& prompt)
+{
+    if (m_prompt.defined())
+        m_prompt.set_data(prompt);
+    else
+        m_prompt = register_parameter("prompt_embeddings", prompt);
+}
 
 void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype, const torch::Device& device)
 {

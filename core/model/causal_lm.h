@@ -1,5 +1,6 @@
-// CausalLM: the LibTorch module every architecture implements, plus the pieces they share
-// (linear, norms, rotary embeddings, cached attention). Internal to core: includes LibTorch.
+// CausalLM: the LibTorch module every architecture implements, plus the pieces they share (linear layers
+// with optional LoRA, norms, bottleneck adapters, rotary embeddings, cached attention, block checkpointing,
+// soft prompts). Internal to core: includes LibTorch.
 #pragma once
 
 #include "model/config.h"
@@ -26,13 +27,34 @@ struct KVCache {
     }
 };
 
-// y = x W^T + b, with W stored [out, in] as in nn.Linear (Hugging Face naming: weight, bias).
+// A linear layer with Hugging Face naming (weight, bias) and an optional LoRA branch (lora_A, lora_B).
+// transposed = false: W stored [out, in] as nn.Linear; true: [in, out] as GPT-2's Conv1D.
 class LinearImpl : public torch::nn::Module {
 public:
-    LinearImpl(int64_t in, int64_t out, bool bias);
+    LinearImpl(int64_t in, int64_t out, bool bias, bool transposed = false);
     torch::Tensor forward(const torch::Tensor& x);
+
+    // Adds a LoRA branch as PEFT initialises it: A [rank, in] Kaiming-uniform (a = sqrt(5)), B [out, rank]
+    // zeros; output += scaling * B(A(dropout(x))), scaling = alpha / rank (rsLoRA: alpha / sqrt(rank)).
+    void addLora(int64_t rank, double alpha, double dropout, bool rslora);
+    bool hasLora() const { return static_cast<bool>(lora_A); }
+    // Folds scaling * B A into the base weight (merge) or takes it out again (unmerge).
+    void mergeLora();
+    void unmergeLora();
+    bool loraMerged() const { return m_merged; }
+    double loraScaling() const { return m_scaling; }
+    torch::Tensor loraDelta() const;  // scaling * B A in the base weight's layout
+
+    int64_t inFeatures, outFeatures;
+    bool transposed;
     torch::Tensor weight;
     torch::Tensor bias;  // undefined when the layer has none
+    std::shared_ptr<LinearImpl> lora_A, lora_B;
+
+private:
+    double m_scaling = 0.0;
+    double m_dropout = 0.0;
+    bool m_merged = false;
 };
 TORCH_MODULE(Linear);
 
@@ -55,27 +77,80 @@ public:
 };
 TORCH_MODULE(LayerNorm);
 
+// Bottleneck adapter: y + up(act(down(y))), up zero-initialised so the adapted model starts as the base.
+class BottleneckAdapterImpl : public torch::nn::Module {
+public:
+    BottleneckAdapterImpl(int64_t hidden, int64_t size, std::string activation);
+    torch::Tensor forward(const torch::Tensor& y);
+    Linear down{nullptr}, up{nullptr};
+    std::string activation;
+};
+TORCH_MODULE(BottleneckAdapter);
+
+// What every block of a forward pass shares (rotary tables; empty for learned positions).
+struct BlockContext {
+    torch::Tensor cos, sin;  // [seq, head_dim]
+};
+
+// One transformer block. Architectures implement forward(); adapters are applied through the two hooks.
+class BlockBase : public torch::nn::Module {
+public:
+    virtual torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache, size_t layer,
+                                  int64_t past) = 0;
+    BottleneckAdapter adapter_attn{nullptr};  // Houlsby: after the attention output
+    BottleneckAdapter adapter_mlp{nullptr};   // Houlsby and Pfeiffer: after the MLP output
+
+protected:
+    torch::Tensor afterAttention(const torch::Tensor& y) { return adapter_attn ? adapter_attn->forward(y) : y; }
+    torch::Tensor afterMlp(const torch::Tensor& y) { return adapter_mlp ? adapter_mlp->forward(y) : y; }
+};
+
 class CausalLM : public torch::nn::Module {
 public:
     explicit CausalLM(ModelConfig config) : m_config(std::move(config)) {}
     ~CausalLM() override = default;
 
     // ids: [batch, seq] int64. cache: appended to when given (positions continue from cache->length).
+    // A soft prompt, when present, is prepended on the first pass; its positions are not in the result.
     // Returns logits [batch, seq, vocab] in the model dtype.
-    virtual torch::Tensor forward(const torch::Tensor& ids, KVCache* cache) = 0;
+    torch::Tensor forward(const torch::Tensor& ids, KVCache* cache);
 
     const ModelConfig& config() const { return m_config; }
+    size_t numBlocks() const { return m_blocks.size(); }
+    BlockBase& block(size_t i) { return *m_blocks.at(i); }
+    // Every Linear layer with its full parameter-name prefix (e.g. "model.layers.0.self_attn.q_proj").
+    std::vector<std::pair<std::string, std::shared_ptr<LinearImpl>>> linearLayers();
+    virtual torch::Tensor tokenEmbeddingWeight() = 0;  // [vocab, hidden]
 
     // Copies every parameter from the checkpoint (converted to dtype, moved to device). Throws tb::Error
-    // naming the file and tensor when one is missing or its shape differs.
+    // naming the file and tensor when one is missing or its shape differs. Call before adding LoRA,
+    // adapters or a soft prompt: those are not part of a base checkpoint.
     void loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype, const torch::Device& device);
     // Fills parameters with N(0, 0.02) (norm weights 1, biases 0) for random models and benchmarks.
     void initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device& device);
 
+    // Soft prompt [num_tokens, hidden] (prompt tuning); undefined when absent.
+    void setPromptEmbeddings(const torch::Tensor& prompt);
+    torch::Tensor promptEmbeddings() const { return m_prompt; }
+    // Recompute each block's activations in backward instead of storing them (training only).
+    void setGradientCheckpointing(bool on) { m_checkpointing = on; }
+    bool gradientCheckpointing() const { return m_checkpointing; }
+
 protected:
+    virtual torch::Tensor embedTokens(const torch::Tensor& ids) = 0;
+    // Adds position information to the (prompt-extended) embeddings; past = cache length.
+    virtual torch::Tensor addPositions(const torch::Tensor& h, int64_t past) { return h; }
+    virtual BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like) { return {}; }
+    virtual torch::Tensor logitsFrom(const torch::Tensor& h) = 0;  // final norm and head
     // Checkpoint names tried for one of our parameter names (first found wins).
     virtual std::vector<std::string> checkpointNames(const std::string& name) const { return {name}; }
+
     ModelConfig m_config;
+    std::vector<std::shared_ptr<BlockBase>> m_blocks;  // registered by the architecture under its own names
+
+private:
+    torch::Tensor m_prompt;  // registered as parameter "prompt_embeddings" when set
+    bool m_checkpointing = false;
 };
 
 // An embedding table [num, dim] whose weight is allocated but not initialised (loading fills it).
@@ -91,5 +166,8 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 // pastLength is the cache length before this call. Returns [batch, heads, seq, head_dim].
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                               KVCache* cache, size_t layer, int64_t pastLength);
+
+// Activation by name: relu, gelu (erf), gelu_new / gelu_pytorch_tanh (tanh approximation), silu, tanh.
+torch::Tensor activate(const std::string& name, const torch::Tensor& x);
 
 } // namespace tb

@@ -6,40 +6,18 @@
 namespace tb {
 namespace {
 
-// Hugging Face's Conv1D: y = x W + b with W stored [in, out] (the transpose of nn.Linear).
-class Conv1DImpl : public torch::nn::Module {
-public:
-    Conv1DImpl(int64_t in, int64_t out)
-    {
-        weight = register_parameter("weight", torch::empty({in, out}));
-        bias = register_parameter("bias", torch::empty({out}));
-    }
-    torch::Tensor forward(const torch::Tensor& x) { return torch::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(outShape(x)); }
-    std::vector<int64_t> outShape(const torch::Tensor& x) const
-    {
-        auto shape = x.sizes().vec();
-        shape.back() = weight.size(1);
-        return shape;
-    }
-    torch::Tensor weight, bias;
-};
-TORCH_MODULE(Conv1D);
-
-torch::Tensor activation(const std::string& name, const torch::Tensor& x)
+// Hugging Face's Conv1D: y = x W + b with W stored [in, out], the transpose of nn.Linear.
+Linear conv1d(int64_t in, int64_t out)
 {
-    if (name == "relu")
-        return torch::relu(x);
-    if (name == "gelu")
-        return torch::gelu(x);
-    return torch::gelu(x, "tanh");  // gelu_new, gelu_pytorch_tanh
+    return Linear(in, out, /*bias=*/true, /*transposed=*/true);
 }
 
 class Gpt2AttentionImpl : public torch::nn::Module {
 public:
     explicit Gpt2AttentionImpl(const ModelConfig& c) : numHeads(c.numHeads), headDim(c.headDim)
     {
-        c_attn = register_module("c_attn", Conv1D(c.hiddenSize, 3 * c.hiddenSize));
-        c_proj = register_module("c_proj", Conv1D(c.hiddenSize, c.hiddenSize));
+        c_attn = register_module("c_attn", conv1d(c.hiddenSize, 3 * c.hiddenSize));
+        c_proj = register_module("c_proj", conv1d(c.hiddenSize, c.hiddenSize));
     }
     torch::Tensor forward(const torch::Tensor& x, KVCache* cache, size_t layer, int64_t past)
     {
@@ -50,7 +28,7 @@ public:
         return c_proj->forward(out.transpose(1, 2).reshape({b, s, h}));
     }
     int64_t numHeads, headDim;
-    Conv1D c_attn{nullptr}, c_proj{nullptr};
+    Linear c_attn{nullptr}, c_proj{nullptr};
 };
 TORCH_MODULE(Gpt2Attention);
 
@@ -58,34 +36,34 @@ class Gpt2MlpImpl : public torch::nn::Module {
 public:
     explicit Gpt2MlpImpl(const ModelConfig& c) : act(c.hiddenAct)
     {
-        c_fc = register_module("c_fc", Conv1D(c.hiddenSize, c.intermediateSize));
-        c_proj = register_module("c_proj", Conv1D(c.intermediateSize, c.hiddenSize));
+        c_fc = register_module("c_fc", conv1d(c.hiddenSize, c.intermediateSize));
+        c_proj = register_module("c_proj", conv1d(c.intermediateSize, c.hiddenSize));
     }
-    torch::Tensor forward(const torch::Tensor& x) { return c_proj->forward(activation(act, c_fc->forward(x))); }
+    torch::Tensor forward(const torch::Tensor& x) { return c_proj->forward(activate(act, c_fc->forward(x))); }
     std::string act;
-    Conv1D c_fc{nullptr}, c_proj{nullptr};
+    Linear c_fc{nullptr}, c_proj{nullptr};
 };
 TORCH_MODULE(Gpt2Mlp);
 
-class Gpt2BlockImpl : public torch::nn::Module {
+class Gpt2Block final : public BlockBase {
 public:
-    explicit Gpt2BlockImpl(const ModelConfig& c)
+    explicit Gpt2Block(const ModelConfig& c)
     {
         ln_1 = register_module("ln_1", LayerNorm(c.hiddenSize, c.normEps));
         attn = register_module("attn", Gpt2Attention(c));
         ln_2 = register_module("ln_2", LayerNorm(c.hiddenSize, c.normEps));
         mlp = register_module("mlp", Gpt2Mlp(c));
     }
-    torch::Tensor forward(const torch::Tensor& x, KVCache* cache, size_t layer, int64_t past)
+    torch::Tensor forward(const torch::Tensor& x, const BlockContext&, KVCache* cache, size_t layer,
+                          int64_t past) override
     {
-        auto h = x + attn->forward(ln_1->forward(x), cache, layer, past);
-        return h + mlp->forward(ln_2->forward(h));
+        auto h = x + afterAttention(attn->forward(ln_1->forward(x), cache, layer, past));
+        return h + afterMlp(mlp->forward(ln_2->forward(h)));
     }
     LayerNorm ln_1{nullptr}, ln_2{nullptr};
     Gpt2Attention attn{nullptr};
     Gpt2Mlp mlp{nullptr};
 };
-TORCH_MODULE(Gpt2Block);
 
 class Gpt2BodyImpl : public torch::nn::Module {
 public:
@@ -95,14 +73,14 @@ public:
         wpe = register_module("wpe", makeEmbedding(c.maxPositions, c.hiddenSize));
         h = register_module("h", torch::nn::ModuleList());
         for (int64_t i = 0; i < c.numLayers; ++i) {
-            blocks.push_back(Gpt2Block(c));
+            blocks.push_back(std::make_shared<Gpt2Block>(c));
             h->push_back(blocks.back());
         }
         ln_f = register_module("ln_f", LayerNorm(c.hiddenSize, c.normEps));
     }
     torch::nn::Embedding wte{nullptr}, wpe{nullptr};
     torch::nn::ModuleList h{nullptr};
-    std::vector<Gpt2Block> blocks;
+    std::vector<std::shared_ptr<Gpt2Block>> blocks;
     LayerNorm ln_f{nullptr};
 };
 TORCH_MODULE(Gpt2Body);
@@ -114,26 +92,32 @@ public:
         transformer = register_module("transformer", Gpt2Body(c));
         if (!c.tieWordEmbeddings)
             lm_head = register_module("lm_head", Linear(c.hiddenSize, c.vocabSize, false));
+        m_blocks.assign(transformer->blocks.begin(), transformer->blocks.end());
     }
 
-    torch::Tensor forward(const torch::Tensor& ids, KVCache* cache) override
+    torch::Tensor tokenEmbeddingWeight() override { return transformer->wte->weight; }
+
+protected:
+    torch::Tensor embedTokens(const torch::Tensor& ids) override { return transformer->wte->forward(ids); }
+
+    torch::Tensor addPositions(const torch::Tensor& h, int64_t past) override
     {
-        const int64_t past = cache ? cache->length : 0;
-        const int64_t s = ids.size(1);
+        const int64_t s = h.size(1);
         if (past + s > m_config.maxPositions)
             fail("gpt2: sequence of ", past + s, " tokens exceeds n_positions (", m_config.maxPositions, ")");
-        auto positions = torch::arange(past, past + s, torch::TensorOptions().dtype(torch::kInt64).device(ids.device()));
-        auto h = transformer->wte->forward(ids) + transformer->wpe->forward(positions);
-        for (size_t i = 0; i < transformer->blocks.size(); ++i)
-            h = transformer->blocks[i]->forward(h, cache, i, past);
-        h = transformer->ln_f->forward(h);
-        if (cache)
-            cache->length = past + s;
+        auto positions = torch::arange(past, past + s, torch::TensorOptions().dtype(torch::kInt64).device(h.device()));
+        return h + transformer->wpe->forward(positions);
+    }
+
+    torch::Tensor logitsFrom(const torch::Tensor& hidden) override
+    {
+        auto h = transformer->ln_f->forward(hidden);
         if (lm_head)
             return lm_head->forward(h);
         return torch::nn::functional::linear(h, transformer->wte->weight);
     }
 
+public:
     Gpt2Body transformer{nullptr};
     Linear lm_head{nullptr};
 

@@ -63,26 +63,26 @@ public:
 };
 TORCH_MODULE(LlamaMlp);
 
-class LlamaBlockImpl : public torch::nn::Module {
+class LlamaBlock final : public BlockBase {
 public:
-    explicit LlamaBlockImpl(const ModelConfig& c)
+    explicit LlamaBlock(const ModelConfig& c)
     {
         self_attn = register_module("self_attn", LlamaAttention(c));
         mlp = register_module("mlp", LlamaMlp(c));
         input_layernorm = register_module("input_layernorm", RMSNorm(c.hiddenSize, c.normEps));
         post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hiddenSize, c.normEps));
     }
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                          KVCache* cache, size_t layer, int64_t past)
+    torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache, size_t layer,
+                          int64_t past) override
     {
-        auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, cache, layer, past);
-        return h + mlp->forward(post_attention_layernorm->forward(h));
+        auto attn = self_attn->forward(input_layernorm->forward(x), ctx.cos, ctx.sin, cache, layer, past);
+        auto h = x + afterAttention(attn);
+        return h + afterMlp(mlp->forward(post_attention_layernorm->forward(h)));
     }
     LlamaAttention self_attn{nullptr};
     LlamaMlp mlp{nullptr};
     RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 };
-TORCH_MODULE(LlamaBlock);
 
 class LlamaBodyImpl : public torch::nn::Module {
 public:
@@ -91,14 +91,14 @@ public:
         embed_tokens = register_module("embed_tokens", makeEmbedding(c.vocabSize, c.hiddenSize));
         layers = register_module("layers", torch::nn::ModuleList());
         for (int64_t i = 0; i < c.numLayers; ++i) {
-            blocks.push_back(LlamaBlock(c));
+            blocks.push_back(std::make_shared<LlamaBlock>(c));
             layers->push_back(blocks.back());
         }
         norm = register_module("norm", RMSNorm(c.hiddenSize, c.normEps));
     }
     torch::nn::Embedding embed_tokens{nullptr};
     torch::nn::ModuleList layers{nullptr};
-    std::vector<LlamaBlock> blocks;
+    std::vector<std::shared_ptr<LlamaBlock>> blocks;
     RMSNorm norm{nullptr};
 };
 TORCH_MODULE(LlamaBody);
@@ -111,32 +111,35 @@ public:
         if (!c.tieWordEmbeddings)
             lm_head = register_module("lm_head", Linear(c.hiddenSize, c.vocabSize, false));
         m_invFreq = ropeInvFreq(c);
+        m_blocks.assign(model->blocks.begin(), model->blocks.end());
     }
 
-    torch::Tensor forward(const torch::Tensor& ids, KVCache* cache) override
+    torch::Tensor tokenEmbeddingWeight() override { return model->embed_tokens->weight; }
+
+protected:
+    torch::Tensor embedTokens(const torch::Tensor& ids) override { return model->embed_tokens->forward(ids); }
+
+    BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like) override
     {
-        const int64_t past = cache ? cache->length : 0;
-        const int64_t s = ids.size(1);
-        auto h = model->embed_tokens->forward(ids);
         // Rotary tables in fp32, cast to the compute dtype as transformers does.
-        if (m_invFreq.device() != h.device())
-            m_invFreq = m_invFreq.to(h.device());
-        const auto& invFreq = m_invFreq;
-        auto positions = torch::arange(past, past + s, torch::TensorOptions().dtype(torch::kFloat32).device(h.device()));
-        auto freqs = torch::outer(positions, invFreq);
+        if (m_invFreq.device() != like.device())
+            m_invFreq = m_invFreq.to(like.device());
+        auto positions = torch::arange(past, past + length,
+                                       torch::TensorOptions().dtype(torch::kFloat32).device(like.device()));
+        auto freqs = torch::outer(positions, m_invFreq);
         auto emb = torch::cat({freqs, freqs}, -1);
-        auto cos = emb.cos().to(h.scalar_type());
-        auto sin = emb.sin().to(h.scalar_type());
-        for (size_t i = 0; i < model->blocks.size(); ++i)
-            h = model->blocks[i]->forward(h, cos, sin, cache, i, past);
-        h = model->norm->forward(h);
-        if (cache)
-            cache->length = past + s;
+        return {emb.cos().to(like.scalar_type()), emb.sin().to(like.scalar_type())};
+    }
+
+    torch::Tensor logitsFrom(const torch::Tensor& hidden) override
+    {
+        auto h = model->norm->forward(hidden);
         if (lm_head)
             return lm_head->forward(h);
         return torch::nn::functional::linear(h, model->embed_tokens->weight);
     }
 
+public:
     LlamaBody model{nullptr};
     Linear lm_head{nullptr};
 

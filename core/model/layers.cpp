@@ -1,0 +1,143 @@
+// Layers shared by the architectures: linear (with the LoRA branch), RMSNorm, LayerNorm, bottleneck adapter.
+#include "model/causal_lm.h"
+
+#include "util/error.h"
+
+#include <cmath>
+
+namespace tb {
+
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias, bool isTransposed)
+    : inFeatures(in), outFeatures(out), transposed(isTransposed)
+{
+    weight = register_parameter("weight", isTransposed ? torch::empty({in, out}) : torch::empty({out, in}));
+    if (hasBias)
+        bias = register_parameter("bias", torch::empty({out}));
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x)
+{
+    torch::Tensor y;
+    if (transposed) {
+        auto flat = x.reshape({-1, inFeatures});
+        y = bias.defined() ? torch::addmm(bias, flat, weight) : flat.mm(weight);
+        auto shape = x.sizes().vec();
+        shape.back() = outFeatures;
+        y = y.view(shape);
+    } else {
+        y = torch::nn::functional::linear(x, weight, bias);
+    }
+    if (lora_A && !m_merged) {
+        auto in = m_dropout > 0 ? torch::dropout(x, m_dropout, is_training()) : x;
+        y = y + lora_B->forward(lora_A->forward(in)) * m_scaling;
+    }
+    return y;
+}
+
+void LinearImpl::addLora(int64_t rank, double alpha, double dropout, bool rslora)
+{
+    if (lora_A)
+        fail("LoRA already added to this layer");
+    if (rank < 1)
+        fail("LoRA rank must be >= 1");
+    auto options = weight.options();
+    lora_A = register_module("lora_A", std::make_shared<LinearImpl>(inFeatures, rank, false));
+    lora_B = register_module("lora_B", std::make_shared<LinearImpl>(rank, outFeatures, false));
+    torch::NoGradGuard noGrad;
+    // kaiming_uniform_(a = sqrt(5)) on [rank, in]: U(-1/sqrt(in), 1/sqrt(in)), as PEFT and nn.Linear do.
+    const double bound = 1.0 / std::sqrt(static_cast<double>(inFeatures));
+    lora_A->weight.set_data(torch::empty({rank, inFeatures}, options).uniform_(-bound, bound));
+    lora_B->weight.set_data(torch::zeros({outFeatures, rank}, options));
+    m_scaling = rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
+    m_dropout = dropout;
+    m_merged = false;
+}
+
+torch::Tensor LinearImpl::loraDelta() const
+{
+    auto delta = torch::mm(lora_B->weight, lora_A->weight) * m_scaling;  // [out, in]
+    return transposed ? delta.t() : delta;
+}
+
+void LinearImpl::mergeLora()
+{
+    if (!lora_A || m_merged)
+        return;
+    torch::NoGradGuard noGrad;
+    weight.add_(loraDelta().to(weight.scalar_type()));
+    m_merged = true;
+}
+
+void LinearImpl::unmergeLora()
+{
+    if (!lora_A || !m_merged)
+        return;
+    torch::NoGradGuard noGrad;
+    weight.sub_(loraDelta().to(weight.scalar_type()));
+    m_merged = false;
+}
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double epsilon) : eps(epsilon)
+{
+    weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x)
+{
+    // As transformers does: statistics in fp32, scale applied after casting back to the input dtype.
+    auto xf = x.to(torch::kFloat32);
+    auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
+    xf = xf * torch::rsqrt(variance + eps);
+    return weight * xf.to(x.scalar_type());
+}
+
+LayerNormImpl::LayerNormImpl(int64_t dim, double epsilon) : eps(epsilon)
+{
+    weight = register_parameter("weight", torch::ones({dim}));
+    bias = register_parameter("bias", torch::zeros({dim}));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x)
+{
+    return torch::layer_norm(x, {weight.size(0)}, weight, bias, eps);
+}
+
+BottleneckAdapterImpl::BottleneckAdapterImpl(int64_t hidden, int64_t size, std::string act)
+    : activation(std::move(act))
+{
+    down = register_module("down", Linear(hidden, size, true));
+    up = register_module("up", Linear(size, hidden, true));
+    torch::NoGradGuard noGrad;
+    const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
+    down->weight.uniform_(-bound, bound);
+    down->bias.zero_();
+    up->weight.zero_();  // the adapter starts as the identity
+    up->bias.zero_();
+}
+
+torch::Tensor BottleneckAdapterImpl::forward(const torch::Tensor& y)
+{
+    return y + up->forward(activate(activation, down->forward(y)));
+}
+
+torch::Tensor activate(const std::string& name, const torch::Tensor& x)
+{
+    if (name == "relu")
+        return torch::relu(x);
+    if (name == "gelu")
+        return torch::gelu(x);
+    if (name == "gelu_new" || name == "gelu_pytorch_tanh")
+        return torch::gelu(x, "tanh");
+    if (name == "silu")
+        return torch::silu(x);
+    if (name == "tanh")
+        return torch::tanh(x);
+    fail("unknown activation '", name, "' (relu, gelu, gelu_new, silu, tanh)");
+}
+
+torch::nn::Embedding makeEmbedding(int64_t num, int64_t dim)
+{
+    return torch::nn::Embedding(torch::nn::EmbeddingOptions(num, dim)._weight(torch::empty({num, dim})));
+}
+
+} // namespace tb
