@@ -2,10 +2,13 @@
 #include "cli/cli.h"
 
 #include "cli/args.h"
+#include "export/export.h"
 #include "model/config.h"
 #include "model/llama2c.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "train/job.h"
+#include "train/run_store.h"
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/paths.h"
@@ -13,6 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <csignal>
+#include <cstdio>
 #include <iostream>
 #include <random>
 
@@ -32,6 +39,10 @@ commands:
   convert llama2c --checkpoint F --tokenizer F --out DIR   llama2.c model -> Hugging Face folder
   bench generate [--model DIR] [--prompt-tokens N] [--new-tokens N] [--repeats R] [--json]
                                                        prefill and decode tokens/s
+  train     --config RUN.json [key=value ...] [--json] fine-tune (full, partial, lora, adapter, prompt)
+  train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
+  export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
+                                                       PEFT adapter or merged Hugging Face folder
 Without --model the bundled stories260k model is used. Errors: one line on stderr, exit status 1.
 )";
 
@@ -235,6 +246,126 @@ int cmdBench(const Args& args, std::ostream& out)
     return 0;
 }
 
+// Prints progress; on a divergence diagnosis it stops the job (a terminal cannot answer the pause).
+class CliEvents : public JobEvents {
+public:
+    CliEvents(std::ostream& out, std::ostream& err, int64_t logEvery) : m_out(out), m_err(err), m_logEvery(logEvery) {}
+    void onStep(const StepMetrics& m) override
+    {
+        if (m_logEvery <= 0 || (m.step % m_logEvery != 0 && m.step != m.totalSteps))
+            return;
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "step %" PRId64 "/%" PRId64 "  epoch %.2f  loss %.4f  lr %.3g  grad norm %.3f  %.0f tok/s  "
+                      "mem %.0f MiB",
+                      m.step, m.totalSteps, m.epoch, m.loss, m.lr, m.gradNorm, m.tokensPerSecond,
+                      static_cast<double>(m.memoryCurrent) / (1 << 20));
+        m_out << line << std::endl;
+    }
+    void onEval(const EvalMetrics& e) override
+    {
+        char line[256];
+        std::snprintf(line, sizeof line, "eval step %" PRId64 ": val loss %.4f (perplexity %.2f)", e.step, e.valLoss,
+                      e.valPerplexity);
+        m_out << line;
+        if (e.generalLoss && e.generalLossBase)
+            m_out << "  general holdout " << *e.generalLoss << " (base " << *e.generalLossBase << ")";
+        m_out << std::endl;
+    }
+    void onCheckpoint(int64_t step, const std::string& dir) override { m_out << "saved " << dir << std::endl; }
+    void onWarning(const std::string& message) override { m_err << "tunebench: warning: " << message << std::endl; }
+    void onDiverged(const Diagnosis& d) override
+    {
+        m_err << "tunebench: training paused at step " << d.step << ": " << d.what << ". Likely cause: " << d.cause
+              << ". Try: " << d.advice << "." << std::endl;
+        diverged = true;
+        if (job)
+            job->stop();
+    }
+    TrainingJob* job = nullptr;
+    bool diverged = false;
+
+private:
+    std::ostream& m_out;
+    std::ostream& m_err;
+    int64_t m_logEvery;
+};
+
+std::atomic<TrainingJob*> g_activeJob{nullptr};
+
+int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
+{
+    args.allowOnly({"config", "resume", "json"});
+    TrainConfig config;
+    std::string resumeDir;
+    std::vector<std::string> overrides;
+    for (size_t i = 1; i < args.positional().size(); ++i) {
+        if (args.positional()[i].find('=') == std::string::npos)
+            fail("train: unexpected argument '", args.positional()[i], "' (overrides are key=value)");
+        overrides.push_back(args.positional()[i]);
+    }
+    if (args.has("resume")) {
+        if (!overrides.empty() || args.has("config"))
+            fail("train: --resume takes the run's own config (no --config or key=value)");
+        resumeDir = args.value("resume");
+        RunStore store(resumeDir);
+        config = parseTrainConfig(store.readRunInfo().at("config"), joinPath(resumeDir, "run.json"));
+    } else {
+        config = loadTrainConfig(args.value("config"), overrides);
+    }
+    CliEvents events(out, err, config.logEvery);
+    TrainingJob job(config, &events, resumeDir);
+    events.job = &job;
+    g_activeJob = &job;
+    auto previous = std::signal(SIGINT, [](int) {
+        if (TrainingJob* j = g_activeJob.load())
+            j->stop();  // atomics only: the loop ends after the current step and saves a checkpoint
+    });
+    job.runHere();
+    std::signal(SIGINT, previous);
+    g_activeJob = nullptr;
+    if (job.state() == JobState::Failed)
+        fail(job.error());
+    const TrainSummary& s = job.summary();
+    if (args.flag("json")) {
+        out << json{{"run_dir", s.runDir},
+                    {"steps", s.steps},
+                    {"initial_loss", s.initialLoss},
+                    {"final_loss", s.finalLoss},
+                    {"val_loss", s.valLoss ? json(*s.valLoss) : json(nullptr)},
+                    {"trainable_parameters", s.trainableParameters},
+                    {"tokens_per_second", s.tokensPerSecond},
+                    {"peak_memory_bytes", s.peakMemoryBytes}}
+                   .dump()
+            << "\n";
+    } else {
+        out << "run " << s.runDir << ": " << s.steps << " steps, loss " << s.initialLoss << " -> " << s.finalLoss;
+        if (s.valLoss)
+            out << ", val loss " << *s.valLoss;
+        out << ", " << s.trainableParameters << " of " << s.totalParameters << " parameters trained\n";
+    }
+    return events.diverged ? 2 : 0;
+}
+
+int cmdExport(const Args& args, std::ostream& out)
+{
+    args.allowOnly({"run", "format", "out", "force", "json"});
+    ExportOptions o;
+    o.format = args.value("format");
+    o.outDir = args.value("out");
+    o.force = args.flag("force");
+    ExportReport r = exportRun(args.value("run"), o);
+    if (args.flag("json")) {
+        out << json{{"out", r.outDir}, {"format", r.format}, {"checkpoint", r.checkpoint}, {"files", r.files},
+                    {"tensors", r.tensors}, {"max_abs_change", r.maxAbsChange}}
+                   .dump()
+            << "\n";
+        return 0;
+    }
+    out << "exported " << r.checkpoint << " as " << r.format << " to " << r.outDir << " (" << r.tensors << " tensors)\n";
+    return 0;
+}
+
 } // namespace
 
 int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err)
@@ -244,7 +375,7 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         return argv.empty() ? 1 : 0;
     }
     try {
-        Args args(argv, {"json", "greedy", "no-special"});
+        Args args(argv, {"json", "greedy", "no-special", "force"});
         const std::string& cmd = argv[0];
         if (cmd == "info")
             return cmdInfo(args, out);
@@ -256,6 +387,10 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
             return cmdConvert(args, out);
         if (cmd == "bench")
             return cmdBench(args, out);
+        if (cmd == "train")
+            return cmdTrain(args, out, err);
+        if (cmd == "export")
+            return cmdExport(args, out);
         err << "tunebench: unknown command '" << cmd << "' (see tunebench help)\n";
         return 1;
     } catch (const Error& e) {

@@ -1,0 +1,204 @@
+// Writes PEFT adapter folders (LoRA with PEFT's key names; prompt tuning) and merged Hugging Face model folders.
+#include "export/export.h"
+
+#include "model/safetensors.h"
+#include "peft/peft.h"
+#include "peft/trainable_count.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/file_util.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace tb {
+namespace {
+
+using nlohmann::json;
+
+void writeJson(const std::string& path, const json& j, ExportReport& report)
+{
+    writeFileAtomic(path, j.dump(2) + "\n");
+    report.files.push_back(path);
+}
+
+// Parameter names of the targeted layers' base module (e.g. "model.layers.0.self_attn.q_proj").
+std::vector<std::string> loraModuleNames(CausalLM& model)
+{
+    std::vector<std::string> names;
+    for (auto& [name, layer] : model.linearLayers())
+        if (layer->hasLora())
+            names.push_back(name);
+    return names;
+}
+
+void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+{
+    const auto& c = model.config();
+    json config;
+    std::vector<TensorBlob> tensors;
+    if (run.method == Method::Lora) {
+        for (auto& [name, layer] : model.linearLayers()) {
+            if (!layer->hasLora())
+                continue;
+            // PEFT saves "base_model.model.<module>.lora_A.weight" (the adapter name is dropped on save).
+            tensors.push_back(tensorToBlob("base_model.model." + name + ".lora_A.weight", layer->lora_A->weight));
+            tensors.push_back(tensorToBlob("base_model.model." + name + ".lora_B.weight", layer->lora_B->weight));
+        }
+        config = {{"peft_type", "LORA"},
+                  {"task_type", "CAUSAL_LM"},
+                  {"base_model_name_or_path", run.model},
+                  {"r", run.lora.rank},
+                  {"lora_alpha", run.lora.alpha},
+                  {"lora_dropout", run.lora.dropout},
+                  {"target_modules", resolvedLoraTargets(c, run.lora)},
+                  {"bias", "none"},
+                  {"fan_in_fan_out", c.architecture == Architecture::Gpt2},
+                  {"use_rslora", run.lora.rslora},
+                  {"use_dora", false},
+                  {"init_lora_weights", true},
+                  {"inference_mode", true},
+                  {"modules_to_save", nullptr}};
+    } else if (run.method == Method::Prompt) {
+        tensors.push_back(tensorToBlob("prompt_embeddings", model.promptEmbeddings()));
+        config = {{"peft_type", "PROMPT_TUNING"},
+                  {"task_type", "CAUSAL_LM"},
+                  {"base_model_name_or_path", run.model},
+                  {"num_virtual_tokens", run.prompt.numTokens},
+                  {"token_dim", c.hiddenSize},
+                  {"num_transformer_submodules", 1},
+                  {"num_attention_heads", c.numHeads},
+                  {"num_layers", c.numLayers},
+                  {"prompt_tuning_init", run.prompt.initText.empty() ? "RANDOM" : "TEXT"},
+                  {"prompt_tuning_init_text", run.prompt.initText.empty() ? json(nullptr) : json(run.prompt.initText)},
+                  {"tokenizer_name_or_path", run.prompt.initText.empty() ? json(nullptr) : json(run.model)},
+                  {"inference_mode", true}};
+    } else {
+        fail("export: a ", methodName(run.method), " run has no PEFT format (PEFT export covers lora and prompt "
+             "runs); use --format merged", run.method == Method::Adapter ? " is not possible either: bottleneck "
+             "adapters are not linear and cannot be folded into the base weights" : "");
+    }
+    writeSafetensors(joinPath(o.outDir, "adapter_model.safetensors"), tensors, {{"format", "pt"}});
+    report.files.push_back(joinPath(o.outDir, "adapter_model.safetensors"));
+    writeJson(joinPath(o.outDir, "adapter_config.json"), config, report);
+    report.tensors = static_cast<int64_t>(tensors.size());
+}
+
+void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+{
+    if (run.method == Method::Adapter || run.method == Method::Prompt)
+        fail("export: a ", methodName(run.method), " run cannot be merged into a plain model (",
+             run.method == Method::Adapter ? "bottleneck adapters add non-linear layers"
+                                           : "a soft prompt is an input, not a weight",
+             "); use --format peft", run.method == Method::Prompt ? "" : " or keep the run's checkpoint");
+    mergeLora(model);
+    Checkpoint base = Checkpoint::open(run.model);
+    std::vector<TensorBlob> tensors;
+    int64_t total = 0;
+    for (const auto& item : model.named_parameters()) {
+        const std::string& name = item.key();
+        if (name.find("lora_") != std::string::npos)
+            continue;
+        tensors.push_back(tensorToBlob(name, item.value()));
+        total += static_cast<int64_t>(tensors.back().bytes.size());
+        // How far the tuned weight moved from the base checkpoint's.
+        const auto* entry = base.find(name);
+        if (!entry && name.rfind("transformer.", 0) == 0)
+            entry = base.find(name.substr(12));
+        if (entry) {
+            auto view = torch::from_blob(const_cast<uint8_t*>(entry->file->data(*entry->info)), entry->info->shape,
+                                         entry->info->dtype == DType::F32 ? torch::kFloat32
+                                         : entry->info->dtype == DType::BF16 ? torch::kBFloat16 : torch::kFloat16);
+            const double change = (item.value().detach().cpu().to(torch::kFloat32) - view.to(torch::kFloat32))
+                                      .abs().max().item<double>();
+            report.maxAbsChange = std::max(report.maxAbsChange, change);
+        }
+    }
+    if (report.maxAbsChange == 0.0 && !o.force)
+        fail("export: the merged weights equal the base model's (nothing was learned); pass --force to export anyway");
+
+    // Shards of at most maxShardBytes, with an index, as transformers writes them.
+    std::vector<std::vector<TensorBlob>> shards(1);
+    int64_t current = 0;
+    for (auto& t : tensors) {
+        const auto size = static_cast<int64_t>(t.bytes.size());
+        if (current > 0 && current + size > o.maxShardBytes) {
+            shards.emplace_back();
+            current = 0;
+        }
+        shards.back().push_back(std::move(t));
+        current += size;
+    }
+    if (shards.size() == 1) {
+        writeSafetensors(joinPath(o.outDir, "model.safetensors"), shards[0], {{"format", "pt"}});
+        report.files.push_back(joinPath(o.outDir, "model.safetensors"));
+    } else {
+        json weightMap = json::object();
+        for (size_t i = 0; i < shards.size(); ++i) {
+            char name[64];
+            std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+            for (const auto& t : shards[i])
+                weightMap[t.name] = name;
+            writeSafetensors(joinPath(o.outDir, name), shards[i], {{"format", "pt"}});
+            report.files.push_back(joinPath(o.outDir, name));
+        }
+        writeJson(joinPath(o.outDir, "model.safetensors.index.json"),
+                  {{"metadata", {{"total_size", total}}}, {"weight_map", weightMap}}, report);
+    }
+    report.tensors = static_cast<int64_t>(model.named_parameters().size());
+    // config.json states the dtype written (fp32); tokenizer and generation files are copied as they are.
+    json config = json::parse(readFile(joinPath(run.model, "config.json")));
+    config["torch_dtype"] = "float32";
+    if (config.contains("dtype"))
+        config["dtype"] = "float32";
+    writeJson(joinPath(o.outDir, "config.json"), config, report);
+    for (const char* f : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                          "generation_config.json", "chat_template.jinja"}) {
+        const std::string from = joinPath(run.model, f);
+        if (fileExists(from)) {
+            writeFileAtomic(joinPath(o.outDir, f), readFile(from));
+            report.files.push_back(joinPath(o.outDir, f));
+        }
+    }
+}
+
+} // namespace
+
+ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
+{
+    if (options.format != "peft" && options.format != "merged")
+        fail("export: unknown format '", options.format, "' (allowed: peft, merged)");
+    if (options.outDir.empty())
+        fail("export: missing output folder");
+    RunStore store(runDir);
+    const json info = store.readRunInfo();
+    TrainConfig run = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));
+    run.device = "cpu";
+    auto checkpoint = store.loadLatestCheckpoint();
+    if (!checkpoint)
+        fail(runDir, ": no complete checkpoint to export");
+    PreparedModel prepared = prepareModel(run);
+    auto& model = *prepared.module;
+    loadTrainableTensors(trainableParameters(model), tensorFile(*checkpoint, "trainable"), checkpoint->dir);
+    model.eval();
+
+    std::error_code ec;
+    std::filesystem::create_directories(options.outDir, ec);
+    if (ec)
+        fail(options.outDir, ": cannot create folder (", ec.message(), ")");
+    ExportReport report;
+    report.outDir = options.outDir;
+    report.format = options.format;
+    report.checkpoint = checkpoint->dir;
+    torch::NoGradGuard noGrad;
+    if (options.format == "peft")
+        exportPeft(model, run, options, report);
+    else
+        exportMerged(model, run, options, report);
+    return report;
+}
+
+} // namespace tb

@@ -1,0 +1,148 @@
+// Exact trainable-parameter arithmetic per method (LoRA: r x (in + out) per targeted layer, ...).
+#include "peft/trainable_count.h"
+
+#include "util/error.h"
+
+#include <algorithm>
+
+namespace tb {
+namespace {
+
+struct LayerShape {
+    std::string name;
+    int64_t in, out;
+    bool bias;
+};
+
+// The linear layers of one block with their shapes.
+std::vector<LayerShape> blockLayers(const ModelConfig& c)
+{
+    const int64_t h = c.hiddenSize;
+    if (c.architecture == Architecture::Gpt2)
+        return {{"c_attn", h, 3 * h, true}, {"c_proj", h, h, true}, {"c_fc", h, c.intermediateSize, true},
+                {"mlp.c_proj", c.intermediateSize, h, true}};
+    const int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
+    return {{"q_proj", h, q, c.qkvBias},
+            {"k_proj", h, kv, c.qkvBias},
+            {"v_proj", h, kv, c.qkvBias},
+            {"o_proj", q, h, c.oBias},
+            {"gate_proj", h, c.intermediateSize, c.mlpBias},
+            {"up_proj", h, c.intermediateSize, c.mlpBias},
+            {"down_proj", c.intermediateSize, h, c.mlpBias}};
+}
+
+// Parameters of one whole block.
+int64_t blockParameters(const ModelConfig& c)
+{
+    int64_t n = 0;
+    for (const auto& l : blockLayers(c))
+        n += l.in * l.out + (l.bias ? l.out : 0);
+    if (c.architecture == Architecture::Gpt2)
+        return n + 4 * c.hiddenSize;  // ln_1, ln_2 (weight and bias)
+    return n + 2 * c.hiddenSize + (c.qkNorm ? 2 * c.headDim : 0);
+}
+
+} // namespace
+
+std::vector<std::string> loraTargetNames(const ModelConfig& config)
+{
+    std::vector<std::string> names;
+    if (config.architecture == Architecture::Gpt2)
+        names = {"c_attn", "c_proj", "c_fc"};
+    else
+        names = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    if (!config.tieWordEmbeddings)
+        names.push_back("lm_head");
+    return names;
+}
+
+std::vector<std::string> resolvedLoraTargets(const ModelConfig& model, const LoraOptions& lora)
+{
+    if (!lora.targets.empty())
+        return lora.targets;
+    if (model.architecture == Architecture::Gpt2)
+        return {"c_attn"};
+    return {"q_proj", "v_proj"};
+}
+
+int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter)
+{
+    if (adapter.size > 0)
+        return adapter.size;
+    return std::max<int64_t>(1, model.hiddenSize / std::max(1, adapter.reductionFactor));
+}
+
+int64_t trainableParameterCount(const ModelConfig& c, const TrainConfig& run)
+{
+    const int64_t h = c.hiddenSize;
+    switch (run.method) {
+    case Method::Full:
+        return parameterCount(c);
+    case Method::Partial: {
+        if (run.partial.trainableBlocks > c.numLayers)
+            fail("key 'partial.trainable_blocks' is ", run.partial.trainableBlocks, " but the model has ",
+                 c.numLayers, " blocks");
+        int64_t n = run.partial.trainableBlocks * blockParameters(c);
+        const bool gpt2 = c.architecture == Architecture::Gpt2;
+        const int64_t embeddings = c.vocabSize * h + (gpt2 ? c.maxPositions * h : 0);
+        bool embeddingsCounted = false;
+        for (const auto& m : run.partial.modules) {
+            if (m == "embeddings" || (m == "lm_head" && c.tieWordEmbeddings)) {
+                if (!embeddingsCounted)
+                    n += embeddings;
+                embeddingsCounted = true;
+            } else if (m == "lm_head") {
+                n += c.vocabSize * h;
+            } else if (m == "norms") {
+                // Every norm outside the trainable blocks (those are already counted): the final norm plus
+                // the norms of the frozen blocks.
+                const int64_t perNorm = gpt2 ? 2 * h : h;
+                const int64_t frozen = c.numLayers - run.partial.trainableBlocks;
+                n += perNorm + frozen * 2 * perNorm + (c.qkNorm ? frozen * 2 * c.headDim : 0);
+            } else {
+                fail("key 'partial.modules' has '", m, "' (allowed: embeddings, lm_head, norms)");
+            }
+        }
+        return n;
+    }
+    case Method::Lora: {
+        const auto targets = resolvedLoraTargets(c, run.lora);
+        const auto layers = blockLayers(c);
+        int64_t perBlock = 0, n = 0;
+        for (const auto& t : targets) {
+            bool matched = false;
+            for (const auto& l : layers) {
+                // gpt2's c_proj names both attn.c_proj and mlp.c_proj, as PEFT's suffix match does.
+                const std::string last = l.name.substr(l.name.rfind('.') == std::string::npos ? 0 : l.name.rfind('.') + 1);
+                if (last == t) {
+                    perBlock += run.lora.rank * (l.in + l.out);
+                    matched = true;
+                }
+            }
+            if (t == "lm_head" && !c.tieWordEmbeddings) {
+                n += run.lora.rank * (h + c.vocabSize);
+                matched = true;
+            }
+            if (!matched) {
+                std::string allowed;
+                for (const auto& a : loraTargetNames(c))
+                    allowed += (allowed.empty() ? "" : ", ") + a;
+                fail("key 'lora.targets' has '", t, "', which matches no layer of this ", c.modelType,
+                     " model (allowed: ", allowed, ")");
+            }
+        }
+        return n + perBlock * c.numLayers;
+    }
+    case Method::Adapter: {
+        const int64_t m = adapterSize(c, run.adapter);
+        const int64_t perAdapter = h * m + m + m * h + h;
+        const int64_t perBlock = run.adapter.kind == "pfeiffer" ? 1 : 2;
+        return perAdapter * perBlock * c.numLayers;
+    }
+    case Method::Prompt:
+        return static_cast<int64_t>(run.prompt.numTokens) * h;
+    }
+    return 0;
+}
+
+} // namespace tb

@@ -1,0 +1,25 @@
+// Trainable-parameter counts of every method from config.json alone (no weights), equal to PEFT's counts.
+#pragma once
+
+#include "model/config.h"
+#include "train/train_config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tb {
+
+// Names of the linear layers of one block that LoRA can target, e.g. q_proj ... down_proj (gpt2: c_attn,
+// c_proj, c_fc); "lm_head" is also accepted when the head is untied.
+std::vector<std::string> loraTargetNames(const ModelConfig& config);
+// The targets a config asks for: its list, or q_proj,v_proj (c_attn for gpt2) when empty.
+std::vector<std::string> resolvedLoraTargets(const ModelConfig& model, const LoraOptions& lora);
+// Bottleneck width: adapter.size, or hidden_size / reduction_factor (at least 1).
+int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter);
+
+// Trainable parameters of `method` with its options on this architecture. Throws tb::Error naming the key
+// when an option does not fit the model (a LoRA target that matches no layer, too many blocks).
+int64_t trainableParameterCount(const ModelConfig& model, const TrainConfig& run);
+
+} // namespace tb

@@ -1,0 +1,150 @@
+// AdamW and SGD updates written out step by step (the same arithmetic as torch.optim's single-tensor path).
+#include "train/optimizer.h"
+
+#include "util/error.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace tb {
+
+Optimizer::Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params, std::vector<bool> decay,
+                     OptimOptions options)
+    : m_params(std::move(params)), m_decay(std::move(decay)), m_options(std::move(options))
+{
+    if (m_options.optimizer != "adamw" && m_options.optimizer != "sgd")
+        fail("key 'optim.optimizer' is '", m_options.optimizer, "' (allowed: adamw, sgd)");
+    torch::NoGradGuard noGrad;
+    for (auto& [name, p] : m_params) {
+        if (m_options.optimizer == "adamw") {
+            m_expAvg.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+            m_expAvgSq.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        } else if (m_options.momentum > 0) {
+            m_momentum.push_back(torch::Tensor());  // created at the first step, as torch.optim.SGD does
+        }
+    }
+}
+
+void Optimizer::step(double lr)
+{
+    torch::NoGradGuard noGrad;
+    ++m_steps;
+    const auto& o = m_options;
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        auto& p = m_params[i].second;
+        auto grad = p.grad();
+        if (!grad.defined())
+            continue;
+        const double wd = m_decay[i] ? o.weightDecay : 0.0;
+        if (o.optimizer == "adamw") {
+            p.mul_(1.0 - lr * wd);
+            m_expAvg[i].lerp_(grad, 1.0 - o.beta1);
+            m_expAvgSq[i].mul_(o.beta2).addcmul_(grad, grad, 1.0 - o.beta2);
+            const double bias1 = 1.0 - std::pow(o.beta1, static_cast<double>(m_steps));
+            const double bias2 = 1.0 - std::pow(o.beta2, static_cast<double>(m_steps));
+            auto denom = (m_expAvgSq[i].sqrt() / std::sqrt(bias2)).add_(o.eps);
+            p.addcdiv_(m_expAvg[i], denom, -lr / bias1);
+        } else {
+            auto d = wd > 0 ? grad.add(p, wd) : grad;
+            if (o.momentum > 0) {
+                auto& buf = m_momentum[i];
+                if (!buf.defined())
+                    buf = d.clone().detach();
+                else
+                    buf.mul_(o.momentum).add_(d);
+                d = buf;
+            }
+            p.add_(d, -lr);
+        }
+    }
+}
+
+void Optimizer::zeroGrad()
+{
+    for (auto& [name, p] : m_params)
+        if (p.grad().defined())
+            p.mutable_grad() = torch::Tensor();
+}
+
+double Optimizer::clipGradNorm(double maxNorm)
+{
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> norms;
+    for (auto& [name, p] : m_params)
+        if (p.grad().defined())
+            norms.push_back(p.grad().to(torch::kFloat32).norm());
+    if (norms.empty())
+        return 0.0;
+    const double total = torch::stack(norms).norm().item<double>();
+    if (maxNorm > 0 && std::isfinite(total) && total > maxNorm) {
+        const double scale = maxNorm / (total + 1e-6);
+        for (auto& [name, p] : m_params)
+            if (p.grad().defined())
+                p.grad().mul_(scale);
+    }
+    return total;
+}
+
+TensorBlob tensorToBlob(const std::string& name, const torch::Tensor& t)
+{
+    auto cpu = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    TensorBlob blob{name, DType::F32, cpu.sizes().vec(), std::string()};
+    blob.bytes.assign(reinterpret_cast<const char*>(cpu.data_ptr<float>()), static_cast<size_t>(cpu.numel()) * 4);
+    return blob;
+}
+
+torch::Tensor blobToTensor(const TensorBlob& blob)
+{
+    if (blob.dtype != DType::F32)
+        fail("tensor '", blob.name, "' is ", dtypeName(blob.dtype), ", expected F32");
+    auto t = torch::empty(blob.shape, torch::kFloat32);
+    if (static_cast<size_t>(t.numel()) * 4 != blob.bytes.size())
+        fail("tensor '", blob.name, "' has ", blob.bytes.size(), " bytes for its shape");
+    std::memcpy(t.data_ptr<float>(), blob.bytes.data(), blob.bytes.size());
+    return t;
+}
+
+std::vector<TensorBlob> Optimizer::stateBlobs() const
+{
+    std::vector<TensorBlob> out;
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        const auto& name = m_params[i].first;
+        if (!m_expAvg.empty()) {
+            out.push_back(tensorToBlob(name + ".exp_avg", m_expAvg[i]));
+            out.push_back(tensorToBlob(name + ".exp_avg_sq", m_expAvgSq[i]));
+        }
+        if (!m_momentum.empty() && m_momentum[i].defined())
+            out.push_back(tensorToBlob(name + ".momentum", m_momentum[i]));
+    }
+    return out;
+}
+
+void Optimizer::loadState(const std::vector<TensorBlob>& blobs, int64_t steps)
+{
+    std::map<std::string, const TensorBlob*> byName;
+    for (const auto& b : blobs)
+        byName[b.name] = &b;
+    torch::NoGradGuard noGrad;
+    auto take = [&](const std::string& key, torch::Tensor& into, const torch::Tensor& like) {
+        auto it = byName.find(key);
+        if (it == byName.end())
+            fail("optimizer state: tensor '", key, "' is missing");
+        auto t = blobToTensor(*it->second);
+        if (t.sizes() != like.sizes())
+            fail("optimizer state: tensor '", key, "' has the wrong shape");
+        into = t.to(like.device(), like.scalar_type());
+    };
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        const auto& [name, p] = m_params[i];
+        if (!m_expAvg.empty()) {
+            take(name + ".exp_avg", m_expAvg[i], p);
+            take(name + ".exp_avg_sq", m_expAvgSq[i], p);
+        }
+        if (!m_momentum.empty() && byName.count(name + ".momentum"))
+            take(name + ".momentum", m_momentum[i], p);
+    }
+    m_steps = steps;
+}
+
+} // namespace tb

@@ -1,0 +1,681 @@
+// Run config parsing and validation (keys, types, ranges, enumerations), overrides, and the
+// learning-rate schedule as a pure function of the config.
+#include "train/train_config.h"
+
+#include "util/error.h"
+#include "util/file_util.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <numbers>
+#include <string_view>
+
+namespace tb {
+namespace {
+
+using nlohmann::json;
+using Names = std::vector<std::string>;
+
+const Names kMethods{"full", "partial", "lora", "adapter", "prompt"};
+const Names kPrecisions{"fp32", "bf16", "fp16"};
+const Names kAdapterKinds{"houlsby", "pfeiffer"};
+const Names kActivations{"relu", "gelu", "silu", "tanh"};
+const Names kPartialModules{"embeddings", "lm_head", "norms"};
+const Names kFormats{"auto", "alpaca", "messages", "prompt_completion", "text"};
+const Names kChatTemplates{"auto", "chatml", "llama3", "inst", "alpaca", "plain"};
+const Names kOptimizers{"adamw", "sgd"};
+const Names kSchedules{"constant", "linear", "cosine"};
+
+const Names kTopKeys{"name",
+                     "model",
+                     "output_dir",
+                     "method",
+                     "batch_size",
+                     "grad_accum",
+                     "max_steps",
+                     "epochs",
+                     "precision",
+                     "device",
+                     "gradient_checkpointing",
+                     "eval_every",
+                     "log_every",
+                     "save_every",
+                     "keep_checkpoints",
+                     "seed",
+                     "spike_factor",
+                     "spike_window",
+                     "lora",
+                     "adapter",
+                     "prompt",
+                     "partial",
+                     "data",
+                     "optim",
+                     "lr"};
+const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
+const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
+const Names kPromptKeys{"num_tokens", "init_text"};
+const Names kPartialKeys{"trainable_blocks", "modules"};
+const Names kDataKeys{"train_file", "val_file",      "general_file",           "val_ratio",
+                      "format",     "chat_template", "loss_on_responses_only", "packing",
+                      "max_length"};
+const Names kOptimKeys{"optimizer",    "lr",       "weight_decay", "beta1",    "beta2",
+                       "eps",          "momentum", "l2",           "schedule", "warmup_steps",
+                       "warmup_ratio", "min_lr",   "clip_norm"};
+
+std::string joinNames(const Names& names, const char* separator = ", ")
+{
+    std::string out;
+    for (const auto& n : names)
+        out += (out.empty() ? "" : separator) + n;
+    return out;
+}
+
+// A value as it appears in messages, with its JSON type: `string "abc"`, `number 4.5`, `array
+// [1,2]`.
+std::string describe(const json& value)
+{
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > 60)
+        text = text.substr(0, 57) + "...";
+    if (value.is_null())
+        return "null";
+    if (value.is_number())
+        return "number " + text;
+    return std::string(value.type_name()) + " " + text;
+}
+
+// Shortest text that reads back as v: "0", "1", "0.5", "1e-08".
+std::string formatNumber(double v)
+{
+    if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 1e15)
+        return std::to_string(static_cast<int64_t>(v));
+    return json(v).dump();
+}
+
+size_t editDistance(const std::string& a, const std::string& b)
+{
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+// One JSON object of the config ("" for the top level, else "lora", "data", ...): typed reads with
+// messages that name the full dotted key.
+class Section {
+  public:
+    Section(const json& object, std::string prefix, const std::string& source)
+        : m_object(object), m_prefix(std::move(prefix)), m_source(source)
+    {
+    }
+
+    std::string key(std::string_view name) const
+    {
+        return m_prefix.empty() ? std::string(name) : m_prefix + "." + std::string(name);
+    }
+
+    template <typename... Parts>
+    [[noreturn]] void bad(std::string_view name, Parts&&... parts) const
+    {
+        fail(m_source, ": key '", key(name), "' ", std::forward<Parts>(parts)...);
+    }
+
+    void checkKeys(const Names& allowed) const
+    {
+        for (const auto& [name, value] : m_object.items()) {
+            if (std::find(allowed.begin(), allowed.end(), name) != allowed.end())
+                continue;
+            std::string hint;
+            for (const auto& candidate : allowed)
+                if (editDistance(name, candidate) <= 2) {
+                    hint = " (did you mean '" + key(candidate) + "'?)";
+                    break;
+                }
+            fail(m_source, ": unknown key '", key(name), "'", hint, "; allowed keys of ",
+                 m_prefix.empty() ? std::string("the top level") : "'" + m_prefix + "'", ": ",
+                 joinNames(allowed));
+        }
+    }
+
+    // nullptr when absent or null (null means "use the default").
+    const json* find(std::string_view name) const
+    {
+        auto it = m_object.find(name);
+        return it == m_object.end() || it->is_null() ? nullptr : &*it;
+    }
+    bool has(std::string_view name) const { return find(name) != nullptr; }
+
+    int64_t integer(std::string_view name, int64_t fallback, int64_t min,
+                    int64_t max = INT64_MAX) const
+    {
+        const json* v = find(name);
+        if (!v)
+            return fallback;
+        int64_t out = 0;
+        if (v->is_number_unsigned()) {
+            if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+                bad(name, "must be <= ", max, " (got ", v->dump(), ")");
+            out = v->get<int64_t>();
+        } else if (v->is_number_integer()) {
+            out = v->get<int64_t>();
+        } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
+                   v->get<double>() == std::trunc(v->get<double>()) &&
+                   std::fabs(v->get<double>()) < 9e15) {
+            out = static_cast<int64_t>(v->get<double>()); // 4.0 is accepted as 4
+        } else {
+            bad(name, "must be an integer (got ", describe(*v), ")");
+        }
+        if (out < min)
+            bad(name, "must be >= ", min, " (got ", out, ")");
+        if (out > max)
+            bad(name, "must be <= ", max, " (got ", out, ")");
+        return out;
+    }
+    int intValue(std::string_view name, int fallback, int min) const
+    {
+        return static_cast<int>(integer(name, fallback, min, INT_MAX));
+    }
+
+    double number(std::string_view name, double fallback) const
+    {
+        const json* v = find(name);
+        if (!v)
+            return fallback;
+        if (!v->is_number())
+            bad(name, "must be a number (got ", describe(*v), ")");
+        double out = v->get<double>();
+        if (!std::isfinite(out))
+            bad(name, "must be finite (got ", v->dump(), ")");
+        return out;
+    }
+
+    bool boolean(std::string_view name, bool fallback) const
+    {
+        const json* v = find(name);
+        if (!v)
+            return fallback;
+        if (!v->is_boolean())
+            bad(name, "must be true or false (got ", describe(*v), ")");
+        return v->get<bool>();
+    }
+
+    std::string string(std::string_view name, const std::string& fallback) const
+    {
+        const json* v = find(name);
+        if (!v)
+            return fallback;
+        if (!v->is_string())
+            bad(name, "must be a string (got ", describe(*v), ")");
+        return v->get<std::string>();
+    }
+
+    std::string choice(std::string_view name, const std::string& fallback,
+                       const Names& allowed) const
+    {
+        std::string out = string(name, fallback);
+        if (std::find(allowed.begin(), allowed.end(), out) == allowed.end())
+            bad(name, "must be one of ", joinNames(allowed, " | "), " (got '", out, "')");
+        return out;
+    }
+
+    // An array of strings, or one comma-separated string ("q_proj, v_proj"); blanks are dropped.
+    Names list(std::string_view name, const Names& fallback) const
+    {
+        const json* v = find(name);
+        if (!v)
+            return fallback;
+        Names raw;
+        if (v->is_string()) {
+            std::string text = v->get<std::string>();
+            size_t start = 0;
+            while (start <= text.size()) {
+                size_t comma = std::min(text.find(',', start), text.size());
+                raw.push_back(text.substr(start, comma - start));
+                start = comma + 1;
+            }
+        } else if (v->is_array()) {
+            for (size_t i = 0; i < v->size(); ++i) {
+                if (!(*v)[i].is_string())
+                    bad(name, "must be an array of strings or a comma-separated string (item ", i,
+                        " is ", describe((*v)[i]), ")");
+                raw.push_back((*v)[i].get<std::string>());
+            }
+        } else {
+            bad(name, "must be an array of strings or a comma-separated string (got ", describe(*v),
+                ")");
+        }
+        Names out;
+        for (auto& item : raw) {
+            size_t first = item.find_first_not_of(" \t");
+            if (first == std::string::npos)
+                continue;
+            size_t last = item.find_last_not_of(" \t");
+            out.push_back(item.substr(first, last - first + 1));
+        }
+        return out;
+    }
+
+    // A nested object; an empty one when absent.
+    Section child(std::string_view name) const
+    {
+        static const json kEmpty = json::object();
+        const json* v = find(name);
+        if (v && !v->is_object())
+            bad(name, "must be an object (got ", describe(*v), ")");
+        return Section(v ? *v : kEmpty, key(name), m_source);
+    }
+
+    // Range checks; written as !(ok) so that NaN fails too.
+    void atLeast(std::string_view name, double v, double min) const
+    {
+        if (!(v >= min))
+            bad(name, "must be >= ", formatNumber(min), " (got ", formatNumber(v), ")");
+    }
+    void above(std::string_view name, double v, double min) const
+    {
+        if (!(v > min))
+            bad(name, "must be > ", formatNumber(min), " (got ", formatNumber(v), ")");
+    }
+    void halfOpen(std::string_view name, double v, double lo, double hi) const
+    {
+        if (!(v >= lo && v < hi))
+            bad(name, "must be in [", formatNumber(lo), ", ", formatNumber(hi), ") (got ",
+                formatNumber(v), ")");
+    }
+
+  private:
+    const json& m_object;
+    std::string m_prefix;
+    const std::string& m_source;
+};
+
+Method parseMethod(const std::string& name)
+{
+    for (Method m : {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt})
+        if (name == methodName(m))
+            return m;
+    return Method::Lora; // unreachable: the name was checked against kMethods
+}
+
+bool validDevice(const std::string& device)
+{
+    if (device == "cpu" || device == "cuda" || device == "auto")
+        return true;
+    if (device.rfind("cuda:", 0) != 0 || device.size() == 5 || device.size() > 8)
+        return false;
+    return std::all_of(device.begin() + 5, device.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Relative paths resolve against the config file's folder; results are absolute and normalized, so
+// resolving again (run.json re-read from the run directory) changes nothing.
+std::string resolvePath(const std::string& path, const std::string& sourcePath)
+{
+    if (path.empty())
+        return path;
+    namespace fs = std::filesystem;
+    fs::path p(path);
+    if (p.is_relative())
+        p = fs::path(sourcePath).parent_path() / p;
+    std::error_code ec;
+    fs::path absolute = fs::absolute(p, ec);
+    return (ec ? p : absolute).lexically_normal().string();
+}
+
+void parseLora(const Section& s, LoraOptions& o)
+{
+    s.checkKeys(kLoraKeys);
+    o.rank = s.intValue("rank", o.rank, 1);
+    o.alpha = s.number("alpha", o.alpha);
+    s.above("alpha", o.alpha, 0);
+    o.dropout = s.number("dropout", o.dropout);
+    s.halfOpen("dropout", o.dropout, 0, 1);
+    o.targets = s.list("targets", o.targets);
+    o.rslora = s.boolean("rslora", o.rslora);
+}
+
+void parseAdapter(const Section& s, AdapterOptions& o)
+{
+    s.checkKeys(kAdapterKeys);
+    o.kind = s.choice("kind", o.kind, kAdapterKinds);
+    o.size = s.intValue("size", o.size, 0);
+    o.reductionFactor = s.intValue("reduction_factor", o.reductionFactor, 1);
+    o.activation = s.choice("activation", o.activation, kActivations);
+}
+
+void parsePrompt(const Section& s, PromptOptions& o)
+{
+    s.checkKeys(kPromptKeys);
+    o.numTokens = s.intValue("num_tokens", o.numTokens, 1);
+    o.initText = s.string("init_text", o.initText);
+}
+
+void parsePartial(const Section& s, PartialOptions& o)
+{
+    s.checkKeys(kPartialKeys);
+    o.trainableBlocks = s.intValue("trainable_blocks", o.trainableBlocks, 0);
+    o.modules = s.list("modules", o.modules);
+    for (const auto& m : o.modules)
+        if (std::find(kPartialModules.begin(), kPartialModules.end(), m) == kPartialModules.end())
+            s.bad("modules", "items must be among ", joinNames(kPartialModules, " | "), " (got '",
+                  m, "')");
+}
+
+void parseData(const Section& s, DataOptions& o)
+{
+    s.checkKeys(kDataKeys);
+    o.trainFile = s.string("train_file", o.trainFile);
+    if (o.trainFile.empty())
+        s.bad("train_file", "is required (a JSONL file of training examples)");
+    o.valFile = s.string("val_file", o.valFile);
+    o.generalFile = s.string("general_file", o.generalFile);
+    o.valRatio = s.number("val_ratio", o.valRatio);
+    s.halfOpen("val_ratio", o.valRatio, 0, 1);
+    o.format = s.choice("format", o.format, kFormats);
+    o.chatTemplate = s.choice("chat_template", o.chatTemplate, kChatTemplates);
+    o.lossOnResponsesOnly = s.boolean("loss_on_responses_only", o.lossOnResponsesOnly);
+    o.packing = s.boolean("packing", o.packing);
+    o.maxLength = s.intValue("max_length", o.maxLength, 8);
+}
+
+void parseOptim(const Section& s, OptimOptions& o)
+{
+    s.checkKeys(kOptimKeys);
+    o.optimizer = s.choice("optimizer", o.optimizer, kOptimizers);
+    o.lr = s.number("lr", o.lr);
+    s.above("lr", o.lr, 0);
+    o.weightDecay = s.number("weight_decay", o.weightDecay);
+    s.atLeast("weight_decay", o.weightDecay, 0);
+    o.beta1 = s.number("beta1", o.beta1);
+    s.halfOpen("beta1", o.beta1, 0, 1);
+    o.beta2 = s.number("beta2", o.beta2);
+    s.halfOpen("beta2", o.beta2, 0, 1);
+    o.eps = s.number("eps", o.eps);
+    s.above("eps", o.eps, 0);
+    o.momentum = s.number("momentum", o.momentum);
+    s.halfOpen("momentum", o.momentum, 0, 1);
+    o.l2 = s.number("l2", o.l2);
+    s.atLeast("l2", o.l2, 0);
+    o.schedule = s.choice("schedule", o.schedule, kSchedules);
+    o.warmupSteps = s.integer("warmup_steps", o.warmupSteps, 0);
+    o.warmupRatio = s.number("warmup_ratio", o.warmupRatio);
+    s.halfOpen("warmup_ratio", o.warmupRatio, 0, 1);
+    o.minLr = s.number("min_lr", o.minLr);
+    s.atLeast("min_lr", o.minLr, 0);
+    if (o.minLr > o.lr)
+        s.bad("min_lr", "must be <= optim.lr = ", formatNumber(o.lr), " (got ",
+              formatNumber(o.minLr), ")");
+    o.clipNorm = s.number("clip_norm", o.clipNorm);
+    s.atLeast("clip_norm", o.clipNorm, 0);
+}
+
+} // namespace
+
+const char* methodName(Method method)
+{
+    switch (method) {
+    case Method::Full:
+        return "full";
+    case Method::Partial:
+        return "partial";
+    case Method::Lora:
+        return "lora";
+    case Method::Adapter:
+        return "adapter";
+    case Method::Prompt:
+        return "prompt";
+    }
+    return "lora";
+}
+
+TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sourcePath)
+{
+    const std::string source = sourcePath.empty() ? std::string("config") : sourcePath;
+    if (!json.is_object())
+        fail(source, ": the run config must be a JSON object (got ", describe(json), ")");
+    TrainConfig c;
+    c.sourcePath = sourcePath;
+    Section top(json, "", source);
+    top.checkKeys(kTopKeys);
+
+    c.name = top.string("name", c.name);
+    if (c.name.empty() || c.name == "." || c.name == ".." || c.name.find('/') != std::string::npos)
+        top.bad("name", "must be a non-empty folder name without '/' (got '", c.name, "')");
+    c.model = top.string("model", c.model);
+    if (c.model.empty())
+        top.bad("model", "is required (a model folder)");
+    c.outputDir = top.string("output_dir", c.outputDir);
+    if (c.outputDir.empty())
+        top.bad("output_dir", "must not be empty");
+    c.method = parseMethod(top.choice("method", methodName(c.method), kMethods));
+    c.batchSize = top.intValue("batch_size", c.batchSize, 1);
+    c.gradAccum = top.intValue("grad_accum", c.gradAccum, 1);
+    c.maxSteps = top.integer("max_steps", c.maxSteps, 0);
+    c.epochs = top.intValue("epochs", c.epochs, 1);
+    c.precision = top.choice("precision", c.precision, kPrecisions);
+    c.device = top.string("device", c.device);
+    if (!validDevice(c.device))
+        top.bad("device", "must be one of cpu | cuda | auto | cuda:N (got '", c.device, "')");
+    c.gradientCheckpointing = top.boolean("gradient_checkpointing", c.gradientCheckpointing);
+    c.evalEvery = top.integer("eval_every", c.evalEvery, 0);
+    c.logEvery = top.integer("log_every", c.logEvery, 1);
+    c.saveEvery = top.integer("save_every", c.saveEvery, 0);
+    c.keepCheckpoints = top.intValue("keep_checkpoints", c.keepCheckpoints, 0);
+    if (const auto* seed = top.find("seed")) {
+        if (!seed->is_number_integer() || (!seed->is_number_unsigned() && seed->get<int64_t>() < 0))
+            top.bad("seed", "must be an integer >= 0 (got ", describe(*seed), ")");
+        c.seed = seed->get<uint64_t>();
+    }
+    c.spikeFactor = top.number("spike_factor", c.spikeFactor);
+    if (!(c.spikeFactor == 0 || c.spikeFactor > 1))
+        top.bad("spike_factor", "must be 0 (off) or > 1 (got ", formatNumber(c.spikeFactor), ")");
+    c.spikeWindow = top.intValue("spike_window", c.spikeWindow, 1);
+
+    parseLora(top.child("lora"), c.lora);
+    parseAdapter(top.child("adapter"), c.adapter);
+    parsePrompt(top.child("prompt"), c.prompt);
+    parsePartial(top.child("partial"), c.partial);
+    if (c.method == Method::Partial && c.partial.trainableBlocks == 0 && c.partial.modules.empty())
+        fail(source, ": key 'partial.trainable_blocks' is 0 and 'partial.modules' is empty: "
+                     "method 'partial' would train nothing");
+    parseData(top.child("data"), c.data);
+
+    Section optim = top.child("optim");
+    if (top.has("lr")) {
+        if (optim.has("lr"))
+            fail(source, ": keys 'lr' and 'optim.lr' are both set; 'lr' is an alias of 'optim.lr', "
+                         "use one");
+        c.optim.lr = top.number("lr", c.optim.lr); // the fallback parseOptim reads optim.lr with
+        top.above("lr", c.optim.lr, 0);
+    }
+    parseOptim(optim, c.optim);
+
+    c.model = resolvePath(c.model, sourcePath);
+    c.outputDir = resolvePath(c.outputDir, sourcePath);
+    c.data.trainFile = resolvePath(c.data.trainFile, sourcePath);
+    c.data.valFile = resolvePath(c.data.valFile, sourcePath);
+    c.data.generalFile = resolvePath(c.data.generalFile, sourcePath);
+    return c;
+}
+
+TrainConfig loadTrainConfig(const std::string& path, const std::vector<std::string>& overrides)
+{
+    if (isDirectory(path))
+        fail(path, ": is a folder, expected a run config file (JSON)");
+    const std::string text = readFile(path);
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        fail(path, ": invalid JSON (", e.what(), ")");
+    }
+    for (const auto& o : overrides)
+        applyOverride(j, o);
+    TrainConfig c = parseTrainConfig(j, path);
+    // Data files are read later, but naming the key now saves a model load before the failure.
+    const std::pair<const char*, const std::string*> files[] = {
+        {"data.train_file", &c.data.trainFile},
+        {"data.val_file", &c.data.valFile},
+        {"data.general_file", &c.data.generalFile}};
+    for (const auto& [key, file] : files)
+        if (!file->empty() && !fileExists(*file))
+            fail(path, ": key '", key, "': file not found: ", *file);
+    return c;
+}
+
+void applyOverride(nlohmann::json& json, const std::string& keyEqualsValue)
+{
+    const size_t eq = keyEqualsValue.find('=');
+    if (eq == std::string::npos || eq == 0)
+        fail("override '", keyEqualsValue, "': expected key=value (e.g. lora.rank=4)");
+    std::string key = keyEqualsValue.substr(0, eq);
+    const std::string value = keyEqualsValue.substr(eq + 1);
+    if (key == "lr")
+        key = "optim.lr"; // the alias; at the top level it would clash with optim.lr in the file
+
+    if (json.is_null())
+        json = json::object();
+    nlohmann::json* node = &json;
+    size_t start = 0;
+    while (true) {
+        const size_t dot = key.find('.', start);
+        const std::string part = key.substr(start, dot == std::string::npos ? dot : dot - start);
+        if (part.empty())
+            fail("override '", keyEqualsValue, "': empty component in key '", key, "'");
+        if (!node->is_object())
+            fail("override '", keyEqualsValue, "': '", key.substr(0, start == 0 ? 0 : start - 1),
+                 "' is not an object");
+        if (dot == std::string::npos) {
+            nlohmann::json parsed = json::parse(value, nullptr, false);
+            (*node)[part] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
+            return;
+        }
+        node = &(*node)[part];
+        if (node->is_null())
+            *node = json::object();
+        start = dot + 1;
+    }
+}
+
+nlohmann::json toJson(const TrainConfig& c)
+{
+    nlohmann::json j;
+    j["name"] = c.name;
+    j["model"] = c.model;
+    j["output_dir"] = c.outputDir;
+    j["method"] = methodName(c.method);
+    j["batch_size"] = c.batchSize;
+    j["grad_accum"] = c.gradAccum;
+    j["max_steps"] = c.maxSteps;
+    j["epochs"] = c.epochs;
+    j["precision"] = c.precision;
+    j["device"] = c.device;
+    j["gradient_checkpointing"] = c.gradientCheckpointing;
+    j["eval_every"] = c.evalEvery;
+    j["log_every"] = c.logEvery;
+    j["save_every"] = c.saveEvery;
+    j["keep_checkpoints"] = c.keepCheckpoints;
+    j["seed"] = c.seed;
+    j["spike_factor"] = c.spikeFactor;
+    j["spike_window"] = c.spikeWindow;
+    j["lora"] = {{"rank", c.lora.rank},
+                 {"alpha", c.lora.alpha},
+                 {"dropout", c.lora.dropout},
+                 {"targets", c.lora.targets},
+                 {"rslora", c.lora.rslora}};
+    j["adapter"] = {{"kind", c.adapter.kind},
+                    {"size", c.adapter.size},
+                    {"reduction_factor", c.adapter.reductionFactor},
+                    {"activation", c.adapter.activation}};
+    j["prompt"] = {{"num_tokens", c.prompt.numTokens}, {"init_text", c.prompt.initText}};
+    j["partial"] = {{"trainable_blocks", c.partial.trainableBlocks},
+                    {"modules", c.partial.modules}};
+    j["data"] = {{"train_file", c.data.trainFile},
+                 {"val_file", c.data.valFile},
+                 {"general_file", c.data.generalFile},
+                 {"val_ratio", c.data.valRatio},
+                 {"format", c.data.format},
+                 {"chat_template", c.data.chatTemplate},
+                 {"loss_on_responses_only", c.data.lossOnResponsesOnly},
+                 {"packing", c.data.packing},
+                 {"max_length", c.data.maxLength}};
+    j["optim"] = {{"optimizer", c.optim.optimizer},
+                  {"lr", c.optim.lr},
+                  {"weight_decay", c.optim.weightDecay},
+                  {"beta1", c.optim.beta1},
+                  {"beta2", c.optim.beta2},
+                  {"eps", c.optim.eps},
+                  {"momentum", c.optim.momentum},
+                  {"l2", c.optim.l2},
+                  {"schedule", c.optim.schedule},
+                  {"warmup_steps", c.optim.warmupSteps},
+                  {"warmup_ratio", c.optim.warmupRatio},
+                  {"min_lr", c.optim.minLr},
+                  {"clip_norm", c.optim.clipNorm}};
+    return j;
+}
+
+// Warmup W = warmup_steps when > 0, else round(warmup_ratio x total).
+int64_t warmupStepsFor(const OptimOptions& optim, int64_t totalSteps)
+{
+    if (optim.warmupSteps > 0)
+        return optim.warmupSteps;
+    return std::llround(optim.warmupRatio * static_cast<double>(std::max<int64_t>(totalSteps, 0)));
+}
+
+// For 0-based step s, peak lr, floor min_lr, W warmup steps and T total steps:
+//   s < W:  lr x (s + 1) / W                        (linear warmup; the first step is lr / W)
+//   else:   p = clamp((s - W) / max(1, T - W), 0, 1)
+//           constant: lr
+//           linear:   min_lr + (lr - min_lr) x (1 - p)
+//           cosine:   min_lr + (lr - min_lr) x 0.5 x (1 + cos(pi x p))
+// so the last step (s = T - 1) is one decay step above min_lr: p = (T - 1 - W) / (T - W).
+double learningRateAt(const OptimOptions& optim, int64_t step, int64_t totalSteps)
+{
+    const int64_t s = std::max<int64_t>(step, 0);
+    const int64_t warmup = warmupStepsFor(optim, totalSteps);
+    if (s < warmup)
+        return optim.lr * static_cast<double>(s + 1) / static_cast<double>(warmup);
+    if (optim.schedule == "constant")
+        return optim.lr;
+    const double span = static_cast<double>(std::max<int64_t>(1, totalSteps - warmup));
+    const double p = std::clamp(static_cast<double>(s - warmup) / span, 0.0, 1.0);
+    if (optim.schedule == "linear")
+        return optim.minLr + (optim.lr - optim.minLr) * (1.0 - p);
+    if (optim.schedule == "cosine")
+        return optim.minLr +
+               (optim.lr - optim.minLr) * 0.5 * (1.0 + std::cos(std::numbers::pi * p));
+    fail("optim.schedule: unknown schedule '", optim.schedule, "' (constant | linear | cosine)");
+}
+
+std::vector<double> plannedSchedule(const OptimOptions& optim, int64_t totalSteps)
+{
+    std::vector<double> out;
+    out.reserve(static_cast<size_t>(std::max<int64_t>(totalSteps, 0)));
+    for (int64_t s = 0; s < totalSteps; ++s)
+        out.push_back(learningRateAt(optim, s, totalSteps));
+    return out;
+}
+
+int64_t plannedSteps(const TrainConfig& config, int64_t trainSequences)
+{
+    if (config.maxSteps > 0)
+        return config.maxSteps;
+    const int64_t perStep =
+        std::max<int64_t>(1, int64_t(config.batchSize) * std::max(1, config.gradAccum));
+    const int64_t perEpoch = (std::max<int64_t>(trainSequences, 0) + perStep - 1) / perStep;
+    return std::max<int64_t>(1, int64_t(std::max(config.epochs, 1)) * perEpoch);
+}
+
+} // namespace tb

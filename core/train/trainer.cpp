@@ -1,0 +1,583 @@
+// The fine-tuning loop, top to bottom: set up (model, method, data, optimizer, run folder), then per step
+// accumulate micro-batch gradients, clip, guard against divergence, update, log, evaluate and checkpoint.
+#include "train/trainer.h"
+
+#include "model/registry.h"
+#include "model/safetensors.h"
+#include "peft/peft.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/file_util.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <thread>
+#include <unistd.h>
+
+namespace tb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// bf16 autocast on the device of the run for the guard's lifetime (thread-local state in LibTorch).
+class AutocastGuard {
+public:
+    AutocastGuard(const torch::Device& device, const std::string& precision) : m_type(device.type())
+    {
+        m_on = precision == "bf16" || precision == "fp16";
+        if (!m_on)
+            return;
+        m_prevEnabled = at::autocast::is_autocast_enabled(m_type);
+        m_prevDtype = at::autocast::get_autocast_dtype(m_type);
+        at::autocast::set_autocast_enabled(m_type, true);
+        at::autocast::set_autocast_dtype(m_type, precision == "bf16" ? at::kBFloat16 : at::kHalf);
+    }
+    ~AutocastGuard()
+    {
+        if (!m_on)
+            return;
+        at::autocast::set_autocast_enabled(m_type, m_prevEnabled);
+        at::autocast::set_autocast_dtype(m_type, m_prevDtype);
+        at::autocast::clear_cache();
+    }
+
+private:
+    at::DeviceType m_type;
+    bool m_on = false;
+    bool m_prevEnabled = false;
+    at::ScalarType m_prevDtype = at::kBFloat16;
+};
+
+int64_t statusField(const char* key)
+{
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    const size_t n = std::strlen(key);
+    while (std::getline(in, line))
+        if (line.compare(0, n, key) == 0)
+            return std::stoll(line.substr(n + 1)) * 1024;  // kB
+    return 0;
+}
+
+TokenizeOptions tokenizeOptions(const TrainConfig& c, const std::string& modelDir)
+{
+    TokenizeOptions o;
+    o.lossOnResponsesOnly = c.data.lossOnResponsesOnly;
+    o.maxLength = c.data.maxLength;
+    if (c.data.chatTemplate == "auto") {
+        auto family = detectChatTemplateForModel(modelDir);
+        if (!family)
+            fail(c.sourcePath, ": key 'data.chat_template' is auto but the model at ", modelDir,
+                 " has no recognised chat template: set it to chatml, llama3, inst, alpaca or plain");
+        o.family = *family;
+    } else {
+        auto family = parseChatTemplateName(c.data.chatTemplate);
+        if (!family)
+            fail(c.sourcePath, ": key 'data.chat_template' is '", c.data.chatTemplate,
+                 "' (allowed: auto, chatml, llama3, inst, alpaca, plain)");
+        o.family = *family;
+    }
+    return o;
+}
+
+SequenceSet tokenizeAll(const std::vector<Example>& examples, const Tokenizer& tok, const TokenizeOptions& o,
+                        bool packing)
+{
+    std::vector<TokenizedExample> tokenized;
+    tokenized.reserve(examples.size());
+    for (const auto& e : examples)
+        tokenized.push_back(tokenizeExample(tok, e, o));
+    return buildSequences(tokenized, o.maxLength, packing);
+}
+
+} // namespace
+
+int64_t residentBytes()
+{
+    return statusField("VmRSS:");
+}
+
+int64_t residentPeakBytes()
+{
+    return statusField("VmHWM:");
+}
+
+PreparedModel prepareModel(const TrainConfig& config)
+{
+    PreparedModel m;
+    ModelConfig modelConfig = loadModelConfig(config.model);
+    if (config.device == "auto")
+        m.device = torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    else
+        m.device = torch::Device(config.device);
+    if (m.device.is_cuda() && !torch::cuda::is_available())
+        fail(config.sourcePath, ": key 'device' is ", config.device, " but no CUDA device is available");
+    if (config.precision == "fp16" && !m.device.is_cuda())
+        fail(config.sourcePath, ": key 'precision' fp16 needs a CUDA device (use bf16 or fp32 on the CPU)");
+    m.module = createCausalLM(modelConfig);
+    m.module->loadWeights(Checkpoint::open(config.model), torch::kFloat32, m.device);
+    m.tokenizer = loadTokenizer(config.model);
+    applyMethod(*m.module, config, m.tokenizer.get(), config.seed);
+    m.module->setGradientCheckpointing(config.gradientCheckpointing);
+    return m;
+}
+
+PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer, const ModelConfig& model)
+{
+    PreparedData d;
+    const TokenizeOptions options = tokenizeOptions(c, c.model);
+    auto format = parseExampleFormat(c.data.format);
+    if (!format)
+        fail(c.sourcePath, ": key 'data.format' is '", c.data.format,
+             "' (allowed: auto, alpaca, messages, prompt_completion, text)");
+    auto report = [&d](const ExampleFile& f) {
+        d.rejectedRows += static_cast<int64_t>(f.rejected.size());
+        for (size_t i = 0; i < f.rejected.size() && i < 20; ++i)
+            d.warnings.push_back("skipped " + f.rejected[i].location + ": " + f.rejected[i].reason);
+        if (f.rejected.size() > 20)
+            d.warnings.push_back(std::to_string(f.rejected.size() - 20) + " more rows skipped");
+    };
+    ExampleFile train = readExampleFile(c.data.trainFile, *format);
+    report(train);
+    std::string hashInput = sha256File(c.data.trainFile);
+    std::vector<Example> trainExamples = std::move(train.examples);
+    std::vector<Example> valExamples;
+    if (!c.data.valFile.empty()) {
+        ExampleFile val = readExampleFile(c.data.valFile, *format);
+        report(val);
+        valExamples = std::move(val.examples);
+        hashInput += sha256File(c.data.valFile);
+    } else if (c.data.valRatio > 0) {
+        // A seeded split: the same seed always holds out the same examples.
+        auto order = epochOrder(static_cast<int64_t>(trainExamples.size()), c.seed ^ 0x5eed, 0);
+        const auto nVal = static_cast<size_t>(std::llround(c.data.valRatio * static_cast<double>(trainExamples.size())));
+        std::vector<Example> kept;
+        for (size_t i = 0; i < order.size(); ++i)
+            (i < nVal ? valExamples : kept).push_back(trainExamples[static_cast<size_t>(order[i])]);
+        trainExamples = std::move(kept);
+    }
+    if (trainExamples.empty())
+        fail(c.data.trainFile, ": no training examples left after the validation split");
+    d.train = tokenizeAll(trainExamples, tokenizer, options, c.data.packing);
+    d.val = tokenizeAll(valExamples, tokenizer, options, false);
+    if (!c.data.generalFile.empty()) {
+        ExampleFile general = readExampleFile(c.data.generalFile, ExampleFormat::Auto);
+        report(general);
+        d.general = tokenizeAll(general.examples, tokenizer, options, false);
+        hashInput += sha256File(c.data.generalFile);
+    }
+    if (d.train.sequences.empty())
+        fail(c.data.trainFile, ": no sequences after tokenization");
+    if (d.train.truncated > 0)
+        d.warnings.push_back(std::to_string(d.train.truncated) + " of " + std::to_string(d.train.examples) +
+                             " training examples were cut at max_length " + std::to_string(c.data.maxLength));
+    d.hash = sha256Hex(hashInput);
+    (void)model;
+    return d;
+}
+
+torch::Tensor tokenLoss(const torch::Tensor& logits, const torch::Tensor& labels, double normaliser)
+{
+    auto flat = logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32);
+    auto loss = torch::nn::functional::cross_entropy(
+        flat, labels.reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+    return loss / normaliser;
+}
+
+const std::vector<TensorBlob>& tensorFile(const CheckpointLoad& checkpoint, const std::string& name)
+{
+    for (const auto& [n, blobs] : checkpoint.data.tensorFiles)
+        if (n == name)
+            return blobs;
+    fail(checkpoint.dir, ": tensor file '", name, "' is missing");
+}
+
+void loadTrainableTensors(const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                          const std::vector<TensorBlob>& blobs, const std::string& where)
+{
+    torch::NoGradGuard noGrad;
+    std::map<std::string, const TensorBlob*> byName;
+    for (const auto& b : blobs)
+        byName[b.name] = &b;
+    for (const auto& [name, p] : params) {
+        auto it = byName.find(name);
+        if (it == byName.end())
+            fail(where, ": trainable tensor '", name, "' is missing");
+        auto t = blobToTensor(*it->second);
+        if (t.sizes() != p.sizes())
+            fail(where, ": trainable tensor '", name, "' has a different shape than the model's");
+        p.copy_(t.to(p.device(), p.scalar_type()));
+    }
+}
+
+Trainer::Trainer(TrainingJob& job) : m_job(job), m_config(job.m_config), m_events(job.m_events) {}
+
+void Trainer::setUp()
+{
+    const bool resuming = !m_job.m_resumeDir.empty();
+    const std::string runDir = resuming ? m_job.m_resumeDir : joinPath(m_config.outputDir, m_config.name);
+    if (!resuming && fileExists(joinPath(runDir, "run.json")))
+        fail(runDir, ": a run with this name exists (resume it with --resume, or choose another name)");
+    m_store = std::make_unique<RunStore>(runDir);
+    m_model = prepareModel(m_config);
+    m_data = prepareData(m_config, *m_model.tokenizer, m_model.module->config());
+    for (const auto& w : m_data.warnings)
+        if (m_events)
+            m_events->onWarning(w);
+    m_totalSteps = plannedSteps(m_config, static_cast<int64_t>(m_data.train.sequences.size()));
+
+    auto params = trainableParameters(*m_model.module);
+    if (params.empty())
+        fail(m_config.sourcePath, ": the method leaves no parameter to train");
+    std::vector<bool> decay;
+    for (const auto& [name, p] : params)
+        decay.push_back(!noWeightDecay(name));
+    m_optimizer = std::make_unique<Optimizer>(params, decay, m_config.optim);
+    m_order = epochOrder(static_cast<int64_t>(m_data.train.sequences.size()), m_config.seed, 0);
+
+    if (resuming) {
+        auto checkpoint = m_store->loadLatestCheckpoint();
+        if (!checkpoint)
+            fail(runDir, ": no complete checkpoint to resume from");
+        restore(*checkpoint);
+        return;
+    }
+    std::string weightsHash;
+    for (const auto& f : std::filesystem::directory_iterator(m_config.model))
+        if (f.path().extension() == ".safetensors")
+            weightsHash += sha256File(f.path().string());
+    nlohmann::json info = {
+        {"config", toJson(m_config)},
+        {"model", {{"path", m_config.model}, {"hash", sha256Hex(readFile(joinPath(m_config.model, "config.json")) + weightsHash)}}},
+        {"data", {{"train_file", m_config.data.trainFile}, {"hash", m_data.hash},
+                  {"train_sequences", m_data.train.sequences.size()}, {"val_sequences", m_data.val.sequences.size()},
+                  {"truncated", m_data.train.truncated}, {"rejected_rows", m_data.rejectedRows}}},
+        {"seed", m_config.seed},
+        {"planned_steps", m_totalSteps},
+        {"trainable_parameters", countTrainable(*m_model.module)},
+        {"versions", {{"tunebench", "0.1.0"}, {"torch", TORCH_VERSION}}},
+    };
+    m_store->writeRunInfo(info);
+    if (!m_data.general.sequences.empty())
+        m_generalBase = meanLoss(m_data.general);  // before any update: the base model's loss
+}
+
+void Trainer::restore(const CheckpointLoad& checkpoint)
+{
+    for (const auto& w : checkpoint.warnings)
+        if (m_events)
+            m_events->onWarning(w);
+    const auto& data = checkpoint.data;
+    auto findFile = [&](const std::string& name) -> const std::vector<TensorBlob>& {
+        return tensorFile(checkpoint, name);
+    };
+    torch::NoGradGuard noGrad;
+    loadTrainableTensors(m_optimizer->params(), findFile("trainable"), checkpoint.dir);
+    const auto& s = data.state;
+    m_optimizer->loadState(findFile("optimizer"), s.at("optimizer_steps").get<int64_t>());
+    const auto& rng = findFile("rng");
+    if (!rng.empty()) {
+        auto state = torch::empty({static_cast<int64_t>(rng[0].bytes.size())}, torch::kUInt8);
+        std::memcpy(state.data_ptr(), rng[0].bytes.data(), rng[0].bytes.size());
+        auto generator = at::globalContext().defaultGenerator(torch::kCPU);  // a handle on the global one
+        generator.set_state(state);
+    }
+    m_step = s.at("step").get<int64_t>();
+    m_epoch = s.at("epoch").get<int64_t>();
+    m_cursor = s.at("cursor").get<int64_t>();
+    m_tokensSeen = s.at("tokens_seen").get<int64_t>();
+    m_recentLosses = std::deque<double>(s.at("recent_losses").begin(), s.at("recent_losses").end());
+    if (s.contains("initial_loss") && !s["initial_loss"].is_null())
+        m_initialLoss = s["initial_loss"].get<double>();
+    if (s.contains("general_base") && !s["general_base"].is_null())
+        m_generalBase = s["general_base"].get<double>();
+    m_lastLoss = s.value("last_loss", 0.0);
+    m_lossScale = s.value("loss_scale", 65536.0);
+    m_order = epochOrder(static_cast<int64_t>(m_data.train.sequences.size()), m_config.seed, m_epoch);
+    m_store->truncateMetrics(m_step);
+    m_job.m_summary.resumedFrom = checkpoint.dir;
+    if (m_events)
+        m_events->onWarning("resumed from " + checkpoint.dir + " (step " + std::to_string(m_step) + ")");
+}
+
+nlohmann::json Trainer::positionState() const
+{
+    return {{"step", m_step},
+            {"optimizer_steps", m_optimizer->steps()},
+            {"epoch", m_epoch},
+            {"cursor", m_cursor},
+            {"tokens_seen", m_tokensSeen},
+            {"recent_losses", m_recentLosses},
+            {"initial_loss", m_initialLoss ? nlohmann::json(*m_initialLoss) : nlohmann::json()},
+            {"general_base", m_generalBase ? nlohmann::json(*m_generalBase) : nlohmann::json()},
+            {"last_loss", m_lastLoss},
+            {"loss_scale", m_lossScale}};
+}
+
+void Trainer::save()
+{
+    CheckpointData data;
+    data.step = m_step;
+    std::vector<TensorBlob> trainable;
+    for (const auto& [name, p] : m_optimizer->params())
+        trainable.push_back(tensorToBlob(name, p));
+    data.tensorFiles.emplace_back("trainable", std::move(trainable));
+    data.tensorFiles.emplace_back("optimizer", m_optimizer->stateBlobs());
+    auto rng = at::globalContext().defaultGenerator(torch::kCPU).get_state().contiguous();
+    TensorBlob rngBlob{"cpu", DType::U8, {rng.numel()}, std::string(reinterpret_cast<const char*>(rng.data_ptr()), static_cast<size_t>(rng.numel()))};
+    data.tensorFiles.emplace_back("rng", std::vector<TensorBlob>{rngBlob});
+    data.state = positionState();
+    const std::string dir = m_store->saveCheckpoint(data, m_config.keepCheckpoints);
+    if (m_events)
+        m_events->onCheckpoint(m_step, dir);
+}
+
+std::vector<int64_t> Trainer::nextMicroBatch()
+{
+    const auto n = static_cast<int64_t>(m_order.size());
+    if (m_cursor >= n) {
+        ++m_epoch;
+        m_cursor = 0;
+        m_order = epochOrder(n, m_config.seed, m_epoch);
+    }
+    const int64_t end = std::min<int64_t>(n, m_cursor + m_config.batchSize);
+    std::vector<int64_t> idx(m_order.begin() + m_cursor, m_order.begin() + end);
+    m_cursor = end;
+    return idx;
+}
+
+double Trainer::meanLoss(const SequenceSet& set)
+{
+    torch::NoGradGuard noGrad;
+    auto& model = *m_model.module;
+    const bool wasTraining = model.is_training();
+    model.eval();
+    AutocastGuard autocast(m_model.device, m_config.precision);
+    const int32_t pad = m_model.tokenizer->eosId().value_or(0);
+    double sum = 0;
+    int64_t tokens = 0;
+    for (size_t start = 0; start < set.sequences.size(); start += static_cast<size_t>(m_config.batchSize)) {
+        std::vector<int64_t> idx;
+        for (size_t i = start; i < std::min(set.sequences.size(), start + static_cast<size_t>(m_config.batchSize)); ++i)
+            idx.push_back(static_cast<int64_t>(i));
+        TokenBatch b = makeBatch(set, idx, pad);
+        if (b.lossTokens == 0)
+            continue;
+        auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
+        auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
+        sum += tokenLoss(model.forward(ids, nullptr), labels, 1.0).item<double>();
+        tokens += b.lossTokens;
+    }
+    if (wasTraining)
+        model.train();
+    return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;
+}
+
+EvalMetrics Trainer::evaluate(int64_t step)
+{
+    EvalMetrics e;
+    e.step = step;
+    if (!m_data.val.sequences.empty()) {
+        e.valLoss = meanLoss(m_data.val);
+        e.valPerplexity = std::exp(e.valLoss);
+        m_lastValLoss = e.valLoss;
+    }
+    if (!m_data.general.sequences.empty()) {
+        e.generalLoss = meanLoss(m_data.general);
+        e.generalLossBase = m_generalBase;
+    }
+    nlohmann::json line = {{"type", "eval"}, {"step", step}, {"val_loss", e.valLoss}, {"val_perplexity", e.valPerplexity}};
+    if (e.generalLoss)
+        line["general_loss"] = *e.generalLoss;
+    if (e.generalLossBase)
+        line["general_loss_base"] = *e.generalLossBase;
+    m_store->appendMetrics(line);
+    if (m_events)
+        m_events->onEval(e);
+    return e;
+}
+
+bool Trainer::step()
+{
+    auto& model = *m_model.module;
+    model.train();
+    const auto t0 = Clock::now();
+    const int32_t pad = m_model.tokenizer->eosId().value_or(0);
+
+    std::vector<TokenBatch> micro;
+    int64_t lossTokens = 0, tokens = 0;
+    for (int i = 0; i < m_config.gradAccum; ++i) {
+        const auto indices = nextMicroBatch();
+        for (int64_t index : indices)
+            tokens += m_data.train.sequences[static_cast<size_t>(index)].length;
+        micro.push_back(makeBatch(m_data.train, indices, pad));
+        lossTokens += micro.back().lossTokens;
+    }
+    const double normaliser = std::max<int64_t>(lossTokens, 1);
+    const bool fp16 = m_config.precision == "fp16";
+    double lossValue = 0;
+    for (size_t i = 0; i < micro.size(); ++i) {
+        const auto& b = micro[i];
+        auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
+        auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
+        torch::Tensor loss;
+        {
+            AutocastGuard autocast(m_model.device, m_config.precision);
+            loss = tokenLoss(model.forward(ids, nullptr), labels, normaliser);
+        }
+        lossValue += loss.item<double>();
+        if (i == 0 && m_config.optim.l2 > 0) {
+            torch::Tensor penalty = torch::zeros({}, loss.options());
+            for (const auto& [name, p] : m_optimizer->params())
+                penalty = penalty + p.pow(2).sum();
+            loss = loss + m_config.optim.l2 * penalty;
+        }
+        (fp16 ? loss * m_lossScale : loss).backward();
+    }
+    if (fp16) {
+        torch::NoGradGuard noGrad;
+        for (const auto& [name, p] : m_optimizer->params())
+            if (p.grad().defined())
+                p.grad().div_(m_lossScale);
+    }
+    const double gradNorm = m_optimizer->clipGradNorm(m_config.optim.clipNorm);
+
+    // Divergence guard: never apply an update computed from a NaN/Inf loss or gradient, or a spike.
+    std::optional<Diagnosis> diagnosis;
+    if (!std::isfinite(gradNorm) && fp16 && std::isfinite(lossValue)) {
+        m_lossScale /= 2;  // fp16 overflow: skip this update with a smaller scale, as dynamic scaling does
+        m_goodSteps = 0;
+        m_optimizer->zeroGrad();
+        if (m_events)
+            m_events->onWarning("fp16 gradient overflow at step " + std::to_string(m_step + 1) +
+                                ": update skipped, loss scale now " + std::to_string(m_lossScale));
+        return true;
+    }
+    if (!std::isfinite(lossValue) || !std::isfinite(gradNorm)) {
+        diagnosis = Diagnosis{m_step + 1, !std::isfinite(lossValue) ? "loss is not finite" : "gradient norm is not finite",
+                              !std::isfinite(lossValue) ? lossValue : gradNorm,
+                              "the learning rate is too high for this model and data, or the data holds a "
+                              "degenerate example",
+                              "lower optim.lr (e.g. by 10x), keep optim.clip_norm at 1.0, check the examples "
+                              "around this step, or use fp32"};
+    } else if (m_config.spikeFactor > 0 && static_cast<int>(m_recentLosses.size()) >= m_config.spikeWindow) {
+        const double mean = std::accumulate(m_recentLosses.begin(), m_recentLosses.end(), 0.0) /
+                            static_cast<double>(m_recentLosses.size());
+        if (lossValue > m_config.spikeFactor * mean) {
+            diagnosis = Diagnosis{m_step + 1,
+                                  "loss spiked to " + std::to_string(lossValue) + " (" +
+                                      std::to_string(lossValue / mean) + "x the recent mean " + std::to_string(mean) + ")",
+                                  lossValue, "an update overshot (learning rate too high) or an unusual batch",
+                                  "lower optim.lr, add warmup (optim.warmup_ratio 0.05), or raise spike_factor "
+                                  "if such batches are expected"};
+        }
+    }
+    if (diagnosis) {
+        m_optimizer->zeroGrad();
+        m_store->appendMetrics({{"type", "diverged"}, {"step", diagnosis->step}, {"what", diagnosis->what},
+                                {"value", std::isfinite(diagnosis->value) ? nlohmann::json(diagnosis->value) : nlohmann::json(nullptr)}});
+        if (m_events)
+            m_events->onDiverged(*diagnosis);
+        return false;
+    }
+
+    const double lr = learningRateAt(m_config.optim, m_step, m_totalSteps);
+    m_optimizer->step(lr);
+    m_optimizer->zeroGrad();
+    if (fp16 && ++m_goodSteps % 2000 == 0)
+        m_lossScale *= 2;
+    ++m_step;
+    m_tokensSeen += tokens;
+    if (!m_initialLoss)
+        m_initialLoss = lossValue;
+    m_lastLoss = lossValue;
+    m_recentLosses.push_back(lossValue);
+    while (static_cast<int>(m_recentLosses.size()) > std::max(1, m_config.spikeWindow))
+        m_recentLosses.pop_front();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m_trainSeconds += seconds;
+    m_trainTokens += tokens;
+    emitStep(lossValue, lr, gradNorm, tokens, seconds);
+    return true;
+}
+
+void Trainer::emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds)
+{
+    StepMetrics m;
+    m.step = m_step;
+    m.totalSteps = m_totalSteps;
+    m.epoch = static_cast<double>(m_epoch) + static_cast<double>(m_cursor) / static_cast<double>(std::max<size_t>(1, m_order.size()));
+    m.tokensSeen = m_tokensSeen;
+    m.loss = loss;
+    m.lr = lr;
+    m.gradNorm = gradNorm;
+    m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+    m.memoryCurrent = residentBytes();
+    m.memoryPeak = residentPeakBytes();
+    m_peakMemory = std::max(m_peakMemory, m.memoryPeak);
+    if (m_config.logEvery > 0 && (m_step % m_config.logEvery == 0 || m_step == m_totalSteps))
+        m_store->appendMetrics({{"type", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"tokens", m.tokensSeen},
+                                {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.gradNorm},
+                                {"tokens_per_s", m.tokensPerSecond}, {"memory_bytes", m.memoryCurrent},
+                                {"memory_peak_bytes", m.memoryPeak}});
+    if (m_events)
+        m_events->onStep(m);
+}
+
+bool Trainer::waitWhilePaused()
+{
+    while (m_job.m_pauseRequested.load() && !m_job.m_stopRequested.load()) {
+        m_job.m_state = JobState::Paused;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (m_job.m_stopRequested.load())
+        return false;
+    m_job.m_state = JobState::Running;
+    return true;
+}
+
+void Trainer::run()
+{
+    setUp();
+    auto& s = m_job.m_summary;
+    s.runDir = m_store->dir();
+    s.trainableParameters = countTrainable(*m_model.module);
+    s.totalParameters = 0;
+    for (const auto& p : m_model.module->parameters())
+        s.totalParameters += p.numel();
+    while (m_step < m_totalSteps) {
+        if (!waitWhilePaused())
+            break;
+        if (!step()) {
+            m_job.m_pauseRequested = true;  // the guard fired: wait for the user
+            continue;
+        }
+        if (m_config.evalEvery > 0 && m_step % m_config.evalEvery == 0 && m_step < m_totalSteps)
+            evaluate(m_step);
+        if (m_config.saveEvery > 0 && m_step % m_config.saveEvery == 0 && m_step < m_totalSteps)
+            save();
+    }
+    s.stopped = m_step < m_totalSteps;
+    if (!s.stopped)
+        evaluate(m_step);
+    if (m_step > 0)
+        save();  // the final state, or where the user stopped: resumable either way
+    s.steps = m_step;
+    s.initialLoss = m_initialLoss.value_or(0.0);
+    s.finalLoss = m_lastLoss;
+    s.valLoss = m_lastValLoss;
+    s.tokensPerSecond = m_trainSeconds > 0 ? static_cast<double>(m_trainTokens) / m_trainSeconds : 0;
+    s.peakMemoryBytes = std::max(m_peakMemory, residentPeakBytes());
+    // Free model and optimizer memory before reporting, so a stopped job leaves nothing behind.
+    m_optimizer.reset();
+    m_model.module.reset();
+}
+
+} // namespace tb
