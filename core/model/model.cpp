@@ -56,6 +56,11 @@ torch::Device parseTorchDevice(const std::string& name)
 Model::Model(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Model::~Model() = default;
 
+std::unique_ptr<Model> Model::fromImpl(std::unique_ptr<Impl> impl)
+{
+    return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
 std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& options)
 {
     if (!fileExists(dir))

@@ -64,6 +64,7 @@ public:
 
     struct Impl;
     Impl& impl() const { return *m_impl; }
+    static std::unique_ptr<Model> fromImpl(std::unique_ptr<Impl> impl);
 
 private:
     explicit Model(std::unique_ptr<Impl> impl);

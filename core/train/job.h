@@ -49,6 +49,7 @@ struct TrainSummary {
     double initialLoss = 0;
     double finalLoss = 0;
     std::optional<double> valLoss;
+    std::optional<double> initialValLoss;  // the base model's (method at init) validation loss
     int64_t trainableParameters = 0;
     int64_t totalParameters = 0;
     double tokensPerSecond = 0;

@@ -267,6 +267,8 @@ void Trainer::setUp()
     m_store->writeRunInfo(info);
     if (!m_data.general.sequences.empty())
         m_generalBase = meanLoss(m_data.general);  // before any update: the base model's loss
+    if (!m_data.val.sequences.empty())
+        m_initialValLoss = evaluate(0).valLoss;    // the starting point of the validation curve
 }
 
 void Trainer::restore(const CheckpointLoad& checkpoint)
@@ -298,6 +300,8 @@ void Trainer::restore(const CheckpointLoad& checkpoint)
         m_initialLoss = s["initial_loss"].get<double>();
     if (s.contains("general_base") && !s["general_base"].is_null())
         m_generalBase = s["general_base"].get<double>();
+    if (s.contains("initial_val_loss") && !s["initial_val_loss"].is_null())
+        m_initialValLoss = s["initial_val_loss"].get<double>();
     m_lastLoss = s.value("last_loss", 0.0);
     m_lossScale = s.value("loss_scale", 65536.0);
     m_order = epochOrder(static_cast<int64_t>(m_data.train.sequences.size()), m_config.seed, m_epoch);
@@ -317,6 +321,7 @@ nlohmann::json Trainer::positionState() const
             {"recent_losses", m_recentLosses},
             {"initial_loss", m_initialLoss ? nlohmann::json(*m_initialLoss) : nlohmann::json()},
             {"general_base", m_generalBase ? nlohmann::json(*m_generalBase) : nlohmann::json()},
+            {"initial_val_loss", m_initialValLoss ? nlohmann::json(*m_initialValLoss) : nlohmann::json()},
             {"last_loss", m_lastLoss},
             {"loss_scale", m_lossScale}};
 }
@@ -522,8 +527,8 @@ void Trainer::emitStep(double loss, double lr, double gradNorm, int64_t tokens, 
     m.memoryCurrent = residentBytes();
     m.memoryPeak = residentPeakBytes();
     m_peakMemory = std::max(m_peakMemory, m.memoryPeak);
-    if (m_config.logEvery > 0 && (m_step % m_config.logEvery == 0 || m_step == m_totalSteps))
-        m_store->appendMetrics({{"type", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"tokens", m.tokensSeen},
+    // metrics.jsonl gets every step; log_every only thins what the console prints.
+    m_store->appendMetrics({{"type", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"tokens", m.tokensSeen},
                                 {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.gradNorm},
                                 {"tokens_per_s", m.tokensPerSecond}, {"memory_bytes", m.memoryCurrent},
                                 {"memory_peak_bytes", m.memoryPeak}});
@@ -573,6 +578,7 @@ void Trainer::run()
     s.initialLoss = m_initialLoss.value_or(0.0);
     s.finalLoss = m_lastLoss;
     s.valLoss = m_lastValLoss;
+    s.initialValLoss = m_initialValLoss;
     s.tokensPerSecond = m_trainSeconds > 0 ? static_cast<double>(m_trainTokens) / m_trainSeconds : 0;
     s.peakMemoryBytes = std::max(m_peakMemory, residentPeakBytes());
     // Free model and optimizer memory before reporting, so a stopped job leaves nothing behind.

@@ -76,6 +76,7 @@ private:
     std::optional<double> m_initialLoss;
     double m_lastLoss = 0;
     std::optional<double> m_lastValLoss;
+    std::optional<double> m_initialValLoss;
     std::optional<double> m_generalBase;
     int64_t m_peakMemory = 0;
     double m_lossScale = 65536.0;  // fp16 dynamic loss scaling

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Writes the bundled tiny fine-tuning dataset (train.jsonl, val.jsonl, text.jsonl) deterministically.
+"""Writes the bundled tiny fine-tuning dataset (train.jsonl, val.jsonl, text.jsonl), deterministic.
 
-A small template grammar over names, animals, colours and places from TinyStories, so the 260K-parameter
-stories260k Llama (512-token vocabulary) can learn it in well under a minute on a CPU. Every answer is a
-fixed function of its instruction; val.jsonl uses (name, animal) pairs that never occur in train.jsonl,
-so its loss measures whether the model learned to fill the template rather than memorised rows.
+A small template grammar over names, animals, colours and places from TinyStories, so the
+260K-parameter stories260k Llama (512-token vocabulary) can learn it in well under a minute on a
+CPU. Every answer is a fixed function of its instruction; val.jsonl uses (name, animal) pairs that
+never occur in train.jsonl, so its loss measures whether the model learned to fill the template
+rather than memorised rows.
 
 Usage: python3 make_dataset.py [--out DIR]   (stdlib only; same output on every run and platform)
 """
