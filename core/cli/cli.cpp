@@ -9,6 +9,7 @@
 #include "tokenizer/tokenizer.h"
 #include "train/job.h"
 #include "train/run_store.h"
+#include "train/train_bench.h"
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/paths.h"
@@ -39,6 +40,8 @@ commands:
   convert llama2c --checkpoint F --tokenizer F --out DIR   llama2.c model -> Hugging Face folder
   bench generate [--model DIR] [--prompt-tokens N] [--new-tokens N] [--repeats R] [--json]
                                                        prefill and decode tokens/s
+  bench train [--model DIR|random-llama-25m] [--method lora|full] [--batch B] [--seq S] [--steps N]
+            [--precision fp32|bf16] [--json]          training tokens/s, MFU, peak memory
   train     --config RUN.json [key=value ...] [--json] fine-tune (full, partial, lora, adapter, prompt)
   train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
   export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
@@ -215,11 +218,49 @@ json benchOne(const std::string& name, const Model& model, int promptTokens, int
                 {"decode_tokens_per_s", decode[decode.size() / 2]}};
 }
 
+int cmdBenchTrain(const Args& args, std::ostream& out)
+{
+    args.allowOnly({"model", "method", "batch", "seq", "steps", "warmup", "device", "precision", "json"});
+    TrainBenchOptions o;
+    o.model = args.value("model", bundledModelDir());
+    o.method = args.value("method", "lora");
+    o.batch = static_cast<int>(args.integer("batch", 4));
+    o.seq = static_cast<int>(args.integer("seq", 128));
+    o.steps = static_cast<int>(args.integer("steps", 10));
+    o.warmupSteps = static_cast<int>(args.integer("warmup", 2));
+    o.device = args.value("device", "cpu");
+    o.precision = args.value("precision", "fp32");
+    TrainBenchResult r = benchTrain(o);
+    json j = {{"model", r.model}, {"method", r.method}, {"device", r.device}, {"threads", r.threads},
+              {"parameters", r.parameters}, {"trainable_parameters", r.trainableParameters},
+              {"batch", o.batch}, {"seq", o.seq}, {"tokens_per_s", r.tokensPerSecond},
+              {"seconds_per_step", r.secondsPerStep}, {"model_flops_per_token", r.modelFlopsPerToken},
+              {"achieved_flops", r.achievedFlops}, {"peak_matmul_flops", r.peakMatmulFlops}, {"mfu", r.mfu},
+              {"peak_memory_bytes", r.peakMemoryBytes}};
+    if (args.flag("json")) {
+        out << j.dump() << "\n";
+        return 0;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "%s, %s (%lld of %lld parameters train), batch %d x seq %d on %s (%d threads):\n"
+                  "  %.0f tokens/s, %.3f s/step, %.2f GFLOP/s = %.1f%% of the measured matmul peak (%.1f GFLOP/s), "
+                  "peak memory %.0f MiB\n",
+                  r.model.c_str(), r.method.c_str(), static_cast<long long>(r.trainableParameters),
+                  static_cast<long long>(r.parameters), o.batch, o.seq, r.device.c_str(), r.threads, r.tokensPerSecond,
+                  r.secondsPerStep, r.achievedFlops / 1e9, 100 * r.mfu, r.peakMatmulFlops / 1e9,
+                  static_cast<double>(r.peakMemoryBytes) / (1 << 20));
+    out << line;
+    return 0;
+}
+
 int cmdBench(const Args& args, std::ostream& out)
 {
+    if (args.positional().size() >= 2 && args.positional()[1] == "train")
+        return cmdBenchTrain(args, out);
     args.allowOnly({"model", "prompt-tokens", "new-tokens", "repeats", "dtype", "device", "json"});
     if (args.positional().size() < 2 || args.positional()[1] != "generate")
-        fail("bench: unknown benchmark (supported: bench generate)");
+        fail("bench: unknown benchmark (supported: bench generate, bench train)");
     const int promptTokens = static_cast<int>(args.integer("prompt-tokens", 128));
     const int newTokens = static_cast<int>(args.integer("new-tokens", 128));
     const int repeats = static_cast<int>(args.integer("repeats", 5));

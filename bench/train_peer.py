@@ -1,0 +1,96 @@
+"""Side-by-side training benchmark: `tunebench bench train` against Hugging Face transformers + PEFT doing the
+same training (same model, random tokens of the same batch and sequence length, AdamW, grad clipping, fp32,
+same thread count) in the same run on the same machine.
+
+usage: python bench/train_peer.py [--tunebench build/bin/tunebench] [--batch 4] [--seq 128] [--steps 10]
+Prints tokens/s of both and the ratio (ours / peer) for LoRA and full fine-tuning of the bundled stories260k
+and of a random ~25M-parameter Llama.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import transformers
+from peft import LoraConfig, get_peft_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def random_llama(path):
+    # The shape of tunebench's built-in random-llama-25m (core/train/train_bench.cpp).
+    cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=384, intermediate_size=1024, num_hidden_layers=8,
+                                   num_attention_heads=6, num_key_value_heads=6, head_dim=64,
+                                   max_position_embeddings=2048, rms_norm_eps=1e-5, tie_word_embeddings=True)
+    cfg.dtype = torch.float32
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(path, safe_serialization=True)
+
+
+def peer(path, method, batch, seq, warmup, steps):
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    if method == "lora":
+        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0,
+                                                 target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
+    torch.manual_seed(0)
+    ids = torch.randint(3, model.config.vocab_size, (batch, seq))
+    labels = ids.roll(-1, 1)
+
+    def step():
+        logits = model(input_ids=ids).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), labels.reshape(-1),
+                                                 reduction="sum") / ids.numel()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+
+    for _ in range(warmup):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return batch * seq * steps / (time.perf_counter() - t0)
+
+
+def ours(binary, model, method, batch, seq, warmup, steps):
+    out = subprocess.run([binary, "bench", "train", "--model", model, "--method", method, "--batch", str(batch),
+                          "--seq", str(seq), "--steps", str(steps), "--warmup", str(warmup), "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tunebench", default=os.path.join(ROOT, "build", "bin", "tunebench"))
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    a = ap.parse_args()
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}, "
+          f"batch {a.batch} x seq {a.seq}, {a.steps} timed steps after {a.warmup} warm-up, fp32, AdamW")
+    with tempfile.TemporaryDirectory() as tmp:
+        rnd = os.path.join(tmp, "random-llama-25m")
+        random_llama(rnd)
+        models = [("stories260k", os.path.join(ROOT, "datasets", "models", "stories260k")), ("random-llama-25m", rnd)]
+        print(f"{'model':<18} {'method':<6} {'tunebench tok/s':>16} {'MFU':>6} {'HF+PEFT tok/s':>14} {'ratio':>6}")
+        for name, path in models:
+            for method in ("lora", "full"):
+                o = ours(a.tunebench, path, method, a.batch, a.seq, a.warmup, a.steps)
+                p = peer(path, method, a.batch, a.seq, a.warmup, a.steps)
+                print(f"{name:<18} {method:<6} {o['tokens_per_s']:>16.0f} {100 * o['mfu']:>5.1f}% {p:>14.0f} "
+                      f"{o['tokens_per_s'] / p:>6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
