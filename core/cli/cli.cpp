@@ -10,6 +10,7 @@
 #include "train/job.h"
 #include "train/run_store.h"
 #include "train/train_bench.h"
+#include "train/tuned_model.h"
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/paths.h"
@@ -36,7 +37,9 @@ commands:
   tokenize  --model DIR --text T [--json]              token ids of a text
   generate  --model DIR --prompt T [--max-new-tokens N] [--greedy] [--temperature X] [--top-k K]
             [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR] [--dtype fp32|bf16|fp16]
-            [--device cpu|cuda|auto] [--json]           continue a prompt, streaming tokens to stdout
+            [--device cpu|cuda|auto] [--run RUN_DIR] [--json]
+                                                       continue a prompt, streaming tokens to stdout
+                                                       (--run: the fine-tuned model of a training run)
   convert llama2c --checkpoint F --tokenizer F --out DIR   llama2.c model -> Hugging Face folder
   bench generate [--model DIR] [--prompt-tokens N] [--new-tokens N] [--repeats R] [--json]
                                                        prefill and decode tokens/s
@@ -123,11 +126,20 @@ GenerateOptions generateOptions(const Args& args)
 
 int cmdGenerate(const Args& args, std::ostream& out)
 {
-    args.allowOnly({"model", "prompt", "max-new-tokens", "greedy", "temperature", "top-k", "top-p",
+    args.allowOnly({"model", "run", "prompt", "max-new-tokens", "greedy", "temperature", "top-k", "top-p",
                     "repetition-penalty", "seed", "stop", "dtype", "device", "json"});
-    const std::string dir = modelArg(args);
     const GenerateOptions options = generateOptions(args);
-    auto model = Model::load(dir, loadOptions(args));
+    std::unique_ptr<Model> model;
+    std::string dir = modelArg(args);
+    if (args.has("run")) {
+        // The fine-tuned model of a run: its base model's tokenizer, its newest checkpoint's weights.
+        if (args.has("model"))
+            fail("generate: give --model or --run, not both");
+        dir = RunStore(args.value("run")).readRunInfo().at("config").at("model").get<std::string>();
+        model = loadTunedModel(args.value("run"), loadOptions(args));
+    } else {
+        model = Model::load(dir, loadOptions(args));
+    }
     auto tok = loadTokenizer(dir);
     auto prompt = tok->encode(args.value("prompt"), true);
     const bool asJson = args.flag("json");
