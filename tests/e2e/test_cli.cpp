@@ -43,6 +43,7 @@ private Q_SLOTS:
     void generate();
     void convert();
     void bench();
+    void trainResumeExport();
     void errors_data();
     void errors();
 
@@ -121,6 +122,60 @@ void TestCli::bench()
     QVERIFY(j["prefill_tokens_per_s"].get<double>() > 0);
     QVERIFY(j["decode_tokens_per_s"].get<double>() > 0);
     QCOMPARE(j["parameters"].get<int64_t>(), int64_t(260032));
+}
+
+void TestCli::trainResumeExport()
+{
+    const QString runs = m_dir.filePath(QStringLiteral("runs"));
+    Run r = tunebench({QStringLiteral("train"), QStringLiteral("--config"),
+                       QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json"), QStringLiteral("max_steps=4"),
+                       QStringLiteral("output_dir=") + runs, QStringLiteral("name=cli"), QStringLiteral("log_every=2"),
+                       QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QVERIFY(lines.size() > 2);  // progress lines, then the summary
+    QVERIFY(lines.first().startsWith("eval step 0") || lines.first().startsWith("step "));
+    auto j = nlohmann::json::parse(lines.last().toStdString());
+    for (const char* key : {"run_dir", "steps", "initial_loss", "final_loss", "val_loss", "trainable_parameters",
+                            "tokens_per_second", "peak_memory_bytes"})
+        QVERIFY2(j.contains(key), key);
+    QCOMPARE(j["steps"].get<int>(), 4);
+    QCOMPARE(j["trainable_parameters"].get<int64_t>(), int64_t(46240));
+    QVERIFY(j["final_loss"].get<double>() < j["initial_loss"].get<double>());
+    const QString runDir = QString::fromStdString(j["run_dir"].get<std::string>());
+
+    // A finished run resumes to nothing more; a second run under the same name is refused.
+    Run again = tunebench({QStringLiteral("train"), QStringLiteral("--config"),
+                           QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json"),
+                           QStringLiteral("output_dir=") + runs, QStringLiteral("name=cli")});
+    QVERIFY(again.exitCode != 0);
+    QVERIFY2(again.err.contains("a run with this name exists"), again.err.constData());
+    Run resumed = tunebench({QStringLiteral("train"), QStringLiteral("--resume"), runDir, QStringLiteral("--json")});
+    QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+    QCOMPARE(nlohmann::json::parse(resumed.out.trimmed().split('\n').last().toStdString())["steps"].get<int>(), 4);
+
+    for (const char* format : {"peft", "merged"}) {
+        const QString out = m_dir.filePath(QStringLiteral("export-") + QLatin1String(format));
+        Run e = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir, QStringLiteral("--format"),
+                           QLatin1String(format), QStringLiteral("--out"), out, QStringLiteral("--json")});
+        QVERIFY2(e.exitCode == 0, e.err.constData());
+        QVERIFY(QFileInfo::exists(out + (QLatin1String(format) == QLatin1String("peft")
+                                             ? QStringLiteral("/adapter_model.safetensors")
+                                             : QStringLiteral("/model.safetensors"))));
+    }
+    // The merged folder is a model the CLI loads like any other.
+    Run g = tunebench({QStringLiteral("generate"), QStringLiteral("--model"), m_dir.filePath(QStringLiteral("export-merged")),
+                       QStringLiteral("--prompt"), QStringLiteral("Tell"), QStringLiteral("--max-new-tokens"),
+                       QStringLiteral("4"), QStringLiteral("--json")});
+    QVERIFY2(g.exitCode == 0, g.err.constData());
+
+    // Bad config values stop before training with the key named.
+    Run bad = tunebench({QStringLiteral("train"), QStringLiteral("--config"),
+                         QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json"), QStringLiteral("lora.rank=0"),
+                         QStringLiteral("output_dir=") + runs, QStringLiteral("name=bad")});
+    QVERIFY(bad.exitCode != 0);
+    QVERIFY2(bad.err.contains("lora.rank"), bad.err.constData());
+    QVERIFY(!QFileInfo::exists(runs + QStringLiteral("/bad/run.json")));
 }
 
 void TestCli::errors_data()
