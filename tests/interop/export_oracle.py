@@ -1,0 +1,126 @@
+"""Export oracle for Tunebench's interop test: Hugging Face PEFT and transformers load our exported
+adapter and merged folders, compute reference logits and report any mismatch with what PEFT expects.
+
+usage:
+  export_oracle.py make-gpt2 OUT_DIR TOKENIZER_DIR
+      Saves a tiny random GPT2LMHeadModel (vocab 50257, n_embd 32, 2 layers) to OUT_DIR with the
+      tokenizer files of TOKENIZER_DIR (tokenizer.json, tokenizer_config.json).
+  export_oracle.py logits CASES_JSON OUT_DIR
+      CASES_JSON: [{"name", "kind": "peft" | "merged", "dir", "base" (peft only), "ids": [int]}].
+      Writes OUT_DIR/<name>.safetensors ("logits": fp32 [T, vocab]) and prints one JSON object:
+      {name: {"missing_keys", "unexpected_keys", "unknown_config_keys", "shape_mismatches",
+              "virtual_tokens", "warnings"}}.
+"""
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import sys
+import warnings
+
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+
+def make_gpt2(out_dir, tokenizer_dir):
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=50257, n_embd=32, n_layer=2, n_head=2, n_positions=128,
+                                  initializer_range=0.1, bos_token_id=50256, eos_token_id=50256,
+                                  tie_word_embeddings=True)
+    cfg.dtype = torch.float32
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    model.save_pretrained(out_dir, safe_serialization=True)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(tokenizer_dir, f), os.path.join(out_dir, f))
+
+
+class _Collect(logging.Handler):
+    def __init__(self, sink):
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record):
+        self.sink.append(record.getMessage())
+
+
+def peft_logits(case, report):
+    import peft
+    from peft.utils import get_peft_model_state_dict
+
+    adapter = case["dir"]
+    with open(os.path.join(adapter, "adapter_config.json")) as f:
+        raw = json.load(f)
+    # Keys of our adapter_config.json that PEFT's config class does not know (it drops them, warning).
+    cls = peft.PEFT_TYPE_TO_CONFIG_MAPPING[peft.PeftType(raw["peft_type"])]
+    known = {f.name for f in dataclasses.fields(cls)}
+    report["unknown_config_keys"] = sorted(k for k in raw if k not in known)
+
+    base = transformers.AutoModelForCausalLM.from_pretrained(case["base"], dtype=torch.float32)
+    base.eval()
+    model = peft.PeftModel.from_pretrained(base, adapter).eval()
+    # The tensor names and shapes PEFT would save for this config vs those in our file.
+    expected = get_peft_model_state_dict(model)
+    ours = load_file(os.path.join(adapter, "adapter_model.safetensors"))
+    report["missing_keys"] = sorted(k for k in expected if k not in ours)
+    report["unexpected_keys"] = sorted(k for k in ours if k not in expected)
+    report["shape_mismatches"] = sorted(
+        f"{k}: expected {list(expected[k].shape)}, ours {list(ours[k].shape)}"
+        for k in expected if k in ours and tuple(expected[k].shape) != tuple(ours[k].shape))
+    ids = torch.tensor([case["ids"]], dtype=torch.int64)
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0].float()
+    # Prompt tuning: PEFT prepends the virtual tokens and returns their logits too.
+    prompt = raw["peft_type"] == "PROMPT_TUNING"
+    virtual = model.peft_config["default"].num_virtual_tokens if prompt else 0
+    report["virtual_tokens"] = virtual
+    return logits[virtual:]
+
+
+def merged_logits(case, report):
+    model = transformers.AutoModelForCausalLM.from_pretrained(case["dir"], dtype=torch.float32)
+    model.eval()
+    ids = torch.tensor([case["ids"]], dtype=torch.int64)
+    with torch.no_grad():
+        return model(input_ids=ids).logits[0].float()
+
+
+def logits(cases_json, out_dir):
+    with open(cases_json) as f:
+        cases = json.load(f)
+    result = {}
+    for case in cases:
+        report = {"missing_keys": [], "unexpected_keys": [], "unknown_config_keys": [],
+                  "shape_mismatches": [], "virtual_tokens": 0, "warnings": []}
+        handler = _Collect(report["warnings"])
+        loggers = [logging.getLogger(), logging.getLogger("transformers"), logging.getLogger("peft")]
+        for logger in loggers:
+            logger.addHandler(handler)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn = peft_logits if case["kind"] == "peft" else merged_logits
+            out = fn(case, report)
+        for logger in loggers:
+            logger.removeHandler(handler)
+        report["warnings"] += [str(w.message) for w in caught]
+        if out.shape[0] != len(case["ids"]):
+            raise SystemExit(f"{case['name']}: {out.shape[0]} logit rows for {len(case['ids'])} ids")
+        path = os.path.join(out_dir, case["name"] + ".safetensors")
+        save_file({"logits": out.contiguous()}, path)
+        result[case["name"]] = report
+    print(json.dumps(result))
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "make-gpt2":
+        make_gpt2(sys.argv[2], sys.argv[3])
+    elif mode == "logits":
+        logits(sys.argv[2], sys.argv[3])
+    else:
+        raise SystemExit(f"unknown mode {mode!r} (make-gpt2 | logits)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+// Interop: runs trained here and exported as PEFT adapters or merged folders load in Hugging Face
+// PEFT / transformers and give the same logits as our tuned model; formats a method cannot take are
+// refused.
+#include "export/export.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "tokenizer/tokenizer.h"
+#include "train/job.h"
+#include "train/train_config.h"
+#include "train/tuned_model.h"
+#include "util/error.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+namespace {
+
+const char* const kSentence =
+    "Once upon a time, a little girl named Lily found a big red ball in the park.";
+constexpr size_t kTokens = 12;
+
+// Runs the oracle script; returns its stdout, or sets *error to why it failed.
+QByteArray runOracle(const QStringList& args, QString* error)
+{
+    QProcess p;
+    p.setProcessChannelMode(QProcess::SeparateChannels);
+    // Tiny models: one thread is fastest, and spinning OpenMP threads crawl on a busy 2-core
+    // machine.
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(TB_PYTHON),
+            QStringList{QStringLiteral(TB_SOURCE_DIR "/tests/interop/export_oracle.py")} + args);
+    if (!p.waitForFinished(300000)) {
+        *error = QStringLiteral("export_oracle.py %1 did not finish").arg(args.value(0));
+        return {};
+    }
+    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
+        *error = QStringLiteral("export_oracle.py %1 failed:\n%2")
+                     .arg(args.value(0), QString::fromUtf8(p.readAllStandardError()));
+        return {};
+    }
+    return p.readAllStandardOutput();
+}
+
+// The message of the tb::Error an export throws, or "" when it succeeds.
+std::string exportError(const std::string& runDir, const std::string& format,
+                        const std::string& outDir)
+{
+    try {
+        tb::exportRun(runDir, {format, outDir});
+    } catch (const tb::Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+struct Comparison {
+    double maxDiff = 0; // max |a - b|
+    double maxRef = 0;  // max |b|
+};
+
+Comparison compare(const std::vector<float>& a, const float* b, size_t n)
+{
+    Comparison c;
+    for (size_t i = 0; i < n; ++i) {
+        c.maxDiff = std::max(c.maxDiff, std::abs(static_cast<double>(a[i]) - b[i]));
+        c.maxRef = std::max(c.maxRef, std::abs(static_cast<double>(b[i])));
+    }
+    return c;
+}
+
+QString joined(const nlohmann::json& list)
+{
+    QStringList out;
+    for (const auto& s : list)
+        out << QString::fromStdString(s.get<std::string>());
+    return out.join(QStringLiteral("; "));
+}
+
+} // namespace
+
+class TestExportInterop : public QObject {
+    Q_OBJECT
+  private Q_SLOTS:
+    void initTestCase();
+    void logitsMatchHuggingFace_data();
+    void logitsMatchHuggingFace();
+    void unsupportedFormatsFail();
+
+  private:
+    // Trains a short run from an example config: its run folder, or "" (why in m_trainErrors).
+    std::string train(const char* example, const std::string& name,
+                      std::vector<std::string> overrides);
+    std::string path(const QString& relative) const
+    {
+        return m_dir.filePath(relative).toStdString();
+    }
+
+    struct Case {
+        std::string run;  // run folder: our tuned model
+        std::string kind; // peft | merged
+        std::string base; // base model folder
+        std::vector<int32_t> ids;
+    };
+    QTemporaryDir m_dir;
+    std::map<std::string, std::string> m_runs; // method -> run folder
+    std::map<std::string, Case> m_cases;       // export name -> case
+    nlohmann::json m_oracle;
+    QString m_trainErrors;
+};
+
+std::string TestExportInterop::train(const char* example, const std::string& name,
+                                     std::vector<std::string> overrides)
+{
+    overrides.insert(overrides.begin(),
+                     {"output_dir=" + path(QStringLiteral("runs")), "name=" + name, "device=cpu",
+                      "max_steps=4", "batch_size=8", "optim.warmup_steps=0",
+                      "optim.schedule=constant", "eval_every=0", "data.general_file=", "seed=3"});
+    tb::TrainConfig config = tb::loadTrainConfig(
+        std::string(TB_SOURCE_DIR "/datasets/examples/") + example + "-tiny.json", overrides);
+    tb::TrainingJob job(config, nullptr);
+    job.runHere();
+    if (job.state() != tb::JobState::Finished) {
+        m_trainErrors += QString::fromStdString(name + ": " + job.error() + "\n");
+        return {};
+    }
+    return job.summary().runDir;
+}
+
+void TestExportInterop::initTestCase()
+{
+    if (!QFileInfo::exists(QStringLiteral(TB_PYTHON)))
+        QSKIP("the Python oracle venv is missing (run scripts/setup)");
+    QVERIFY(m_dir.isValid());
+    QString error;
+
+    // A tiny random GPT-2 (Conv1D layers; vocabulary 50257 so the bundled BPE tokenizer fits).
+    const std::string gpt2 = path(QStringLiteral("gpt2"));
+    runOracle({QStringLiteral("make-gpt2"), QString::fromStdString(gpt2),
+               QStringLiteral(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2")},
+              &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+
+    // Short runs with a learning rate high enough that every trained tensor moves.
+    const std::string stories = TB_SOURCE_DIR "/datasets/models/stories260k";
+    m_runs["lora"] = train("lora", "lora",
+                           {"lr=0.01", "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
+                                       "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+    m_runs["prompt"] = train("prompt", "prompt", {"lr=0.05", "prompt.num_tokens=8"});
+    m_runs["full"] = train("full", "full", {"lr=0.01"});
+    m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
+    m_runs["gpt2_lora"] =
+        train("lora", "gpt2_lora",
+              {"model=" + gpt2, "lr=0.01", "lora.rank=4", "lora.targets=[\"c_attn\",\"c_proj\"]",
+               "data.chat_template=plain", "data.max_length=64", "batch_size=4",
+               // a 10-example validation split: evaluating 50257-way logits is most of the time
+               "data.val_file=", "data.val_ratio=0.02"});
+    QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
+
+    // Fixed inputs: one sentence's tokens (with BOS where the tokenizer adds it), cut to kTokens.
+    auto idsFor = [&](const std::string& model) {
+        auto ids = tb::loadTokenizer(model)->encode(kSentence, true);
+        ids.resize(std::min(ids.size(), kTokens));
+        return ids;
+    };
+    const auto storiesIds = idsFor(stories);
+    const auto gpt2Ids = idsFor(gpt2);
+    QCOMPARE(storiesIds.size(), kTokens);
+    QCOMPARE(gpt2Ids.size(), kTokens);
+    QCOMPARE(storiesIds.front(), 1); // <s>
+    QVERIFY(*std::max_element(storiesIds.begin(), storiesIds.end()) < 512);
+
+    m_cases["lora_peft"] = {m_runs["lora"], "peft", stories, storiesIds};
+    m_cases["lora_merged"] = {m_runs["lora"], "merged", stories, storiesIds};
+    m_cases["prompt_peft"] = {m_runs["prompt"], "peft", stories, storiesIds};
+    m_cases["full_merged"] = {m_runs["full"], "merged", stories, storiesIds};
+    m_cases["gpt2_lora_peft"] = {m_runs["gpt2_lora"], "peft", gpt2, gpt2Ids};
+    m_cases["gpt2_lora_merged"] = {m_runs["gpt2_lora"], "merged", gpt2, gpt2Ids};
+
+    nlohmann::json cases = nlohmann::json::array();
+    for (const auto& [name, c] : m_cases) {
+        const std::string out = path(QStringLiteral("exports/") + QString::fromStdString(name));
+        try {
+            tb::exportRun(c.run, {c.kind, out});
+        } catch (const tb::Error& e) {
+            QFAIL(qPrintable(QStringLiteral("export %1: %2")
+                                 .arg(QString::fromStdString(name), QString::fromUtf8(e.what()))));
+        }
+        cases.push_back(
+            {{"name", name}, {"kind", c.kind}, {"dir", out}, {"base", c.base}, {"ids", c.ids}});
+    }
+    const std::string casesFile = path(QStringLiteral("cases.json"));
+    std::ofstream(casesFile) << cases.dump();
+    const QByteArray out = runOracle(
+        {QStringLiteral("logits"), QString::fromStdString(casesFile), m_dir.path()}, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    m_oracle = nlohmann::json::parse(out.toStdString());
+    QCOMPARE(m_oracle.size(), m_cases.size());
+}
+
+void TestExportInterop::logitsMatchHuggingFace_data()
+{
+    QTest::addColumn<QString>("name");
+    for (const char* n : {"lora_peft", "lora_merged", "prompt_peft", "full_merged",
+                          "gpt2_lora_peft", "gpt2_lora_merged"})
+        QTest::newRow(n) << QString::fromLatin1(n);
+}
+
+void TestExportInterop::logitsMatchHuggingFace()
+{
+    QFETCH(QString, name);
+    const Case& c = m_cases.at(name.toStdString());
+    const auto& report = m_oracle.at(name.toStdString());
+    for (const auto& w : report.at("warnings"))
+        qInfo("oracle warning: %s", w.get<std::string>().c_str());
+
+    // PEFT reads every tensor and config key we wrote, and we wrote every tensor it expects.
+    if (c.kind == "peft") {
+        QVERIFY2(report.at("unknown_config_keys").empty(),
+                 qPrintable(QStringLiteral("adapter_config.json keys PEFT does not know: ") +
+                            joined(report.at("unknown_config_keys"))));
+        QVERIFY2(report.at("missing_keys").empty(),
+                 qPrintable(
+                     QStringLiteral("tensors PEFT expects but adapter_model.safetensors lacks: ") +
+                     joined(report.at("missing_keys"))));
+        QVERIFY2(report.at("unexpected_keys").empty(),
+                 qPrintable(QStringLiteral("tensors PEFT does not expect: ") +
+                            joined(report.at("unexpected_keys"))));
+        QVERIFY2(report.at("shape_mismatches").empty(),
+                 qPrintable(joined(report.at("shape_mismatches"))));
+    }
+    if (name == QStringLiteral("prompt_peft"))
+        QCOMPARE(report.at("virtual_tokens").get<int>(), 8); // prompt.num_tokens=8 above
+
+    auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
+    const tb::TensorInfo* info = file->find("logits");
+    QVERIFY(info && info->dtype == tb::DType::F32);
+    const auto* theirs = reinterpret_cast<const float*>(file->data(*info));
+
+    const std::vector<float> ours = tb::loadTunedModel(c.run)->logits(c.ids);
+    const std::vector<float> base = tb::Model::load(c.base, {"fp32", "cpu"})->logits(c.ids);
+    QCOMPARE(static_cast<int64_t>(ours.size()), info->numel());
+    QCOMPARE(base.size(), ours.size());
+
+    const Comparison match = compare(ours, theirs, ours.size());
+    const Comparison moved = compare(base, theirs, ours.size());
+    // fp32: within 1e-4 relative to the largest logit.
+    const double tolerance = 1e-4 * match.maxRef;
+    qInfo("%s: max |ours - HF| %.3g, max |HF| %.3g, tolerance %.3g, max |base - HF| %.3g",
+          qPrintable(name), match.maxDiff, match.maxRef, tolerance, moved.maxDiff);
+    QVERIFY(match.maxRef > 0);
+    QVERIFY2(match.maxDiff <= tolerance,
+             qPrintable(QStringLiteral("max |diff| %1 vs max |logit| %2")
+                            .arg(match.maxDiff)
+                            .arg(match.maxRef)));
+    // The comparison means something only when the tuned model differs from the base by far more
+    // than that.
+    QVERIFY2(
+        moved.maxDiff > 100 * tolerance,
+        qPrintable(
+            QStringLiteral("tuned logits are within %1 of the base model's").arg(moved.maxDiff)));
+}
+
+void TestExportInterop::unsupportedFormatsFail()
+{
+    if (m_runs.empty())
+        QSKIP("no runs (see initTestCase)");
+    const std::string adapterMerged =
+        exportError(m_runs.at("adapter"), "merged", path(QStringLiteral("bad/adapter")));
+    QVERIFY2(adapterMerged.find("non-linear") != std::string::npos, adapterMerged.c_str());
+    const std::string promptMerged =
+        exportError(m_runs.at("prompt"), "merged", path(QStringLiteral("bad/prompt")));
+    QVERIFY2(promptMerged.find("soft prompt is an input") != std::string::npos,
+             promptMerged.c_str());
+    const std::string fullPeft =
+        exportError(m_runs.at("full"), "peft", path(QStringLiteral("bad/full")));
+    QVERIFY2(fullPeft.find("no PEFT format") != std::string::npos, fullPeft.c_str());
+    const std::string adapterPeft =
+        exportError(m_runs.at("adapter"), "peft", path(QStringLiteral("bad/adapter_peft")));
+    QVERIFY2(adapterPeft.find("no PEFT format") != std::string::npos, adapterPeft.c_str());
+    // Nothing a loader would take for a model was left behind.
+    for (const char* dir : {"bad/adapter", "bad/prompt", "bad/full", "bad/adapter_peft"}) {
+        QVERIFY(!QFileInfo::exists(
+            m_dir.filePath(QString::fromLatin1(dir) + QStringLiteral("/model.safetensors"))));
+        QVERIFY(!QFileInfo::exists(
+            m_dir.filePath(QString::fromLatin1(dir) + QStringLiteral("/adapter_config.json"))));
+    }
+}
+
+QTEST_GUILESS_MAIN(TestExportInterop)
+#include "test_export_interop.moc"
