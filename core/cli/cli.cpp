@@ -181,26 +181,6 @@ int cmdConvert(const Args& args, std::ostream& out)
     return 0;
 }
 
-// A random Llama of about 25M parameters, the benchmark's mid-size model.
-ModelConfig benchLlamaConfig()
-{
-    ModelConfig c;
-    c.architecture = Architecture::Llama;
-    c.modelType = "llama";
-    c.sourcePath = "random-llama-25m";
-    c.vocabSize = 32000;
-    c.hiddenSize = 384;
-    c.intermediateSize = 1024;
-    c.numLayers = 8;
-    c.numHeads = 6;
-    c.numKvHeads = 6;
-    c.headDim = 64;
-    c.maxPositions = 2048;
-    c.normEps = 1e-5;
-    c.tieWordEmbeddings = true;
-    return c;
-}
-
 json benchOne(const std::string& name, const Model& model, int promptTokens, int newTokens, int repeats)
 {
     std::mt19937 rng(1234);
@@ -285,7 +265,7 @@ int cmdBench(const Args& args, std::ostream& out)
     } else {
         auto bundled = Model::load(bundledModelDir(), loadOptions(args));
         results.push_back(benchOne("stories260k", *bundled, promptTokens, newTokens, repeats));
-        auto random = Model::createRandom(benchLlamaConfig(), loadOptions(args), 0);
+        auto random = Model::createRandom(randomLlama25mConfig(), loadOptions(args), 0);
         results.push_back(benchOne("random-llama-25m", *random, promptTokens, newTokens, repeats));
     }
     if (args.flag("json")) {

@@ -287,4 +287,23 @@ int64_t parameterCount(const ModelConfig& c)
     return v * h + c.numLayers * block + h + (c.tieWordEmbeddings ? 0 : v * h);
 }
 
+ModelConfig randomLlama25mConfig()
+{
+    ModelConfig c;
+    c.architecture = Architecture::Llama;
+    c.modelType = "llama";
+    c.sourcePath = "random-llama-25m";
+    c.vocabSize = 32000;
+    c.hiddenSize = 384;
+    c.intermediateSize = 1024;
+    c.numLayers = 8;
+    c.numHeads = 6;
+    c.numKvHeads = 6;
+    c.headDim = 64;
+    c.maxPositions = 2048;
+    c.normEps = 1e-5;
+    c.tieWordEmbeddings = true;
+    return c;
+}
+
 } // namespace tb

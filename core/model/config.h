@@ -58,4 +58,8 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& sou
 // Exact number of parameters the checkpoint holds (a tied head counted once).
 int64_t parameterCount(const ModelConfig& config);
 
+// The benchmarks' mid-size model: a Llama of 26.5M parameters (vocab 32000, hidden 384, 8 layers, tied),
+// used with random weights by `tunebench bench generate|train` and bench/*.py.
+ModelConfig randomLlama25mConfig();
+
 } // namespace tb

@@ -17,26 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ModelConfig randomLlama25m()
-{
-    // Same shape as `tunebench bench generate`'s random model and bench/*.py's.
-    ModelConfig c;
-    c.architecture = Architecture::Llama;
-    c.modelType = "llama";
-    c.sourcePath = "random-llama-25m";
-    c.vocabSize = 32000;
-    c.hiddenSize = 384;
-    c.intermediateSize = 1024;
-    c.numLayers = 8;
-    c.numHeads = 6;
-    c.numKvHeads = 6;
-    c.headDim = 64;
-    c.maxPositions = 2048;
-    c.normEps = 1e-5;
-    c.tieWordEmbeddings = true;
-    return c;
-}
-
 // Dense FLOP/s of fp32 matmuls large enough to reach this machine's peak.
 double measureMatmulPeak(const torch::Device& device)
 {
@@ -75,7 +55,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
 
     std::shared_ptr<CausalLM> model;
     if (o.model == "random-llama-25m") {
-        model = createCausalLM(randomLlama25m());
+        model = createCausalLM(randomLlama25mConfig());
         model->initRandom(0, torch::kFloat32, device);
     } else {
         model = createCausalLM(loadModelConfig(o.model));
