@@ -1,6 +1,7 @@
 // The training job end to end on the bundled model: every example config lowers validation loss, resume is
 // bit-exact, accumulation equals a larger batch, pause/stop work between steps, the divergence guard fires,
 // a corrupt newest checkpoint is skipped, and bad configs stop before training.
+#include "export/export.h"
 #include "model/model.h"
 #include "train/job.h"
 #include "train/run_store.h"
@@ -100,6 +101,7 @@ private Q_SLOTS:
     void pauseAndStopBetweenSteps();
     void divergenceGuardPauses();
     void badConfigsStopEarly();
+    void mergedExportShardsAndRefusesNoChange();
 
 private:
     QTemporaryDir m_dir;
@@ -284,6 +286,36 @@ void TestTrain::badConfigsStopEarly()
     expect({"colour=red"}, "colour");
     expect({"batch_size=\"eight\""}, "batch_size");
     QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/checkpoints/step-1"))));
+}
+
+void TestTrain::mergedExportShardsAndRefusesNoChange()
+{
+    auto s = train(config("full-tiny.json", m_dir.path(), "shard", {"max_steps=2"}));
+    tb::ExportOptions whole{"merged", m_dir.filePath(QStringLiteral("shard-whole")).toStdString()};
+    tb::ExportOptions sharded{"merged", m_dir.filePath(QStringLiteral("shard-parts")).toStdString()};
+    sharded.maxShardBytes = 300000;  // the 1 MB model in four shards
+    tb::exportRun(s.runDir, whole);
+    auto report = tb::exportRun(s.runDir, sharded);
+    QVERIFY(report.maxAbsChange > 0);
+    QVERIFY(QFileInfo::exists(QString::fromStdString(sharded.outDir + "/model.safetensors.index.json")));
+    QVERIFY(QFileInfo::exists(QString::fromStdString(sharded.outDir + "/model-00001-of-00004.safetensors")));
+    QVERIFY(QFileInfo::exists(QString::fromStdString(sharded.outDir + "/tokenizer.model")));
+    const std::vector<int32_t> ids{1, 403, 407, 261, 378};
+    auto a = tb::Model::load(whole.outDir)->logits(ids);
+    QCOMPARE(maxDiff(a, tb::Model::load(sharded.outDir)->logits(ids)), 0.0);
+    QCOMPARE(maxDiff(a, tb::loadTunedModel(s.runDir)->logits(ids)), 0.0);
+
+    // An update far below fp32 resolution leaves the weights bit-identical: refused unless forced.
+    auto still = train(config("full-tiny.json", m_dir.path(), "still", {"max_steps=1", "lr=1e-30", "optim.warmup_steps=0"}));
+    tb::ExportOptions o{"merged", m_dir.filePath(QStringLiteral("still-out")).toStdString()};
+    try {
+        tb::exportRun(still.runDir, o);
+        QFAIL("an unchanged model was exported");
+    } catch (const tb::Error& e) {
+        QVERIFY(std::string(e.what()).find("nothing was learned") != std::string::npos);
+    }
+    o.force = true;
+    QCOMPARE(tb::exportRun(still.runDir, o).maxAbsChange, 0.0);
 }
 
 QTEST_GUILESS_MAIN(TestTrain)
