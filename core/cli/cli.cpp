@@ -290,9 +290,9 @@ public:
         char line[256];
         std::snprintf(line, sizeof line,
                       "step %" PRId64 "/%" PRId64 "  epoch %.2f  loss %.4f  lr %.3g  grad norm %.3f  %.0f tok/s  "
-                      "mem %.0f MiB",
+                      "tensors %.1f MiB (peak %.1f)",
                       m.step, m.totalSteps, m.epoch, m.loss, m.lr, m.gradNorm, m.tokensPerSecond,
-                      static_cast<double>(m.memoryCurrent) / (1 << 20));
+                      static_cast<double>(m.memoryCurrent) / (1 << 20), static_cast<double>(m.memoryPeak) / (1 << 20));
         m_out << line << std::endl;
     }
     void onEval(const EvalMetrics& e) override

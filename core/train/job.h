@@ -22,8 +22,11 @@ struct StepMetrics {
     double lr = 0;
     double gradNorm = 0;       // before clipping
     double tokensPerSecond = 0;
-    int64_t memoryCurrent = 0; // bytes: CUDA allocated, or the process's resident memory on CPU
-    int64_t memoryPeak = 0;
+    int64_t memoryCurrent = 0; // bytes of tensor memory after the step (CUDA allocated, or tracked CPU tensors)
+    int64_t memoryPeak = 0;    // highest tensor memory during the step
+    // Tensor memory after each phase of the step (first micro-batch for forward/backward), bytes.
+    int64_t memoryAfterLoad = 0, memoryAfterForward = 0, memoryAfterBackward = 0, memoryAfterOptimizer = 0;
+    int64_t memoryResident = 0;  // the process's resident memory (CPU), bytes
     double seconds = 0;        // since the job started
 };
 
@@ -33,6 +36,7 @@ struct EvalMetrics {
     double valPerplexity = 0;
     std::optional<double> generalLoss;      // tuned model on the general holdout
     std::optional<double> generalLossBase;  // base model on the same holdout (forgetting = difference)
+    int64_t memoryPeak = 0;                  // highest tensor memory during the evaluation, bytes
 };
 
 struct Diagnosis {

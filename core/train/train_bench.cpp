@@ -1,6 +1,7 @@
 // The training benchmark: AdamW steps on random tokens, timed after a warm-up, with FLOP accounting.
 #include "train/train_bench.h"
 
+#include "memory/measure.h"
 #include "model/registry.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
@@ -51,6 +52,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     const torch::Device device(o.device == "auto" ? (torch::cuda::is_available() ? "cuda" : "cpu") : o.device);
     r.device = device.str();
     r.threads = at::get_num_threads();
+    installCpuMemoryTracking();
     r.peakMatmulFlops = measureMatmulPeak(device);
 
     std::shared_ptr<CausalLM> model;
@@ -97,6 +99,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     };
     for (int i = 0; i < o.warmupSteps; ++i)
         stepOnce();
+    resetMemoryPeak(r.device);
     const auto t0 = Clock::now();
     for (int i = 0; i < o.steps; ++i)
         stepOnce();
@@ -116,7 +119,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     r.modelFlopsPerToken = (o.method == "full" ? 6.0 : 4.0) * n + 3.0 * attention;
     r.achievedFlops = r.modelFlopsPerToken * r.tokensPerSecond;
     r.mfu = r.achievedFlops / r.peakMatmulFlops;
-    r.peakMemoryBytes = residentPeakBytes();
+    r.peakMemoryBytes = memorySnapshot(r.device).peak;
     return r;
 }
 

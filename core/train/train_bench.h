@@ -27,7 +27,7 @@ struct TrainBenchResult {
     double achievedFlops = 0;         // FLOP/s
     double peakMatmulFlops = 0;       // FLOP/s of a large fp32 matmul measured just before
     double mfu = 0;                   // achieved / peak
-    int64_t peakMemoryBytes = 0;      // process peak resident memory (CPU) or CUDA peak allocated
+    int64_t peakMemoryBytes = 0;      // peak tensor memory during the timed steps (tracked CPU or CUDA allocated)
     int threads = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "train/trainer.h"
 
 #include "model/registry.h"
+#include "memory/measure.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
 #include "tokenizer/tokenizer.h"
@@ -217,6 +218,11 @@ void loadTrainableTensors(const std::vector<std::pair<std::string, torch::Tensor
     }
 }
 
+int64_t Trainer::memoryNow() const
+{
+    return memorySnapshot(m_deviceName).current;
+}
+
 Trainer::Trainer(TrainingJob& job) : m_job(job), m_config(job.m_config), m_events(job.m_events) {}
 
 void Trainer::setUp()
@@ -226,7 +232,10 @@ void Trainer::setUp()
     if (!resuming && fileExists(joinPath(runDir, "run.json")))
         fail(runDir, ": a run with this name exists (resume it with --resume, or choose another name)");
     m_store = std::make_unique<RunStore>(runDir);
+    installCpuMemoryTracking();  // CPU tensor bytes; CUDA has its allocator's statistics
     m_model = prepareModel(m_config);
+    m_deviceName = m_model.device.str();
+    m_memLoad = memoryNow();
     m_data = prepareData(m_config, *m_model.tokenizer, m_model.module->config());
     for (const auto& w : m_data.warnings)
         if (m_events)
@@ -389,6 +398,7 @@ EvalMetrics Trainer::evaluate(int64_t step)
 {
     EvalMetrics e;
     e.step = step;
+    resetMemoryPeak(m_deviceName);
     if (!m_data.val.sequences.empty()) {
         e.valLoss = meanLoss(m_data.val);
         e.valPerplexity = std::exp(e.valLoss);
@@ -398,7 +408,9 @@ EvalMetrics Trainer::evaluate(int64_t step)
         e.generalLoss = meanLoss(m_data.general);
         e.generalLossBase = m_generalBase;
     }
-    nlohmann::json line = {{"type", "eval"}, {"step", step}, {"val_loss", e.valLoss}, {"val_perplexity", e.valPerplexity}};
+    e.memoryPeak = memorySnapshot(m_deviceName).peak;
+    nlohmann::json line = {{"type", "eval"}, {"step", step}, {"val_loss", e.valLoss}, {"val_perplexity", e.valPerplexity},
+                           {"memory_peak_bytes", e.memoryPeak}};
     if (e.generalLoss)
         line["general_loss"] = *e.generalLoss;
     if (e.generalLossBase)
@@ -414,6 +426,7 @@ bool Trainer::step()
     auto& model = *m_model.module;
     model.train();
     const auto t0 = Clock::now();
+    resetMemoryPeak(m_deviceName);
     const int32_t pad = m_model.tokenizer->eosId().value_or(0);
 
     std::vector<TokenBatch> micro;
@@ -437,6 +450,8 @@ bool Trainer::step()
             AutocastGuard autocast(m_model.device, m_config.precision);
             loss = tokenLoss(model.forward(ids, nullptr), labels, normaliser);
         }
+        if (i == 0)
+            m_memForward = memoryNow();
         lossValue += loss.item<double>();
         if (i == 0 && m_config.optim.l2 > 0) {
             torch::Tensor penalty = torch::zeros({}, loss.options());
@@ -445,6 +460,8 @@ bool Trainer::step()
             loss = loss + m_config.optim.l2 * penalty;
         }
         (fp16 ? loss * m_lossScale : loss).backward();
+        if (i == 0)
+            m_memBackward = memoryNow();
     }
     if (fp16) {
         torch::NoGradGuard noGrad;
@@ -495,7 +512,9 @@ bool Trainer::step()
 
     const double lr = learningRateAt(m_config.optim, m_step, m_totalSteps);
     m_optimizer->step(lr);
+    m_memOptimizer = memoryNow();  // weights, gradients and optimizer states all alive
     m_optimizer->zeroGrad();
+    m_memStepPeak = memorySnapshot(m_deviceName).peak;
     if (fp16 && ++m_goodSteps % 2000 == 0)
         m_lossScale *= 2;
     ++m_step;
@@ -524,14 +543,23 @@ void Trainer::emitStep(double loss, double lr, double gradNorm, int64_t tokens, 
     m.lr = lr;
     m.gradNorm = gradNorm;
     m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
-    m.memoryCurrent = residentBytes();
-    m.memoryPeak = residentPeakBytes();
+    m.memoryCurrent = memoryNow();
+    m.memoryPeak = m_memStepPeak;
+    m.memoryAfterLoad = m_memLoad;
+    m.memoryAfterForward = m_memForward;
+    m.memoryAfterBackward = m_memBackward;
+    m.memoryAfterOptimizer = m_memOptimizer;
+    m.memoryResident = residentBytes();
     m_peakMemory = std::max(m_peakMemory, m.memoryPeak);
     // metrics.jsonl gets every step; log_every only thins what the console prints.
     m_store->appendMetrics({{"type", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"tokens", m.tokensSeen},
                                 {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.gradNorm},
                                 {"tokens_per_s", m.tokensPerSecond}, {"memory_bytes", m.memoryCurrent},
-                                {"memory_peak_bytes", m.memoryPeak}});
+                                {"memory_peak_bytes", m.memoryPeak},
+                                {"memory_phases", {{"load", m.memoryAfterLoad}, {"forward", m.memoryAfterForward},
+                                                   {"backward", m.memoryAfterBackward},
+                                                   {"optimizer_step", m.memoryAfterOptimizer}}},
+                                {"resident_bytes", m.memoryResident}});
     if (m_events)
         m_events->onStep(m);
 }
@@ -580,7 +608,7 @@ void Trainer::run()
     s.valLoss = m_lastValLoss;
     s.initialValLoss = m_initialValLoss;
     s.tokensPerSecond = m_trainSeconds > 0 ? static_cast<double>(m_trainTokens) / m_trainSeconds : 0;
-    s.peakMemoryBytes = std::max(m_peakMemory, residentPeakBytes());
+    s.peakMemoryBytes = m_peakMemory;  // tensor memory (tracked CPU allocations or CUDA allocated)
     // Free model and optimizer memory before reporting, so a stopped job leaves nothing behind.
     m_optimizer.reset();
     m_model.module.reset();

@@ -58,6 +58,7 @@ private:
     std::vector<int64_t> nextMicroBatch();
     bool waitWhilePaused();
     void emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds);
+    int64_t memoryNow() const;
 
     TrainingJob& m_job;
     const TrainConfig& m_config;
@@ -79,6 +80,8 @@ private:
     std::optional<double> m_initialValLoss;
     std::optional<double> m_generalBase;
     int64_t m_peakMemory = 0;
+    std::string m_deviceName;     // for memory snapshots: "cpu", "cuda:0"
+    int64_t m_memLoad = 0, m_memForward = 0, m_memBackward = 0, m_memOptimizer = 0, m_memStepPeak = 0;
     double m_lossScale = 65536.0;  // fp16 dynamic loss scaling
     int64_t m_goodSteps = 0;
     double m_trainSeconds = 0;

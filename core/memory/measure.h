@@ -1,0 +1,25 @@
+// Memory measurement: a tracking allocator installed into LibTorch's CPU allocator (current and peak bytes
+// of tensor memory) and the CUDA caching allocator's statistics. Torch-free header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tb {
+
+struct MemorySnapshot {
+    int64_t current = 0;   // bytes held by tensors now (CUDA: allocated)
+    int64_t peak = 0;      // highest `current` since the last resetPeak (CUDA: peak allocated)
+    int64_t reserved = 0;  // CUDA: reserved by the caching allocator; CPU: equal to current
+    std::string source;    // "cpu-tracked", "cpu-untracked" (tracking not installed) or "cuda"
+};
+
+// Wraps LibTorch's CPU allocator with a counting one (idempotent; stays installed for the process).
+void installCpuMemoryTracking();
+bool cpuMemoryTrackingInstalled();
+
+// device: "cpu", "cuda", "cuda:N".
+MemorySnapshot memorySnapshot(const std::string& device);
+void resetMemoryPeak(const std::string& device);
+
+} // namespace tb
