@@ -60,7 +60,7 @@ public:
 
 } // namespace
 
-torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
+torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
 {
     const int64_t past = cache ? cache->length : 0;
     auto h = embedTokens(ids);  // [batch, seq, hidden]
@@ -84,10 +84,31 @@ torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
     }
     if (cache)
         cache->length = past + h.size(1);
-    auto logits = logitsFrom(h);
-    if (virtualTokens > 0)
-        logits = logits.narrow(1, virtualTokens, ids.size(1));
-    return logits;
+    // Virtual prompt positions carry no prediction: drop them before the head.
+    return virtualTokens > 0 ? h.narrow(1, virtualTokens, ids.size(1)) : h;
+}
+
+torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
+{
+    auto h = finalNorm(runBlocks(ids, cache));
+    if (auto head = headLayer())
+        return head->forward(h);
+    return torch::nn::functional::linear(h, tokenEmbeddingWeight());
+}
+
+torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids)
+{
+    return finalNorm(runBlocks(ids, nullptr));
+}
+
+torch::Tensor CausalLM::headWeight()
+{
+    auto head = headLayer();
+    if (!head)
+        return tokenEmbeddingWeight();
+    if (head->hasLora() && !head->loraMerged())
+        fail("the chunked loss needs a plain head weight, but lm_head carries LoRA (drop it from lora.targets or use loss full)");
+    return head->weight;
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<LinearImpl>>> CausalLM::linearLayers()

@@ -114,6 +114,11 @@ public:
     // A soft prompt, when present, is prepended on the first pass; its positions are not in the result.
     // Returns logits [batch, seq, vocab] in the model dtype.
     torch::Tensor forward(const torch::Tensor& ids, KVCache* cache);
+    // The final-normed hidden states [batch, seq, hidden] that the head turns into logits (no cache), for
+    // losses that apply the head themselves (chunked cross-entropy).
+    torch::Tensor forwardHidden(const torch::Tensor& ids);
+    // The head's weight [vocab, hidden] (the token embeddings when tied). Throws when the head carries LoRA.
+    torch::Tensor headWeight();
 
     const ModelConfig& config() const { return m_config; }
     size_t numBlocks() const { return m_blocks.size(); }
@@ -141,7 +146,9 @@ protected:
     // Adds position information to the (prompt-extended) embeddings; past = cache length.
     virtual torch::Tensor addPositions(const torch::Tensor& h, int64_t past) { return h; }
     virtual BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like) { return {}; }
-    virtual torch::Tensor logitsFrom(const torch::Tensor& h) = 0;  // final norm and head
+    virtual torch::Tensor finalNorm(const torch::Tensor& h) = 0;
+    // The LM head layer, or null when the head is tied to the token embeddings.
+    virtual std::shared_ptr<LinearImpl> headLayer() = 0;
     // Checkpoint names tried for one of our parameter names (first found wins).
     virtual std::vector<std::string> checkpointNames(const std::string& name) const { return {name}; }
 
@@ -149,6 +156,7 @@ protected:
     std::vector<std::shared_ptr<BlockBase>> m_blocks;  // registered by the architecture under its own names
 
 private:
+    torch::Tensor runBlocks(const torch::Tensor& ids, KVCache* cache);  // hidden states, prompt positions removed
     torch::Tensor m_prompt;  // registered as parameter "prompt_embeddings" when set
     bool m_checkpointing = false;
 };

@@ -109,13 +109,8 @@ protected:
         return h + transformer->wpe->forward(positions);
     }
 
-    torch::Tensor logitsFrom(const torch::Tensor& hidden) override
-    {
-        auto h = transformer->ln_f->forward(hidden);
-        if (lm_head)
-            return lm_head->forward(h);
-        return torch::nn::functional::linear(h, transformer->wte->weight);
-    }
+    torch::Tensor finalNorm(const torch::Tensor& hidden) override { return transformer->ln_f->forward(hidden); }
+    std::shared_ptr<LinearImpl> headLayer() override { return lm_head ? lm_head.ptr() : nullptr; }
 
 public:
     Gpt2Body transformer{nullptr};

@@ -131,13 +131,8 @@ protected:
         return {emb.cos().to(like.scalar_type()), emb.sin().to(like.scalar_type())};
     }
 
-    torch::Tensor logitsFrom(const torch::Tensor& hidden) override
-    {
-        auto h = model->norm->forward(hidden);
-        if (lm_head)
-            return lm_head->forward(h);
-        return torch::nn::functional::linear(h, model->embed_tokens->weight);
-    }
+    torch::Tensor finalNorm(const torch::Tensor& hidden) override { return model->norm->forward(hidden); }
+    std::shared_ptr<LinearImpl> headLayer() override { return lm_head ? lm_head.ptr() : nullptr; }
 
 public:
     LlamaBody model{nullptr};
