@@ -19,6 +19,7 @@ using nlohmann::json;
 using Names = std::vector<std::string>;
 
 const Names kMethods{"full", "partial", "lora", "adapter", "prompt"};
+const Names kLosses{"full", "chunked"};
 const Names kPrecisions{"fp32", "bf16", "fp16"};
 const Names kAdapterKinds{"houlsby", "pfeiffer"};
 const Names kActivations{"relu", "gelu", "silu", "tanh"};
@@ -39,6 +40,8 @@ const Names kTopKeys{"name",
                      "precision",
                      "device",
                      "gradient_checkpointing",
+                     "loss",
+                     "loss_chunk_tokens",
                      "eval_every",
                      "log_every",
                      "save_every",
@@ -468,6 +471,8 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     if (!validDevice(c.device))
         top.bad("device", "must be one of cpu | cuda | auto | cuda:N (got '", c.device, "')");
     c.gradientCheckpointing = top.boolean("gradient_checkpointing", c.gradientCheckpointing);
+    c.loss = top.choice("loss", c.loss, kLosses);
+    c.lossChunkTokens = top.intValue("loss_chunk_tokens", c.lossChunkTokens, 16);
     c.evalEvery = top.integer("eval_every", c.evalEvery, 0);
     c.logEvery = top.integer("log_every", c.logEvery, 1);
     c.saveEvery = top.integer("save_every", c.saveEvery, 0);
@@ -582,6 +587,8 @@ nlohmann::json toJson(const TrainConfig& c)
     j["precision"] = c.precision;
     j["device"] = c.device;
     j["gradient_checkpointing"] = c.gradientCheckpointing;
+    j["loss"] = c.loss;
+    j["loss_chunk_tokens"] = c.lossChunkTokens;
     j["eval_every"] = c.evalEvery;
     j["log_every"] = c.logEvery;
     j["save_every"] = c.saveEvery;

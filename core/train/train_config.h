@@ -94,6 +94,8 @@ struct TrainConfig {
     std::string precision = "fp32";    // fp32 | bf16 (autocast) | fp16 (CUDA, dynamic loss scaling)
     std::string device = "auto";
     bool gradientCheckpointing = false;
+    std::string loss = "full";         // full | chunked (cross-entropy in chunks, logits never materialised)
+    int lossChunkTokens = 1024;        // chunked: tokens per chunk
     int64_t evalEvery = 0;             // steps; 0 = only at the end
     int64_t logEvery = 1;
     int64_t saveEvery = 0;             // steps; 0 = only at the end

@@ -2,6 +2,8 @@
 // accumulate micro-batch gradients, clip, guard against divergence, update, log, evaluate and checkpoint.
 #include "train/trainer.h"
 
+#include "train/chunked_loss.h"
+
 #include "model/registry.h"
 #include "memory/measure.h"
 #include "model/safetensors.h"
@@ -218,6 +220,17 @@ void loadTrainableTensors(const std::vector<std::pair<std::string, torch::Tensor
     }
 }
 
+torch::Tensor Trainer::batchLoss(const torch::Tensor& ids, const torch::Tensor& labels, double normaliser)
+{
+    auto& model = *m_model.module;
+    if (m_config.loss != "chunked")
+        return tokenLoss(model.forward(ids, nullptr), labels, normaliser);
+    // The head is applied chunk by chunk inside the loss: [tokens, vocab] logits never exist at once.
+    auto hidden = model.forwardHidden(ids);
+    return chunkedCrossEntropy(hidden.reshape({-1, hidden.size(-1)}), model.headWeight(), labels.reshape({-1}),
+                               m_config.lossChunkTokens) / normaliser;
+}
+
 int64_t Trainer::memoryNow() const
 {
     return memorySnapshot(m_deviceName).current;
@@ -386,7 +399,7 @@ double Trainer::meanLoss(const SequenceSet& set)
             continue;
         auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
         auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
-        sum += tokenLoss(model.forward(ids, nullptr), labels, 1.0).item<double>();
+        sum += batchLoss(ids, labels, 1.0).item<double>();
         tokens += b.lossTokens;
     }
     if (wasTraining)
@@ -448,7 +461,7 @@ bool Trainer::step()
         torch::Tensor loss;
         {
             AutocastGuard autocast(m_model.device, m_config.precision);
-            loss = tokenLoss(model.forward(ids, nullptr), labels, normaliser);
+            loss = batchLoss(ids, labels, normaliser);
         }
         if (i == 0)
             m_memForward = memoryNow();

@@ -59,6 +59,8 @@ private:
     bool waitWhilePaused();
     void emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds);
     int64_t memoryNow() const;
+    // Summed token loss of one batch / normaliser, through the full logits or the chunked loss.
+    torch::Tensor batchLoss(const torch::Tensor& ids, const torch::Tensor& labels, double normaliser);
 
     TrainingJob& m_job;
     const TrainConfig& m_config;

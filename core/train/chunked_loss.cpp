@@ -1,0 +1,132 @@
+// Chunked cross-entropy as a custom autograd function: forward keeps one fp32 logits chunk at a
+// time, backward recomputes each chunk's logits and turns them into (softmax - onehot) in place.
+#include "train/chunked_loss.h"
+
+#include "util/error.h"
+
+#include <algorithm>
+
+namespace tb {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Only the loss-carrying tokens are computed: their indices (validIdx: [valid] int64) are found
+// once, and each chunk gathers its rows of hidden, so prompt tokens masked with -100 cost nothing.
+struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntropyFn> {
+    // hidden: [tokens, hidden], weight: [vocab, hidden], labels: [tokens] (checked by the caller).
+    static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
+                                 const torch::Tensor& weight, const torch::Tensor& labels,
+                                 int64_t chunkTokens)
+    {
+        const auto fp32 = hidden.options().dtype(torch::kFloat);
+        const torch::Tensor validIdx = labels.ne(kIgnoreIndex).nonzero().squeeze(1); // [valid]
+        const int64_t valid = validIdx.size(0);
+        const torch::Tensor weightF = weight.to(torch::kFloat); // [vocab, hidden]; no copy if fp32
+        torch::Tensor lse = torch::empty({valid}, fp32);        // [valid] logsumexp per token
+        torch::Tensor loss = torch::zeros({}, fp32);
+        for (int64_t start = 0; start < valid; start += chunkTokens) {
+            const int64_t n = std::min(chunkTokens, valid - start);
+            const torch::Tensor idx = validIdx.narrow(0, start, n);                 // [n]
+            const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat); // [n, hidden]
+            const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);     // [n, 1]
+            torch::Tensor logits = hC.matmul(weightF.t());                          // [n, vocab]
+            const torch::Tensor target = logits.gather(1, lab).squeeze(1);          // [n]
+            // logsumexp in place, so the chunk needs one [n, vocab] buffer rather than three.
+            const torch::Tensor rowMax = std::get<0>(logits.max(1, /*keepdim=*/true)); // [n, 1]
+            logits.sub_(rowMax).exp_();
+            torch::Tensor lseC = logits.sum(1).log_().add_(rowMax.squeeze(1)); // [n]
+            lse.narrow(0, start, n).copy_(lseC);
+            loss.add_((lseC - target).sum());
+        }
+        ctx->save_for_backward({hidden, weight, labels, validIdx, lse});
+        ctx->saved_data["chunkTokens"] = chunkTokens;
+        return loss;
+    }
+
+    // gradOut[0]: [], d(objective)/d(loss). Returns grads for (hidden, weight, labels, chunk).
+    static variable_list backward(AutogradContext* ctx, variable_list gradOut)
+    {
+        const variable_list saved = ctx->get_saved_variables();
+        const torch::Tensor& hidden = saved[0];
+        const torch::Tensor& weight = saved[1];
+        const torch::Tensor& labels = saved[2];
+        const torch::Tensor& validIdx = saved[3];
+        const torch::Tensor& lse = saved[4];
+        const int64_t chunkTokens = ctx->saved_data["chunkTokens"].toInt();
+        const bool wantHidden = ctx->needs_input_grad(0);
+        const bool wantWeight = ctx->needs_input_grad(1);
+        const torch::Tensor go = gradOut[0].to(torch::kFloat); // [] on the inputs' device
+
+        torch::Tensor gradHidden, gradWeight;
+        if (wantHidden) // rows of ignored tokens stay 0
+            gradHidden = torch::zeros_like(hidden, torch::MemoryFormat::Contiguous);
+        torch::Tensor gradWeightF; // [vocab, hidden] fp32 accumulator across chunks
+        if (wantWeight)
+            gradWeightF = torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat));
+        if (!wantHidden && !wantWeight)
+            return {torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+
+        const torch::Tensor weightF = weight.to(torch::kFloat);
+        const int64_t valid = validIdx.size(0);
+        for (int64_t start = 0; start < valid; start += chunkTokens) {
+            const int64_t n = std::min(chunkTokens, valid - start);
+            const torch::Tensor idx = validIdx.narrow(0, start, n);
+            const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat); // [n, hidden]
+            const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);     // [n, 1]
+            // g = softmax(logits) - onehot(label): [n, vocab], built in the logits buffer.
+            torch::Tensor g = hC.matmul(weightF.t());
+            g.sub_(lse.narrow(0, start, n).unsqueeze(1)).exp_();
+            g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
+            // grad_output scales the thin [n, hidden] factors rather than the [n, vocab] one.
+            if (wantHidden) {
+                const torch::Tensor gH = g.matmul(weightF).mul_(go); // [n, hidden]
+                gradHidden.index_copy_(0, idx, gH.to(hidden.scalar_type()));
+            }
+            if (wantWeight)
+                gradWeightF.addmm_(g.t(), hC.mul_(go)); // += g^T @ hC: [vocab, hidden]
+        }
+        if (wantWeight)
+            gradWeight = gradWeightF.to(weight.scalar_type());
+        return {gradHidden, gradWeight, torch::Tensor(), torch::Tensor()};
+    }
+};
+
+} // namespace
+
+torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                  const torch::Tensor& labels, int64_t chunkTokens)
+{
+    if (!hidden.defined() || !weight.defined() || !labels.defined())
+        fail("chunkedCrossEntropy: hidden, weight and labels must all be defined tensors");
+    if (hidden.dim() != 2)
+        fail("chunkedCrossEntropy: hidden must be [tokens, hidden], got ", hidden.sizes());
+    if (weight.dim() != 2 || weight.size(1) != hidden.size(1))
+        fail("chunkedCrossEntropy: weight must be [vocab, ", hidden.size(1), "], got ",
+             weight.sizes());
+    if (labels.dim() != 1 || labels.size(0) != hidden.size(0))
+        fail("chunkedCrossEntropy: labels must be [", hidden.size(0), "], got ", labels.sizes());
+    if (!hidden.is_floating_point() || !weight.is_floating_point())
+        fail("chunkedCrossEntropy: hidden (", hidden.scalar_type(), ") and weight (",
+             weight.scalar_type(), ") must be floating point");
+    if (labels.scalar_type() != torch::kLong)
+        fail("chunkedCrossEntropy: labels must be int64, got ", labels.scalar_type());
+    if (weight.device() != hidden.device() || labels.device() != hidden.device())
+        fail("chunkedCrossEntropy: hidden (", hidden.device(), "), weight (", weight.device(),
+             ") and labels (", labels.device(), ") must be on one device");
+    if (chunkTokens < 1)
+        fail("chunkedCrossEntropy: chunkTokens must be >= 1, got ", chunkTokens);
+    // An out-of-range label would index past the logits row (a device-side assert on CUDA).
+    const int64_t vocab = weight.size(0);
+    const torch::Tensor bad =
+        labels.ne(kIgnoreIndex).logical_and(labels.lt(0).logical_or(labels.ge(vocab)));
+    if (bad.any().item<bool>()) {
+        const int64_t at = bad.nonzero()[0][0].item<int64_t>();
+        fail("chunkedCrossEntropy: label ", labels[at].item<int64_t>(), " at token ", at,
+             " is outside [0, ", vocab, ") and is not ", kIgnoreIndex);
+    }
+    return ChunkedCrossEntropyFn::apply(hidden, weight, labels, chunkTokens);
+}
+
+} // namespace tb
