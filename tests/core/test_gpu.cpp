@@ -1,6 +1,9 @@
 // CUDA path (label gpu): the bundled model on the GPU gives the CPU's logits and greedy tokens.
 // Skipped where LibTorch sees no CUDA device.
+#include "memory/measure.h"
 #include "model/model.h"
+#include "train/job.h"
+#include "train/train_config.h"
 
 #include <QtTest>
 
@@ -41,6 +44,33 @@ private Q_SLOTS:
         o.greedy = true;
         o.maxNewTokens = 16;
         QCOMPARE(gpu->generate({1, 403, 407, 261, 378}, o).tokens.size(), size_t(16));
+    }
+    void fineTuneOnGpu_data()
+    {
+        QTest::addColumn<QString>("precision");
+        QTest::newRow("fp32") << QStringLiteral("fp32");
+        QTest::newRow("bf16") << QStringLiteral("bf16");
+        QTest::newRow("fp16") << QStringLiteral("fp16");  // dynamic loss scaling
+    }
+    void fineTuneOnGpu()
+    {
+        QFETCH(QString, precision);
+        QTemporaryDir dir;
+        class Capture : public tb::JobEvents {
+        public:
+            void onStep(const tb::StepMetrics& m) override { last = m; }
+            tb::StepMetrics last;
+        } events;
+        auto c = tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json",
+                                     {"device=cuda", "precision=" + precision.toStdString(), "max_steps=20",
+                                      "output_dir=" + dir.path().toStdString(), "name=gpu"});
+        tb::TrainingJob job(c, &events);
+        job.runHere();
+        QVERIFY2(job.state() == tb::JobState::Finished, job.error().c_str());
+        const auto& s = job.summary();
+        QVERIFY(s.valLoss && s.initialValLoss && *s.valLoss < 0.75 * *s.initialValLoss);
+        QVERIFY(events.last.memoryPeak > 0);  // CUDA allocator statistics
+        QCOMPARE(tb::memorySnapshot("cuda").source, std::string("cuda"));
     }
 };
 
