@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include "cli/args.h"
+#include "cli/estimate_command.h"
 #include "export/export.h"
 #include "model/config.h"
 #include "model/llama2c.h"
@@ -49,6 +50,7 @@ commands:
   train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
   export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
                                                        PEFT adapter or merged Hugging Face folder
+  estimate  --model PATH --method M [options, docs/memory.md] [--explain] [--json]  memory per GPU before launch
 Without --model the bundled stories260k model is used. Errors: one line on stderr, exit status 1.
 )";
 
@@ -408,7 +410,7 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         return argv.empty() ? 1 : 0;
     }
     try {
-        Args args(argv, {"json", "greedy", "no-special", "force"});
+        Args args(argv, {"json", "greedy", "no-special", "force", "grad-checkpointing", "explain"});
         const std::string& cmd = argv[0];
         if (cmd == "info")
             return cmdInfo(args, out);
@@ -424,6 +426,8 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
             return cmdTrain(args, out, err);
         if (cmd == "export")
             return cmdExport(args, out);
+        if (cmd == "estimate")
+            return cmdEstimate(args, out);
         err << "tunebench: unknown command '" << cmd << "' (see tunebench help)\n";
         return 1;
     } catch (const Error& e) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
 
 namespace tb {
 namespace {
@@ -16,8 +17,9 @@ namespace {
 std::atomic<int64_t> g_current{0};
 std::atomic<int64_t> g_peak{0};
 
-// Counts bytes of every CPU tensor allocation. Each allocation keeps the inner allocator's DataPtr in a small
-// context so freeing goes through the inner deleter, and subtracts its size.
+// Counts bytes of every CPU tensor allocation. Pointers it hands out are "simple" (context == data), as
+// LibTorch's raw_allocate / raw_deleter users (oneDNN, bf16 kernels) require; the inner allocator's DataPtr
+// and the size live in a table keyed by the data pointer until release.
 class TrackingAllocator final : public c10::Allocator {
 public:
     explicit TrackingAllocator(c10::Allocator* inner) : m_inner(inner) {}
@@ -27,13 +29,20 @@ public:
         c10::DataPtr inner = m_inner->allocate(n);
         void* data = inner.get();
         const c10::Device device = inner.device();
-        auto* ctx = new Context{std::move(inner), static_cast<int64_t>(n)};
-        const int64_t now = g_current.fetch_add(ctx->bytes) + ctx->bytes;
+        if (!data)  // zero-byte allocations
+            return inner;
+        {
+            std::lock_guard lock(table().mutex);
+            table().entries.emplace(data, Entry{std::move(inner), static_cast<int64_t>(n)});
+        }
+        const int64_t now = g_current.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
         int64_t peak = g_peak.load();
         while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
         }
-        return c10::DataPtr(data, ctx, &release, device);
+        return c10::DataPtr(data, data, &release, device);
     }
+
+    c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
     void copy_data(void* dest, const void* src, std::size_t count) const override
     {
@@ -41,15 +50,32 @@ public:
     }
 
 private:
-    struct Context {
+    struct Entry {
         c10::DataPtr inner;
         int64_t bytes;
     };
-    static void release(void* ctx)
+    struct Table {
+        std::mutex mutex;
+        std::unordered_map<void*, Entry> entries;
+    };
+    static Table& table()
     {
-        auto* c = static_cast<Context*>(ctx);
-        g_current.fetch_sub(c->bytes);
-        delete c;  // frees the memory through the inner allocator's deleter
+        static auto* t = new Table();  // leaked: tensors freed during exit still look it up
+        return *t;
+    }
+    static void release(void* data)
+    {
+        Entry entry;
+        {
+            std::lock_guard lock(table().mutex);
+            auto it = table().entries.find(data);
+            if (it == table().entries.end())
+                return;
+            entry = std::move(it->second);
+            table().entries.erase(it);
+        }
+        g_current.fetch_sub(entry.bytes);
+        // entry.inner frees the memory through the inner allocator's deleter when it goes out of scope.
     }
     c10::Allocator* m_inner;
 };

@@ -5,6 +5,8 @@
 #include "model/safetensors.h"
 #include "util/error.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <cmath>
 
 namespace tb {
@@ -34,6 +36,9 @@ public:
         auto* block = reinterpret_cast<BlockBase*>(static_cast<intptr_t>(blockAddress));
         ctx->saved_data["block"] = blockAddress;
         ctx->saved_data["rng"] = at::globalContext().defaultGenerator(x.device()).get_state();
+        // backward() runs after the caller's autocast scope has ended: remember it for the recompute.
+        ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(x.device().type());
+        ctx->saved_data["autocast_dtype"] = static_cast<int64_t>(at::autocast::get_autocast_dtype(x.device().type()));
         ctx->save_for_backward({x, cos, sin});
         return block->forward(x, BlockContext{cos, sin}, nullptr, 0, 0);
     }
@@ -50,7 +55,15 @@ public:
         torch::Tensor output;
         {
             torch::AutoGradMode enable(true);
+            const auto type = input.device().type();
+            const bool wasEnabled = at::autocast::is_autocast_enabled(type);
+            const auto wasDtype = at::autocast::get_autocast_dtype(type);
+            at::autocast::set_autocast_enabled(type, ctx->saved_data["autocast"].toBool());
+            at::autocast::set_autocast_dtype(type, static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
             output = block->forward(input, BlockContext{saved[1], saved[2]}, nullptr, 0, 0);
+            at::autocast::set_autocast_enabled(type, wasEnabled);
+            at::autocast::set_autocast_dtype(type, wasDtype);
+            at::autocast::clear_cache();
         }
         generator.set_state(current);
         torch::autograd::backward({output}, {gradOut[0]});

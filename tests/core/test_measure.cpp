@@ -56,6 +56,19 @@ private Q_SLOTS:
         QVERIFY(m.memoryPeak >= m.memoryAfterForward);
         QVERIFY(m.memoryCurrent < m.memoryAfterOptimizer);  // gradients freed after the step
     }
+    void bf16KernelsWorkWithTracking()
+    {
+        // oneDNN's bf16 kernels take raw pointers from the CPU allocator: the tracking allocator must hand
+        // out simple ones (this once failed with "dptr.get() == dptr.get_context()").
+        QTemporaryDir dir;
+        auto c = tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json",
+                                     {"max_steps=2", "device=cpu", "precision=bf16", "gradient_checkpointing=true",
+                                      "output_dir=" + dir.path().toStdString(), "name=bf16"});
+        tb::TrainingJob job(c, nullptr);
+        job.runHere();
+        QVERIFY2(job.state() == tb::JobState::Finished, job.error().c_str());
+        QVERIFY(job.summary().peakMemoryBytes > 0);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestMeasure)

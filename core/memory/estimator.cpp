@@ -1,0 +1,675 @@
+// Memory estimate arithmetic: parameters, activations, loss buffers, ZeRO shares and the peak.
+#include "memory/estimator.h"
+
+#include "peft/trainable_count.h"
+#include "util/error.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tb {
+namespace {
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+
+// Bytes per element of each kind of tensor under a precision (docs/memory.md).
+struct Precision {
+    int64_t weight; // parameters as stored
+    int64_t grad;
+    int64_t state;    // optimizer moments
+    int64_t compute;  // matmul outputs (16-bit under autocast)
+    int64_t residual; // residual stream and norm outputs (fp32 under autocast)
+    bool autocast; // matmuls cast fp32 inputs (one copy per call) and weights (kept for backward)
+    const char* weightName;
+};
+
+Precision precisionOf(const std::string& name)
+{
+    if (name == "fp32")
+        return {4, 4, 4, 4, 4, false, "fp32"};
+    if (name == "bf16-mixed" || name == "fp16-mixed")
+        return {4, 4, 4, 2, 4, true, "fp32"};
+    if (name == "bf16")
+        return {2, 2, 2, 2, 2, false, "bf16"};
+    fail("precision is '", name, "' (allowed: fp32, bf16-mixed, fp16-mixed, bf16)");
+}
+
+int64_t optimizerStatesPerParameter(const std::string& optimizer)
+{
+    if (optimizer == "adamw")
+        return 2;
+    if (optimizer == "sgd")
+        return 0;
+    if (optimizer == "sgd-momentum")
+        return 1;
+    fail("optimizer is '", optimizer, "' (allowed: adamw, sgd, sgd-momentum)");
+}
+
+void validate(const ModelConfig& model, const TrainConfig& run, const EstimateOptions& o)
+{
+    auto atLeast = [](const char* name, int64_t value, int64_t least) {
+        if (value < least)
+            fail(name, " is ", value, " (must be at least ", least, ")");
+    };
+    atLeast("batch", o.batch, 1);
+    atLeast("seq", o.seq, 1);
+    atLeast("grad-accum", o.gradAccum, 1);
+    atLeast("gpus", o.gpus, 1);
+    atLeast("loss chunk", o.lossChunk, 1);
+    if (o.zero < 0 || o.zero > 3)
+        fail("zero is ", o.zero, " (allowed: 0, 1, 2, 3)");
+    if (o.attention != "sdpa" && o.attention != "naive")
+        fail("attention is '", o.attention, "' (allowed: sdpa, naive)");
+    if (o.loss != "full" && o.loss != "chunked")
+        fail("loss is '", o.loss, "' (allowed: full, chunked)");
+    if (o.deviceMemory && *o.deviceMemory <= 0)
+        fail("device memory is ", *o.deviceMemory, " bytes (must be positive)");
+    if (run.method == Method::Lora)
+        atLeast("lora rank", run.lora.rank, 1);
+    if (run.method == Method::Adapter)
+        atLeast("adapter size", run.adapter.size, 0);
+    if (run.method == Method::Prompt)
+        atLeast("prompt tokens", run.prompt.numTokens, 1);
+    if (run.method == Method::Partial) {
+        atLeast("trainable blocks", run.partial.trainableBlocks, 0);
+        if (run.partial.trainableBlocks == 0 && run.partial.modules.empty())
+            fail(
+                "trainable blocks is 0 and no module trains: method 'partial' would train nothing");
+    }
+    const int64_t virtualTokens = run.method == Method::Prompt ? run.prompt.numTokens : 0;
+    if (model.architecture == Architecture::Gpt2 && o.seq + virtualTokens > model.maxPositions)
+        fail("seq is ", o.seq, virtualTokens ? cat(" plus ", virtualTokens, " prompt tokens") : "",
+             " but ", model.sourcePath, " has n_positions ", model.maxPositions);
+}
+
+enum class Input { Norm1, AttnOut, Norm2, MlpInner };
+
+struct BlockLinear {
+    std::string target; // the LoRA target name that matches it
+    int64_t in, out;
+    Input input;
+};
+
+std::vector<BlockLinear> blockLinears(const ModelConfig& c)
+{
+    const int64_t h = c.hiddenSize, i = c.intermediateSize;
+    if (c.architecture == Architecture::Gpt2)
+        return {{"c_attn", h, 3 * h, Input::Norm1},
+                {"c_proj", h, h, Input::AttnOut},
+                {"c_fc", h, i, Input::Norm2},
+                {"c_proj", i, h, Input::MlpInner}};
+    const int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
+    return {{"q_proj", h, q, Input::Norm1},      {"k_proj", h, kv, Input::Norm1},
+            {"v_proj", h, kv, Input::Norm1},     {"o_proj", q, h, Input::AttnOut},
+            {"gate_proj", h, i, Input::Norm2},   {"up_proj", h, i, Input::Norm2},
+            {"down_proj", i, h, Input::MlpInner}};
+}
+
+// What trains inside one block.
+struct BlockTraining {
+    bool weights = false;       // every weight (full; partial's trainable blocks)
+    bool norms = false;         // the norm weights
+    std::set<std::string> lora; // targets with a LoRA branch
+    int64_t loraRank = 0;
+    int adapters = 0; // bottleneck adapters (houlsby 2, pfeiffer 1)
+    int64_t adapterWidth = 0;
+    bool adapterKeepsInput = false; // gelu/silu save their input as well as the output
+};
+
+// Saved-for-backward bytes of one block: perToken x tokens + perSequence x batch (naive attention's
+// s x s probabilities); 16-bit weight copies under autocast (saved ones, and the trainable ones the
+// autocast cache holds during forward).
+struct BlockBytes {
+    int64_t perToken = 0;
+    int64_t perSequence = 0;
+    int64_t weightCopies = 0;
+    int64_t weightCopiesTrainable = 0;
+    bool outputNeedsGrad = false;
+    bool rotary = false;            // the rotary multiplications kept cos/sin
+    std::vector<std::string> terms; // "label bytes-per-token", for the formula
+
+    void add(const std::string& label, int64_t bytes, const std::string& symbolic)
+    {
+        if (bytes == 0)
+            return;
+        perToken += bytes;
+        terms.push_back(cat(label, " ", symbolic));
+    }
+};
+
+// Follows llama.cpp / gpt2.cpp / layers.cpp op by op: an op records (and keeps tensors) only when
+// an input needs a gradient, and keeps an input only when the gradient of another input needs it.
+// inputNeedsGrad: false for the first blocks when the embeddings are frozen (nothing upstream
+// trains).
+BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precision& p, bool naive,
+                      int64_t seq, bool inputNeedsGrad)
+{
+    const bool gpt2 = c.architecture == Architecture::Gpt2;
+    const int64_t h = c.hiddenSize, i = c.intermediateSize;
+    const int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
+    const int64_t cb = p.compute, rb = p.residual;
+    BlockBytes b;
+
+    // RMSNorm keeps its input in fp32 (a copy under pure bf16) and 1/rms when the input needs a
+    // gradient, and its normalised input when its weight trains; LayerNorm keeps its input, mean
+    // and 1/std. Returns whether the output needs a gradient.
+    auto norm = [&](bool inGrad, const char* label) {
+        if (gpt2) {
+            if (inGrad || t.norms) // mean and 1/std in the input's dtype (CPU kernels)
+                b.add(cat(label, " input"), rb * h + 2 * rb, cat(rb, "h+", 2 * rb));
+        } else {
+            b.add(cat(label, " input"), inGrad ? 4 * h + 4 : 0, "4h+4");
+            b.add(cat(label, " normalised"), t.norms ? rb * h : 0, cat(rb, "h"));
+        }
+        return inGrad || t.norms;
+    };
+
+    // Linears: a trainable weight keeps its input, LoRA's A keeps it too and B keeps A's output.
+    // Norm outputs are fp32 under autocast, so each matmul that keeps one casts its own 16-bit
+    // copy; other inputs are kept once. Autocast's weight copy is kept when the input needs a
+    // gradient.
+    const auto linears = blockLinears(c);
+    std::vector<bool> outGrad(linears.size());
+    auto group = [&](Input input, bool inGrad, bool inputKept, const std::string& label) {
+        int calls = 0, lora = 0;
+        for (size_t j = 0; j < linears.size(); ++j) {
+            const auto& l = linears[j];
+            if (l.input != input)
+                continue;
+            const bool hasLora = t.lora.count(l.target) > 0;
+            calls += (t.weights ? 1 : 0) + (hasLora ? 1 : 0);
+            lora += hasLora ? 1 : 0;
+            outGrad[j] = inGrad || t.weights || hasLora;
+            if (p.autocast) {
+                // LoRA's A copy is kept for the input's gradient, B's always (A trains).
+                const int64_t loraA = hasLora ? 2 * t.loraRank * l.in : 0;
+                const int64_t loraB = hasLora ? 2 * t.loraRank * l.out : 0;
+                b.weightCopies += (inGrad ? 2 * l.in * l.out + loraA : 0) + loraB;
+                b.weightCopiesTrainable += (t.weights ? 2 * l.in * l.out : 0) + loraA + loraB;
+            }
+        }
+        const int64_t size = input == Input::AttnOut ? q : input == Input::MlpInner ? i : h;
+        const bool norm = input == Input::Norm1 || input == Input::Norm2;
+        if (norm && p.autocast)
+            b.add(label, calls * cb * size, cat(cb, size == h ? "h" : "i", " per matmul"));
+        else if (!inputKept)
+            b.add(label, calls > 0 ? (norm ? rb : cb) * size : 0,
+                  cat(norm ? rb : cb, size == h   ? "h"
+                                      : size == q ? "q"
+                                                  : "i"));
+        b.add(cat(label, " LoRA"), lora * t.loraRank * cb, cat(lora, "x", cb, "r"));
+    };
+    // Bottleneck adapter (trainable): keeps its input, and the activation's input and/or output;
+    // autocast's copy of `down` is kept for its input's gradient, that of `up` always.
+    auto adapter = [&](bool inGrad) {
+        const int64_t m = t.adapterWidth, acts = t.adapterKeepsInput ? 2 : 1;
+        b.add("adapter", cb * (h + acts * m), cat(cb, "(h+", acts, "m)"));
+        if (p.autocast) {
+            b.weightCopies += (inGrad ? 2 : 1) * 2 * h * m;
+            b.weightCopiesTrainable += 2 * 2 * h * m;
+        }
+    };
+
+    // Attention: q, k, v as the kernel reads them (k, v repeated to every head under GQA); fused
+    // SDPA keeps its output and the fp32 logsumexp, naive attention the s x s probabilities per
+    // head.
+    const bool y1Grad = norm(inputNeedsGrad, "norm 1");
+    group(Input::Norm1, y1Grad, false, "attention input");
+    bool qGrad = outGrad[0], kGrad = gpt2 ? outGrad[0] : outGrad[1];
+    const bool vGrad = gpt2 ? outGrad[0] : outGrad[2];
+    if (!gpt2 && c.qkNorm) { // RMSNorm per head: input in fp32 and 1/rms per head
+        b.add("q-norm input", qGrad ? 4 * q + 4 * c.numHeads : 0, "4q+4nh");
+        b.add("k-norm input", kGrad ? 4 * kv + 4 * c.numKvHeads : 0, "4kv+4nkv");
+        b.add("q/k normalised", t.norms ? cb * (q + kv) : 0, cat(cb, "(q+kv)"));
+        qGrad = qGrad || t.norms;
+        kGrad = kGrad || t.norms;
+    }
+    b.rotary = !gpt2 && (qGrad || kGrad);
+    const bool attention = qGrad || kGrad || vGrad;
+    if (attention) {
+        b.add("q,k,v", 3 * q * cb, cat("3x", cb, "q"));
+        if (naive) {
+            const int64_t probBytes =
+                p.autocast ? 4 + 2 : cb; // autocast: fp32 softmax + 16-bit copy
+            b.perSequence += c.numHeads * seq * seq * probBytes;
+            b.terms.push_back(cat("probabilities ", probBytes, "·nh·s² per sequence"));
+        } else {
+            b.add("attention output + logsumexp", cb * q + 4 * c.numHeads, cat(cb, "q+4nh"));
+        }
+    }
+    group(Input::AttnOut, attention, attention && !naive, "attention output");
+    const size_t oIndex = gpt2 ? 1 : 3;
+    bool aGrad = outGrad[oIndex];
+    if (t.adapters == 2) {
+        adapter(aGrad);
+        aGrad = true;
+    }
+    const bool hGrad = inputNeedsGrad || aGrad;
+
+    const bool y2Grad = norm(hGrad, "norm 2");
+    group(Input::Norm2, y2Grad, false, "mlp input");
+    bool innerGrad = false;
+    if (gpt2) {
+        innerGrad = outGrad[2];
+        b.add("gelu input", innerGrad ? cb * i : 0, cat(cb, "i"));
+    } else {
+        const bool gGrad = outGrad[4], uGrad = outGrad[5];
+        b.add("gate", gGrad ? cb * i : 0, cat(cb, "i")); // silu's input
+        b.add("silu, up", (uGrad ? cb * i : 0) + (gGrad ? cb * i : 0), cat("2x", cb, "i"));
+        innerGrad = gGrad || uGrad;
+    }
+    group(Input::MlpInner, innerGrad, false, "down input");
+    bool mGrad = outGrad.back();
+    if (t.adapters > 0) {
+        adapter(mGrad);
+        mGrad = true;
+    }
+    b.outputNeedsGrad = hGrad || mGrad;
+    return b;
+}
+
+// Largest trainable tensor (elements): AdamW's step makes temporaries of its size.
+int64_t largestTrainableTensor(const ModelConfig& c, const TrainConfig& run)
+{
+    const int64_t h = c.hiddenSize;
+    const bool gpt2 = c.architecture == Architecture::Gpt2;
+    int64_t blockMax = 0;
+    for (const auto& l : blockLinears(c))
+        blockMax = std::max(blockMax, l.in * l.out);
+    const int64_t embeddings = std::max(c.vocabSize * h, gpt2 ? c.maxPositions * h : 0);
+    switch (run.method) {
+    case Method::Full:
+        return std::max(blockMax, embeddings);
+    case Method::Partial: {
+        int64_t n = run.partial.trainableBlocks > 0 ? blockMax : h;
+        for (const auto& m : run.partial.modules)
+            if (m == "embeddings" || m == "lm_head")
+                n = std::max(n, embeddings);
+        return n;
+    }
+    case Method::Lora: {
+        int64_t n = 0;
+        for (const auto& t : resolvedLoraTargets(c, run.lora)) {
+            for (const auto& l : blockLinears(c))
+                if (l.target == t)
+                    n = std::max(n, run.lora.rank * std::max(l.in, l.out));
+            if (t == "lm_head")
+                n = std::max(n, run.lora.rank * std::max(h, c.vocabSize));
+        }
+        return n;
+    }
+    case Method::Adapter:
+        return h * adapterSize(c, run.adapter);
+    case Method::Prompt:
+        return static_cast<int64_t>(run.prompt.numTokens) * h;
+    }
+    return 0;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& item)
+{
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string joinTerms(const std::vector<std::string>& terms)
+{
+    std::string out;
+    for (const auto& t : terms)
+        out += (out.empty() ? "" : " + ") + t;
+    return out;
+}
+
+} // namespace
+
+MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
+                              const EstimateOptions& o)
+{
+    const Precision p = precisionOf(o.precision);
+    const int64_t statesPerParam = optimizerStatesPerParameter(o.optimizer);
+    validate(model, run, o);
+    const int64_t h = model.hiddenSize, v = model.vocabSize, layers = model.numLayers;
+    const bool gpt2 = model.architecture == Architecture::Gpt2;
+    const int64_t gpus = o.gpus;
+    auto shard = [gpus](int64_t bytes) { return (bytes + gpus - 1) / gpus; };
+
+    MemoryEstimate e;
+    e.parametersBase = parameterCount(model);
+    e.trainableParameters = trainableParameterCount(model, run);
+    const bool adds =
+        run.method == Method::Lora || run.method == Method::Adapter || run.method == Method::Prompt;
+    e.parameters = e.parametersBase + (adds ? e.trainableParameters : 0);
+    const int64_t frozen = e.parameters - e.trainableParameters;
+
+    // Parameters, gradients, optimizer states: exact.
+    e.weightsTrainable = e.trainableParameters * p.weight;
+    e.weightsFrozen = frozen * p.weight;
+    e.weights = e.weightsTrainable + e.weightsFrozen;
+    if (o.zero >= 3)
+        e.weights = shard(e.weights);
+    e.gradients = e.trainableParameters * p.grad;
+    if (o.zero >= 2)
+        e.gradients = shard(e.gradients);
+    e.optimizerStates = e.trainableParameters * statesPerParam * p.state;
+    if (o.zero >= 1)
+        e.optimizerStates = shard(e.optimizerStates);
+    e.masterWeights = 0;
+
+    // What trains where.
+    BlockTraining trained, frozenBlock;
+    trained.weights = trained.norms = true;
+    int64_t trainedBlocks = 0; // the last ones
+    bool embeddingsTrain = false, headTrains = false, finalNormTrains = false, soft = false;
+    switch (run.method) {
+    case Method::Full:
+        trainedBlocks = layers;
+        embeddingsTrain = headTrains = finalNormTrains = true;
+        break;
+    case Method::Partial: {
+        const auto& mods = run.partial.modules;
+        embeddingsTrain =
+            contains(mods, "embeddings") || (contains(mods, "lm_head") && model.tieWordEmbeddings);
+        trainedBlocks = run.partial.trainableBlocks;
+        frozenBlock.norms = finalNormTrains = contains(mods, "norms");
+        headTrains = embeddingsTrain || contains(mods, "lm_head");
+        break;
+    }
+    case Method::Lora:
+        for (const auto& t : resolvedLoraTargets(model, run.lora)) {
+            if (t == "lm_head")
+                headTrains = true;
+            else
+                frozenBlock.lora.insert(t);
+        }
+        frozenBlock.loraRank = run.lora.rank;
+        break;
+    case Method::Adapter:
+        frozenBlock.adapters = run.adapter.kind == "pfeiffer" ? 1 : 2;
+        frozenBlock.adapterWidth = adapterSize(model, run.adapter);
+        frozenBlock.adapterKeepsInput =
+            run.adapter.activation == "gelu" || run.adapter.activation == "silu";
+        break;
+    case Method::Prompt:
+        // The soft prompt joins the embeddings' output: every block's input needs a gradient.
+        soft = true;
+        break;
+    }
+
+    // Activations for one micro-batch (accumulation runs micro-batches one after another). Blocks
+    // record from the first one whose input or weights need a gradient.
+    const int64_t virtualTokens = run.method == Method::Prompt ? run.prompt.numTokens : 0;
+    const int64_t seq = o.seq + virtualTokens;
+    const int64_t tokens = o.batch * seq;
+    const bool naive = o.attention == "naive";
+    auto blockTotal = [&](const BlockBytes& b) {
+        return b.perToken * tokens + b.perSequence * o.batch;
+    };
+    auto kindOf = [&](int64_t layer) -> const BlockTraining& {
+        return layer >= layers - trainedBlocks ? trained : frozenBlock;
+    };
+    int64_t blocksNo = 0, copiesNo = 0;
+    bool grad = embeddingsTrain || soft, rotary = false;
+    for (int64_t l = 0; l < layers; ++l) {
+        const BlockBytes b = blockBytes(model, kindOf(l), p, naive, seq, grad);
+        blocksNo += blockTotal(b);
+        copiesNo += b.weightCopies;
+        e.blocksStoring += b.perToken > 0 ? 1 : 0;
+        rotary = rotary || b.rotary;
+        grad = b.outputNeedsGrad;
+    }
+    const bool lastGrad = grad;
+    const BlockBytes mainBlock = blockBytes(model, kindOf(layers - 1), p, naive, seq, true);
+    e.activationsPerBlock = blockTotal(mainBlock);
+    e.activationsCheckpoint = p.residual * h * tokens;
+
+    // Final norm, the head's input, the token ids (kept by a trainable embedding) and the rotary
+    // tables (kept by the rotary multiplications, shared by all blocks).
+    auto headBytes = [&](bool inGrad) {
+        int64_t perToken = 0;
+        if (gpt2)
+            perToken += inGrad || finalNormTrains ? p.residual * (h + 2) : 0;
+        else
+            perToken += (inGrad ? 4 * h + 4 : 0) + (finalNormTrains ? p.residual * h : 0);
+        const bool loraHead = run.method == Method::Lora && headTrains;
+        if (o.loss == "chunked") // keeps the final norm's output itself (no autocast)
+            perToken += inGrad || headTrains ? p.residual * h : 0;
+        else
+            perToken += p.autocast ? (headTrains ? 1 : 0) * p.compute * h
+                                   : (headTrains ? p.residual * h : 0);
+        perToken += loraHead ? run.lora.rank * p.compute : 0;
+        perToken += embeddingsTrain ? 8 : 0; // int64 ids
+        // GPT-2's learned positions keep their int64 indices, [seq].
+        return perToken * tokens + (embeddingsTrain && gpt2 ? 8 * seq : 0);
+    };
+    const int64_t rotaryTables = 2 * seq * model.headDim * p.residual;
+    auto headCopies = [&](bool inGrad) -> int64_t {
+        if (!p.autocast)
+            return 0;
+        const bool loraHead = run.method == Method::Lora && headTrains;
+        return (o.loss != "chunked" && (inGrad || finalNormTrains) ? 2 * v * h : 0) +
+               (loraHead ? 2 * int64_t(run.lora.rank) * (h + v) : 0);
+    };
+    e.activationsHead = headBytes(lastGrad);
+
+    // Naive attention materialises one layer's scores and masked scores on the way to softmax.
+    const int64_t naiveScores = naive ? 2 * model.numHeads * seq * seq * p.compute * o.batch : 0;
+
+    copiesNo += headCopies(lastGrad);
+    e.activationsNoCheckpointing =
+        blocksNo + e.activationsHead + (rotary ? rotaryTables : 0) + naiveScores + copiesNo;
+    // Checkpointing keeps every block's input, and backward recomputes one block at a time, every
+    // block (its input then needs a gradient); autocast caches 16-bit copies of the trainable
+    // weights during forward.
+    int64_t recompute = 0, recomputeCopies = 0, cachedCopies = 0;
+    for (const BlockTraining* kind : {&trained, &frozenBlock}) {
+        const int64_t count = kind == &trained ? trainedBlocks : layers - trainedBlocks;
+        if (count == 0)
+            continue;
+        const BlockBytes b = blockBytes(model, *kind, p, naive, seq, true);
+        if (blockTotal(b) + b.weightCopies > recompute) {
+            recompute = blockTotal(b) + b.weightCopies;
+            recomputeCopies = b.weightCopies;
+        }
+        cachedCopies += count * b.weightCopiesTrainable;
+        rotary = rotary || b.rotary;
+    }
+    const int64_t headCk = headBytes(true);
+    const int64_t storedCk = layers * e.activationsCheckpoint + headCk +
+                             (rotary ? rotaryTables : 0) + naiveScores + headCopies(true);
+    e.activationsCheckpointing = storedCk + recompute;
+    if (o.gradientCheckpointing)
+        e.activationsHead = headCk;
+    e.activations =
+        o.gradientCheckpointing ? e.activationsCheckpointing : e.activationsNoCheckpointing;
+    e.activationsWeightCopies =
+        o.gradientCheckpointing ? headCopies(true) + recomputeCopies : copiesNo;
+    const bool chunked = o.loss == "chunked";
+
+    // Full loss: cross-entropy keeps the fp32 log-softmax; backward's start holds it with the
+    // gradients of the log-softmax and of the logits: three [tokens, vocab] fp32 buffers.
+    // Chunked loss (train/chunked_loss.h): one fp32 [chunk, vocab] buffer, fp32 copies of 16-bit
+    // inputs, and per token its label index and logsumexp (12 B); its head-weight gradient
+    // accumulator becomes the gradient, counted under gradients.
+    const int64_t chunk = std::min(o.lossChunk, o.batch * o.seq);
+    const int64_t chunkCopies =
+        chunked ? (p.weight != 4 ? 4 * v * h : 0) + (p.residual != 4 ? 4 * o.batch * o.seq * h : 0)
+                : 0;
+    // The forward side can be higher: the head's logits (compute dtype, virtual tokens included)
+    // live until the loss is formed, beside its fp32 copy of the real ones (when it is a copy) and
+    // the log-softmax.
+    const int64_t s = o.seq;
+    // (with one sequence the real tokens' logits are contiguous: no copy)
+    const bool copied = p.compute != 4 || (virtualTokens > 0 && o.batch > 1);
+    const int64_t forwardSide = p.compute * (s + virtualTokens) + (copied ? 4 * s : 0) + 4 * s;
+    e.logits = chunked ? 4 * chunk * v + chunkCopies + 12 * o.batch * o.seq
+                       : std::max(3 * 4 * s, forwardSide) * o.batch * v;
+
+    // The peak over the step's phases, on top of weights and optimizer states. Gradients of earlier
+    // micro-batches are held throughout; gradients of this one grow as backward frees activations.
+    if (o.optimizer == "adamw") {
+        e.stepWorkspace = 2 * largestTrainableTensor(model, run) * p.state;
+        if (o.zero >= 1)
+            e.stepWorkspace = shard(e.stepWorkspace);
+    }
+    const int64_t held = o.gradAccum > 1 ? e.gradients : 0;
+    const int64_t vh = v * h * p.grad;
+    auto phase = [&e](const char* name, int64_t bytes, std::string what) {
+        e.phases.push_back({name, bytes, std::move(what)});
+    };
+    const char* heldWhat = o.gradAccum > 1 ? " + gradients held across accumulation" : "";
+    if (!o.gradientCheckpointing) {
+        phase("backward", e.activations + e.logits + held,
+              cat("backward's start: activations + logits", heldWhat));
+    } else {
+        // Forward's end: autocast still caches 16-bit copies of the trainable weights.
+        const int64_t logitsForward = chunked ? e.logits : forwardSide * o.batch * v;
+        if (p.autocast)
+            phase("forward", storedCk + cachedCopies + logitsForward + held,
+                  cat("forward's end: checkpoints + autocast's cached 16-bit copies of the "
+                      "trainable weights + the forward side of the loss",
+                      heldWhat));
+        phase("backward", storedCk + e.logits + held,
+              cat("backward's start: checkpoints + logits", heldWhat));
+        // Recomputing the last block, with the head's gradient already made.
+        const int64_t headGrad = headTrains && run.method != Method::Lora ? vh : 0;
+        phase("recompute", storedCk + recompute + held + (o.zero >= 2 ? shard(headGrad) : headGrad),
+              cat("recomputing the last block: checkpoints + one block's activations",
+                  headGrad ? " + the head's gradient" : "", heldWhat));
+    }
+    // Backward's end with a trained tied embedding: the head's gradient waits in autograd's buffer
+    // for the embedding's, then the two are summed (fp32: into a new tensor) and accumulated.
+    if (embeddingsTrain && model.tieWordEmbeddings) {
+        const int64_t extra = (p.compute == 4 ? 2 : 1) + (o.gradAccum > 1 ? 1 : 0);
+        phase("end of backward", e.gradients + extra * (o.zero >= 2 ? shard(vh) : vh),
+              cat("backward's end: gradients + ", extra,
+                  " more [vocab, hidden] gradients of the tied embedding (head's, embedding's",
+                  extra > 1 ? ", their sum)" : ")"));
+    }
+    phase("optimizer step", e.gradients + e.stepWorkspace,
+          cat("the optimizer step: gradients + temporaries of the largest tensor (",
+              formatBytes(e.stepWorkspace), ")"));
+    const MemoryPhase* peak = &e.phases.front();
+    for (const auto& ph : e.phases)
+        if (ph.bytes > peak->bytes)
+            peak = &ph;
+    e.peakPhase = peak->name;
+    const int64_t fixed = e.weights + e.optimizerStates + e.masterWeights;
+    const int64_t beforeOverhead = fixed + peak->bytes;
+    e.overhead = o.cudaOverhead ? 512 * kMiB + beforeOverhead / 20 : 0;
+    e.total = beforeOverhead + e.overhead;
+
+    // Items, each with one sentence and its arithmetic.
+    const std::string perGpu = gpus > 1 ? cat(" / ", gpus, " GPUs") : "";
+    const std::string T = groupDigits(e.trainableParameters);
+    auto eq = [](int64_t bytes) { return cat(" = ", groupDigits(bytes), " B"); };
+
+    std::string weightsWhat = run.method == Method::Full
+                                  ? cat("all ", groupDigits(e.parameters), " parameters train")
+                                  : cat(T, " trainable and ", groupDigits(frozen), " frozen");
+    e.items.push_back(
+        {"weights", e.weights,
+         cat("The parameters in ", p.weightName, " (", p.weight, " B each): ", weightsWhat,
+             o.zero >= 3 ? cat("; ZeRO-3 gives each GPU 1/", gpus) : std::string(),
+             "; inference needs them too."),
+         cat("(", T, " trainable + ", groupDigits(frozen), " frozen) x ", p.weight, " B",
+             o.zero >= 3 ? perGpu : "", eq(e.weights))});
+    e.items.push_back(
+        {"gradients", e.gradients,
+         "One gradient per trainable parameter, written by backward and read by the optimizer "
+         "step; frozen parameters need none.",
+         cat(T, " trainable x ", p.grad, " B", o.zero >= 2 ? perGpu : "", eq(e.gradients))});
+    const char* statesWhy =
+        o.optimizer == "adamw" ? "AdamW keeps two running averages per trainable parameter (of the "
+                                 "gradient and of its "
+                                 "square)."
+        : o.optimizer == "sgd"
+            ? "Plain SGD keeps no state: each update uses the current gradient alone."
+            : "SGD with momentum keeps one velocity buffer per trainable parameter.";
+    e.items.push_back(
+        {"optimizer_states", e.optimizerStates, statesWhy,
+         cat(T, " trainable x ", statesPerParam, " state", statesPerParam == 1 ? "" : "s", " x ",
+             p.state, " B", o.zero >= 1 ? perGpu : "", eq(e.optimizerStates))});
+    const char* masterWhy =
+        p.autocast
+            ? "None: Tunebench trains the fp32 weights themselves and autocast casts them to "
+              "16 bits per operation, so no separate master copy exists (frameworks that "
+              "store bf16 weights need 4 B per trainable parameter here)."
+        : p.weight == 4 ? "None: the weights are already fp32, so no separate master copy exists."
+                        : "None: pure bf16 updates the bf16 weights directly, without an fp32 "
+                          "master copy (cheaper, but small updates can round away).";
+    e.items.push_back({"master_weights", 0, masterWhy, "0 B"});
+
+    std::string actsWhy =
+        o.gradientCheckpointing
+            ? cat("With gradient checkpointing only each block's input is kept (",
+                  formatBytes(e.activationsCheckpoint),
+                  " per block) and backward recomputes one "
+                  "block at a time; without it: ",
+                  formatBytes(e.activationsNoCheckpointing), ".")
+            : cat("Tensors the forward pass saves so backward can compute gradients: ",
+                  e.blocksStoring, " blocks x ", formatBytes(e.activationsPerBlock),
+                  " plus the head; with gradient checkpointing: ",
+                  formatBytes(e.activationsCheckpointing), ".");
+    std::string actsFormula = cat(
+        "per token per block: ", joinTerms(mainBlock.terms), " = ", groupDigits(mainBlock.perToken),
+        " B (h=", h, ", q=", model.numHeads * model.headDim, ", i=", model.intermediateSize,
+        ", nh=", model.numHeads, "); x ", groupDigits(tokens), " tokens (batch ", o.batch,
+        " x seq ", seq, virtualTokens ? cat(" incl. ", virtualTokens, " virtual") : "", ")",
+        mainBlock.perSequence ? cat(" + ", groupDigits(mainBlock.perSequence), " B x batch") : "",
+        " = ", groupDigits(e.activationsPerBlock), " B per block");
+    if (o.gradientCheckpointing)
+        actsFormula += cat("; checkpoints ", layers, " x ", p.residual,
+                           "h x tokens + one recomputed "
+                           "block ",
+                           groupDigits(recompute), " B");
+    else
+        actsFormula += cat("; x ", e.blocksStoring, " blocks");
+    actsFormula += cat("; head (final norm, head input) ", groupDigits(e.activationsHead), " B");
+    if (naiveScores)
+        actsFormula += cat("; one layer's scores 2·nh·s²·", p.compute, " B x batch ",
+                           groupDigits(naiveScores), " B");
+    if (p.autocast)
+        actsFormula += cat("; autocast's 16-bit weight copies kept for backward 2 B x weights ",
+                           groupDigits(e.activationsWeightCopies), " B");
+    actsFormula += eq(e.activations);
+    e.items.push_back({"activations", e.activations, actsWhy, actsFormula});
+
+    if (o.loss == "chunked")
+        e.items.push_back(
+            {"logits", e.logits,
+             "The chunked loss materialises the logits of one chunk of tokens at a "
+             "time and recomputes them in backward, instead of holding the whole "
+             "[tokens, vocab] matrix.",
+             cat("4 B x ", groupDigits(chunk), " tokens (chunk) x ", groupDigits(v), " vocab",
+                 chunkCopies ? " + fp32 copies of the 16-bit head weight/input" : "", " + 12 B x ",
+                 groupDigits(o.batch * o.seq), " tokens", eq(e.logits))});
+    else
+        e.items.push_back({"logits", e.logits,
+                           "The loss's fp32 [tokens, vocab] buffers: backward starts with the "
+                           "log-softmax cross-entropy saved and the gradients of the log-softmax "
+                           "and of the logits.",
+                           forwardSide > 3 * 4 * s
+                               ? cat("(", p.compute, " B x (seq ", s, " + ", virtualTokens,
+                                     " virtual) + 2 x 4 B x seq ", s, ") x batch ", o.batch, " x ",
+                                     groupDigits(v),
+                                     " vocab (the forward side: logits, fp32 copy, "
+                                     "log-softmax)",
+                                     eq(e.logits))
+                               : cat("3 x 4 B x ", groupDigits(o.batch * o.seq), " tokens x ",
+                                     groupDigits(v), " vocab", eq(e.logits))});
+    e.items.push_back(
+        {"overhead", e.overhead,
+         o.cudaOverhead ? "CUDA context, library workspaces and caching-allocator rounding, "
+                          "estimated as 512 MiB plus 5% of the rest."
+                        : "None counted (no CUDA context on the CPU).",
+         o.cudaOverhead ? cat("512 MiB + ", groupDigits(beforeOverhead), " B / 20", eq(e.overhead))
+                        : "0 B"});
+
+    if (o.deviceMemory) {
+        e.fits = e.total <= *o.deviceMemory;
+        if (!*e.fits && o.advise)
+            e.advice = memoryAdvice(model, run, o, e);
+    }
+    return e;
+}
+
+} // namespace tb
