@@ -28,7 +28,7 @@ json full()
     return json::parse(R"({
       "name": "exp1", "model": "/models/tiny", "output_dir": "/runs", "method": "adapter",
       "batch_size": 4, "grad_accum": 3, "max_steps": 120, "epochs": 2, "precision": "bf16",
-      "device": "cuda:1", "gradient_checkpointing": true, "eval_every": 10, "log_every": 5,
+      "device": "cuda:1", "gradient_checkpointing": true, "loss": "chunked", "loss_chunk_tokens": 512, "eval_every": 10, "log_every": 5,
       "save_every": 20, "keep_checkpoints": 3, "seed": 18446744073709551615,
       "spike_factor": 3.5, "spike_window": 7,
       "lora": {"rank": 4, "alpha": 8.5, "dropout": 0.05, "targets": ["q_proj", "k_proj"],
@@ -133,6 +133,8 @@ void TestTrainConfig::fullRoundTrip()
     QCOMPARE(c.data.maxLength, 64);
     QCOMPARE(c.optim.eps, 1e-6);
     QCOMPARE(c.optim.warmupSteps, int64_t(7));
+    QCOMPARE(c.loss, std::string("chunked"));
+    QCOMPARE(c.lossChunkTokens, 512);
 
     // toJson is the full resolved config: every key of full() is there with the same value, and
     // parsing it again (also through text, as run.json is) gives the same config.
