@@ -44,7 +44,7 @@ commands:
   convert llama2c --checkpoint F --tokenizer F --out DIR   llama2.c model -> Hugging Face folder
   bench generate [--model DIR] [--prompt-tokens N] [--new-tokens N] [--repeats R] [--json]
                                                        prefill and decode tokens/s
-  bench train [--model DIR|random-llama-25m] [--method lora|full] [--batch B] [--seq S] [--steps N]
+  bench train [--model DIR|random-llama-25m] [--method lora|full|adapter|prompt] [--batch B] [--seq S] [--steps N]
             [--precision fp32|bf16] [--json]          training tokens/s, MFU, peak memory
   train     --config RUN.json [key=value ...] [--json] fine-tune (full, partial, lora, adapter, prompt)
   train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
@@ -230,7 +230,8 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
               {"batch", o.batch}, {"seq", o.seq}, {"tokens_per_s", r.tokensPerSecond},
               {"seconds_per_step", r.secondsPerStep}, {"model_flops_per_token", r.modelFlopsPerToken},
               {"achieved_flops", r.achievedFlops}, {"peak_matmul_flops", r.peakMatmulFlops}, {"mfu", r.mfu},
-              {"peak_memory_bytes", r.peakMemoryBytes}};
+              {"peak_memory_bytes", r.peakMemoryBytes}, {"weights_bytes", r.weightsBytes},
+              {"gradient_bytes", r.gradientBytes}, {"optimizer_state_bytes", r.optimizerStateBytes}};
     if (args.flag("json")) {
         out << j.dump() << "\n";
         return 0;

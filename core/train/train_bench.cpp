@@ -42,8 +42,8 @@ double measureMatmulPeak(const torch::Device& device)
 
 TrainBenchResult benchTrain(const TrainBenchOptions& o)
 {
-    if (o.method != "full" && o.method != "lora")
-        fail("bench train: --method must be full or lora");
+    if (o.method != "full" && o.method != "lora" && o.method != "adapter" && o.method != "prompt")
+        fail("bench train: --method must be full, lora, adapter or prompt");
     if (o.batch < 1 || o.seq < 2 || o.steps < 1)
         fail("bench train: --batch, --seq and --steps must be positive (seq >= 2)");
     TrainBenchResult r;
@@ -67,7 +67,9 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     if (o.seq > c.maxPositions)
         fail("bench train: --seq ", o.seq, " exceeds the model's context (", c.maxPositions, ")");
     TrainConfig run;
-    run.method = o.method == "full" ? Method::Full : Method::Lora;
+    run.method = o.method == "full" ? Method::Full
+                 : o.method == "lora" ? Method::Lora
+                 : o.method == "adapter" ? Method::Adapter : Method::Prompt;
     applyMethod(*model, run, nullptr, 0);
     model->train();
     auto params = trainableParameters(*model);
@@ -92,6 +94,10 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
             loss = tokenLoss(model->forward(ids, nullptr), labels, tokens);
         }
         loss.backward();
+        r.gradientBytes = 0;
+        for (const auto& [name, p] : params)
+            if (p.grad().defined())
+                r.gradientBytes += static_cast<int64_t>(p.grad().nbytes());
         optimizer.clipGradNorm(1.0);
         optimizer.step(1e-4);
         optimizer.zeroGrad();
@@ -120,6 +126,10 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     r.achievedFlops = r.modelFlopsPerToken * r.tokensPerSecond;
     r.mfu = r.achievedFlops / r.peakMatmulFlops;
     r.peakMemoryBytes = memorySnapshot(r.device).peak;
+    for (const auto& p : model->parameters())
+        r.weightsBytes += static_cast<int64_t>(p.nbytes());
+    for (const auto& blob : optimizer.stateBlobs())
+        r.optimizerStateBytes += static_cast<int64_t>(blob.bytes.size());
     return r;
 }
 

@@ -9,7 +9,7 @@ namespace tb {
 
 struct TrainBenchOptions {
     std::string model;          // model folder, or "random-llama-25m" (built in, random weights)
-    std::string method = "lora";  // full | lora (LoRA r=8, alpha 16 on the default targets)
+    std::string method = "lora";  // full | lora (r=8, alpha 16, default targets) | adapter | prompt (defaults)
     int batch = 4;
     int seq = 128;
     int warmupSteps = 2;
@@ -28,6 +28,9 @@ struct TrainBenchResult {
     double peakMatmulFlops = 0;       // FLOP/s of a large fp32 matmul measured just before
     double mfu = 0;                   // achieved / peak
     int64_t peakMemoryBytes = 0;      // peak tensor memory during the timed steps (tracked CPU or CUDA allocated)
+    // What the step holds, counted from the tensors themselves (bytes): all parameters, the gradients
+    // after backward, and the optimizer's state.
+    int64_t weightsBytes = 0, gradientBytes = 0, optimizerStateBytes = 0;
     int threads = 0;
 };
 

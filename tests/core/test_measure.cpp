@@ -1,6 +1,9 @@
 // Memory measurement: the tracking CPU allocator counts tensor bytes exactly, and training steps report
 // per-phase memory that holds the weights, gradients and optimizer states they must hold.
+#include "memory/estimator.h"
 #include "memory/measure.h"
+#include "model/config.h"
+#include "train/train_bench.h"
 #include "train/job.h"
 #include "train/train_config.h"
 
@@ -68,6 +71,49 @@ private Q_SLOTS:
         job.runHere();
         QVERIFY2(job.state() == tb::JobState::Finished, job.error().c_str());
         QVERIFY(job.summary().peakMemoryBytes > 0);
+    }
+    void estimateMatchesMeasurement_data()
+    {
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<QString>("precision");
+        for (const char* m : {"full", "lora", "adapter", "prompt"})
+            for (const char* p : {"fp32", "bf16"})
+                QTest::addRow("%s/%s", m, p) << QString::fromLatin1(m) << QString::fromLatin1(p);
+    }
+    void estimateMatchesMeasurement()
+    {
+        // A random 26.5M-parameter Llama at batch 4 x seq 256: AdamW steps measured by the tracking allocator
+        // against the estimator's figures from config.json alone.
+        QFETCH(QString, method);
+        QFETCH(QString, precision);
+        tb::TrainBenchOptions o;
+        o.model = "random-llama-25m";
+        o.method = method.toStdString();
+        o.precision = precision.toStdString();
+        o.batch = 4;
+        o.seq = 256;
+        o.warmupSteps = 1;
+        o.steps = 1;
+        const auto measured = tb::benchTrain(o);
+        tb::TrainConfig run;
+        run.method = method == QStringLiteral("full") ? tb::Method::Full
+                     : method == QStringLiteral("lora") ? tb::Method::Lora
+                     : method == QStringLiteral("adapter") ? tb::Method::Adapter : tb::Method::Prompt;
+        tb::EstimateOptions e;
+        e.precision = precision == QStringLiteral("bf16") ? "bf16-mixed" : "fp32";
+        e.batch = 4;
+        e.seq = 256;
+        e.cudaOverhead = false;  // CPU: no CUDA context
+        const auto estimate = tb::estimateMemory(tb::randomLlama25mConfig(), run, e);
+        qInfo("%s %s: measured peak %lld, estimated %lld (%.4f)", qPrintable(method), qPrintable(precision),
+              static_cast<long long>(measured.peakMemoryBytes), static_cast<long long>(estimate.total),
+              double(measured.peakMemoryBytes) / double(estimate.total));
+        QCOMPARE(measured.weightsBytes, estimate.weights);
+        QCOMPARE(measured.gradientBytes, estimate.gradients);
+        QCOMPARE(measured.optimizerStateBytes, estimate.optimizerStates);
+        QCOMPARE(measured.trainableParameters, estimate.trainableParameters);
+        const double ratio = double(measured.peakMemoryBytes) / double(estimate.total);
+        QVERIFY2(ratio > 0.85 && ratio < 1.15, qPrintable(QString::number(ratio)));
     }
 };
 
