@@ -309,6 +309,17 @@ public:
         m_out << std::endl;
     }
     void onCheckpoint(int64_t step, const std::string& dir) override { m_out << "saved " << dir << std::endl; }
+    void onMemoryReport(const MemoryReport& r) override
+    {
+        m_out << "memory after the first step (estimated / measured, MiB):";
+        for (const auto& item : r.items) {
+            char part[128];
+            std::snprintf(part, sizeof part, "  %s %.1f / %.1f", item.key.c_str(),
+                          static_cast<double>(item.estimated) / (1 << 20), static_cast<double>(item.measured) / (1 << 20));
+            m_out << part;
+        }
+        m_out << std::endl;
+    }
     void onWarning(const std::string& message) override { m_err << "tunebench: warning: " << message << std::endl; }
     void onDiverged(const Diagnosis& d) override
     {

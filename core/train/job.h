@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace tb {
 
@@ -37,6 +38,17 @@ struct EvalMetrics {
     std::optional<double> generalLoss;      // tuned model on the general holdout
     std::optional<double> generalLossBase;  // base model on the same holdout (forgetting = difference)
     int64_t memoryPeak = 0;                  // highest tensor memory during the evaluation, bytes
+};
+
+// Estimated (from config.json alone) vs measured memory after the first optimizer step, item by item.
+struct MemoryReport {
+    struct Item {
+        std::string key;        // weights, gradients, optimizer_states, activations, total
+        int64_t estimated = 0;  // bytes
+        int64_t measured = 0;   // bytes; activations: tensors alive after the forward pass minus those after load
+        bool exact = false;     // an exact match is expected (weights, gradients, optimizer states)
+    };
+    std::vector<Item> items;
 };
 
 struct Diagnosis {
@@ -71,6 +83,7 @@ public:
     virtual void onCheckpoint(int64_t step, const std::string& dir) {}
     virtual void onWarning(const std::string& message) {}
     virtual void onDiverged(const Diagnosis&) {}  // the job pauses itself after this
+    virtual void onMemoryReport(const MemoryReport&) {}
     virtual void onFinished(const TrainSummary&) {}
     virtual void onFailed(const std::string& message) {}
 };

@@ -60,6 +60,16 @@ void Optimizer::step(double lr)
     }
 }
 
+int64_t Optimizer::stateBytes() const
+{
+    int64_t n = 0;
+    for (const auto* list : {&m_expAvg, &m_expAvgSq, &m_momentum})
+        for (const auto& t : *list)
+            if (t.defined())
+                n += static_cast<int64_t>(t.nbytes());
+    return n;
+}
+
 void Optimizer::zeroGrad()
 {
     for (auto& [name, p] : m_params)

@@ -21,6 +21,7 @@ public:
     void step(double lr);
     void zeroGrad();
     int64_t steps() const { return m_steps; }
+    int64_t stateBytes() const;  // bytes of the moments / momentum buffers now allocated
 
     // Global L2 norm of all gradients (fp32), and in-place scaling so it does not exceed maxNorm (> 0).
     double clipGradNorm(double maxNorm);

@@ -5,6 +5,7 @@
 #include "train/chunked_loss.h"
 
 #include "model/registry.h"
+#include "memory/estimator.h"
 #include "memory/measure.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
@@ -229,6 +230,45 @@ torch::Tensor Trainer::batchLoss(const torch::Tensor& ids, const torch::Tensor& 
     auto hidden = model.forwardHidden(ids);
     return chunkedCrossEntropy(hidden.reshape({-1, hidden.size(-1)}), model.headWeight(), labels.reshape({-1}),
                                m_config.lossChunkTokens) / normaliser;
+}
+
+void Trainer::reportMemory(int64_t width)
+{
+    TrainConfig method = m_config;
+    EstimateOptions o;
+    o.precision = m_config.precision == "fp32" ? "fp32" : m_config.precision + "-mixed";
+    o.optimizer = m_config.optim.optimizer == "adamw" ? "adamw" : (m_config.optim.momentum > 0 ? "sgd-momentum" : "sgd");
+    o.batch = m_config.batchSize;
+    o.seq = width;  // the first micro-batch's padded length
+    o.gradAccum = m_config.gradAccum;
+    o.gradientCheckpointing = m_config.gradientCheckpointing;
+    o.loss = m_config.loss;
+    o.lossChunk = m_config.lossChunkTokens;
+    o.cudaOverhead = m_model.device.is_cuda();
+    o.advise = false;
+    MemoryEstimate e;
+    try {
+        e = estimateMemory(m_model.module->config(), method, o);
+    } catch (const std::exception& error) {
+        if (m_events)
+            m_events->onWarning(std::string("memory estimate unavailable: ") + error.what());
+        return;
+    }
+    int64_t weights = 0;
+    for (const auto& p : m_model.module->parameters())
+        weights += static_cast<int64_t>(p.nbytes());
+    MemoryReport r;
+    r.items = {{"weights", e.weights, weights, true},
+               {"gradients", e.gradients, m_gradientBytes, true},
+               {"optimizer_states", e.optimizerStates, m_optimizer->stateBytes(), true},
+               {"activations", e.activations + e.logits, m_memForward - m_memLoad, false},
+               {"total", e.total, m_memStepPeak, false}};
+    nlohmann::json line = {{"type", "memory"}, {"step", m_step + 1}, {"seq", width}};
+    for (const auto& item : r.items)
+        line[item.key] = {{"estimated", item.estimated}, {"measured", item.measured}};
+    m_store->appendMetrics(line);
+    if (m_events)
+        m_events->onMemoryReport(r);
 }
 
 int64_t Trainer::memoryNow() const
@@ -482,6 +522,10 @@ bool Trainer::step()
             if (p.grad().defined())
                 p.grad().div_(m_lossScale);
     }
+    m_gradientBytes = 0;
+    for (const auto& [name, p] : m_optimizer->params())
+        if (p.grad().defined())
+            m_gradientBytes += static_cast<int64_t>(p.grad().nbytes());
     const double gradNorm = m_optimizer->clipGradNorm(m_config.optim.clipNorm);
 
     // Divergence guard: never apply an update computed from a NaN/Inf loss or gradient, or a spike.
@@ -528,6 +572,8 @@ bool Trainer::step()
     m_memOptimizer = memoryNow();  // weights, gradients and optimizer states all alive
     m_optimizer->zeroGrad();
     m_memStepPeak = memorySnapshot(m_deviceName).peak;
+    if (m_optimizer->steps() == 1)
+        reportMemory(micro.front().width);
     if (fp16 && ++m_goodSteps % 2000 == 0)
         m_lossScale *= 2;
     ++m_step;

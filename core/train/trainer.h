@@ -59,6 +59,7 @@ private:
     bool waitWhilePaused();
     void emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds);
     int64_t memoryNow() const;
+    void reportMemory(int64_t width);  // estimated vs measured after the first step
     // Summed token loss of one batch / normaliser, through the full logits or the chunked loss.
     torch::Tensor batchLoss(const torch::Tensor& ids, const torch::Tensor& labels, double normaliser);
 
@@ -83,6 +84,7 @@ private:
     std::optional<double> m_generalBase;
     int64_t m_peakMemory = 0;
     std::string m_deviceName;     // for memory snapshots: "cpu", "cuda:0"
+    int64_t m_gradientBytes = 0;
     int64_t m_memLoad = 0, m_memForward = 0, m_memBackward = 0, m_memOptimizer = 0, m_memStepPeak = 0;
     double m_lossScale = 65536.0;  // fp16 dynamic loss scaling
     int64_t m_goodSteps = 0;

@@ -43,7 +43,9 @@ private Q_SLOTS:
         class Capture : public tb::JobEvents {
         public:
             void onStep(const tb::StepMetrics& m) override { last = m; }
+            void onMemoryReport(const tb::MemoryReport& r) override { report = r; }
             tb::StepMetrics last;
+            tb::MemoryReport report;
         } events;
         auto c = tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/full-tiny.json",
                                      {"max_steps=1", "device=cpu", "output_dir=" + dir.path().toStdString(), "name=m"});
@@ -58,6 +60,14 @@ private Q_SLOTS:
         QVERIFY(m.memoryAfterForward > m.memoryAfterLoad);  // activations kept for backward
         QVERIFY(m.memoryPeak >= m.memoryAfterForward);
         QVERIFY(m.memoryCurrent < m.memoryAfterOptimizer);  // gradients freed after the step
+        // After the first step the job reports estimate vs measurement: exact where it is arithmetic.
+        QCOMPARE(events.report.items.size(), size_t(5));
+        for (const auto& item : events.report.items) {
+            if (item.exact)
+                QVERIFY2(item.estimated == item.measured, item.key.c_str());
+            QVERIFY2(item.measured > 0 && item.estimated > 0, item.key.c_str());
+        }
+        QCOMPARE(events.report.items[0].measured, int64_t(260032 * 4));
     }
     void bf16KernelsWorkWithTracking()
     {
