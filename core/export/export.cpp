@@ -25,16 +25,6 @@ void writeJson(const std::string& path, const json& j, ExportReport& report)
     report.files.push_back(path);
 }
 
-// Parameter names of the targeted layers' base module (e.g. "model.layers.0.self_attn.q_proj").
-std::vector<std::string> loraModuleNames(CausalLM& model)
-{
-    std::vector<std::string> names;
-    for (auto& [name, layer] : model.linearLayers())
-        if (layer->hasLora())
-            names.push_back(name);
-    return names;
-}
-
 void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
 {
     const auto& c = model.config();
@@ -109,9 +99,7 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
         if (!entry && name.rfind("transformer.", 0) == 0)
             entry = base.find(name.substr(12));
         if (entry) {
-            auto view = torch::from_blob(const_cast<uint8_t*>(entry->file->data(*entry->info)), entry->info->shape,
-                                         entry->info->dtype == DType::F32 ? torch::kFloat32
-                                         : entry->info->dtype == DType::BF16 ? torch::kBFloat16 : torch::kFloat16);
+            auto view = tensorView(*entry->file, *entry->info);
             const double change = (item.value().detach().cpu().to(torch::kFloat32) - view.to(torch::kFloat32))
                                       .abs().max().item<double>();
             report.maxAbsChange = std::max(report.maxAbsChange, change);

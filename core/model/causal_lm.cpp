@@ -13,17 +13,6 @@ namespace tb {
 
 namespace {
 
-torch::ScalarType toScalarType(DType dtype)
-{
-    switch (dtype) {
-    case DType::F32: return torch::kFloat32;
-    case DType::F16: return torch::kFloat16;
-    case DType::BF16: return torch::kBFloat16;
-    default: break;
-    }
-    return torch::kFloat32;
-}
-
 // Block activation checkpointing: forward runs without storing activations; backward recomputes the block
 // with the same RNG state (dropout) and back-propagates through it (the reentrant scheme).
 class BlockCheckpoint : public torch::autograd::Function<BlockCheckpoint> {
@@ -55,15 +44,9 @@ public:
         torch::Tensor output;
         {
             torch::AutoGradMode enable(true);
-            const auto type = input.device().type();
-            const bool wasEnabled = at::autocast::is_autocast_enabled(type);
-            const auto wasDtype = at::autocast::get_autocast_dtype(type);
-            at::autocast::set_autocast_enabled(type, ctx->saved_data["autocast"].toBool());
-            at::autocast::set_autocast_dtype(type, static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
+            AutocastGuard autocast(input.device().type(), ctx->saved_data["autocast"].toBool(),
+                                   static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
             output = block->forward(input, BlockContext{saved[1], saved[2]}, nullptr, 0, 0);
-            at::autocast::set_autocast_enabled(type, wasEnabled);
-            at::autocast::set_autocast_dtype(type, wasDtype);
-            at::autocast::clear_cache();
         }
         generator.set_state(current);
         torch::autograd::backward({output}, {gradOut[0]});
@@ -72,6 +55,34 @@ public:
 };
 
 } // namespace
+
+AutocastGuard::AutocastGuard(at::DeviceType type, bool enabled, at::ScalarType dtype)
+    : m_type(type), m_enabled(enabled), m_prevEnabled(at::autocast::is_autocast_enabled(type)),
+      m_prevDtype(at::autocast::get_autocast_dtype(type))
+{
+    at::autocast::set_autocast_enabled(type, enabled);
+    at::autocast::set_autocast_dtype(type, dtype);
+}
+
+AutocastGuard::~AutocastGuard()
+{
+    at::autocast::set_autocast_enabled(m_type, m_prevEnabled);
+    at::autocast::set_autocast_dtype(m_type, m_prevDtype);
+    if (m_enabled)
+        at::autocast::clear_cache();
+}
+
+torch::Tensor tensorView(const SafetensorsFile& file, const TensorInfo& info)
+{
+    torch::ScalarType type = torch::kFloat32;
+    if (info.dtype == DType::F16)
+        type = torch::kFloat16;
+    else if (info.dtype == DType::BF16)
+        type = torch::kBFloat16;
+    else if (info.dtype != DType::F32)
+        fail(file.path(), ": tensor '", info.name, "' has dtype ", dtypeName(info.dtype), " (supported: F32, F16, BF16)");
+    return torch::from_blob(const_cast<uint8_t*>(file.data(info)), info.shape, torch::TensorOptions().dtype(type));
+}
 
 torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
 {
@@ -162,9 +173,6 @@ void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype, con
         if (!entry)
             fail(checkpoint.location(), ": tensor '", name, "' is missing from the checkpoint");
         const TensorInfo& info = *entry->info;
-        if (info.dtype != DType::F32 && info.dtype != DType::F16 && info.dtype != DType::BF16)
-            fail(entry->file->path(), ": tensor '", found, "' has dtype ", dtypeName(info.dtype),
-                 " (supported: F32, F16, BF16)");
         std::vector<int64_t> expected = param.sizes().vec();
         if (info.shape != expected) {
             std::string got, want;
@@ -176,9 +184,7 @@ void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype, con
                  want, "]");
         }
         // from_blob views the mapped bytes; .to() copies into memory we own in the requested dtype.
-        auto view = torch::from_blob(const_cast<uint8_t*>(entry->file->data(info)), info.shape,
-                                     torch::TensorOptions().dtype(toScalarType(info.dtype)));
-        auto owned = view.to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+        auto owned = tensorView(*entry->file, info).to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
         param.set_data(owned);
     }
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model/config.h"
+#include "model/safetensors.h"
 
 #include <torch/torch.h>
 
@@ -12,7 +13,24 @@
 
 namespace tb {
 
-class Checkpoint;
+// Sets LibTorch's autocast state (thread-local) for one device type during the guard's lifetime and
+// restores the previous state afterwards.
+class AutocastGuard {
+public:
+    AutocastGuard(at::DeviceType type, bool enabled, at::ScalarType dtype);
+    ~AutocastGuard();
+    AutocastGuard(const AutocastGuard&) = delete;
+    AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+private:
+    at::DeviceType m_type;
+    bool m_enabled;
+    bool m_prevEnabled;
+    at::ScalarType m_prevDtype;
+};
+
+// A view (no copy) of one tensor's mapped bytes in a safetensors file; F32, F16 and BF16 only.
+torch::Tensor tensorView(const SafetensorsFile& file, const TensorInfo& info);
 
 // Per-layer key/value cache. k[l], v[l]: [batch, kv_heads, capacity, head_dim]; `length` positions used.
 struct KVCache {

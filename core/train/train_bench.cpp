@@ -9,8 +9,6 @@
 #include "train/trainer.h"
 #include "util/error.h"
 
-#include <ATen/autocast_mode.h>
-
 #include <chrono>
 
 namespace tb {
@@ -84,13 +82,8 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     const double tokens = static_cast<double>(o.batch) * o.seq;
     auto stepOnce = [&] {
         torch::Tensor loss;
-        if (o.precision == "bf16") {
-            at::autocast::set_autocast_enabled(device.type(), true);
-            at::autocast::set_autocast_dtype(device.type(), at::kBFloat16);
-            loss = tokenLoss(model->forward(ids, nullptr), labels, tokens);
-            at::autocast::set_autocast_enabled(device.type(), false);
-            at::autocast::clear_cache();
-        } else {
+        {
+            AutocastGuard autocast(device.type(), o.precision == "bf16", at::kBFloat16);
             loss = tokenLoss(model->forward(ids, nullptr), labels, tokens);
         }
         loss.backward();

@@ -13,8 +13,6 @@
 #include "util/error.h"
 #include "util/file_util.h"
 
-#include <ATen/autocast_mode.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -29,34 +27,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// bf16 autocast on the device of the run for the guard's lifetime (thread-local state in LibTorch).
-class AutocastGuard {
-public:
-    AutocastGuard(const torch::Device& device, const std::string& precision) : m_type(device.type())
-    {
-        m_on = precision == "bf16" || precision == "fp16";
-        if (!m_on)
-            return;
-        m_prevEnabled = at::autocast::is_autocast_enabled(m_type);
-        m_prevDtype = at::autocast::get_autocast_dtype(m_type);
-        at::autocast::set_autocast_enabled(m_type, true);
-        at::autocast::set_autocast_dtype(m_type, precision == "bf16" ? at::kBFloat16 : at::kHalf);
-    }
-    ~AutocastGuard()
-    {
-        if (!m_on)
-            return;
-        at::autocast::set_autocast_enabled(m_type, m_prevEnabled);
-        at::autocast::set_autocast_dtype(m_type, m_prevDtype);
-        at::autocast::clear_cache();
-    }
-
-private:
-    at::DeviceType m_type;
-    bool m_on = false;
-    bool m_prevEnabled = false;
-    at::ScalarType m_prevDtype = at::kBFloat16;
-};
+// Autocast for a run's precision: bf16 or fp16 compute over fp32 weights; off for fp32.
+AutocastGuard precisionAutocast(const torch::Device& device, const std::string& precision)
+{
+    return AutocastGuard(device.type(), precision == "bf16" || precision == "fp16",
+                         precision == "fp16" ? at::kHalf : at::kBFloat16);
+}
 
 int64_t statusField(const char* key)
 {
@@ -107,11 +83,6 @@ int64_t residentBytes()
     return statusField("VmRSS:");
 }
 
-int64_t residentPeakBytes()
-{
-    return statusField("VmHWM:");
-}
-
 PreparedModel prepareModel(const TrainConfig& config)
 {
     PreparedModel m;
@@ -132,7 +103,7 @@ PreparedModel prepareModel(const TrainConfig& config)
     return m;
 }
 
-PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer, const ModelConfig& model)
+PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
 {
     PreparedData d;
     const TokenizeOptions options = tokenizeOptions(c, c.model);
@@ -182,7 +153,6 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer, const
         d.warnings.push_back(std::to_string(d.train.truncated) + " of " + std::to_string(d.train.examples) +
                              " training examples were cut at max_length " + std::to_string(c.data.maxLength));
     d.hash = sha256Hex(hashInput);
-    (void)model;
     return d;
 }
 
@@ -289,7 +259,7 @@ void Trainer::setUp()
     m_model = prepareModel(m_config);
     m_deviceName = m_model.device.str();
     m_memLoad = memoryNow();
-    m_data = prepareData(m_config, *m_model.tokenizer, m_model.module->config());
+    m_data = prepareData(m_config, *m_model.tokenizer);
     for (const auto& w : m_data.warnings)
         if (m_events)
             m_events->onWarning(w);
@@ -339,14 +309,11 @@ void Trainer::restore(const CheckpointLoad& checkpoint)
         if (m_events)
             m_events->onWarning(w);
     const auto& data = checkpoint.data;
-    auto findFile = [&](const std::string& name) -> const std::vector<TensorBlob>& {
-        return tensorFile(checkpoint, name);
-    };
     torch::NoGradGuard noGrad;
-    loadTrainableTensors(m_optimizer->params(), findFile("trainable"), checkpoint.dir);
+    loadTrainableTensors(m_optimizer->params(), tensorFile(checkpoint, "trainable"), checkpoint.dir);
     const auto& s = data.state;
-    m_optimizer->loadState(findFile("optimizer"), s.at("optimizer_steps").get<int64_t>());
-    const auto& rng = findFile("rng");
+    m_optimizer->loadState(tensorFile(checkpoint, "optimizer"), s.at("optimizer_steps").get<int64_t>());
+    const auto& rng = tensorFile(checkpoint, "rng");
     if (!rng.empty()) {
         auto state = torch::empty({static_cast<int64_t>(rng[0].bytes.size())}, torch::kUInt8);
         std::memcpy(state.data_ptr(), rng[0].bytes.data(), rng[0].bytes.size());
@@ -426,7 +393,7 @@ double Trainer::meanLoss(const SequenceSet& set)
     auto& model = *m_model.module;
     const bool wasTraining = model.is_training();
     model.eval();
-    AutocastGuard autocast(m_model.device, m_config.precision);
+    auto autocast = precisionAutocast(m_model.device, m_config.precision);
     const int32_t pad = m_model.tokenizer->eosId().value_or(0);
     double sum = 0;
     int64_t tokens = 0;
@@ -500,7 +467,7 @@ bool Trainer::step()
         auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
         torch::Tensor loss;
         {
-            AutocastGuard autocast(m_model.device, m_config.precision);
+            auto autocast = precisionAutocast(m_model.device, m_config.precision);
             loss = batchLoss(ids, labels, normaliser);
         }
         if (i == 0)

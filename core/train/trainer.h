@@ -29,7 +29,7 @@ struct PreparedData {
     std::vector<std::string> warnings;
     std::string hash;  // SHA-256 over the data files
 };
-PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer, const ModelConfig& model);
+PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
 
 // Mean loss per loss-carrying token: logits [batch, seq, vocab], labels [batch, seq] (-100 = no loss),
 // summed and divided by `normaliser` (the loss tokens of the whole optimizer step).
@@ -92,8 +92,7 @@ private:
     int64_t m_trainTokens = 0;
 };
 
-// Resident memory of this process (bytes) and its peak, from /proc/self/status.
+// Resident memory of this process (bytes), from /proc/self/status.
 int64_t residentBytes();
-int64_t residentPeakBytes();
 
 } // namespace tb
