@@ -17,18 +17,7 @@ import time
 import torch
 import transformers
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def random_llama(path):
-    # The same shape as tunebench's built-in random-llama-25m (core/cli/cli.cpp benchLlamaConfig).
-    cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=384, intermediate_size=1024, num_hidden_layers=8,
-                                   num_attention_heads=6, num_key_value_heads=6, head_dim=64,
-                                   max_position_embeddings=2048, rms_norm_eps=1e-5, tie_word_embeddings=True,
-                                   bos_token_id=1, eos_token_id=None, pad_token_id=None)
-    cfg.dtype = torch.float32
-    torch.manual_seed(0)
-    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(path, safe_serialization=True)
+from common import ROOT, random_llama
 
 
 def peer(path, prompt_tokens, new_tokens, repeats):
