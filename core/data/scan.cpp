@@ -61,8 +61,9 @@ struct PatternSpec {
 
 // All patterns are ASCII and run on bytes (no UTF mode), so \w and \b are ASCII.
 const PatternSpec kPatterns[] = {
-    {Kind::PrivateKey, Check::PrivateKeyEnd, 0, 1,
-     R"(-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----)"},
+    // PEM (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8) and PGP private keys
+    {Kind::PrivateKey, Check::PrivateKeyEnd, 0, 0,
+     R"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)"},
     {Kind::PasswordInUrl, Check::None, 0, 0,
      R"((?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,19}://[^\s:/?#@"'<>]{1,128}:[^\s/?#@"'<>]{1,128}@[A-Za-z0-9\-_~\[\]]+(?:\.[A-Za-z0-9\-_~\[\]]+)*)"},
     // AWS access key ids
@@ -73,9 +74,9 @@ const PatternSpec kPatterns[] = {
      R"((?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{36,251}(?![A-Za-z0-9_]))"},
     {Kind::ApiKey, Check::None, 0, 0,
      R"((?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,250}(?![A-Za-z0-9_]))"},
-    // Slack bot, app, user, refresh and legacy tokens
+    // Slack bot, user, refresh, legacy and app-level tokens
     {Kind::ApiKey, Check::None, 0, 0,
-     R"((?<![A-Za-z0-9])xox[baprs]-[A-Za-z0-9\-]{10,250}(?![A-Za-z0-9\-]))"},
+     R"((?<![A-Za-z0-9])(?:xox[baprs]|xapp)-[A-Za-z0-9\-]{10,250}(?![A-Za-z0-9\-]))"},
     // OpenAI-style secret keys: sk-, sk-proj-, ...
     {Kind::ApiKey, Check::RandomValue, 0, 1,
      R"((?<![A-Za-z0-9_\-])sk-(?:(?:proj|svcacct|admin|ant|live|test)-)?([A-Za-z0-9_\-]{20,250})(?![A-Za-z0-9_\-]))"},
@@ -271,6 +272,9 @@ bool plausibleCard(std::string_view m)
     return digits >= 13 && digits <= 19 && luhnValid(m);
 }
 
+// Longest private-key body searched for its END line (bytes); a 4096-bit RSA PEM is ~3.3 KB.
+constexpr size_t kKeyBodyLimit = 16384;
+
 struct Found {
     Kind kind;
     size_t begin, end;
@@ -285,6 +289,8 @@ void runPattern(const PatternSpec& spec, pcre2_code* code, std::string_view text
     const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     uint32_t options = 0;
     size_t at = 0;
+    bool endSearched = false, beginSearched = false; // private keys: next END and BEGIN lines
+    size_t endAt = std::string_view::npos, beginAt = std::string_view::npos;
     while (at < text.size()) {
         const int rc = pcre2_match(code, subject, text.size(), at, options, data.get(), nullptr);
         if (rc == PCRE2_ERROR_NOMATCH)
@@ -311,11 +317,25 @@ void runPattern(const PatternSpec& spec, pcre2_code* code, std::string_view text
         case Check::None:
             break;
         case Check::PrivateKeyEnd: {
-            const std::string marker = cat("-----END ", checked, "PRIVATE KEY-----");
-            const size_t limit = std::min(text.size(), end + 65536);
-            const size_t close = text.substr(0, limit).find(marker, end);
-            if (close != std::string_view::npos)
-                end = close + marker.size();
+            // The body runs to the END line, if one comes before the next BEGIN. Both are searched
+            // for once and reused by later headers, so text full of bare headers stays linear.
+            if (!endSearched || (endAt != std::string_view::npos && endAt < end)) {
+                endAt = text.find("-----END ", end);
+                endSearched = true;
+            }
+            if (!beginSearched || (beginAt != std::string_view::npos && beginAt < end)) {
+                beginAt = text.find("-----BEGIN ", end);
+                beginSearched = true;
+            }
+            if (endAt != std::string_view::npos && endAt - end <= kKeyBodyLimit &&
+                endAt < beginAt) {
+                const std::string marker =
+                    cat("-----END ", checked.substr(11)); // after "-----BEGIN "
+                const size_t limit = std::min(text.size(), end + kKeyBodyLimit + marker.size());
+                const size_t close = text.substr(0, limit).find(marker, endAt);
+                if (close != std::string_view::npos)
+                    end = close + marker.size();
+            }
             break;
         }
         case Check::RandomValue:

@@ -362,8 +362,9 @@ void TestDataCurate::dedupOptionsAndCancel()
 
 void TestDataCurate::bandingMeetsRecallAtThreshold()
 {
-    for (const double t : {0.5, 0.7, 0.8, 0.9, 1.0}) {
+    for (const double t : {0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0}) {
         const auto b = tb::chooseBanding(t, 128);
+        qInfo("threshold %.2f: %d bands x %d rows", t, b.bands, b.rows);
         QVERIFY(b.bands * b.rows <= 128);
         const double recall = 1.0 - std::pow(1.0 - std::pow(t, b.rows), b.bands);
         QVERIFY2(recall >= 0.99, qPrintable(QString::number(t)));
@@ -411,10 +412,15 @@ void TestDataCurate::scanFindsEachKind()
     const std::vector<Case> cases = {
         {"private_key", key, "config:\n", "\nend"},
         {"private_key", "-----BEGIN OPENSSH PRIVATE KEY-----", "a ", " (truncated)"},
+        {"private_key",
+         "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0abc\n=Xy12\n-----END PGP PRIVATE KEY "
+         "BLOCK-----",
+         "", "\n"},
         {"api_key", "AKIAIOSFODNN7EXAMPLE", "aws_access_key_id ", "."},
         {"api_key", "ghp_" + std::string("a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"), "token ", "\n"},
         {"api_key", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789", "", ""},
         {"api_key", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "slack: ", ""},
+        {"api_key", "xapp-1-A012ABCDEFG-1234567890123-0a1b2c3d4e5f", "", ""},
         {"api_key", "sk-proj-4fG7hJ2kL9mN3pQ8rS1tV6wX0yZ5aB", "OPENAI_API_KEY ", " ok"},
         {"api_key", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "key ", ""},
         {"api_key",
@@ -450,6 +456,13 @@ void TestDataCurate::scanFindsEachKind()
         QVERIFY(found[0].masked.find('*') != std::string::npos);
         QVERIFY(found[0].masked != c.secret);
     }
+    // Many unterminated headers, then one key with its END line: each header found, the last whole.
+    std::string headers;
+    for (int i = 0; i < 2000; ++i)
+        headers += "-----BEGIN RSA PRIVATE KEY----- lost\n";
+    const auto keys = tb::scanText(headers + key);
+    QCOMPARE(keys.size(), size_t(2001));
+    QCOMPARE(keys.back().length, key.size());
     // Several findings in one text come back in order; overlapping kinds resolve to one.
     const std::string mixed = "mail bob@example.org or ftp://bob:pa55w0rd@mail.example.org, card "
                               "4111111111111111";
@@ -649,13 +662,15 @@ void TestDataCurate::kappaTextbook()
 void TestDataCurate::kappaEdgeCasesAndDisagreements()
 {
     // Three annotators; "cy" overlaps "ann" on two records only; pairs sorted by name.
+    // clang-format off
     std::vector<tb::Label> labels = {
-        {1, "bea", "x"}, {1, "ann", "x"}, {1, "cy", "x"},  {2, "bea", "x"}, {2, "ann", "x"},
-        {2, "cy", "y"},  {3, "bea", "x"}, {3, "ann", "x"}, {4, "ann", "z"}, // only one annotator:
-                                                                            // no pair, no
-                                                                            // disagreement
+        {1, "bea", "x"}, {1, "ann", "x"}, {1, "cy", "x"},
+        {2, "bea", "x"}, {2, "ann", "x"}, {2, "cy", "y"},
+        {3, "bea", "x"}, {3, "ann", "x"},
+        {4, "ann", "z"},                                   // one annotator: no pair, no disagreement
         {5, "bea", "y"}, {5, "bea", "x"}, {5, "ann", "x"}, // bea's last label counts
     };
+    // clang-format on
     const auto pairs = tb::pairwiseAgreement(labels);
     QCOMPARE(pairs.size(), size_t(3));
     QCOMPARE(pairs[0].annotatorA + "/" + pairs[0].annotatorB, std::string("ann/bea"));
