@@ -29,7 +29,7 @@ std::vector<ScanMatch> scanText(std::string_view text);
 bool luhnValid(std::string_view digits);
 
 // IBAN check: spaces skipped, letters either case; two letters, two check digits, an alphanumeric
-// BBAN, the length registered for the country (for ~50 common countries; 15-34 for others), and
+// BBAN, the length registered for the country (for ~65 common countries; 15-34 for others), and
 // the ISO 7064 mod-97 remainder 1.
 bool ibanValid(std::string_view iban);
 
