@@ -299,7 +299,7 @@ ImportSummary importJsonLines(BlockReader& blocks, ImportFormat format, Sink& si
 // values not parsed), so a bad element is rejected alone and memory stays at one element.
 ImportSummary importJsonArray(BlockReader& blocks, ImportFormat format, Sink& sink)
 {
-    enum class Phase { BeforeArray, ExpectElement, InElement, AfterElement, AfterArray };
+    enum class Phase { BeforeArray, ExpectElement, InElement, AfterArray };
     JsonRows rows(format);
     Phase phase = Phase::BeforeArray;
     int64_t line = 1, column = 0, offset = 0; // position of the byte being read (column 1-based)

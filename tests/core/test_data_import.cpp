@@ -478,6 +478,8 @@ void TestDataImport::fileErrors()
     QCOMPARE(importError(blank), blank + ": file is empty (only whitespace)");
     const std::string emptyCsv = writeText(m_dir, "empty.csv", "");
     QCOMPARE(importError(emptyCsv), emptyCsv + ": file is empty");
+    const std::string headerOnly = writeText(m_dir, "header.csv", "\xEF\xBB\xBFtext,label\r\n\r\n");
+    QCOMPARE(importError(headerOnly), headerOnly + ": no rows after the header");
     const std::string missing = m_dir.filePath(QStringLiteral("missing.jsonl")).toStdString();
     QVERIFY(importError(missing).rfind(missing + ": cannot open", 0) == 0);
     const std::string dir = m_dir.path().toStdString();
@@ -567,8 +569,9 @@ void TestDataImport::csvQuoting()
 
 void TestDataImport::tsvAndDelimiter()
 {
+    // Headers match field names without regard to case; a byte order mark (Excel) is skipped.
     const Imported tsv = importAll(writeText(m_dir, "pairs.tsv",
-                                             "Prompt\tCompletion\tsource\n"
+                                             "\xEF\xBB\xBFPrompt\tCompletion\tsource\n"
                                              "2+2=\t4\tmath\n"
                                              "\"tab\tinside\"\tyes\tquoted\n"));
     QCOMPARE(tsv.summary.format, ImportFormat::Csv);
