@@ -1,6 +1,6 @@
 // Token-budgeted document chunking: the text is cut into sentence units (encoded once each), packed
-// greedily into chunks, refined into words or hard pieces only where a cut needs them, and every final
-// chunk is re-encoded so its count is exact.
+// greedily into chunks, refined into words or hard pieces only where a cut needs them, and every
+// final chunk is re-encoded so its count is exact.
 #include "data/chunker.h"
 
 #include "tokenizer/tokenizer.h"
@@ -18,8 +18,8 @@ enum class Boundary : uint8_t { Hard, Word, Sentence, Paragraph, End };
 enum class Level : uint8_t { Sentence, Word, Piece };
 
 struct Unit {
-    size_t begin = 0, end = 0;  // bytes; [begin, end) includes the whitespace after the unit
-    int32_t tokens = 0;         // encode of the unit alone (sums of these approximate a chunk's count)
+    size_t begin = 0, end = 0; // bytes; [begin, end) includes the whitespace after the unit
+    int32_t tokens = 0; // encode of the unit alone (sums of these approximate a chunk's count)
     Boundary after = Boundary::Hard;
     Level level = Level::Sentence;
 };
@@ -30,7 +30,7 @@ bool isSpace(char c)
 }
 
 class Chunker {
-public:
+  public:
     Chunker(const Tokenizer& tokenizer, std::string_view text, const ChunkOptions& options)
         : m_tok(tokenizer), m_text(text), m_opt(options),
           m_capBytes(std::max<size_t>(1024, static_cast<size_t>(options.maxTokens) * 4)),
@@ -42,15 +42,15 @@ public:
 
     std::vector<TextChunk> run();
 
-private:
+  private:
     int32_t count(size_t begin, size_t end) const
     {
         return static_cast<int32_t>(
             m_tok.encode(std::string(m_text.substr(begin, end - begin)), false).size());
     }
-    // A unit's tokens as it adds to a chunk: its text without the trailing whitespace (a space before
-    // the next unit merges into that unit's first token, as the dummy prefix does when it is encoded
-    // alone), plus one per line break.
+    // A unit's tokens as it adds to a chunk: its text without the trailing whitespace (a space
+    // before the next unit merges into that unit's first token, as the dummy prefix does when it is
+    // encoded alone), plus one per line break.
     int32_t unitTokens(size_t begin, size_t end) const
     {
         int32_t breaks = 0;
@@ -63,23 +63,23 @@ private:
     std::vector<Unit> splitWords(const Unit& unit) const;
     std::vector<Unit> splitPieces(const Unit& unit) const;
     size_t refine(size_t index);
-    // Index of the last unit of the next chunk among window[firstNew..limit], or -1 when window[limit + 1]
-    // should be refined first.
+    // Index of the last unit of the next chunk among window[firstNew..limit], or -1 when
+    // window[limit + 1] should be refined first.
     int chooseEnd(int limit, bool takeAll) const;
     size_t chooseNextStart(size_t& last);
 
     const Tokenizer& m_tok;
     std::string_view m_text;
     ChunkOptions m_opt;
-    size_t m_capBytes;      // a sentence longer than this is cut at whitespace (bounds refine cost)
-    int32_t m_pieceTokens;  // tokens per hard piece of an over-long word
-    size_t m_cursor = 0;    // where the next sentence starts
-    std::deque<Unit> m_window;  // units from the current chunk's start on
-    size_t m_firstNew = 0;      // window units before this one repeat the previous chunk (overlap)
+    size_t m_capBytes;     // a sentence longer than this is cut at whitespace (bounds refine cost)
+    int32_t m_pieceTokens; // tokens per hard piece of an over-long word
+    size_t m_cursor = 0;   // where the next sentence starts
+    std::deque<Unit> m_window; // units from the current chunk's start on
+    size_t m_firstNew = 0;     // window units before this one repeat the previous chunk (overlap)
 };
 
-// Whether the text before the whitespace at wsBegin ends a sentence: . ! ? possibly followed by closing
-// quotes or brackets (ASCII, or ” ’ » in UTF-8).
+// Whether the text before the whitespace at wsBegin ends a sentence: . ! ? possibly followed by
+// closing quotes or brackets (ASCII, or ” ’ » in UTF-8).
 bool Chunker::endsSentence(size_t begin, size_t wsBegin) const
 {
     size_t i = wsBegin;
@@ -183,7 +183,8 @@ std::vector<Unit> Chunker::splitPieces(const Unit& unit) const
             }
             hi = lo;
         }
-        pieces.push_back(Unit{s, hi, unitTokens(s, hi), hi == unit.end ? unit.after : Boundary::Hard, Level::Piece});
+        pieces.push_back(Unit{s, hi, unitTokens(s, hi),
+                              hi == unit.end ? unit.after : Boundary::Hard, Level::Piece});
         s = hi;
     }
     return pieces;
@@ -202,7 +203,8 @@ size_t Chunker::refine(size_t index)
         return 0;
     }
     m_window.erase(m_window.begin() + static_cast<std::ptrdiff_t>(index));
-    m_window.insert(m_window.begin() + static_cast<std::ptrdiff_t>(index), parts.begin(), parts.end());
+    m_window.insert(m_window.begin() + static_cast<std::ptrdiff_t>(index), parts.begin(),
+                    parts.end());
     return parts.size();
 }
 
@@ -289,15 +291,17 @@ std::vector<TextChunk> Chunker::run()
         // The most units that fit by their summed counts.
         int k = -1;
         int64_t fit = 0;
-        while (k + 1 < static_cast<int>(m_window.size()) && fit + m_window[k + 1].tokens <= maxTokens)
+        while (k + 1 < static_cast<int>(m_window.size()) &&
+               fit + m_window[k + 1].tokens <= maxTokens)
             fit += m_window[++k].tokens;
         if (k < static_cast<int>(m_firstNew)) { // nothing new fits next to the overlap
             if (m_firstNew > 0) {
-                m_window.erase(m_window.begin(), m_window.begin() + static_cast<std::ptrdiff_t>(m_firstNew));
+                m_window.erase(m_window.begin(),
+                               m_window.begin() + static_cast<std::ptrdiff_t>(m_firstNew));
                 m_firstNew = 0;
             } else if (refine(0) == 0) {
-                fail("chunkText: internal: a piece of ", m_window[0].tokens, " tokens exceeds maxTokens ",
-                     maxTokens);
+                fail("chunkText: internal: a piece of ", m_window[0].tokens,
+                     " tokens exceeds maxTokens ", maxTokens);
             }
             continue;
         }
@@ -329,9 +333,10 @@ std::vector<TextChunk> Chunker::run()
             }
             if (refine(static_cast<size_t>(j)) == 0) {
                 if (m_firstNew == 0)
-                    fail("chunkText: internal: a piece of ", chunk.tokens, " tokens exceeds maxTokens ",
-                         maxTokens);
-                m_window.erase(m_window.begin(), m_window.begin() + static_cast<std::ptrdiff_t>(m_firstNew));
+                    fail("chunkText: internal: a piece of ", chunk.tokens,
+                         " tokens exceeds maxTokens ", maxTokens);
+                m_window.erase(m_window.begin(),
+                               m_window.begin() + static_cast<std::ptrdiff_t>(m_firstNew));
                 m_firstNew = 0;
             }
             restart = true;

@@ -1,5 +1,5 @@
-// CSV/TSV record assembly over physical lines (RFC 4180 quoting; a lone '"' inside an unquoted field is
-// kept as text, as most spreadsheet exports expect).
+// CSV/TSV record assembly over physical lines (RFC 4180 quoting; a lone '"' inside an unquoted
+// field is kept as text, as most spreadsheet exports expect).
 #include "data/csv_reader.h"
 
 #include "util/error.h"
@@ -54,7 +54,8 @@ bool CsvReader::next(CsvRecord& record)
                 return true;
         }
         if (const std::ptrdiff_t at = invalidUtf8At(text); at >= 0) {
-            const int64_t column = at + 1 + (line.number == 1 && line.text.size() != text.size() ? 3 : 0);
+            const int64_t column =
+                at + 1 + (line.number == 1 && line.text.size() != text.size() ? 3 : 0);
             note(line.number == record.line
                      ? cat("not valid UTF-8 (byte ", hexByte(text[at]), " at column ", column, ")")
                      : cat("not valid UTF-8 (byte ", hexByte(text[at]), " at line ", line.number,

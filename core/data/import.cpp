@@ -1,5 +1,5 @@
-// Dataset import: container choice (JSONL, JSON array, CSV/TSV, documents), row format detection and
-// normalisation into record kinds, and per-row rejections with 1-based line numbers.
+// Dataset import: container choice (JSONL, JSON array, CSV/TSV, documents), row format detection
+// and normalisation into record kinds, and per-row rejections with 1-based line numbers.
 #include "data/import.h"
 
 #include "data/csv_reader.h"
@@ -18,10 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr ImportFormat kFormats[] = {ImportFormat::Auto,     ImportFormat::Alpaca,
-                                     ImportFormat::Chat,     ImportFormat::ShareGpt,
-                                     ImportFormat::PromptCompletion, ImportFormat::Text,
-                                     ImportFormat::Csv,      ImportFormat::Documents};
+constexpr ImportFormat kFormats[] = {
+    ImportFormat::Auto,     ImportFormat::Alpaca,           ImportFormat::Chat,
+    ImportFormat::ShareGpt, ImportFormat::PromptCompletion, ImportFormat::Text,
+    ImportFormat::Csv,      ImportFormat::Documents};
 
 const std::string kRowLimitText = cat(kImportRowLimit >> 20, " MiB row limit");
 
@@ -57,8 +57,8 @@ std::string utf8Problem(std::string_view text, int64_t columnBase = 0)
     const std::ptrdiff_t at = invalidUtf8At(text);
     if (at < 0)
         return "";
-    return cat("not valid UTF-8 (byte ", hexByte(static_cast<unsigned char>(text[at])), " at column ",
-               columnBase + at + 1, ")");
+    return cat("not valid UTF-8 (byte ", hexByte(static_cast<unsigned char>(text[at])),
+               " at column ", columnBase + at + 1, ")");
 }
 
 // nlohmann's messages start with "[json.exception.parse_error.101] "; the rest is what users need.
@@ -81,7 +81,8 @@ std::string withArticle(const json& value)
     return (name[0] == 'a' || name[0] == 'o' ? "an " : "a ") + name;
 }
 
-// ---- JSON rows ---------------------------------------------------------------------------------------
+// ---- JSON rows
+// ---------------------------------------------------------------------------------------
 
 const char* kindOf(ImportFormat format)
 {
@@ -148,10 +149,10 @@ std::optional<std::string> convertShareGpt(json& row)
         if (!from->is_string())
             return cat(where, ".from is ", withArticle(*from), ", expected a string");
         const std::string& f = from->get_ref<const std::string&>();
-        const char* role = f == "human" || f == "user"        ? "user"
-                           : f == "gpt" || f == "assistant"  ? "assistant"
-                           : f == "system"                   ? "system"
-                                                             : nullptr;
+        const char* role = f == "human" || f == "user"      ? "user"
+                           : f == "gpt" || f == "assistant" ? "assistant"
+                           : f == "system"                  ? "system"
+                                                            : nullptr;
         if (!role)
             return cat(where, ".from is \"", f, "\"; expected human, gpt or system");
         const auto value = turn.find("value");
@@ -170,7 +171,7 @@ std::optional<std::string> convertShareGpt(json& row)
 
 // Turns JSON row text into records, fixing an Auto import's format at the first row that names one.
 class JsonRows {
-public:
+  public:
     explicit JsonRows(ImportFormat format) : m_format(format) {}
     ImportFormat format() const { return m_format; }
 
@@ -204,7 +205,8 @@ public:
             problem = validateRecord(kindOf(use), row);
         if (problem) {
             const auto hint = guessFormat(row);
-            if (hint && *hint != use && !(use == ImportFormat::Chat && *hint == ImportFormat::ShareGpt))
+            if (hint && *hint != use &&
+                !(use == ImportFormat::Chat && *hint == ImportFormat::ShareGpt))
                 *problem += cat(" (the row looks like ", importFormatName(*hint), "; the file is ",
                                 importFormatName(use), ")");
             return problem;
@@ -214,13 +216,13 @@ public:
         return std::nullopt;
     }
 
-private:
+  private:
     ImportFormat m_format;
 };
 
 // Collects records and rejections, and turns "nothing imported" into the whole-file error.
 class Sink {
-public:
+  public:
     Sink(const std::string& path, const std::function<void(ImportedRecord&&)>& onRecord)
         : m_path(path), m_onRecord(onRecord)
     {
@@ -250,13 +252,14 @@ public:
              more == 1 ? " more row" : " more rows", " rejected)");
     }
 
-private:
+  private:
     const std::string& m_path;
     const std::function<void(ImportedRecord&&)>& m_onRecord;
     ImportSummary m_summary;
 };
 
-// ---- JSON Lines --------------------------------------------------------------------------------------
+// ---- JSON Lines
+// --------------------------------------------------------------------------------------
 
 ImportSummary importJsonLines(BlockReader& blocks, ImportFormat format, Sink& sink)
 {
@@ -265,7 +268,8 @@ ImportSummary importJsonLines(BlockReader& blocks, ImportFormat format, Sink& si
     Line line;
     while (lines.next(line)) {
         if (line.oversize) {
-            sink.reject(line.number, cat("line is ", megabytes(line.length), ", over the ", kRowLimitText));
+            sink.reject(line.number,
+                        cat("line is ", megabytes(line.length), ", over the ", kRowLimitText));
             continue;
         }
         std::string_view text = line.text;
@@ -293,10 +297,11 @@ ImportSummary importJsonLines(BlockReader& blocks, ImportFormat format, Sink& si
     return sink.finish(rows.format(), "no rows (only blank lines)");
 }
 
-// ---- JSON array --------------------------------------------------------------------------------------
+// ---- JSON array
+// --------------------------------------------------------------------------------------
 
-// Splits a top-level JSON array into element texts as the bytes stream by (strings and nesting tracked,
-// values not parsed), so a bad element is rejected alone and memory stays at one element.
+// Splits a top-level JSON array into element texts as the bytes stream by (strings and nesting
+// tracked, values not parsed), so a bad element is rejected alone and memory stays at one element.
 ImportSummary importJsonArray(BlockReader& blocks, ImportFormat format, Sink& sink)
 {
     enum class Phase { BeforeArray, ExpectElement, InElement, AfterArray };
@@ -311,21 +316,21 @@ ImportSummary importJsonArray(BlockReader& blocks, ImportFormat format, Sink& si
     auto finishElement = [&]() {
         anyElement = true;
         if (elementBytes > kImportRowLimit) {
-            sink.reject(elementLine, cat("array element is ", megabytes(elementBytes), ", over the ",
-                                         kRowLimitText));
+            sink.reject(elementLine, cat("array element is ", megabytes(elementBytes),
+                                         ", over the ", kRowLimitText));
         } else if (const std::ptrdiff_t at = invalidUtf8At(element); at >= 0) {
             // Line and column of the bad byte inside the element.
             const std::string_view before(element.data(), static_cast<size_t>(at));
             const size_t nl = before.rfind('\n');
             const int64_t badLine = elementLine + std::count(before.begin(), before.end(), '\n');
-            const int64_t badColumn = nl == std::string_view::npos
-                                          ? elementColumn + at
-                                          : static_cast<int64_t>(at - nl);
-            const std::string where = badLine == elementLine ? cat("column ", badColumn)
-                                                             : cat("line ", badLine, ", column ", badColumn);
-            sink.reject(elementLine, cat("not valid UTF-8 (byte ",
-                                         hexByte(static_cast<unsigned char>(element[at])), " at ",
-                                         where, ")"));
+            const int64_t badColumn =
+                nl == std::string_view::npos ? elementColumn + at : static_cast<int64_t>(at - nl);
+            const std::string where = badLine == elementLine
+                                          ? cat("column ", badColumn)
+                                          : cat("line ", badLine, ", column ", badColumn);
+            sink.reject(elementLine,
+                        cat("not valid UTF-8 (byte ",
+                            hexByte(static_cast<unsigned char>(element[at])), " at ", where, ")"));
         } else {
             ImportedRecord record;
             record.line = elementLine;
@@ -395,7 +400,8 @@ ImportSummary importJsonArray(BlockReader& blocks, ImportFormat format, Sink& si
                 else
                     --column;
             } else {
-                fail(blocks.path(), ":", line, ": unexpected '", std::string(1, c), "' at column ", column,
+                fail(blocks.path(), ":", line, ": unexpected '", std::string(1, c), "' at column ",
+                     column,
                      phase == Phase::AfterArray ? " after the end of the JSON array"
                                                 : " in the JSON array (expected a value)");
             }
@@ -410,7 +416,8 @@ ImportSummary importJsonArray(BlockReader& blocks, ImportFormat format, Sink& si
     return sink.finish(rows.format(), "the JSON array is empty");
 }
 
-// ---- CSV / TSV ---------------------------------------------------------------------------------------
+// ---- CSV / TSV
+// ---------------------------------------------------------------------------------------
 
 // The record kinds a CSV can fill and their fields (the first ones required).
 struct CsvKind {
@@ -442,7 +449,8 @@ std::string trimmedLower(const std::string& s)
     return out;
 }
 
-ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char delimiter, Sink& sink)
+ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char delimiter,
+                        Sink& sink)
 {
     const std::string& path = blocks.path();
     LineReader lines(blocks, kImportRowLimit);
@@ -456,17 +464,20 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
     for (size_t i = 0; i < names.size(); ++i)
         for (size_t k = 0; k < i; ++k)
             if (!names[i].empty() && names[i] == names[k])
-                fail(path, ":", header.line, ": column \"", names[i], "\" appears twice in the header");
+                fail(path, ":", header.line, ": column \"", names[i],
+                     "\" appears twice in the header");
 
     // field -> column index
     std::map<std::string, size_t> mapped;
     const CsvKind* kind = nullptr;
     if (!options.columns.empty()) {
         for (const auto& [field, column] : options.columns) {
-            const bool known = std::any_of(kCsvKinds.begin(), kCsvKinds.end(), [&](const CsvKind& k) {
-                return std::count(k.required.begin(), k.required.end(), field) +
-                           std::count(k.optional.begin(), k.optional.end(), field) > 0;
-            });
+            const bool known =
+                std::any_of(kCsvKinds.begin(), kCsvKinds.end(), [&](const CsvKind& k) {
+                    return std::count(k.required.begin(), k.required.end(), field) +
+                               std::count(k.optional.begin(), k.optional.end(), field) >
+                           0;
+                });
             if (!known)
                 fail(path, ": the column mapping names field \"", field,
                      "\"; CSV fields are instruction, input, output, prompt, completion and text");
@@ -481,14 +492,16 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
                                          [&](const std::string& f) { return mapped.count(f) > 0; });
             const bool only = std::all_of(mapped.begin(), mapped.end(), [&](const auto& m) {
                 return std::count(k.required.begin(), k.required.end(), m.first) +
-                           std::count(k.optional.begin(), k.optional.end(), m.first) > 0;
+                           std::count(k.optional.begin(), k.optional.end(), m.first) >
+                       0;
             });
             if (all && only)
                 kind = &k;
         }
         if (!kind)
-            fail(path, ": the mapped fields do not make one record kind; map instruction and output "
-                       "(and optionally input), or prompt and completion, or text");
+            fail(path,
+                 ": the mapped fields do not make one record kind; map instruction and output "
+                 "(and optionally input), or prompt and completion, or text");
     } else {
         for (const CsvKind& k : kCsvKinds) {
             std::map<std::string, size_t> found;
@@ -505,9 +518,10 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
             }
         }
         if (!kind)
-            fail(path, ":", header.line, ": no columns named instruction and output, prompt and "
-                 "completion, or text; the header has ", joinQuoted(names),
-                 " (map columns to fields to import this file)");
+            fail(path, ":", header.line,
+                 ": no columns named instruction and output, prompt and "
+                 "completion, or text; the header has ",
+                 joinQuoted(names), " (map columns to fields to import this file)");
     }
 
     // Columns that hold no field are kept as extra string fields under their header.
@@ -528,8 +542,8 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
         }
         if (row.fields.size() != names.size()) {
             sink.reject(row.line, cat("row has ", row.fields.size(),
-                                      row.fields.size() == 1 ? " column" : " columns", ", the header ",
-                                      names.size()));
+                                      row.fields.size() == 1 ? " column" : " columns",
+                                      ", the header ", names.size()));
             continue;
         }
         ImportedRecord record;
@@ -553,7 +567,8 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
     return sink.finish(ImportFormat::Csv, "no rows after the header");
 }
 
-// ---- Documents ---------------------------------------------------------------------------------------
+// ---- Documents
+// ---------------------------------------------------------------------------------------
 
 ImportSummary importDocument(BlockReader& blocks, const ImportOptions& options, Sink& sink)
 {
@@ -570,7 +585,8 @@ ImportSummary importDocument(BlockReader& blocks, const ImportOptions& options, 
     for (std::string_view block = blocks.next(); !block.empty(); block = blocks.next()) {
         text.append(block);
         if (static_cast<int64_t>(text.size()) > kImportDocumentLimit)
-            fail(path, ": document is over the ", kImportDocumentLimit >> 20, " MiB document limit");
+            fail(path, ": document is over the ", kImportDocumentLimit >> 20,
+                 " MiB document limit");
     }
     const size_t bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
     const std::string_view body = std::string_view(text).substr(bom);
@@ -582,8 +598,9 @@ ImportSummary importDocument(BlockReader& blocks, const ImportOptions& options, 
         const int64_t line = 1 + std::count(before.begin(), before.end(), '\n');
         const int64_t column = nl == std::string_view::npos ? at + 1 + static_cast<int64_t>(bom)
                                                             : static_cast<int64_t>(at - nl);
-        fail(path, ":", line, ": not valid UTF-8 (byte ", hexByte(static_cast<unsigned char>(body[at])),
-             " at column ", column, "); save the document as UTF-8");
+        fail(path, ":", line, ": not valid UTF-8 (byte ",
+             hexByte(static_cast<unsigned char>(body[at])), " at column ", column,
+             "); save the document as UTF-8");
     }
     const std::vector<TextChunk> chunks = chunkText(*options.tokenizer, body, options.chunk);
     for (size_t i = 0; i < chunks.size(); ++i) {
@@ -683,11 +700,13 @@ ImportSummary importFile(const std::string& path, const ImportOptions& options,
     }
     const bool lines = ext == ".jsonl" || ext == ".ndjson";
     if (lines && *first == '[')
-        fail(path, ": the file is a JSON array, not JSONL (one object per line); rename it to .json to import "
+        fail(path, ": the file is a JSON array, not JSONL (one object per line); rename it to "
+                   ".json to import "
                    "the array, or convert it (jq -c '.[]' in.json > out.jsonl)");
     if (!lines && ext != ".json" && format == ImportFormat::Auto && *first != '{' && *first != '[')
-        fail(path, ": cannot tell the format of a \"", ext, "\" file; choose one of alpaca, chat, "
-                   "sharegpt, prompt-completion, text (JSON rows), csv or documents");
+        fail(path, ": cannot tell the format of a \"", ext,
+             "\" file; choose one of alpaca, chat, "
+             "sharegpt, prompt-completion, text (JSON rows), csv or documents");
     if (*first == '[' && !lines)
         return importJsonArray(blocks, format, sink);
     return importJsonLines(blocks, format, sink);

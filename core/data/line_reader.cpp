@@ -72,7 +72,8 @@ bool LineReader::next(Line& line)
             ++m_pos;
             ++m_offset;
             if (!line.oversize)
-                line.text = m_carry.empty() ? piece : (m_carry.append(piece), std::string_view(m_carry));
+                line.text =
+                    m_carry.empty() ? piece : (m_carry.append(piece), std::string_view(m_carry));
             break;
         }
         if (!line.oversize)

@@ -1,5 +1,5 @@
-// Record kinds: validation with reasons that name the field, and the example, field-text and dedup-text
-// views of a record.
+// Record kinds: validation with reasons that name the field, and the example, field-text and
+// dedup-text views of a record.
 #include "data/record.h"
 
 #include "util/error.h"
@@ -78,7 +78,8 @@ std::optional<std::string> checkChat(const json& fields)
         if (!content->is_string())
             return cat(where, ".content is ", withArticle(*content), ", expected a string");
         if (content->get_ref<const std::string&>().empty() && r != "system")
-            return cat(where, ".content is empty"); // an empty system prompt is dropped, not an error
+            return cat(where,
+                       ".content is empty"); // an empty system prompt is dropped, not an error
         hasAssistant = hasAssistant || r == "assistant";
     }
     if (!hasAssistant)
@@ -121,7 +122,8 @@ std::optional<std::string> validateRecord(const std::string& kind, const json& f
     }
     if (kind == "text")
         return checkRequired(fields, "text");
-    return cat("unknown record kind \"", kind, "\"; expected alpaca, chat, prompt-completion or text");
+    return cat("unknown record kind \"", kind,
+               "\"; expected alpaca, chat, prompt-completion or text");
 }
 
 Example recordToExample(const std::string& kind, const json& fields)

@@ -1,5 +1,5 @@
-// UTF-8 checks shared by importers and the chunker: where a byte string stops being valid UTF-8, and
-// where a character starts (so text is never cut inside one).
+// UTF-8 checks shared by importers and the chunker: where a byte string stops being valid UTF-8,
+// and where a character starts (so text is never cut inside one).
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,8 @@
 namespace tb {
 
 // Byte offset of the first invalid UTF-8 sequence in s, or -1 when s is valid UTF-8 (RFC 3629: no
-// overlong forms, no surrogates, nothing above U+10FFFF). A sequence cut off by the end of s is invalid.
+// overlong forms, no surrogates, nothing above U+10FFFF). A sequence cut off by the end of s is
+// invalid.
 std::ptrdiff_t invalidUtf8At(std::string_view s);
 
 // True when byte c starts a character (it is not a 10xxxxxx continuation byte).

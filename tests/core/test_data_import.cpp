@@ -1,6 +1,7 @@
-// Dataset import and chunking: format detection and normalisation, rejected rows with their lines and
-// reasons, CSV/TSV quoting and column mapping, whole-file errors, bounded memory on a 50 MB line, chunker
-// invariants with the stories260k tokenizer, and record helpers against the training reader.
+// Dataset import and chunking: format detection and normalisation, rejected rows with their lines
+// and reasons, CSV/TSV quoting and column mapping, whole-file errors, bounded memory on a 50 MB
+// line, chunker invariants with the stories260k tokenizer, and record helpers against the training
+// reader.
 #include "data/chunker.h"
 #include "data/import.h"
 #include "data/record.h"
@@ -15,8 +16,8 @@
 #include <sys/resource.h>
 
 using nlohmann::json;
-using tb::ImportFormat;
 using tb::ImportedRecord;
+using tb::ImportFormat;
 using tb::ImportSummary;
 
 namespace {
@@ -78,7 +79,7 @@ bool isSpaceByte(char c)
 
 class TestDataImport : public QObject {
     Q_OBJECT
-private Q_SLOTS:
+  private Q_SLOTS:
     void initTestCase();
     void formatNames();
     void recordValidation();
@@ -105,7 +106,7 @@ private Q_SLOTS:
     void importsDocument();
     void recordToExampleMatchesTrainingReader();
 
-private:
+  private:
     std::unique_ptr<tb::Tokenizer> m_tok;
     QTemporaryDir m_dir;
 };
@@ -119,10 +120,13 @@ void TestDataImport::initTestCase()
 void TestDataImport::formatNames()
 {
     const std::vector<std::pair<ImportFormat, std::string>> names = {
-        {ImportFormat::Auto, "auto"},       {ImportFormat::Alpaca, "alpaca"},
-        {ImportFormat::Chat, "chat"},       {ImportFormat::ShareGpt, "sharegpt"},
+        {ImportFormat::Auto, "auto"},
+        {ImportFormat::Alpaca, "alpaca"},
+        {ImportFormat::Chat, "chat"},
+        {ImportFormat::ShareGpt, "sharegpt"},
         {ImportFormat::PromptCompletion, "prompt-completion"},
-        {ImportFormat::Text, "text"},       {ImportFormat::Csv, "csv"},
+        {ImportFormat::Text, "text"},
+        {ImportFormat::Csv, "csv"},
         {ImportFormat::Documents, "documents"}};
     for (const auto& [format, name] : names) {
         QCOMPARE(std::string(tb::importFormatName(format)), name);
@@ -139,7 +143,8 @@ void TestDataImport::recordValidation()
         return tb::validateRecord(kind, json::parse(fields)).value_or("");
     };
     QCOMPARE(reason("alpaca", R"({"instruction": "a", "output": "b", "label": 3})"), std::string());
-    QCOMPARE(reason("alpaca", R"({"instruction": "a", "input": null, "output": "b"})"), std::string());
+    QCOMPARE(reason("alpaca", R"({"instruction": "a", "input": null, "output": "b"})"),
+             std::string());
     QCOMPARE(reason("alpaca", R"({"instruction": "a"})"), std::string("missing field \"output\""));
     QCOMPARE(reason("alpaca", R"({"instruction": "a", "input": 4, "output": "b"})"),
              std::string("field \"input\" is a number, expected a string"));
@@ -162,20 +167,24 @@ void TestDataImport::recordValidation()
              std::string());
     QCOMPARE(reason("prompt-completion", R"({"prompt": "a"})"),
              std::string("missing field \"completion\""));
-    QCOMPARE(reason("text", R"({"text": ["a"]})"), std::string("field \"text\" is an array, expected a string"));
+    QCOMPARE(reason("text", R"({"text": ["a"]})"),
+             std::string("field \"text\" is an array, expected a string"));
     QVERIFY(contains(reason("poem", R"({})"), "unknown record kind \"poem\""));
-    QVERIFY_THROWS_EXCEPTION(tb::Error, tb::recordToExample("alpaca", json::parse(R"({"output": "b"})")));
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::recordToExample("alpaca", json::parse(R"({"output": "b"})")));
 }
 
 void TestDataImport::recordTexts()
 {
     using Pairs = std::vector<std::pair<std::string, std::string>>;
-    const json alpaca = json::parse(R"({"instruction": "Add.", "input": "1 2", "output": "3", "id": 7})");
+    const json alpaca =
+        json::parse(R"({"instruction": "Add.", "input": "1 2", "output": "3", "id": 7})");
     QCOMPARE(tb::recordFieldTexts("alpaca", alpaca),
              (Pairs{{"instruction", "Add."}, {"input", "1 2"}, {"output", "3"}}));
     QCOMPARE(tb::recordText("alpaca", alpaca), std::string("Add.\n1 2\n3"));
     const json noInput = json::parse(R"({"instruction": "Add.", "input": "", "output": "3"})");
-    QCOMPARE(tb::recordFieldTexts("alpaca", noInput), (Pairs{{"instruction", "Add."}, {"output", "3"}}));
+    QCOMPARE(tb::recordFieldTexts("alpaca", noInput),
+             (Pairs{{"instruction", "Add."}, {"output", "3"}}));
 
     const json chat = json::parse(R"({"messages": [{"role": "system", "content": "S"},
         {"role": "user", "content": "U1"}, {"role": "assistant", "content": "A1"},
@@ -184,9 +193,11 @@ void TestDataImport::recordTexts()
              (Pairs{{"system", "S"}, {"user", "U1\nU2"}, {"assistant", "A1\nA2"}}));
     QCOMPARE(tb::recordText("chat", chat), std::string("S\nU1\nA1\nU2\nA2")); // conversation order
 
-    QCOMPARE(tb::recordFieldTexts("prompt-completion", json::parse(R"({"prompt": "P", "completion": "C"})")),
+    QCOMPARE(tb::recordFieldTexts("prompt-completion",
+                                  json::parse(R"({"prompt": "P", "completion": "C"})")),
              (Pairs{{"prompt", "P"}, {"completion", "C"}}));
-    QCOMPARE(tb::recordText("text", json::parse(R"({"text": "T", "label": "x"})")), std::string("T"));
+    QCOMPARE(tb::recordText("text", json::parse(R"({"text": "T", "label": "x"})")),
+             std::string("T"));
 
     const tb::Example ex = tb::recordToExample("chat", chat);
     QCOMPARE(ex.messages.size(), size_t(5));
@@ -198,12 +209,12 @@ void TestDataImport::recordTexts()
 
 void TestDataImport::detectsAlpacaKeepsExtraKeys()
 {
-    const std::string path =
-        writeText(m_dir, "alpaca.jsonl",
-                  R"({"instruction": "Say hi.", "output": "Hi!", "label": "greeting"})"
-                  "\n\n"
-                  R"({"instruction": "Add.", "input": "1 2", "output": "3", "label": "math", "id": 9})"
-                  "\r\n");
+    const std::string path = writeText(
+        m_dir, "alpaca.jsonl",
+        R"({"instruction": "Say hi.", "output": "Hi!", "label": "greeting"})"
+        "\n\n"
+        R"({"instruction": "Add.", "input": "1 2", "output": "3", "label": "math", "id": 9})"
+        "\r\n");
     const Imported got = importAll(path);
     QCOMPARE(got.summary.format, ImportFormat::Alpaca);
     QCOMPARE(got.summary.imported, int64_t(2));
@@ -215,7 +226,8 @@ void TestDataImport::detectsAlpacaKeepsExtraKeys()
     QCOMPARE(got.records[0].byteOffset, int64_t(0));
     QCOMPARE(got.records[0].chunkIndex, -1);
     QCOMPARE(got.records[1].line, int64_t(3)); // the blank line 2 is skipped but counted
-    const std::string firstLine = R"({"instruction": "Say hi.", "output": "Hi!", "label": "greeting"})";
+    const std::string firstLine =
+        R"({"instruction": "Say hi.", "output": "Hi!", "label": "greeting"})";
     QCOMPARE(got.records[1].byteOffset, int64_t(firstLine.size() + 2));
     QCOMPARE(got.records[1].fields["id"], json(9));
     QCOMPARE(got.records[1].fields["input"], json("1 2"));
@@ -314,8 +326,10 @@ void TestDataImport::explicitFormat()
     QCOMPARE(got.summary.format, ImportFormat::PromptCompletion);
     QCOMPARE(got.records.size(), size_t(1));
     QCOMPARE(got.summary.rejected.size(), size_t(1));
-    QCOMPARE(got.summary.rejected[0].reason,
-             std::string("missing field \"prompt\" (the row looks like alpaca; the file is prompt-completion)"));
+    QCOMPARE(
+        got.summary.rejected[0].reason,
+        std::string(
+            "missing field \"prompt\" (the row looks like alpaca; the file is prompt-completion)"));
 }
 
 void TestDataImport::rejectsBadRows()
@@ -369,7 +383,8 @@ void TestDataImport::rejectsNonUtf8Row()
     QCOMPARE(got.records.size(), size_t(2));
     QCOMPARE(got.summary.rejected.size(), size_t(1));
     QCOMPARE(got.summary.rejected[0].line, int64_t(2));
-    QCOMPARE(got.summary.rejected[0].reason, std::string("not valid UTF-8 (byte 0xE9 at column 14)"));
+    QCOMPARE(got.summary.rejected[0].reason,
+             std::string("not valid UTF-8 (byte 0xE9 at column 14)"));
 
     // A file with no valid row at all is a whole-file error that names the first bad line.
     const std::string bad = writeText(m_dir, "latin1only.jsonl", "\n{\"text\": \"\xFF\"}\n");
@@ -391,51 +406,61 @@ void TestDataImport::oversizeLine()
     const int64_t before = peakRss();
     QCOMPARE(importError(path), path + ":1: line is 50.0 MB, over the 16 MiB row limit");
     const int64_t grown = peakRss() - before;
-    QVERIFY2(grown < (48 << 20), qPrintable(QStringLiteral("peak memory grew %1 MiB").arg(grown >> 20)));
+    QVERIFY2(grown < (48 << 20),
+             qPrintable(QStringLiteral("peak memory grew %1 MiB").arg(grown >> 20)));
 
     // Between good rows the long line is one rejection; the rows around it are kept.
     const std::string mixed = m_dir.filePath(QStringLiteral("mixed_huge.jsonl")).toStdString();
     {
         std::ofstream out(mixed, std::ios::binary);
-        out << R"({"text": "before"})" << "\n" << R"({"text": ")";
+        out << R"({"text": "before"})"
+            << "\n"
+            << R"({"text": ")";
         const std::string piece(1 << 20, 'y');
         for (int i = 0; i < 17; ++i)
             out << piece;
-        out << "\"}\n" << R"({"text": "after"})" << "\n";
+        out << "\"}\n"
+            << R"({"text": "after"})"
+            << "\n";
     }
     const Imported got = importAll(mixed);
     QCOMPARE(got.records.size(), size_t(2));
     QCOMPARE(got.records[1].line, int64_t(3));
     QCOMPARE(got.summary.rejected.size(), size_t(1));
     QCOMPARE(got.summary.rejected[0].line, int64_t(2));
-    QCOMPARE(got.summary.rejected[0].reason, std::string("line is 17.8 MB, over the 16 MiB row limit"));
+    QCOMPARE(got.summary.rejected[0].reason,
+             std::string("line is 17.8 MB, over the 16 MiB row limit"));
 }
 
 void TestDataImport::jsonArrayInJsonl()
 {
     const std::string path = writeText(m_dir, "array.jsonl",
-                                       "  [" R"({"instruction": "a", "output": "b"}])" "\n");
+                                       "  ["
+                                       R"({"instruction": "a", "output": "b"}])"
+                                       "\n");
     const std::string error = importError(path);
-    QVERIFY2(error.rfind(path + ": the file is a JSON array, not JSONL (one object per line); rename it "
-                                "to .json",
-                         0) == 0,
-             error.c_str());
+    QVERIFY2(
+        error.rfind(path + ": the file is a JSON array, not JSONL (one object per line); rename it "
+                           "to .json",
+                    0) == 0,
+        error.c_str());
 }
 
 void TestDataImport::jsonArrayInJson()
 {
-    const std::string path = writeText(m_dir, "array.json",
-                                       "[\n"
-                                       "  {\"instruction\": \"a\", \"output\": \"b\", \"label\": \"x\"},\n"
-                                       "  {\n"
-                                       "    \"instruction\": \"c [x], {y}\",\n"
-                                       "    \"output\": \"d \\\" ]\"\n"
-                                       "  },\n"
-                                       "  42,\n"
-                                       "  {\"instruction\": \"e\"},\n"
-                                       "  {\"instruction\": \"f\", \"output\": tru},\n"
-                                       "  {\"instruction\": \"g\", \"output\": \"h\"}\n"
-                                       "]\n");
+    const std::string path =
+        writeText(m_dir, "array.json",
+                  "[\n"
+                  "  {\"instruction\": \"a\", \"output\": \"b\", \"label\": \"x\"},\n"
+                  "  {\n"
+                  "    \"instruction\": \"c [x], {y}\",\n"
+                  "    \"output\": \"d \\\" ]\"\n"
+                  "  },\n"
+                  "  42,\n"
+                  "  {\"instruction\": \"e\"},\n"
+                  "  {\"instruction\": \"f\", \"output\": tru},\n"
+                  "  {\"instruction\": \"g\", \"output\": \"h\"}\n"
+                  "]\n");
     const Imported got = importAll(path);
     QCOMPARE(got.summary.format, ImportFormat::Alpaca);
     QCOMPARE(got.records.size(), size_t(3));
@@ -456,10 +481,12 @@ void TestDataImport::jsonArrayInJson()
              got.summary.rejected[2].reason.c_str());
 
     // A minified array on one line, and a cut-off array whose complete elements are kept.
-    const Imported oneLine = importAll(writeText(m_dir, "min.json", R"([{"text":"a"},{"text":"b"}])"));
+    const Imported oneLine =
+        importAll(writeText(m_dir, "min.json", R"([{"text":"a"},{"text":"b"}])"));
     QCOMPARE(oneLine.records.size(), size_t(2));
     QCOMPARE(oneLine.records[1].byteOffset, int64_t(14));
-    const Imported cut = importAll(writeText(m_dir, "cut.json", "[{\"text\":\"a\"},\n{\"text\":\"b"));
+    const Imported cut =
+        importAll(writeText(m_dir, "cut.json", "[{\"text\":\"a\"},\n{\"text\":\"b"));
     QCOMPARE(cut.records.size(), size_t(1));
     QCOMPARE(cut.summary.rejected.size(), size_t(1));
     QCOMPARE(cut.summary.rejected[0].line, int64_t(2));
@@ -467,7 +494,8 @@ void TestDataImport::jsonArrayInJson()
     const std::string empty = writeText(m_dir, "empty_array.json", "[ ]");
     QCOMPARE(importError(empty), empty + ": the JSON array is empty");
     const std::string trailing = writeText(m_dir, "trailing.json", "[{\"text\":\"a\"}]\nx");
-    QCOMPARE(importError(trailing), trailing + ":2: unexpected 'x' at column 1 after the end of the JSON array");
+    QCOMPARE(importError(trailing),
+             trailing + ":2: unexpected 'x' at column 1 after the end of the JSON array");
 }
 
 void TestDataImport::fileErrors()
@@ -485,10 +513,16 @@ void TestDataImport::fileErrors()
     const std::string dir = m_dir.path().toStdString();
     QCOMPARE(importError(dir), dir + ": is a directory, not a file");
     const std::string unknown = writeText(m_dir, "data.bin", "hello");
-    QVERIFY(importError(unknown).rfind(unknown + ": cannot tell the format of a \".bin\" file", 0) == 0);
+    QVERIFY(importError(unknown).rfind(unknown + ": cannot tell the format of a \".bin\" file",
+                                       0) == 0);
     // An unknown extension whose content is JSON rows is read as JSONL.
-    QCOMPARE(importAll(writeText(m_dir, "rows.data", R"({"text": "a"})")).records.size(), size_t(1));
-    const std::string noRows = writeText(m_dir, "keys.jsonl", R"({"a": 1})" "\n" R"({"b": 2})" "\n");
+    QCOMPARE(importAll(writeText(m_dir, "rows.data", R"({"text": "a"})")).records.size(),
+             size_t(1));
+    const std::string noRows = writeText(m_dir, "keys.jsonl",
+                                         R"({"a": 1})"
+                                         "\n"
+                                         R"({"b": 2})"
+                                         "\n");
     QCOMPARE(importError(noRows),
              noRows + ":1: no known fields (expected instruction/output, messages, conversations, "
                       "prompt/completion or text) (nothing imported; 1 more row rejected)");
@@ -496,17 +530,22 @@ void TestDataImport::fileErrors()
 
 void TestDataImport::progressAndCancel()
 {
-    const std::string path = writeText(m_dir, "progress.jsonl", R"({"text": "a"})" "\n");
+    const std::string path = writeText(m_dir, "progress.jsonl",
+                                       R"({"text": "a"})"
+                                       "\n");
     std::vector<std::pair<int64_t, int64_t>> calls;
-    tb::importFile(path, {}, [](ImportedRecord&&) {}, [&](int64_t done, int64_t total) {
-        calls.emplace_back(done, total);
-        return true;
-    });
+    tb::importFile(
+        path, {}, [](ImportedRecord&&) {},
+        [&](int64_t done, int64_t total) {
+            calls.emplace_back(done, total);
+            return true;
+        });
     QVERIFY(!calls.empty());
     QCOMPARE(calls.back().first, int64_t(14));
     QCOMPARE(calls.back().second, int64_t(14));
     try {
-        tb::importFile(path, {}, [](ImportedRecord&&) {}, [](int64_t, int64_t) { return false; });
+        tb::importFile(
+            path, {}, [](ImportedRecord&&) {}, [](int64_t, int64_t) { return false; });
         QFAIL("expected cancellation");
     } catch (const tb::Error& e) {
         QCOMPARE(std::string(e.what()), path + ": import cancelled");
@@ -515,17 +554,18 @@ void TestDataImport::progressAndCancel()
 
 void TestDataImport::csvQuoting()
 {
-    const std::string path = writeText(m_dir, "rows.csv",
-                                       "instruction,input,output,label\r\n"
-                                       "Say hi.,,Hi!,greeting\r\n"
-                                       "\"Write \"\"two\"\" lines.\",\"\",\"one\r\ntwo\",\"a,b\"\r\n"
-                                       "\r\n"
-                                       "Too,few,columns\r\n"
-                                       "Q,\"in\",\"\",x\r\n"
-                                       "\"broken\"tail,i,o,l\r\n"
-                                       "Last,\"multi\n"
-                                       "line\n"
-                                       "input\",out,z\n");
+    const std::string path =
+        writeText(m_dir, "rows.csv",
+                  "instruction,input,output,label\r\n"
+                  "Say hi.,,Hi!,greeting\r\n"
+                  "\"Write \"\"two\"\" lines.\",\"\",\"one\r\ntwo\",\"a,b\"\r\n"
+                  "\r\n"
+                  "Too,few,columns\r\n"
+                  "Q,\"in\",\"\",x\r\n"
+                  "\"broken\"tail,i,o,l\r\n"
+                  "Last,\"multi\n"
+                  "line\n"
+                  "input\",out,z\n");
     const Imported got = importAll(path);
     QCOMPARE(got.summary.format, ImportFormat::Csv);
     QCOMPARE(got.records.size(), size_t(3));
@@ -536,7 +576,9 @@ void TestDataImport::csvQuoting()
                                        "label": "greeting"})"));
     const ImportedRecord& b = got.records[1];
     QCOMPARE(b.line, int64_t(3));
-    QCOMPARE(b.byteOffset, int64_t(std::string("instruction,input,output,label\r\nSay hi.,,Hi!,greeting\r\n").size()));
+    QCOMPARE(
+        b.byteOffset,
+        int64_t(std::string("instruction,input,output,label\r\nSay hi.,,Hi!,greeting\r\n").size()));
     QCOMPARE(b.fields["instruction"], json("Write \"two\" lines."));
     QCOMPARE(b.fields["output"], json("one\r\ntwo"));
     QCOMPARE(b.fields["label"], json("a,b"));
@@ -551,10 +593,12 @@ void TestDataImport::csvQuoting()
     QCOMPARE(got.summary.rejected[1].line, int64_t(7));
     QCOMPARE(got.summary.rejected[1].reason, std::string("field \"output\" is empty"));
     QCOMPARE(got.summary.rejected[2].line, int64_t(8));
-    QCOMPARE(got.summary.rejected[2].reason, std::string("text after the closing quote of column 1"));
+    QCOMPARE(got.summary.rejected[2].reason,
+             std::string("text after the closing quote of column 1"));
 
     // A quote that never closes swallows the rest of the file as one rejected row.
-    const Imported open = importAll(writeText(m_dir, "open.csv", "text\nfine\n\"never closed\nmore\n"));
+    const Imported open =
+        importAll(writeText(m_dir, "open.csv", "text\nfine\n\"never closed\nmore\n"));
     QCOMPARE(open.records.size(), size_t(1));
     QCOMPARE(open.summary.rejected.size(), size_t(1));
     QCOMPARE(open.summary.rejected[0].line, int64_t(3));
@@ -564,7 +608,8 @@ void TestDataImport::csvQuoting()
     const Imported latin = importAll(writeText(m_dir, "latin.csv", "text\nok\ncaf\xE9\n"));
     QCOMPARE(latin.summary.rejected.size(), size_t(1));
     QCOMPARE(latin.summary.rejected[0].line, int64_t(3));
-    QCOMPARE(latin.summary.rejected[0].reason, std::string("not valid UTF-8 (byte 0xE9 at column 4)"));
+    QCOMPARE(latin.summary.rejected[0].reason,
+             std::string("not valid UTF-8 (byte 0xE9 at column 4)"));
 }
 
 void TestDataImport::tsvAndDelimiter()
@@ -577,7 +622,8 @@ void TestDataImport::tsvAndDelimiter()
     QCOMPARE(tsv.summary.format, ImportFormat::Csv);
     QCOMPARE(tsv.records.size(), size_t(2));
     QCOMPARE(tsv.records[0].kind, std::string("prompt-completion"));
-    QCOMPARE(tsv.records[0].fields, json::parse(R"({"prompt": "2+2=", "completion": "4", "source": "math"})"));
+    QCOMPARE(tsv.records[0].fields,
+             json::parse(R"({"prompt": "2+2=", "completion": "4", "source": "math"})"));
     QCOMPARE(tsv.records[1].fields["prompt"], json("tab\tinside"));
 
     tb::ImportOptions options;
@@ -605,18 +651,21 @@ void TestDataImport::csvColumnMapping()
              std::string("field \"completion\" is empty (column \"answer\")"));
 
     options.columns = {{"prompt", "question"}, {"completion", "reply"}};
-    QCOMPARE(importError(path, options),
-             path + ": no column \"reply\" (mapped to field \"completion\"); the header has \"question\", "
-                    "\"answer\", \"output\", \"source\"");
+    QCOMPARE(
+        importError(path, options),
+        path +
+            ": no column \"reply\" (mapped to field \"completion\"); the header has \"question\", "
+            "\"answer\", \"output\", \"source\"");
     options.columns = {{"answer", "answer"}};
     QVERIFY(contains(importError(path, options), "names field \"answer\""));
     options.columns = {{"prompt", "question"}, {"output", "answer"}};
     QVERIFY(contains(importError(path, options), "do not make one record kind"));
 
     const std::string unknown = writeText(m_dir, "unknown.csv", "q,a\nx,y\n");
-    QCOMPARE(importError(unknown), unknown + ":1: no columns named instruction and output, prompt and "
-                                             "completion, or text; the header has \"q\", \"a\" (map "
-                                             "columns to fields to import this file)");
+    QCOMPARE(importError(unknown), unknown +
+                                       ":1: no columns named instruction and output, prompt and "
+                                       "completion, or text; the header has \"q\", \"a\" (map "
+                                       "columns to fields to import this file)");
 }
 
 void TestDataImport::chunkerOptions()
@@ -643,12 +692,15 @@ void TestDataImport::chunkerOptions()
 
 namespace {
 
-// A story-like document: paragraphs of varied sentences (some with quotes and ! ?), a deterministic mix.
+// A story-like document: paragraphs of varied sentences (some with quotes and ! ?), a deterministic
+// mix.
 std::string makeDocument(int paragraphs, int sentencesLo, int sentencesHi)
 {
-    const char* subjects[] = {"Lily", "The little dog", "Tom and his mom", "A big red bird", "The old man"};
+    const char* subjects[] = {"Lily", "The little dog", "Tom and his mom", "A big red bird",
+                              "The old man"};
     const char* verbs[] = {"walked to", "looked at", "played near", "ran past", "sang about"};
-    const char* objects[] = {"the park", "a shiny stone", "the tall tree", "the blue lake", "the garden"};
+    const char* objects[] = {"the park", "a shiny stone", "the tall tree", "the blue lake",
+                             "the garden"};
     const char* ends[] = {".", "!", "?", ".\"", "."};
     std::string doc;
     uint32_t state = 12345;
@@ -679,8 +731,8 @@ std::string makeDocument(int paragraphs, int sentencesLo, int sentencesHi)
 }
 
 // The checks every chunking must pass, independent of how the chunker works inside.
-void checkChunks(const tb::Tokenizer& tok, const std::string& doc, const std::vector<tb::TextChunk>& chunks,
-                 const tb::ChunkOptions& options)
+void checkChunks(const tb::Tokenizer& tok, const std::string& doc,
+                 const std::vector<tb::TextChunk>& chunks, const tb::ChunkOptions& options)
 {
     QVERIFY(!chunks.empty());
     const size_t first = doc.find_first_not_of(" \n\t\r");
@@ -693,7 +745,8 @@ void checkChunks(const tb::Tokenizer& tok, const std::string& doc, const std::ve
         QCOMPARE(c.text, doc.substr(c.byteBegin, c.byteEnd - c.byteBegin));
         const int32_t tokens = static_cast<int32_t>(tok.encode(c.text, false).size());
         QCOMPARE(c.tokens, tokens);
-        QVERIFY2(tokens <= options.maxTokens, qPrintable(QStringLiteral("chunk %1 has %2 tokens").arg(i).arg(tokens)));
+        QVERIFY2(tokens <= options.maxTokens,
+                 qPrintable(QStringLiteral("chunk %1 has %2 tokens").arg(i).arg(tokens)));
         QVERIFY(tb::invalidUtf8At(c.text) < 0);
         QVERIFY(!isSpaceByte(c.text.front()) && !isSpaceByte(c.text.back()));
         if (i == 0) {
@@ -730,12 +783,13 @@ void TestDataImport::chunkerInvariants()
 {
     const std::string doc = makeDocument(80, 3, 14);
     const tb::ChunkOptions options{128, 16};
-    // The longest sentence makeDocument writes fits in what is left of half a chunk after the overlap,
-    // so a sentence end always falls between half full and full: every cut must be at one.
-    const std::string longest =
-        "\"Tom and his mom played near a shiny stone with a smile and a happy song in the warm afternoon "
-        "sun.\" ";
-    QVERIFY(m_tok->encode(longest, false).size() < size_t(options.maxTokens / 2 - options.overlapTokens));
+    // The longest sentence makeDocument writes fits in what is left of half a chunk after the
+    // overlap, so a sentence end always falls between half full and full: every cut must be at one.
+    const std::string longest = "\"Tom and his mom played near a shiny stone with a smile and a "
+                                "happy song in the warm afternoon "
+                                "sun.\" ";
+    QVERIFY(m_tok->encode(longest, false).size() <
+            size_t(options.maxTokens / 2 - options.overlapTokens));
     const std::vector<tb::TextChunk> chunks = tb::chunkText(*m_tok, doc, options);
     checkChunks(*m_tok, doc, chunks, options);
     QVERIFY(chunks.size() > 20);
@@ -745,23 +799,25 @@ void TestDataImport::chunkerInvariants()
         overlapping += c.overlapTokens > 0;
         sentenceEnds += endsSentence(c.text);
         if (i > 0) {
-            // Every chunk starts at a word; a start right after a sentence end counts as a sentence start.
+            // Every chunk starts at a word; a start right after a sentence end counts as a sentence
+            // start.
             QVERIFY(isSpaceByte(doc[c.byteBegin - 1]));
             size_t k = c.byteBegin;
             while (k > 0 && isSpaceByte(doc[k - 1]))
                 --k;
             sentenceStarts += endsSentence(doc.substr(0, k));
         }
-        // The chunk is about half full or more unless it is the last one (the chunker decides by summed
-        // sentence counts, which can differ from the joined text's by a few tokens).
+        // The chunk is about half full or more unless it is the last one (the chunker decides by
+        // summed sentence counts, which can differ from the joined text's by a few tokens).
         if (i + 1 < chunks.size())
             QVERIFY2(c.tokens >= options.maxTokens * 2 / 5, qPrintable(QString::number(c.tokens)));
     }
-    // Overlap is missing only where the sentence before a cut is longer than the overlap and its words
-    // cannot be split well; that is rare here.
+    // Overlap is missing only where the sentence before a cut is longer than the overlap and its
+    // words cannot be split well; that is rare here.
     QCOMPARE(sentenceEnds, int(chunks.size()));
-    QVERIFY2(overlapping >= int(chunks.size()) - 1 - int(chunks.size()) / 10,
-             qPrintable(QStringLiteral("%1 of %2 chunks overlap").arg(overlapping).arg(chunks.size())));
+    QVERIFY2(
+        overlapping >= int(chunks.size()) - 1 - int(chunks.size()) / 10,
+        qPrintable(QStringLiteral("%1 of %2 chunks overlap").arg(overlapping).arg(chunks.size())));
     QVERIFY(sentenceStarts > 0);
 
     // No overlap: consecutive chunks meet with only whitespace between them.
@@ -771,8 +827,9 @@ void TestDataImport::chunkerInvariants()
 
 void TestDataImport::chunkerPrefersParagraphs()
 {
-    // Paragraphs of 2-4 sentences, each well under half of maxTokens: then there is always a paragraph
-    // break that leaves a chunk at least half full, and every chunk but the last must end at one.
+    // Paragraphs of 2-4 sentences, each well under half of maxTokens: then there is always a
+    // paragraph break that leaves a chunk at least half full, and every chunk but the last must end
+    // at one.
     const std::string doc = makeDocument(40, 2, 4);
     const tb::ChunkOptions options{400, 0};
     for (size_t begin = 0, end; begin < doc.size(); begin = end + 2) {
@@ -789,7 +846,8 @@ void TestDataImport::chunkerPrefersParagraphs()
         QVERIFY2(doc.compare(end, 2, "\n\n") == 0,
                  qPrintable(QStringLiteral("chunk %1 ends mid-paragraph: ...%2")
                                 .arg(i)
-                                .arg(QString::fromStdString(chunks[i].text.substr(chunks[i].text.size() - 30)))));
+                                .arg(QString::fromStdString(
+                                    chunks[i].text.substr(chunks[i].text.size() - 30)))));
     }
 }
 
