@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include "cli/args.h"
+#include "cli/data_command.h"
 #include "cli/estimate_command.h"
 #include "export/export.h"
 #include "model/config.h"
@@ -51,6 +52,8 @@ commands:
   export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
                                                        PEFT adapter or merged Hugging Face folder
   estimate  --model PATH --method M [options, docs/memory.md] [--explain] [--json]  memory per GPU before launch
+  data      <subcommand> --store FILE [options] [--json]   dataset store: import, curate, review, snapshot
+            (tunebench data help lists the subcommands; docs/data.md)
 Without --model the bundled stories260k model is used. Errors: one line on stderr, exit status 1.
 )";
 
@@ -422,7 +425,9 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         return argv.empty() ? 1 : 0;
     }
     try {
-        Args args(argv, {"json", "greedy", "no-special", "force", "grad-checkpointing", "explain"});
+        std::set<std::string> flags{"json", "greedy", "no-special", "force", "grad-checkpointing", "explain"};
+        flags.insert(dataCommandFlags().begin(), dataCommandFlags().end());
+        Args args(argv, flags);
         const std::string& cmd = argv[0];
         if (cmd == "info")
             return cmdInfo(args, out);
@@ -440,6 +445,8 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
             return cmdExport(args, out);
         if (cmd == "estimate")
             return cmdEstimate(args, out);
+        if (cmd == "data")
+            return cmdData(args, out, err);
         err << "tunebench: unknown command '" << cmd << "' (see tunebench help)\n";
         return 1;
     } catch (const Error& e) {

@@ -60,7 +60,8 @@ const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
 const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
 const Names kPromptKeys{"num_tokens", "init_text"};
 const Names kPartialKeys{"trainable_blocks", "modules"};
-const Names kDataKeys{"train_file", "val_file",      "general_file",           "val_ratio",
+const Names kDataKeys{"store",      "snapshot",      "val_snapshot",           "general_snapshot",
+                      "train_file", "val_file",      "general_file",           "val_ratio",
                       "format",     "chat_template", "loss_on_responses_only", "packing",
                       "max_length"};
 const Names kOptimKeys{"optimizer",    "lr",       "weight_decay", "beta1",    "beta2",
@@ -378,9 +379,22 @@ void parsePartial(const Section& s, PartialOptions& o)
 void parseData(const Section& s, DataOptions& o)
 {
     s.checkKeys(kDataKeys);
+    o.store = s.string("store", o.store);
+    o.snapshot = s.string("snapshot", o.snapshot);
+    o.valSnapshot = s.string("val_snapshot", o.valSnapshot);
+    o.generalSnapshot = s.string("general_snapshot", o.generalSnapshot);
     o.trainFile = s.string("train_file", o.trainFile);
-    if (o.trainFile.empty())
-        s.bad("train_file", "is required (a JSONL file of training examples)");
+    if (!o.store.empty()) {
+        if (o.snapshot.empty())
+            s.bad("snapshot", "is required with 'store' (a snapshot id such as train-v1: tunebench data snapshot)");
+        if (!o.trainFile.empty())
+            s.bad("train_file", "cannot be combined with 'store': train from a snapshot or from a file, not both");
+    } else {
+        if (!o.snapshot.empty() || !o.valSnapshot.empty() || !o.generalSnapshot.empty())
+            s.bad("store", "is required for snapshots (the dataset store file)");
+        if (o.trainFile.empty())
+            s.bad("train_file", "is required (a JSONL file of training examples), or 'store' + 'snapshot'");
+    }
     o.valFile = s.string("val_file", o.valFile);
     o.generalFile = s.string("general_file", o.generalFile);
     o.valRatio = s.number("val_ratio", o.valRatio);
@@ -508,6 +522,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
 
     c.model = resolvePath(c.model, sourcePath);
     c.outputDir = resolvePath(c.outputDir, sourcePath);
+    c.data.store = resolvePath(c.data.store, sourcePath);
     c.data.trainFile = resolvePath(c.data.trainFile, sourcePath);
     c.data.valFile = resolvePath(c.data.valFile, sourcePath);
     c.data.generalFile = resolvePath(c.data.generalFile, sourcePath);
@@ -530,6 +545,7 @@ TrainConfig loadTrainConfig(const std::string& path, const std::vector<std::stri
     TrainConfig c = parseTrainConfig(j, path);
     // Data files are read later, but naming the key now saves a model load before the failure.
     const std::pair<const char*, const std::string*> files[] = {
+        {"data.store", &c.data.store},
         {"data.train_file", &c.data.trainFile},
         {"data.val_file", &c.data.valFile},
         {"data.general_file", &c.data.generalFile}};
@@ -617,6 +633,16 @@ nlohmann::json toJson(const TrainConfig& c)
                  {"loss_on_responses_only", c.data.lossOnResponsesOnly},
                  {"packing", c.data.packing},
                  {"max_length", c.data.maxLength}};
+    if (!c.data.store.empty()) {
+        // A store-backed run: its snapshots instead of files.
+        j["data"].erase("train_file");
+        j["data"].erase("val_file");
+        j["data"].erase("general_file");
+        j["data"]["store"] = c.data.store;
+        j["data"]["snapshot"] = c.data.snapshot;
+        j["data"]["val_snapshot"] = c.data.valSnapshot;
+        j["data"]["general_snapshot"] = c.data.generalSnapshot;
+    }
     j["optim"] = {{"optimizer", c.optim.optimizer},
                   {"lr", c.optim.lr},
                   {"weight_decay", c.optim.weightDecay},

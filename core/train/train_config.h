@@ -47,6 +47,12 @@ struct PartialOptions {
 };
 
 struct DataOptions {
+    // Either a dataset store with snapshot ids (what the run saw is then recorded by id and SHA-256)...
+    std::string store;                 // dataset store file (tunebench data ...)
+    std::string snapshot;              // training snapshot id, e.g. "train-v3"
+    std::string valSnapshot;           // optional validation snapshot; else val_ratio of the training one
+    std::string generalSnapshot;       // optional general-text holdout snapshot
+    // ...or JSONL files (hashed into run.json).
     std::string trainFile;             // JSONL; relative paths resolve against the config file's folder
     std::string valFile;               // optional; else val_ratio of train
     std::string generalFile;           // optional holdout of general text: base-vs-tuned loss shows forgetting

@@ -4,6 +4,9 @@
 
 #include "train/chunked_loss.h"
 
+#include "data/record.h"
+#include "data/snapshot.h"
+#include "data/store.h"
 #include "model/registry.h"
 #include "memory/estimator.h"
 #include "memory/measure.h"
@@ -118,12 +121,34 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
         if (f.rejected.size() > 20)
             d.warnings.push_back(std::to_string(f.rejected.size() - 20) + " more rows skipped");
     };
-    ExampleFile train = readExampleFile(c.data.trainFile, *format);
-    report(train);
-    std::string hashInput = sha256File(c.data.trainFile);
-    std::vector<Example> trainExamples = std::move(train.examples);
+    // Examples come from snapshots of a dataset store (recorded by id and hash) or from JSONL files.
+    std::unique_ptr<DataStore> store;
+    std::string hashInput;
+    auto fromSnapshot = [&](const std::string& role, const std::string& id) {
+        const SnapshotInfo info = findSnapshot(*store, id);
+        std::vector<Example> examples;
+        for (const SnapshotRecord& r : snapshotRecords(*store, id)) {
+            examples.push_back(recordToExample(r.kind, r.fields));
+            examples.back().source = store->path() + "#" + id + ":record " + std::to_string(r.recordId);
+        }
+        d.snapshots[role] = {{"id", info.id}, {"sha256", info.sha256}, {"records", info.records}};
+        hashInput += info.sha256;
+        return examples;
+    };
+    std::vector<Example> trainExamples;
+    if (!c.data.store.empty()) {
+        store = DataStore::open(c.data.store, false);
+        trainExamples = fromSnapshot("train", c.data.snapshot);
+    } else {
+        ExampleFile train = readExampleFile(c.data.trainFile, *format);
+        report(train);
+        hashInput = sha256File(c.data.trainFile);
+        trainExamples = std::move(train.examples);
+    }
     std::vector<Example> valExamples;
-    if (!c.data.valFile.empty()) {
+    if (store && !c.data.valSnapshot.empty()) {
+        valExamples = fromSnapshot("validation", c.data.valSnapshot);
+    } else if (!c.data.valFile.empty()) {
         ExampleFile val = readExampleFile(c.data.valFile, *format);
         report(val);
         valExamples = std::move(val.examples);
@@ -137,18 +162,21 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
             (i < nVal ? valExamples : kept).push_back(trainExamples[static_cast<size_t>(order[i])]);
         trainExamples = std::move(kept);
     }
+    const std::string dataName = store ? c.data.store + " snapshot " + c.data.snapshot : c.data.trainFile;
     if (trainExamples.empty())
-        fail(c.data.trainFile, ": no training examples left after the validation split");
+        fail(dataName, ": no training examples left after the validation split");
     d.train = tokenizeAll(trainExamples, tokenizer, options, c.data.packing);
     d.val = tokenizeAll(valExamples, tokenizer, options, false);
-    if (!c.data.generalFile.empty()) {
+    if (store && !c.data.generalSnapshot.empty()) {
+        d.general = tokenizeAll(fromSnapshot("general", c.data.generalSnapshot), tokenizer, options, false);
+    } else if (!c.data.generalFile.empty()) {
         ExampleFile general = readExampleFile(c.data.generalFile, ExampleFormat::Auto);
         report(general);
         d.general = tokenizeAll(general.examples, tokenizer, options, false);
         hashInput += sha256File(c.data.generalFile);
     }
     if (d.train.sequences.empty())
-        fail(c.data.trainFile, ": no sequences after tokenization");
+        fail(dataName, ": no sequences after tokenization");
     if (d.train.truncated > 0)
         d.warnings.push_back(std::to_string(d.train.truncated) + " of " + std::to_string(d.train.examples) +
                              " training examples were cut at max_length " + std::to_string(c.data.maxLength));
@@ -288,7 +316,8 @@ void Trainer::setUp()
     nlohmann::json info = {
         {"config", toJson(m_config)},
         {"model", {{"path", m_config.model}, {"hash", sha256Hex(readFile(joinPath(m_config.model, "config.json")) + weightsHash)}}},
-        {"data", {{"train_file", m_config.data.trainFile}, {"hash", m_data.hash},
+        {"data", {{"train_file", m_config.data.trainFile}, {"store", m_config.data.store},
+                  {"snapshots", m_data.snapshots}, {"hash", m_data.hash},
                   {"train_sequences", m_data.train.sequences.size()}, {"val_sequences", m_data.val.sequences.size()},
                   {"truncated", m_data.train.truncated}, {"rejected_rows", m_data.rejectedRows}}},
         {"seed", m_config.seed},

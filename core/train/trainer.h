@@ -27,7 +27,8 @@ struct PreparedData {
     SequenceSet train, val, general;
     int64_t rejectedRows = 0;
     std::vector<std::string> warnings;
-    std::string hash;  // SHA-256 over the data files
+    std::string hash;  // SHA-256 over the data files, or of the snapshots' contents
+    nlohmann::json snapshots = nlohmann::json::object();  // role -> {id, sha256, records} when from a store
 };
 PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
 

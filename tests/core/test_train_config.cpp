@@ -95,6 +95,7 @@ class TestTrainConfig : public QObject {
     void scheduleClosedForms();
     void scheduleWarmupRatio();
     void plannedStepsArithmetic();
+    void storeSnapshots();
 
   private:
     QTemporaryDir m_dir;
@@ -146,6 +147,26 @@ void TestTrainConfig::fullRoundTrip()
     QVERIFY(tb::parseTrainConfig(tb::toJson(m), "run.json") == m);
     QCOMPARE(tb::toJson(m).size(), full().size());
     QCOMPARE(tb::toJson(m)["optim"].size(), full()["optim"].size());
+}
+
+void TestTrainConfig::storeSnapshots()
+{
+    // Data from a dataset store: store + snapshot ids, paths resolved against the config, round trip.
+    json j = minimal();
+    j["data"] = {{"store", "project.tbstore"}, {"snapshot", "train-v2"}, {"val_snapshot", "validation-v1"}};
+    const tb::TrainConfig c = tb::parseTrainConfig(j, "/work/runs/run.json");
+    QCOMPARE(c.data.store, std::string("/work/runs/project.tbstore"));
+    QCOMPARE(c.data.snapshot, std::string("train-v2"));
+    QCOMPARE(c.data.valSnapshot, std::string("validation-v1"));
+    QVERIFY(c.data.trainFile.empty());
+    QVERIFY(tb::parseTrainConfig(tb::toJson(c), "/work/runs/run.json") == c);
+
+    j["data"] = {{"store", "project.tbstore"}};
+    expectError(j, {"'data.snapshot'", "is required with 'store'"});
+    j["data"] = {{"store", "p.tbstore"}, {"snapshot", "train-v1"}, {"train_file", "t.jsonl"}};
+    expectError(j, {"'data.train_file'", "cannot be combined with 'store'"});
+    j["data"] = {{"snapshot", "train-v1"}, {"train_file", "t.jsonl"}};
+    expectError(j, {"'data.store'", "is required for snapshots"});
 }
 
 void TestTrainConfig::unknownKeys()
