@@ -301,7 +301,7 @@ SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t s
     });
     if (ids.empty())
         fail(store.path(), ": no train or validation records to split");
-    const std::vector<int> side = splitAssign(labels, validationFraction, seed);
+    const std::vector<int> side = splitAssign(int64_t(ids.size()), labels, validationFraction, seed);
     SplitReport report;
     std::vector<DataStore::Change> changes;
     for (size_t i = 0; i < ids.size(); ++i) {
