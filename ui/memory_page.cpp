@@ -82,7 +82,7 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
 {
     auto* layout = new QHBoxLayout(this);
     auto* controls = new QGroupBox(tr("Setup"), this);
-    controls->setFixedWidth(290);
+    controls->setFixedWidth(340);
     buildControls(controls);
     layout->addWidget(controls);
 
@@ -184,7 +184,8 @@ void MemoryPage::buildControls(QWidget* box)
     m_device = new QComboBox(box);
     for (const auto& [name, bytes] : deviceMemoryPresets())
         m_device->addItem(name, bytes);
-    m_device->setCurrentIndex(m_device->findText(QStringLiteral("24 GB")));
+    // Without a GPU, this machine's memory (and no CUDA overhead) is the useful default.
+    m_device->setCurrentIndex(cudaAvailable() ? m_device->findText(QStringLiteral("24 GB")) : m_device->count() - 1);
     form->addRow(tr("Device memory:"), m_device);
 
     auto toState = [this] {

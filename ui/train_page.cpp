@@ -336,6 +336,7 @@ bool TrainPage::startRun()
         name = base + QLatin1Char('-') + QString::number(i);
     c.name = name.toStdString();
     m_totalSteps = 0;
+    m_clock.invalidate();
     m_plots->clear();
     m_banner->hide();
     updatePlanned();
@@ -365,8 +366,13 @@ void TrainPage::onEvents(const JobEventBatch& batch)
         }
         m_plots->appendSteps(batch.steps);
         m_progress->setValue(int(last.step));
-        if (m_state->jobState() == StudioJobState::Running && last.step > 0) {
-            const double eta = last.seconds / double(last.step) * double(last.totalSteps - last.step);
+        if (!m_clock.isValid() || last.step < m_firstStep) {
+            m_clock.start();
+            m_firstStep = last.step;
+        }
+        if (m_state->jobState() == StudioJobState::Running && last.step > m_firstStep) {
+            const double perStep = double(m_clock.elapsed()) / 1000.0 / double(last.step - m_firstStep);
+            const double eta = perStep * double(last.totalSteps - last.step);
             m_eta->setText(tr("ETA %1 · %2 tok/s").arg(durationText(eta)).arg(last.tokensPerSecond, 0, 'f', 0));
         }
         const int64_t every = std::max<int64_t>(1, m_state->config().logEvery);

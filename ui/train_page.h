@@ -2,6 +2,7 @@
 // progress and ETA, live plots fed by the TrainingController, the divergence banner, a log and run history.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QWidget>
 
 class QCheckBox;
@@ -71,6 +72,8 @@ private:
     QPlainTextEdit* m_log = nullptr;
     QListWidget* m_history = nullptr;
     qint64 m_totalSteps = 0;
+    QElapsedTimer m_clock;  // since the first step arrived (ETA)
+    int64_t m_firstStep = 0;
 };
 
 } // namespace tb

@@ -37,7 +37,7 @@ public:
     {
         m_w->state()->updateConfig([this](tb::TrainConfig& c) {
             c.outputDir = m_runs.path().toStdString();
-            c.maxSteps = 300;
+            c.maxSteps = 150;
             c.evalEvery = 25;
         });
         once(m_w->modelPage(), &tb::ModelPage::modelOpened, [this] { later([this] { modelShot(); }); });
@@ -82,10 +82,10 @@ private:
         m_w->showPage(QStringLiteral("Train"));
         if (!m_w->trainPage()->startRun())
             return fail();
-        // A run in progress: wait for ~150 steps, then picture it, then stop.
+        // A run in progress: wait for ~60 steps, then picture it, then stop.
         auto conn = std::make_shared<QMetaObject::Connection>();
         *conn = QObject::connect(m_w->controller(), &tb::TrainingController::eventsArrived, this, [this, conn] {
-            if (m_w->trainPage()->plots()->lossPoints() < 150)
+            if (m_w->trainPage()->plots()->lossPoints() < 60)
                 return;
             QObject::disconnect(*conn);
             shot(QStringLiteral("Train"), QStringLiteral("train.png"));
