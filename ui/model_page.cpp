@@ -174,8 +174,14 @@ void ModelPage::showSummary(const ModelSummary& s)
         leaf->setData(0, Qt::UserRole, t.name);
         leaf->setTextAlignment(2, Qt::AlignRight | Qt::AlignVCenter);
     }
-    for (int i = 0; i < m_tensors->topLevelItemCount(); ++i)
-        m_tensors->topLevelItem(i)->setExpanded(true);
+    // Open the outer modules and the first block, so the tensors and their roles show at a glance.
+    m_tensors->expandToDepth(1);
+    for (QTreeWidgetItem* blocks : m_tensors->findItems(QStringLiteral("layers"), Qt::MatchRecursive))
+        if (blocks->childCount() > 0) {
+            blocks->child(0)->setExpanded(true);
+            for (int i = 0; i < blocks->child(0)->childCount(); ++i)
+                blocks->child(0)->child(i)->setExpanded(true);
+        }
     showTensors();
     m_status->setText(tr("Loaded %1").arg(s.path));
 }
