@@ -12,6 +12,8 @@
 
 #include <QtTest>
 
+#include <set>
+
 namespace {
 
 tb::ModelConfig tiny(tb::Architecture arch)
@@ -92,6 +94,7 @@ private Q_SLOTS:
     void countsFromConfigMatchModules();
     void countsOfRealModels();
     void badTargets();
+    void displayedRolesMatchTraining();
 };
 
 void TestPeft::loraMergeEqualsUnmerged_data()
@@ -303,6 +306,58 @@ void TestPeft::badTargets()
     } catch (const tb::Error& e) {
         QVERIFY(std::string(e.what()).find("'attn_out'") != std::string::npos);
         QVERIFY(std::string(e.what()).find("q_proj, k_proj") != std::string::npos);
+    }
+}
+
+// The studio's Model page marks tensors by name (tensorTrainingRole, torch-free); after applyMethod the
+// model's own requires_grad flags must say the same for every checkpoint tensor.
+void TestPeft::displayedRolesMatchTraining()
+{
+    for (tb::Architecture arch : {tb::Architecture::Llama, tb::Architecture::Gpt2, tb::Architecture::Qwen3}) {
+        const tb::ModelConfig c = tiny(arch);
+        std::vector<tb::TrainConfig> runs;
+        runs.push_back(run(tb::Method::Full));
+        tb::TrainConfig partial = run(tb::Method::Partial);
+        partial.partial.modules = {"norms"};
+        runs.push_back(partial);
+        partial.partial.trainableBlocks = 0;
+        partial.partial.modules = {"embeddings"};
+        runs.push_back(partial);
+        partial.partial.trainableBlocks = 2;
+        partial.partial.modules = {"lm_head"};
+        runs.push_back(partial);
+        runs.push_back(run(tb::Method::Lora));
+        tb::TrainConfig lora = run(tb::Method::Lora);
+        lora.lora.targets = arch == tb::Architecture::Gpt2 ? std::vector<std::string>{"c_attn", "c_proj", "c_fc"}
+                                                           : std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj",
+                                                                                      "gate_proj", "up_proj", "down_proj"};
+        runs.push_back(lora);
+        runs.push_back(run(tb::Method::Adapter));
+        runs.push_back(run(tb::Method::Prompt));
+        for (const tb::TrainConfig& r : runs) {
+            auto m = randomModel(c);
+            tb::applyMethod(*m, r, nullptr, 1);
+            std::set<std::string> trainable;
+            for (const auto& [name, t] : tb::trainableParameters(*m))
+                trainable.insert(name);
+            int checked = 0;
+            for (const auto& item : m->named_parameters()) {
+                const std::string& name = item.key();
+                if (name.find("lora_") != std::string::npos || name.find("adapter") != std::string::npos ||
+                    name.find("prompt") != std::string::npos)
+                    continue;  // added by the method, not in the checkpoint
+                std::string expected = trainable.count(name) ? "trains" : "frozen";
+                const std::string module = name.size() > 7 ? name.substr(0, name.size() - 7) : name;
+                if (trainable.count(module + ".lora_A.weight"))
+                    expected = "LoRA";
+                const std::string role = tb::tensorTrainingRole(c, r, name);
+                QVERIFY2(role == expected, (std::string(tb::architectureName(arch)) + " " + tb::methodName(r.method) +
+                                            " " + name + ": shown " + role + ", trains as " + expected)
+                                               .c_str());
+                ++checked;
+            }
+            QVERIFY(checked > 10);
+        }
     }
 }
 
