@@ -20,7 +20,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QTreeWidget>
+#include <QStandardItemModel>
+#include <QTreeView>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -100,10 +101,13 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
 
     auto* resultsBox = new QGroupBox(tr("Checks and results"), this);
     auto* v = new QVBoxLayout(resultsBox);
-    m_results = new QTreeWidget(resultsBox);
-    m_results->setHeaderLabels({tr("Check"), tr("Result")});
-    m_results->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-    v->addWidget(m_results);
+    m_results = new QStandardItemModel(0, 2, this);
+    m_results->setHorizontalHeaderLabels({tr("Check"), tr("Result")});
+    m_resultsView = new QTreeView(resultsBox);
+    m_resultsView->setModel(m_results);
+    m_resultsView->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_resultsView->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    v->addWidget(m_resultsView);
     layout->addWidget(resultsBox, 1);
 
     connect(m_export, &QPushButton::clicked, this, &ExportPage::exportSelected);
@@ -167,23 +171,24 @@ void ExportPage::exportSelected()
     options.outDir = m_out->text().toStdString();
     options.force = m_force->isChecked();
     m_export->setEnabled(false);
-    m_results->clear();
+    m_results->removeRows(0, m_results->rowCount());
     m_status->setText(tr("Exporting…"));
     m_watcher.setFuture(QtConcurrent::run(runExport, m_run->currentData().toString(), options));
 }
 
 void ExportPage::showOutcome()
 {
-    m_results->clear();
+    m_results->removeRows(0, m_results->rowCount());
     m_status->setText(m_outcome.ok ? tr("✔ Exported.") : tr("✘ %1").arg(m_outcome.message));
     m_status->setStyleSheet(m_outcome.ok ? QStringLiteral("color: #27ae60;") : QStringLiteral("color: #c0392b;"));
     for (const auto& [check, result] : m_outcome.results)
-        new QTreeWidgetItem(m_results, {check, result});
+        m_results->appendRow({new QStandardItem(check), new QStandardItem(result)});
     if (!m_outcome.files.isEmpty()) {
-        auto* files = new QTreeWidgetItem(m_results, {tr("Files"), QString::number(m_outcome.files.size())});
+        auto* files = new QStandardItem(tr("Files"));
+        m_results->appendRow({files, new QStandardItem(QString::number(m_outcome.files.size()))});
         for (const QString& f : m_outcome.files)
-            new QTreeWidgetItem(files, {QFileInfo(f).fileName(), f});
-        files->setExpanded(true);
+            files->appendRow({new QStandardItem(QFileInfo(f).fileName()), new QStandardItem(f)});
+        m_resultsView->expand(files->index());
     }
 }
 

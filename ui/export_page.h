@@ -10,7 +10,8 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QTreeWidget;
+class QStandardItemModel;
+class QTreeView;
 
 namespace tb {
 
@@ -49,7 +50,8 @@ private:
     QCheckBox* m_force = nullptr;
     QPushButton* m_export = nullptr;
     QLabel* m_status = nullptr;
-    QTreeWidget* m_results = nullptr;
+    QStandardItemModel* m_results = nullptr;  // check -> result; "Files" with the written files
+    QTreeView* m_resultsView = nullptr;
     QFutureWatcher<ExportOutcome> m_watcher;
     ExportOutcome m_outcome;
     bool m_outEdited = false;

@@ -18,7 +18,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QTreeWidget>
+#include <QStandardItemModel>
+#include <QTreeView>
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -71,19 +72,24 @@ ModelPage::ModelPage(StudioState* state, QWidget* parent) : QWidget(parent), m_s
     row->addWidget(m_path, 1);
     row->addWidget(m_browse);
     layout->addLayout(row);
-    m_info = new QTreeWidget(this);
-    m_info->setColumnCount(2);
-    m_info->setHeaderLabels({tr("Property"), tr("Value")});
-    m_info->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-    m_info->setRootIsDecorated(false);
+    m_info = new QStandardItemModel(0, 2, this);
+    m_info->setHorizontalHeaderLabels({tr("Property"), tr("Value")});
     setAcceptDrops(true);
     auto* split = new QSplitter(Qt::Horizontal, this);
-    split->addWidget(m_info);
-    m_tensors = new QTreeWidget(split);
-    m_tensors->setHeaderLabels({tr("Module / tensor"), tr("Shape"), tr("Parameters"), tr("Under the method")});
-    m_tensors->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-    m_tensors->setAlternatingRowColors(true);
-    split->addWidget(m_tensors);
+    m_infoView = new QTreeView(split);
+    m_infoView->setModel(m_info);
+    m_infoView->setRootIsDecorated(false);
+    m_infoView->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_infoView->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    split->addWidget(m_infoView);
+    m_tensors = new QStandardItemModel(0, 4, this);
+    m_tensors->setHorizontalHeaderLabels({tr("Module / tensor"), tr("Shape"), tr("Parameters"), tr("Under the method")});
+    m_tensorView = new QTreeView(split);
+    m_tensorView->setModel(m_tensors);
+    m_tensorView->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_tensorView->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_tensorView->setAlternatingRowColors(true);
+    split->addWidget(m_tensorView);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     layout->addWidget(split, 1);
@@ -129,13 +135,14 @@ void ModelPage::openModel(const QString& path)
 
 void ModelPage::showSummary(const ModelSummary& s)
 {
-    m_info->clear();
+    m_info->removeRows(0, m_info->rowCount());
+    m_tensors->removeRows(0, m_tensors->rowCount());
     if (!s.error.isEmpty()) {
         m_status->setText(tr("Error: %1").arg(s.error));
         return;
     }
     auto add = [this](const QString& key, const QString& value) {
-        new QTreeWidgetItem(m_info, {key, value});
+        m_info->appendRow({new QStandardItem(key), new QStandardItem(value)});
     };
     add(tr("Architecture"), s.architecture);
     add(tr("Parameters"), QLocale().toString(s.parameters));
@@ -147,18 +154,25 @@ void ModelPage::showSummary(const ModelSummary& s)
     add(tr("Stored dtype"), s.dtype);
     add(tr("Tokenizer"), s.tokenizer);
     add(tr("Tensors"), QString::number(s.tensors.size()));
-    // The module tree: one node per dotted prefix, tensors as leaves with their shapes.
-    m_tensors->clear();
-    QHash<QString, QTreeWidgetItem*> nodes;
+    // The module tree: one node per dotted prefix, tensors as leaves with their shapes. Every row has all
+    // four columns (empty where a module has no value), as a tree model should.
+    QHash<QString, QStandardItem*> nodes;
+    auto appendRow = [this](QStandardItem* parent, const QList<QStandardItem*>& row) {
+        if (parent)
+            parent->appendRow(row);
+        else
+            m_tensors->appendRow(row);
+    };
     for (const ModelSummary::Tensor& t : s.tensors) {
         const QStringList parts = t.name.split(QLatin1Char('.'));
-        QTreeWidgetItem* parent = nullptr;
+        QStandardItem* parent = nullptr;
         QString prefix;
         for (int i = 0; i + 1 < parts.size(); ++i) {
             prefix += (prefix.isEmpty() ? QString() : QStringLiteral(".")) + parts[i];
-            QTreeWidgetItem*& node = nodes[prefix];
+            QStandardItem*& node = nodes[prefix];
             if (!node) {
-                node = parent ? new QTreeWidgetItem(parent, {parts[i]}) : new QTreeWidgetItem(m_tensors, {parts[i]});
+                node = new QStandardItem(parts[i]);
+                appendRow(parent, {node, new QStandardItem(), new QStandardItem(), new QStandardItem()});
             }
             parent = node;
         }
@@ -168,19 +182,20 @@ void ModelPage::showSummary(const ModelSummary& s)
             dims << QString::number(d);
             numel *= d;
         }
-        const QStringList columns{parts.last(), QStringLiteral("[%1] %2").arg(dims.join(QStringLiteral(", ")), t.dtype),
-                                  QLocale().toString(numel)};
-        auto* leaf = parent ? new QTreeWidgetItem(parent, columns) : new QTreeWidgetItem(m_tensors, columns);
-        leaf->setData(0, Qt::UserRole, t.name);
-        leaf->setTextAlignment(2, Qt::AlignRight | Qt::AlignVCenter);
+        auto* leaf = new QStandardItem(parts.last());
+        leaf->setData(t.name, Qt::UserRole);
+        auto* params = new QStandardItem(QLocale().toString(numel));
+        params->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        appendRow(parent, {leaf, new QStandardItem(QStringLiteral("[%1] %2").arg(dims.join(QStringLiteral(", ")), t.dtype)),
+                           params, new QStandardItem()});
     }
     // Open the outer modules and the first block, so the tensors and their roles show at a glance.
-    m_tensors->expandToDepth(1);
-    for (QTreeWidgetItem* blocks : m_tensors->findItems(QStringLiteral("layers"), Qt::MatchRecursive))
-        if (blocks->childCount() > 0) {
-            blocks->child(0)->setExpanded(true);
-            for (int i = 0; i < blocks->child(0)->childCount(); ++i)
-                blocks->child(0)->child(i)->setExpanded(true);
+    m_tensorView->expandToDepth(1);
+    for (QStandardItem* blocks : m_tensors->findItems(QStringLiteral("layers"), Qt::MatchRecursive))
+        if (blocks->rowCount() > 0) {
+            m_tensorView->expand(blocks->child(0)->index());
+            for (int i = 0; i < blocks->child(0)->rowCount(); ++i)
+                m_tensorView->expand(blocks->child(0)->child(i)->index());
         }
     showTensors();
     m_status->setText(tr("Loaded %1").arg(s.path));
@@ -193,25 +208,30 @@ void ModelPage::showTensors()
     // Core decides which checkpoint tensors train under the chosen method; a module shows its tensors' roles.
     const TrainConfig& run = m_state->config();
     const QColor trains(0x27, 0xae, 0x60), lora(0xe0, 0x7b, 0x39);
-    std::function<QString(QTreeWidgetItem*)> mark = [&](QTreeWidgetItem* item) -> QString {
+    // Column 3 of a row: the item beside `item` under the same parent.
+    auto roleItem = [this](QStandardItem* item) {
+        return item->parent() ? item->parent()->child(item->row(), 3) : m_tensors->item(item->row(), 3);
+    };
+    std::function<QString(QStandardItem*)> mark = [&](QStandardItem* item) -> QString {
         QString role;
-        if (item->childCount() == 0) {
-            const std::string name = item->data(0, Qt::UserRole).toString().toStdString();
+        if (item->rowCount() == 0) {
+            const std::string name = item->data(Qt::UserRole).toString().toStdString();
             role = QString::fromStdString(tensorTrainingRole(*m_summary.config, run, name));
         } else {
             QSet<QString> roles;
-            for (int i = 0; i < item->childCount(); ++i)
-                roles << mark(item->child(i));
+            for (int i = 0; i < item->rowCount(); ++i)
+                roles << mark(item->child(i, 0));
             role = roles.size() == 1 ? *roles.begin() : tr("partly");
         }
-        item->setText(3, role);
-        item->setForeground(3, role == QLatin1String("trains") ? trains
-                               : role == QLatin1String("LoRA") ? lora
-                                                               : palette().color(QPalette::PlaceholderText));
+        QStandardItem* cell = roleItem(item);
+        cell->setText(role);
+        cell->setForeground(role == QLatin1String("trains") ? trains
+                            : role == QLatin1String("LoRA") ? lora
+                                                            : palette().color(QPalette::PlaceholderText));
         return role;
     };
-    for (int i = 0; i < m_tensors->topLevelItemCount(); ++i)
-        mark(m_tensors->topLevelItem(i));
+    for (int i = 0; i < m_tensors->rowCount(); ++i)
+        mark(m_tensors->item(i, 0));
 }
 
 } // namespace tb

@@ -11,7 +11,8 @@
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QTreeWidget;
+class QStandardItemModel;
+class QTreeView;
 
 namespace tb {
 
@@ -40,7 +41,9 @@ class ModelPage : public QWidget {
     Q_OBJECT
 public:
     explicit ModelPage(StudioState* state = nullptr, QWidget* parent = nullptr);
-    QTreeWidget* tensorTree() const { return m_tensors; }
+    QTreeView* tensorTree() const { return m_tensorView; }
+    QStandardItemModel* tensorModel() const { return m_tensors; }
+    QStandardItemModel* infoModel() const { return m_info; }
     void openModel(const QString& path);
     const ModelSummary& summary() const { return m_summary; }
 
@@ -55,8 +58,10 @@ private:
     void showSummary(const ModelSummary& s);
     QLineEdit* m_path = nullptr;
     QPushButton* m_browse = nullptr;
-    QTreeWidget* m_info = nullptr;
-    QTreeWidget* m_tensors = nullptr;
+    QStandardItemModel* m_info = nullptr;     // property -> value
+    QStandardItemModel* m_tensors = nullptr;  // module tree: name, shape, parameters, role under the method
+    QTreeView* m_infoView = nullptr;
+    QTreeView* m_tensorView = nullptr;
     StudioState* m_state = nullptr;
     void showTensors();
     QLabel* m_status = nullptr;
