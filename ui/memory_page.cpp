@@ -1,6 +1,8 @@
 // Memory page: controls -> EstimateOptions -> core's estimateMemory for each method -> stacked bars.
 #include "memory_page.h"
 
+#include "plot_style.h"
+
 #include "studio_state.h"
 
 #include "model/model.h"
@@ -94,6 +96,7 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_plot->legend->setVisible(true);
     m_plot->legend->setFont(font());
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    applyPlotPalette(m_plot, palette());
     QCPBars* below = nullptr;
     for (int i = 0; i < kComponentCount; ++i) {
         auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);

@@ -1,6 +1,8 @@
 // TrainPlots: four QCustomPlots fed in batches; memory in MiB, learning rate and loss as logged by core.
 #include "train_plots.h"
 
+#include "plot_style.h"
+
 #include <qcustomplot.h>
 
 #include <QDir>
@@ -30,9 +32,9 @@ QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& x, c
     QFont small = parent->font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     p->legend->setFont(small);
-    p->legend->setBrush(QColor(255, 255, 255, 200));
     p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     p->setNoAntialiasingOnDrag(true);
+    applyPlotPalette(p, parent->palette());
     return p;
 }
 

@@ -17,6 +17,7 @@
 #include "peft/trainable_count.h"
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
 #include <QComboBox>
 #include <QListWidget>
 #include <QPushButton>
@@ -315,6 +316,32 @@ private Q_SLOTS:
             (args.at(0).toInt() == 0 ? base : tuned) = true;
         QVERIFY(base && tuned);
         QVERIFY(!play->baseText().isEmpty() && !play->tunedText().isEmpty());
+    }
+    // Plots take their colours from the palette: under a dark palette every plot's canvas is dark.
+    void plotsFollowThePalette()
+    {
+        const QPalette saved = QApplication::palette();
+        QPalette dark = saved;
+        dark.setColor(QPalette::Base, QColor(0x20, 0x22, 0x26));
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x31));
+        dark.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
+        QApplication::setPalette(dark);
+        {
+            tb::MainWindow w;
+            w.resize(1200, 800);
+            w.show();
+            int plots = 0;
+            for (QWidget* child : w.findChildren<QWidget*>()) {
+                if (QByteArray(child->metaObject()->className()) != "QCustomPlot")
+                    continue;
+                child->resize(400, 300);
+                const QImage image = child->grab().toImage();
+                QCOMPARE(image.pixelColor(2, image.height() - 3).rgb(), QColor(0x20, 0x22, 0x26).rgb());
+                ++plots;
+            }
+            QVERIFY(plots >= 5);  // four training plots and the memory chart
+        }
+        QApplication::setPalette(saved);
     }
     void closingDuringTrainingStopsCleanly()
     {
