@@ -11,6 +11,7 @@
 #include "train/dataset.h"
 #include "train/run_store.h"
 #include "util/error.h"
+#include "util/file_util.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -210,9 +211,16 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
     report.chatTemplate = chatTemplateName(options.family);
     report.maxLength = maxLength;
     // Counts depend on the tokenizer and the template: a different pair recounts everything.
-    const std::string tokenizerId = sha256Hex(tokenizer->kind() + ":" + std::to_string(tokenizer->vocabSize()) + ":" +
-                                              modelDir + ":" + report.chatTemplate)
-                                        .substr(0, 16);
+    // Keyed by the tokenizer files' contents (not the path as typed), so another spelling of the same
+    // folder, or a copy of the model, reuses the counts.
+    std::string tokenizerFiles;
+    for (const char* name : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"}) {
+        const std::string file = joinPath(modelDir, name);
+        if (fileExists(file))
+            tokenizerFiles += std::string(name) + "=" + sha256File(file) + ";";
+    }
+    const std::string tokenizerId =
+        sha256Hex(tokenizer->kind() + ":" + tokenizerFiles + ":" + report.chatTemplate).substr(0, 16);
     const bool reuse = store.tokenizerId() == tokenizerId;
 
     std::vector<StoredRecord> records = liveRecords(store);

@@ -260,6 +260,7 @@ private Q_SLOTS:
 
         // Counts are reused while tokenizer and template stay; an edit invalidates one record's count.
         QCOMPARE(tb::tokenStats(*store, kModel, 40, "alpaca").counted, int64_t(0));
+        QCOMPARE(tb::tokenStats(*store, kModel + "/../stories260k/", 40, "alpaca").counted, int64_t(0));  // same files
         store->editField(1, "output", "changed", "ana");
         QCOMPARE(tb::tokenStats(*store, kModel, 40, "alpaca").counted, int64_t(1));
         QCOMPARE(tb::tokenStats(*store, kModel, 40, "plain").counted, int64_t(500));
