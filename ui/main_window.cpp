@@ -1,58 +1,230 @@
-// Main window: sidebar navigation between pages; the pages beyond Model arrive with their core parts.
+// Main window: sidebar navigation between pages, project menu, status bar, close-during-training.
 #include "main_window.h"
 
+#include "export_page.h"
+#include "memory_page.h"
+#include "method_page.h"
 #include "model_page.h"
+#include "playground_page.h"
+#include "project.h"
+#include "studio_state.h"
+#include "train_page.h"
+#include "training_controller.h"
 
+#include "memory/estimator.h"
+#include "memory/measure.h"
 #include "model/model.h"
 
+#include <QApplication>
+#include <QCloseEvent>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
+#include <QMenuBar>
+#include <QMessageBox>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QTimer>
 
 namespace tb {
 
 namespace {
 const char* const kPages[] = {"Model", "Data", "Method", "Memory", "Train", "Playground", "Export"};
+const int kMaxRecent = 8;
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 {
-    setWindowTitle(tr("Tunebench Studio"));
+    m_state = new StudioState(this);
+    m_controller = new TrainingController(m_state, this);
     auto* central = new QWidget(this);
     auto* layout = new QHBoxLayout(central);
     m_sidebar = new QListWidget(central);
     m_sidebar->setFixedWidth(150);
+    m_sidebar->setSpacing(2);
+    QFont sideFont = m_sidebar->font();
+    sideFont.setPointSizeF(sideFont.pointSizeF() * 1.1);
+    m_sidebar->setFont(sideFont);
     m_pages = new QStackedWidget(central);
     layout->addWidget(m_sidebar);
     layout->addWidget(m_pages, 1);
     setCentralWidget(central);
 
+    m_modelPage = new ModelPage(m_state, m_pages);
+    m_methodPage = new MethodPage(m_state, m_pages);
+    m_memoryPage = new MemoryPage(m_state, m_pages);
+    m_trainPage = new TrainPage(m_state, m_controller, m_pages);
+    m_playgroundPage = new PlaygroundPage(m_state, m_pages);
+    m_exportPage = new ExportPage(m_state, m_pages);
     for (const char* name : kPages) {
         m_sidebar->addItem(tr(name));
-        if (QLatin1String(name) == QLatin1String("Model")) {
-            m_modelPage = new ModelPage(m_pages);
-            m_pages->addWidget(m_modelPage);
-        } else {
-            auto* placeholder = new QLabel(tr("The %1 page arrives with its engine.").arg(tr(name)), m_pages);
+        const QLatin1String n(name);
+        QWidget* page = nullptr;
+        const std::pair<const char*, QWidget*> known[] = {{"Model", m_modelPage},     {"Method", m_methodPage},
+                                                          {"Memory", m_memoryPage},   {"Train", m_trainPage},
+                                                          {"Playground", m_playgroundPage}, {"Export", m_exportPage}};
+        for (const auto& [key, widget] : known)
+            if (n == QLatin1String(key))
+                page = widget;
+        if (!page) {
+            auto* placeholder = new QLabel(tr("The %1 page arrives with the dataset store.\nTraining uses the "
+                                              "files set on the Train page.").arg(tr(name)), m_pages);
             placeholder->setAlignment(Qt::AlignCenter);
-            m_pages->addWidget(placeholder);
+            page = placeholder;
         }
+        m_pages->addWidget(page);
     }
     connect(m_sidebar, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     m_sidebar->setCurrentRow(0);
 
-    m_device = new QLabel(tr("Device: %1").arg(QString::fromStdString(defaultDevice())), this);
-    m_job = new QLabel(tr("Idle"), this);
-    statusBar()->addPermanentWidget(m_device);
-    statusBar()->addPermanentWidget(m_job);
+    connect(m_modelPage, &ModelPage::modelOpened, this, [this](const ModelSummary& s) {
+        m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt);
+    });
+    connect(m_controller, &TrainingController::eventsArrived, m_memoryPage, [this](const JobEventBatch& b) {
+        if (!b.memoryReports.empty())
+            m_memoryPage->showMeasured(b.memoryReports.back());
+    });
+    connect(m_controller, &TrainingController::ended, this, [this] {
+        if (m_closeAfterStop)
+            close();
+    });
 
+    const QString device = QString::fromStdString(defaultDevice());
+    m_device = new QLabel(tr("Device: %1").arg(device), this);
+    m_memory = new QLabel(this);
+    m_job = new QLabel(jobStateName(m_state->jobState()), this);
+    m_job->setMinimumWidth(80);
+    statusBar()->addPermanentWidget(m_device);
+    statusBar()->addPermanentWidget(m_memory);
+    statusBar()->addPermanentWidget(m_job);
+    connect(m_state, &StudioState::jobStateChanged, this, [this](StudioJobState s) { m_job->setText(jobStateName(s)); });
+    connect(m_state, &StudioState::memoryNowChanged, this, [this](qint64 bytes, const QString& source) {
+        m_memory->setText(tr("Memory: %1 (%2)").arg(QString::fromStdString(formatBytes(bytes)), source));
+    });
+    // Between runs, the process's tensor memory as core measures it (CUDA allocated, or tracked CPU).
+    installCpuMemoryTracking();
+    auto pollMemory = [this, device] {
+        if (m_controller->active())
+            return;
+        const MemorySnapshot s = memorySnapshot(device.toStdString());
+        m_state->setMemoryNow(s.current, QString::fromStdString(s.source));
+    };
+    auto* poll = new QTimer(this);
+    connect(poll, &QTimer::timeout, this, pollMemory);
+    poll->start(2000);
+    pollMemory();
+
+    buildMenus();
+    updateTitle();
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     if (!settings.contains(QStringLiteral("window/geometry")))
-        resize(1100, 720);
+        resize(1280, 800);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus()
+{
+    QMenu* file = menuBar()->addMenu(tr("&Project"));
+    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open project"), QString(),
+                                                          tr("Tunebench projects (*.tunebench)"));
+        QString error;
+        if (!path.isEmpty() && !openProject(path, &error))
+            QMessageBox::warning(this, tr("Open project"), error);
+    });
+    m_recent = file->addMenu(tr("Open &recent"));
+    file->addAction(tr("&Save"), QKeySequence::Save, this, [this] {
+        QString path = m_projectPath;
+        if (path.isEmpty())
+            path = QFileDialog::getSaveFileName(this, tr("Save project"), QStringLiteral("project.tunebench"),
+                                                tr("Tunebench projects (*.tunebench)"));
+        QString error;
+        if (!path.isEmpty() && !saveProject(path, &error))
+            QMessageBox::warning(this, tr("Save project"), error);
+    });
+    file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save project"), QStringLiteral("project.tunebench"),
+                                                          tr("Tunebench projects (*.tunebench)"));
+        QString error;
+        if (!path.isEmpty() && !saveProject(path, &error))
+            QMessageBox::warning(this, tr("Save project"), error);
+    });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    m_recent->clear();
+    const QStringList recent = QSettings().value(QStringLiteral("projects/recent")).toStringList();
+    for (const QString& path : recent)
+        m_recent->addAction(QFileInfo(path).fileName(), this, [this, path] {
+            QString error;
+            if (!openProject(path, &error))
+                QMessageBox::warning(this, tr("Open project"), error);
+        })->setToolTip(path);
+    m_recent->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::rememberRecent(const QString& path)
+{
+    QSettings settings;
+    QStringList recent = settings.value(QStringLiteral("projects/recent")).toStringList();
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    recent.removeAll(absolute);
+    recent.prepend(absolute);
+    while (recent.size() > kMaxRecent)
+        recent.removeLast();
+    settings.setValue(QStringLiteral("projects/recent"), recent);
+    rebuildRecentMenu();
+}
+
+bool MainWindow::openProject(const QString& path, QString* error)
+{
+    Project p;
+    if (!readProject(path, &p, error))
+        return false;
+    TrainConfig c = p.config;
+    if (!p.trainFile.isEmpty())
+        c.data.trainFile = p.trainFile.toStdString();
+    c.data.valFile = p.valFile.toStdString();
+    m_state->setConfig(c);
+    m_state->setRuns(p.runs);
+    if (!p.modelPath.isEmpty())
+        m_modelPage->openModel(p.modelPath);
+    m_projectPath = path;
+    rememberRecent(path);
+    updateTitle();
+    return true;
+}
+
+bool MainWindow::saveProject(const QString& path, QString* error)
+{
+    Project p;
+    p.modelPath = m_state->modelPath();
+    p.config = m_state->config();
+    p.trainFile = QString::fromStdString(p.config.data.trainFile);
+    p.valFile = QString::fromStdString(p.config.data.valFile);
+    p.runs = m_state->runs();
+    if (!writeProject(path, p, error))
+        return false;
+    m_projectPath = path;
+    rememberRecent(path);
+    updateTitle();
+    return true;
+}
+
+void MainWindow::updateTitle()
+{
+    setWindowTitle(m_projectPath.isEmpty() ? tr("Tunebench Studio")
+                                           : tr("%1 — Tunebench Studio").arg(QFileInfo(m_projectPath).fileName()));
 }
 
 QStringList MainWindow::pageNames() const
@@ -68,6 +240,37 @@ void MainWindow::showPage(const QString& name)
     const int row = pageNames().indexOf(name);
     if (row >= 0)
         m_sidebar->setCurrentRow(row);
+}
+
+QString MainWindow::statusText() const
+{
+    return m_device->text() + QStringLiteral(" | ") + m_memory->text() + QStringLiteral(" | ") + m_job->text();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (m_controller->active()) {
+        if (!m_closeAfterStop) {
+            const bool stop = m_askClose ? m_askClose()
+                                         : QMessageBox::question(this, tr("Training in progress"),
+                                                                 tr("A run is in progress. Stop it (its last "
+                                                                    "checkpoint is saved) and close?")) ==
+                                               QMessageBox::Yes;
+            if (!stop) {
+                event->ignore();
+                return;
+            }
+            m_closeAfterStop = true;
+            m_controller->stop();
+            statusBar()->showMessage(tr("Stopping the run before closing…"));
+        }
+        event->ignore();  // closes again when the job has ended and freed its memory
+        return;
+    }
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    QMainWindow::closeEvent(event);
 }
 
 } // namespace tb

@@ -1,8 +1,12 @@
 // The Model page: opens a model folder on a worker thread and shows its architecture and size.
 #pragma once
 
+#include "model/config.h"
+
 #include <QFutureWatcher>
 #include <QWidget>
+
+#include <optional>
 
 class QLabel;
 class QLineEdit;
@@ -19,15 +23,24 @@ struct ModelSummary {
     qint64 layers = 0, hiddenSize = 0, vocabSize = 0, context = 0, heads = 0, kvHeads = 0;
     QString dtype;
     QString tokenizer;     // "sentencepiece" / "bpe"
+    std::optional<ModelConfig> config;
+    struct Tensor {
+        QString name, dtype;
+        QVector<qint64> shape;
+    };
+    QVector<Tensor> tensors;  // the checkpoint's tensors (names and shapes from the safetensors headers)
 };
 
 // Reads config.json and the tokenizer of a folder (runs on a worker thread).
 ModelSummary summarizeModel(const QString& path);
 
+class StudioState;
+
 class ModelPage : public QWidget {
     Q_OBJECT
 public:
-    explicit ModelPage(QWidget* parent = nullptr);
+    explicit ModelPage(StudioState* state = nullptr, QWidget* parent = nullptr);
+    QTreeWidget* tensorTree() const { return m_tensors; }
     void openModel(const QString& path);
     const ModelSummary& summary() const { return m_summary; }
 
@@ -43,6 +56,9 @@ private:
     QLineEdit* m_path = nullptr;
     QPushButton* m_browse = nullptr;
     QTreeWidget* m_info = nullptr;
+    QTreeWidget* m_tensors = nullptr;
+    StudioState* m_state = nullptr;
+    void showTensors();
     QLabel* m_status = nullptr;
     QFutureWatcher<ModelSummary> m_watcher;
     ModelSummary m_summary;

@@ -321,6 +321,20 @@ std::string joinTerms(const std::vector<std::string>& terms)
 
 } // namespace
 
+EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
+{
+    EstimateOptions o;
+    o.precision = run.precision == "fp32" ? "fp32" : run.precision + "-mixed";
+    o.optimizer = run.optim.optimizer == "adamw" ? "adamw" : (run.optim.momentum > 0 ? "sgd-momentum" : "sgd");
+    o.batch = run.batchSize;
+    o.seq = seq;
+    o.gradAccum = run.gradAccum;
+    o.gradientCheckpointing = run.gradientCheckpointing;
+    o.loss = run.loss;
+    o.lossChunk = run.lossChunkTokens;
+    return o;
+}
+
 MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
                               const EstimateOptions& o)
 {

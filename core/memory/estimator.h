@@ -81,6 +81,11 @@ struct MemoryEstimate {
     std::vector<std::string> advice; // sentences, cheapest first; only changes that fit
 };
 
+// The estimate options a training run implies, as the trainer's own memory report uses them: fp32 stays
+// fp32, bf16 / fp16 become the autocast (-mixed) conventions; the optimizer (sgd with momentum:
+// sgd-momentum), micro-batch, accumulation, checkpointing and loss from the run. seq: tokens per sequence.
+EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq);
+
 // Throws tb::Error naming the option when a value is out of range or unknown (precision, batch,
 // lora rank, a LoRA target no layer has, ...).
 MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& method,

@@ -4,6 +4,8 @@
 #include "util/error.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 namespace tb {
 namespace {
@@ -42,7 +44,63 @@ int64_t blockParameters(const ModelConfig& c)
     return n + 2 * c.hiddenSize + (c.qkNorm ? 2 * c.headDim : 0);
 }
 
+bool endsWith(const std::string& s, const std::string& suffix)
+{
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The block index in "model.layers.N." (llama family) or "transformer.h.N." (gpt2); -1 outside blocks.
+int64_t blockIndex(const std::string& name)
+{
+    for (const char* marker : {"layers.", "h."}) {
+        const size_t at = name.find(marker);
+        if (at == std::string::npos || (at > 0 && name[at - 1] != '.'))
+            continue;
+        size_t i = at + std::char_traits<char>::length(marker), end = i;
+        while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])))
+            ++end;
+        if (end > i && end < name.size() && name[end] == '.')
+            return std::stoll(name.substr(i, end - i));
+    }
+    return -1;
+}
+
 } // namespace
+
+std::string tensorTrainingRole(const ModelConfig& c, const TrainConfig& run, const std::string& name)
+{
+    const bool norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
+    const bool embedding = name.find("embed_tokens") != std::string::npos || name.find("wte") != std::string::npos ||
+                           name.find("wpe") != std::string::npos;
+    const bool head = name.find("lm_head") != std::string::npos;
+    const int64_t block = blockIndex(name);
+    switch (run.method) {
+    case Method::Full:
+        return "trains";
+    case Method::Partial: {
+        if (block >= 0 && block >= c.numLayers - run.partial.trainableBlocks)
+            return "trains";
+        for (const auto& m : run.partial.modules)
+            if ((m == "embeddings" && embedding) || (m == "lm_head" && (head || (c.tieWordEmbeddings && embedding))) ||
+                (m == "norms" && norm))
+                return "trains";
+        return "frozen";
+    }
+    case Method::Lora: {
+        if (!endsWith(name, ".weight"))
+            return "frozen";
+        const std::string module = name.substr(0, name.size() - 7);
+        for (const auto& t : resolvedLoraTargets(c, run.lora))
+            if (module == t || endsWith(module, "." + t))
+                return "LoRA";
+        return "frozen";
+    }
+    case Method::Adapter:
+    case Method::Prompt:
+        return "frozen";
+    }
+    return "frozen";
+}
 
 std::vector<std::string> loraTargetNames(const ModelConfig& config)
 {

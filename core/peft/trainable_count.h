@@ -22,4 +22,10 @@ int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter);
 // when an option does not fit the model (a LoRA target that matches no layer, too many blocks).
 int64_t trainableParameterCount(const ModelConfig& model, const TrainConfig& run);
 
+// How one checkpoint tensor (Hugging Face name, e.g. "model.layers.1.self_attn.q_proj.weight") takes
+// part in training under `run`, for display: "trains" (full; partial's blocks and modules), "LoRA" (frozen,
+// with a trainable low-rank update: a targeted layer's weight) or "frozen". Adapters and soft prompts add
+// new tensors and train none of the checkpoint's.
+std::string tensorTrainingRole(const ModelConfig& model, const TrainConfig& run, const std::string& name);
+
 } // namespace tb

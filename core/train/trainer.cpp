@@ -233,15 +233,7 @@ torch::Tensor Trainer::batchLoss(const torch::Tensor& ids, const torch::Tensor& 
 void Trainer::reportMemory(int64_t width)
 {
     TrainConfig method = m_config;
-    EstimateOptions o;
-    o.precision = m_config.precision == "fp32" ? "fp32" : m_config.precision + "-mixed";
-    o.optimizer = m_config.optim.optimizer == "adamw" ? "adamw" : (m_config.optim.momentum > 0 ? "sgd-momentum" : "sgd");
-    o.batch = m_config.batchSize;
-    o.seq = width;  // the first micro-batch's padded length
-    o.gradAccum = m_config.gradAccum;
-    o.gradientCheckpointing = m_config.gradientCheckpointing;
-    o.loss = m_config.loss;
-    o.lossChunk = m_config.lossChunkTokens;
+    EstimateOptions o = estimateOptionsFor(m_config, width);  // width: the first micro-batch's padded length
     o.cudaOverhead = m_model.device.is_cuda();
     o.advise = false;
     MemoryEstimate e;

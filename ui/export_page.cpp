@@ -1,0 +1,190 @@
+// Export page: run and format choice, a worker running exportRun, and a tree of the checks' results.
+#include "export_page.h"
+
+#include "studio_state.h"
+
+#include "export/export.h"
+#include "memory/estimator.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "train/tuned_model.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <cmath>
+#include <exception>
+
+namespace tb {
+
+namespace {
+
+// Runs core's export; for a merged folder, also reloads it and compares its logits with the tuned model's.
+ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
+{
+    ExportOutcome out;
+    try {
+        const ExportReport r = exportRun(runDir.toStdString(), options);
+        out.ok = true;
+        out.results << qMakePair(QObject::tr("Format"), QString::fromStdString(r.format));
+        out.results << qMakePair(QObject::tr("Checkpoint exported"), QString::fromStdString(r.checkpoint));
+        out.results << qMakePair(QObject::tr("Tensors written"), QString::number(r.tensors));
+        out.results << qMakePair(QObject::tr("Folder"), QString::fromStdString(r.outDir));
+        for (const std::string& f : r.files)
+            out.files << QString::fromStdString(f);
+        if (r.format == "merged") {
+            out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"), QString::number(r.maxAbsChange, 'g', 4));
+            // The merged folder must behave like base + method: same logits on a short prompt.
+            const auto merged = Model::load(r.outDir, {"fp32", "cpu"});
+            const auto tuned = loadTunedModel(runDir.toStdString(), {"fp32", "cpu"});
+            const auto ids = loadTokenizer(r.outDir)->encode("Once upon a time", true);
+            const auto a = merged->logits(ids), b = tuned->logits(ids);
+            double diff = 0;
+            for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+                diff = std::max(diff, double(std::abs(a[i] - b[i])));
+            const bool same = a.size() == b.size() && diff < 1e-3;
+            out.results << qMakePair(QObject::tr("Reloaded merged model vs tuned model (max |Δlogit|)"),
+                                     QStringLiteral("%1 %2").arg(diff, 0, 'g', 3).arg(same ? QObject::tr("✔ match")
+                                                                                            : QObject::tr("✘ differ")));
+            out.ok = same;
+            if (!same)
+                out.message = QObject::tr("The merged model's logits differ from the tuned model's.");
+        }
+    } catch (const std::exception& e) {
+        out.message = QString::fromUtf8(e.what());
+    }
+    return out;
+}
+
+} // namespace
+
+ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m_state(state)
+{
+    auto* layout = new QVBoxLayout(this);
+    auto* box = new QGroupBox(tr("Export a run"), this);
+    auto* form = new QFormLayout(box);
+    m_run = new QComboBox(box);
+    m_format = new QComboBox(box);
+    m_format->addItem(tr("PEFT adapter (adapter_config.json + adapter_model.safetensors)"), QStringLiteral("peft"));
+    m_format->addItem(tr("Merged model (Hugging Face folder)"), QStringLiteral("merged"));
+    auto* outRow = new QHBoxLayout();
+    m_out = new QLineEdit(box);
+    auto* browse = new QPushButton(tr("Browse…"), box);
+    outRow->addWidget(m_out, 1);
+    outRow->addWidget(browse);
+    m_force = new QCheckBox(tr("Export even when the weights equal the base model's"), box);
+    form->addRow(tr("Run:"), m_run);
+    form->addRow(tr("Format:"), m_format);
+    form->addRow(tr("Output folder:"), outRow);
+    form->addRow(QString(), m_force);
+    auto* buttons = new QHBoxLayout();
+    m_export = new QPushButton(tr("Export"), box);
+    m_status = new QLabel(box);
+    m_status->setWordWrap(true);
+    buttons->addWidget(m_export);
+    buttons->addWidget(m_status, 1);
+    form->addRow(buttons);
+    layout->addWidget(box);
+
+    auto* resultsBox = new QGroupBox(tr("Checks and results"), this);
+    auto* v = new QVBoxLayout(resultsBox);
+    m_results = new QTreeWidget(resultsBox);
+    m_results->setHeaderLabels({tr("Check"), tr("Result")});
+    m_results->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    v->addWidget(m_results);
+    layout->addWidget(resultsBox, 1);
+
+    connect(m_export, &QPushButton::clicked, this, &ExportPage::exportSelected);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export to folder"), m_out->text());
+        if (!dir.isEmpty())
+            setOutputDir(dir);
+    });
+    connect(m_out, &QLineEdit::textEdited, this, [this] { m_outEdited = true; });
+    connect(m_run, &QComboBox::currentIndexChanged, this, &ExportPage::suggestOutput);
+    connect(m_format, &QComboBox::currentIndexChanged, this, &ExportPage::suggestOutput);
+    connect(m_state, &StudioState::runsChanged, this, &ExportPage::refreshRuns);
+    connect(m_state, &StudioState::selectedRunChanged, this, &ExportPage::refreshRuns);
+    connect(&m_watcher, &QFutureWatcher<ExportOutcome>::finished, this, [this] {
+        m_outcome = m_watcher.result();
+        showOutcome();
+        m_export->setEnabled(true);
+        Q_EMIT exportFinished(m_outcome.ok);
+    });
+    refreshRuns();
+}
+
+ExportPage::~ExportPage() { m_watcher.waitForFinished(); }
+
+void ExportPage::refreshRuns()
+{
+    {
+        const QSignalBlocker block(m_run);
+        m_run->clear();
+        for (const QString& dir : m_state->runs())
+            m_run->addItem(QFileInfo(dir).fileName(), dir);
+        m_run->setCurrentIndex(std::max(0, m_run->findData(m_state->selectedRun())));
+    }
+    m_export->setEnabled(m_run->count() > 0 && !busy());
+    if (m_run->count() == 0)
+        m_status->setText(tr("Train a run first; its newest checkpoint is exported."));
+    suggestOutput();
+}
+
+void ExportPage::suggestOutput()
+{
+    if (m_outEdited || m_run->count() == 0)
+        return;
+    m_out->setText(m_run->currentData().toString() + QStringLiteral("/export-") + m_format->currentData().toString());
+}
+
+void ExportPage::setFormat(const QString& format) { m_format->setCurrentIndex(std::max(0, m_format->findData(format))); }
+
+void ExportPage::setOutputDir(const QString& dir)
+{
+    m_out->setText(dir);
+    m_outEdited = true;
+}
+
+void ExportPage::exportSelected()
+{
+    if (busy() || m_run->count() == 0)
+        return;
+    ExportOptions options;
+    options.format = m_format->currentData().toString().toStdString();
+    options.outDir = m_out->text().toStdString();
+    options.force = m_force->isChecked();
+    m_export->setEnabled(false);
+    m_results->clear();
+    m_status->setText(tr("Exporting…"));
+    m_watcher.setFuture(QtConcurrent::run(runExport, m_run->currentData().toString(), options));
+}
+
+void ExportPage::showOutcome()
+{
+    m_results->clear();
+    m_status->setText(m_outcome.ok ? tr("✔ Exported.") : tr("✘ %1").arg(m_outcome.message));
+    m_status->setStyleSheet(m_outcome.ok ? QStringLiteral("color: #27ae60;") : QStringLiteral("color: #c0392b;"));
+    for (const auto& [check, result] : m_outcome.results)
+        new QTreeWidgetItem(m_results, {check, result});
+    if (!m_outcome.files.isEmpty()) {
+        auto* files = new QTreeWidgetItem(m_results, {tr("Files"), QString::number(m_outcome.files.size())});
+        for (const QString& f : m_outcome.files)
+            new QTreeWidgetItem(files, {QFileInfo(f).fileName(), f});
+        files->setExpanded(true);
+    }
+}
+
+} // namespace tb

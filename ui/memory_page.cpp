@@ -1,0 +1,458 @@
+// Memory page: controls -> EstimateOptions -> core's estimateMemory for each method -> stacked bars.
+#include "memory_page.h"
+
+#include "studio_state.h"
+
+#include "model/model.h"
+
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+
+namespace tb {
+
+namespace {
+
+const char* const kComponents[] = {"weights",     "gradients", "optimizer_states", "master_weights",
+                                   "activations", "logits",    "overhead"};
+const char* const kComponentTitles[] = {"Weights",     "Gradients", "Optimizer states", "Master weights",
+                                        "Activations", "Logits",    "Overhead"};
+const QColor kColors[] = {QColor(0x34, 0x6d, 0xb3), QColor(0xe0, 0x7b, 0x39), QColor(0x5a, 0xa4, 0x69),
+                          QColor(0x8c, 0x6b, 0xb1), QColor(0xd1, 0x4f, 0x5a), QColor(0xc9, 0xa2, 0x27),
+                          QColor(0x8c, 0x8c, 0x8c)};
+const Method kMethods[] = {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt};
+constexpr int kComponentCount = 7;
+
+QString methodLabel(Method m)
+{
+    switch (m) {
+    case Method::Full: return QObject::tr("Full");
+    case Method::Partial: return QObject::tr("Partial");
+    case Method::Lora: return QObject::tr("LoRA");
+    case Method::Adapter: return QObject::tr("Adapter");
+    case Method::Prompt: return QObject::tr("Prompt");
+    }
+    return {};
+}
+
+std::vector<double> componentBytes(const MemoryEstimate& e)
+{
+    std::vector<double> values(kComponentCount, 0.0);
+    for (const MemoryItem& item : e.items)
+        for (int i = 0; i < kComponentCount; ++i)
+            if (item.key == kComponents[i])
+                values[i] = double(item.bytes);
+    return values;
+}
+
+QString bytesText(qint64 bytes) { return QString::fromStdString(formatBytes(bytes)); }
+
+} // namespace
+
+std::vector<std::pair<QString, qint64>> deviceMemoryPresets()
+{
+    std::vector<std::pair<QString, qint64>> presets;
+    presets.emplace_back(QObject::tr("None"), 0);
+    for (int gb : {8, 12, 16, 24, 32, 40, 48, 80, 141})
+        presets.emplace_back(QStringLiteral("%1 GB").arg(gb), parseByteSize(std::to_string(gb) + "GB"));
+    const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && pageSize > 0)
+        presets.emplace_back(QObject::tr("This machine (%1 RAM)").arg(bytesText(qint64(pages) * pageSize)),
+                             qint64(pages) * pageSize);
+    return presets;
+}
+
+MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m_state(state)
+{
+    auto* layout = new QHBoxLayout(this);
+    auto* controls = new QGroupBox(tr("Setup"), this);
+    controls->setFixedWidth(340);
+    buildControls(controls);
+    layout->addWidget(controls);
+
+    auto* right = new QVBoxLayout();
+    layout->addLayout(right, 1);
+    m_plot = new QCustomPlot(this);
+    m_plot->setMinimumHeight(300);
+    m_plot->yAxis->setLabel(tr("Memory per device"));
+    m_plot->legend->setVisible(true);
+    m_plot->legend->setFont(font());
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    QCPBars* below = nullptr;
+    for (int i = 0; i < kComponentCount; ++i) {
+        auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
+        bars->setName(tr(kComponentTitles[i]));
+        bars->setPen(QPen(kColors[i].darker(130)));
+        bars->setBrush(kColors[i]);
+        bars->setWidth(0.6);
+        if (below)
+            bars->moveAbove(below);
+        below = bars;
+        m_bars.push_back(bars);
+    }
+    m_deviceLine = new QCPItemStraightLine(m_plot);
+    m_deviceLine->setPen(QPen(QColor(0xc0, 0x39, 0x2b), 2, Qt::DashLine));
+    m_deviceLabel = new QCPItemText(m_plot);
+    m_deviceLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    m_deviceLabel->setColor(QColor(0xc0, 0x39, 0x2b));
+    m_deviceLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+    right->addWidget(m_plot, 3);
+
+    auto* verdictBox = new QGroupBox(tr("Verdict"), this);
+    auto* verdictLayout = new QVBoxLayout(verdictBox);
+    m_verdict = new QLabel(verdictBox);
+    m_verdict->setWordWrap(true);
+    QFont bold = m_verdict->font();
+    bold.setBold(true);
+    m_verdict->setFont(bold);
+    m_advice = new QLabel(verdictBox);
+    m_advice->setWordWrap(true);
+    m_advice->setTextFormat(Qt::RichText);
+    verdictLayout->addWidget(m_verdict);
+    verdictLayout->addWidget(m_advice);
+    right->addWidget(verdictBox);
+
+    m_table = new QTableWidget(0, 3, this);
+    m_table->setHorizontalHeaderLabels({tr("Component"), tr("Bytes"), tr("Why")});
+    m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+    m_table->verticalHeader()->hide();
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setWordWrap(false);
+    right->addWidget(m_table, 2);
+
+    connect(m_state, &StudioState::configChanged, this, &MemoryPage::fromState);
+    connect(m_state, &StudioState::modelChanged, this, &MemoryPage::clearMeasured);
+    fromState();
+}
+
+void MemoryPage::buildControls(QWidget* box)
+{
+    auto* form = new QFormLayout(box);
+    auto slider = [box, form](const QString& label, int lo, int hi, QSlider** out, QLabel** value) {
+        auto* row = new QWidget(box);
+        auto* h = new QHBoxLayout(row);
+        h->setContentsMargins(0, 0, 0, 0);
+        *out = new QSlider(Qt::Horizontal, row);
+        (*out)->setRange(lo, hi);
+        *value = new QLabel(row);
+        (*value)->setMinimumWidth(44);
+        (*value)->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        h->addWidget(*out, 1);
+        h->addWidget(*value);
+        form->addRow(label, row);
+    };
+    // Batch and LoRA rank move in powers of two; sequence length in steps of 16 tokens up to 8192.
+    slider(tr("Micro-batch:"), 0, 8, &m_batch, &m_batchValue);
+    slider(tr("Sequence length:"), 1, 512, &m_seq, &m_seqValue);
+    slider(tr("LoRA rank:"), 0, 8, &m_rank, &m_rankValue);
+    m_precision = new QComboBox(box);
+    m_precision->addItem(tr("fp32"), QStringLiteral("fp32"));
+    m_precision->addItem(tr("bf16 mixed"), QStringLiteral("bf16"));
+    m_precision->addItem(tr("fp16 mixed"), QStringLiteral("fp16"));
+    form->addRow(tr("Precision:"), m_precision);
+    m_checkpointing = new QCheckBox(tr("Gradient checkpointing"), box);
+    form->addRow(QString(), m_checkpointing);
+    m_chunkedLoss = new QCheckBox(tr("Chunked loss (no full logits)"), box);
+    form->addRow(QString(), m_chunkedLoss);
+    m_gpus = new QSpinBox(box);
+    m_gpus->setRange(1, 64);
+    form->addRow(tr("GPUs:"), m_gpus);
+    m_zero = new QComboBox(box);
+    m_zero->addItem(tr("0 (replicated)"), 0);
+    m_zero->addItem(tr("1 (optimizer states)"), 1);
+    m_zero->addItem(tr("2 (+ gradients)"), 2);
+    m_zero->addItem(tr("3 (+ weights)"), 3);
+    form->addRow(tr("ZeRO stage:"), m_zero);
+    m_device = new QComboBox(box);
+    for (const auto& [name, bytes] : deviceMemoryPresets())
+        m_device->addItem(name, bytes);
+    // Without a GPU, this machine's memory (and no CUDA overhead) is the useful default.
+    m_device->setCurrentIndex(cudaAvailable() ? m_device->findText(QStringLiteral("24 GB")) : m_device->count() - 1);
+    form->addRow(tr("Device memory:"), m_device);
+
+    auto toState = [this] {
+        if (m_updating)
+            return;
+        m_state->updateConfig([this](TrainConfig& c) {
+            c.batchSize = 1 << m_batch->value();
+            c.data.maxLength = 16 * m_seq->value();
+            c.lora.rank = 1 << m_rank->value();
+            c.precision = m_precision->currentData().toString().toStdString();
+            c.gradientCheckpointing = m_checkpointing->isChecked();
+            c.loss = m_chunkedLoss->isChecked() ? "chunked" : "full";
+        });
+        refresh();
+    };
+    for (QSlider* s : {m_batch, m_seq, m_rank})
+        connect(s, &QSlider::valueChanged, this, toState);
+    connect(m_precision, &QComboBox::currentIndexChanged, this, toState);
+    connect(m_checkpointing, &QCheckBox::toggled, this, toState);
+    connect(m_chunkedLoss, &QCheckBox::toggled, this, toState);
+    connect(m_gpus, &QSpinBox::valueChanged, this, &MemoryPage::refresh);
+    connect(m_zero, &QComboBox::currentIndexChanged, this, &MemoryPage::refresh);
+    connect(m_device, &QComboBox::currentIndexChanged, this, &MemoryPage::refresh);
+}
+
+void MemoryPage::fromState()
+{
+    if (m_updating)
+        return;
+    m_updating = true;
+    const TrainConfig& c = m_state->config();
+    auto log2 = [](int v) {
+        int n = 0;
+        while ((1 << (n + 1)) <= v)
+            ++n;
+        return n;
+    };
+    m_batch->setValue(log2(c.batchSize));
+    m_seq->setValue(std::max(1, c.data.maxLength / 16));
+    m_rank->setValue(log2(c.lora.rank));
+    m_precision->setCurrentIndex(std::max(0, m_precision->findData(QString::fromStdString(c.precision))));
+    m_checkpointing->setChecked(c.gradientCheckpointing);
+    m_chunkedLoss->setChecked(c.loss == "chunked");
+    m_updating = false;
+    refresh();
+}
+
+void MemoryPage::setDeviceMemory(qint64 bytes)
+{
+    int index = m_device->findData(bytes);
+    if (index < 0) {
+        m_device->addItem(bytesText(bytes), bytes);
+        index = m_device->count() - 1;
+    }
+    m_device->setCurrentIndex(index);
+}
+
+void MemoryPage::setGpus(int gpus, int zeroStage)
+{
+    m_gpus->setValue(gpus);
+    m_zero->setCurrentIndex(zeroStage);
+}
+
+void MemoryPage::refresh()
+{
+    const TrainConfig& run = m_state->config();
+    m_batchValue->setText(QString::number(run.batchSize));
+    m_seqValue->setText(QString::number(run.data.maxLength));
+    m_rankValue->setText(QString::number(run.lora.rank));
+    m_rank->setEnabled(run.method == Method::Lora);
+
+    m_options = estimateOptionsFor(run, run.data.maxLength);
+    m_options.gpus = m_gpus->value();
+    m_options.zero = m_zero->currentData().toInt();
+    const qint64 device = m_device->currentData().toLongLong();
+    const bool thisMachine = m_device->currentIndex() == m_device->count() - 1 && device > 0 &&
+                             m_device->currentText().startsWith(tr("This machine"));
+    m_options.cudaOverhead = !(thisMachine && !cudaAvailable());
+    if (device > 0)
+        m_options.deviceMemory = device;
+    else
+        m_options.deviceMemory.reset();
+
+    m_estimate.reset();
+    std::vector<std::pair<QString, std::vector<double>>> columns;
+    QString error;
+    const auto& model = m_state->modelConfig();
+    if (model) {
+        try {
+            m_estimate = estimateMemory(*model, run, m_options);
+            columns.emplace_back(tr("%1\n(chosen)").arg(methodLabel(run.method)), componentBytes(*m_estimate));
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        EstimateOptions quick = m_options;
+        quick.advise = false;
+        for (Method m : kMethods) {
+            if (m == run.method)
+                continue;
+            TrainConfig other = run;
+            other.method = m;
+            try {
+                columns.emplace_back(methodLabel(m), componentBytes(estimateMemory(*model, other, quick)));
+            } catch (const std::exception&) {
+                columns.emplace_back(tr("%1\n(n/a)").arg(methodLabel(m)), std::vector<double>(kComponentCount, 0.0));
+            }
+        }
+        if (m_measured) {
+            std::vector<double> estimated(kComponentCount, 0.0), measured(kComponentCount, 0.0);
+            for (const auto& item : m_measured->items)
+                for (int i = 0; i < kComponentCount; ++i)
+                    if (item.key == kComponents[i]) {
+                        estimated[i] = double(item.estimated);
+                        measured[i] = double(item.measured);
+                    }
+            columns.emplace_back(tr("Run\nestimated"), estimated);
+            columns.emplace_back(tr("Run\nmeasured"), measured);
+        }
+    }
+    drawChart(columns, double(device));
+
+    // Verdict, advice and the itemised table come straight from core's estimate.
+    m_table->setRowCount(0);
+    if (!m_estimate) {
+        m_verdict->setText(model ? tr("No estimate: %1").arg(error) : tr("Open a model to estimate its memory."));
+        m_advice->clear();
+        return;
+    }
+    const MemoryEstimate& e = *m_estimate;
+    m_verdict->setText(verdictText());
+    m_verdict->setStyleSheet(!e.fits ? QString()
+                             : *e.fits ? QStringLiteral("color: #27ae60;")
+                                       : QStringLiteral("color: #c0392b;"));
+    QString advice;
+    for (const QString& a : adviceShown())
+        advice += QStringLiteral("<li>%1</li>").arg(a.toHtmlEscaped());
+    m_advice->setText(advice.isEmpty() ? QString() : tr("What would fit:<ul>%1</ul>").arg(advice));
+    m_advice->setVisible(!advice.isEmpty());
+    auto addRow = [this](const QString& name, qint64 bytes, const QString& why, const QString& formula) {
+        const int row = m_table->rowCount();
+        m_table->insertRow(row);
+        m_table->setItem(row, 0, new QTableWidgetItem(name));
+        auto* b = new QTableWidgetItem(bytesText(bytes));
+        b->setData(Qt::UserRole, bytes);
+        b->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        m_table->setItem(row, 1, b);
+        auto* w = new QTableWidgetItem(why);
+        w->setToolTip(formula);
+        m_table->setItem(row, 2, w);
+    };
+    for (const MemoryItem& item : e.items) {
+        QString title = QString::fromStdString(item.key);
+        for (int i = 0; i < kComponentCount; ++i)
+            if (item.key == kComponents[i])
+                title = tr(kComponentTitles[i]);
+        addRow(title, item.bytes, QString::fromStdString(item.explanation), QString::fromStdString(item.formula));
+    }
+    addRow(tr("Total (peak: %1)").arg(QString::fromStdString(e.peakPhase)), e.total,
+           tr("%1 parameters, %2 trainable").arg(QString::fromStdString(groupDigits(e.parameters)),
+                                                 QString::fromStdString(groupDigits(e.trainableParameters))),
+           QString());
+}
+
+QString MemoryPage::verdictText() const
+{
+    if (!m_estimate)
+        return {};
+    const MemoryEstimate& e = *m_estimate;
+    const QString total = bytesText(e.total);
+    if (!e.fits)
+        return tr("Estimated peak: %1 per device.").arg(total);
+    const QString device = bytesText(*m_options.deviceMemory);
+    return *e.fits ? tr("Fits: %1 of %2 per device.").arg(total, device)
+                   : tr("Does not fit: %1 needed, %2 per device.").arg(total, device);
+}
+
+QStringList MemoryPage::adviceShown() const
+{
+    QStringList out;
+    if (m_estimate)
+        for (const std::string& a : m_estimate->advice)
+            out << QString::fromStdString(a);
+    return out;
+}
+
+double MemoryPage::barBytes(const QString& key, int column) const
+{
+    for (int i = 0; i < kComponentCount; ++i) {
+        if (key != QLatin1String(kComponents[i]))
+            continue;
+        auto it = m_bars[i]->data()->findBegin(column, false);
+        if (it == m_bars[i]->data()->constEnd() || it->key != column)
+            return 0;
+        return it->value * m_scale;
+    }
+    return 0;
+}
+
+void MemoryPage::drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns, double deviceBytes)
+{
+    double peak = 0;
+    for (const auto& [name, values] : columns) {
+        double sum = 0;
+        for (double v : values)
+            sum += v;
+        peak = std::max(peak, sum);
+    }
+    // One unit for the axis: the largest power of 1024 below the tallest bar.
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    m_scale = 1;
+    while (unit < 4 && peak / m_scale >= 1024) {
+        m_scale *= 1024;
+        ++unit;
+    }
+    m_plot->yAxis->setLabel(tr("Memory per device (%1)").arg(QLatin1String(units[unit])));
+    m_categories.clear();
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int i = 0; i < kComponentCount; ++i) {
+        QVector<double> keys, values;
+        for (size_t c = 0; c < columns.size(); ++c) {
+            keys << double(c);
+            values << columns[c].second[i] / m_scale;
+        }
+        m_bars[i]->setData(keys, values, true);
+    }
+    for (size_t c = 0; c < columns.size(); ++c) {
+        ticker->addTick(double(c), columns[c].first);
+        m_categories << columns[c].first;
+    }
+    m_plot->xAxis->setTicker(ticker);
+    m_plot->xAxis->setRange(-0.6, std::max<double>(1, double(columns.size())) - 0.4);
+    m_plot->xAxis->grid()->setVisible(false);
+    double top = std::max(peak, 1.0) / m_scale * 1.15;
+    const bool lineShown = deviceBytes > 0 && deviceBytes / m_scale <= top * 1.6;
+    if (lineShown)
+        top = std::max(top, deviceBytes / m_scale * 1.1);
+    m_plot->yAxis->setRange(0, top);
+    m_deviceLine->setVisible(lineShown);
+    m_deviceLabel->setVisible(deviceBytes > 0);
+    if (deviceBytes > 0) {
+        const QString name = m_device->currentText();
+        if (lineShown) {
+            m_deviceLine->point1->setCoords(-1, deviceBytes / m_scale);
+            m_deviceLine->point2->setCoords(1, deviceBytes / m_scale);
+            m_deviceLabel->position->setType(QCPItemPosition::ptPlotCoords);
+            m_deviceLabel->position->setCoords(-0.55, deviceBytes / m_scale);
+            m_deviceLabel->setText(tr("device: %1").arg(name));
+        } else {
+            m_deviceLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+            m_deviceLabel->position->setCoords(0.01, 0.08);
+            m_deviceLabel->setText(tr("device: %1 (far above this scale)").arg(name));
+        }
+    }
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void MemoryPage::showMeasured(const MemoryReport& report)
+{
+    m_measured = report;
+    refresh();
+}
+
+void MemoryPage::clearMeasured()
+{
+    m_measured.reset();
+    refresh();
+}
+
+} // namespace tb

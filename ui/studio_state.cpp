@@ -1,0 +1,112 @@
+// StudioState: shared session data with change signals.
+#include "studio_state.h"
+
+#include "util/paths.h"
+
+#include <QDir>
+#include <QStandardPaths>
+
+namespace tb {
+
+QString jobStateName(StudioJobState state)
+{
+    switch (state) {
+    case StudioJobState::Idle: return QObject::tr("Idle");
+    case StudioJobState::Running: return QObject::tr("Training");
+    case StudioJobState::Paused: return QObject::tr("Paused");
+    case StudioJobState::Stopping: return QObject::tr("Stopping");
+    case StudioJobState::Finished: return QObject::tr("Finished");
+    case StudioJobState::Failed: return QObject::tr("Failed");
+    }
+    return {};
+}
+
+StudioState::StudioState(QObject* parent) : QObject(parent), m_config(defaultConfig()) {}
+
+TrainConfig StudioState::defaultConfig()
+{
+    TrainConfig c;
+    c.name = "studio";
+    c.model = bundledModelDir();
+    QString runs = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
+    if (runs.isEmpty())
+        runs = QDir::homePath() + QStringLiteral("/.tunebench");
+    c.outputDir = QString(runs + QStringLiteral("/runs")).toStdString();
+    c.method = Method::Lora;
+    c.lora.targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    c.data.trainFile = dataDir() + "/tiny/train.jsonl";
+    c.data.valFile = dataDir() + "/tiny/val.jsonl";
+    c.data.chatTemplate = "alpaca";
+    c.data.maxLength = 96;
+    c.optim.lr = 0.01;
+    c.optim.warmupSteps = 5;
+    c.batchSize = 16;
+    c.maxSteps = 200;
+    c.evalEvery = 50;
+    c.seed = 1;
+    return c;
+}
+
+void StudioState::setModel(const QString& path, const std::optional<ModelConfig>& config)
+{
+    m_modelPath = path;
+    m_modelConfig = config;
+    m_config.model = path.toStdString();
+    Q_EMIT modelChanged();
+    Q_EMIT configChanged();
+}
+
+void StudioState::setConfig(const TrainConfig& config)
+{
+    if (config == m_config)
+        return;
+    m_config = config;
+    Q_EMIT configChanged();
+}
+
+void StudioState::updateConfig(const std::function<void(TrainConfig&)>& change)
+{
+    TrainConfig c = m_config;
+    change(c);
+    setConfig(c);
+}
+
+void StudioState::setRuns(const QStringList& runDirs)
+{
+    m_runs = runDirs;
+    Q_EMIT runsChanged();
+    if (!m_runs.contains(m_selectedRun))
+        setSelectedRun(m_runs.isEmpty() ? QString() : m_runs.last());
+}
+
+void StudioState::addRun(const QString& runDir)
+{
+    if (!m_runs.contains(runDir)) {
+        m_runs.append(runDir);
+        Q_EMIT runsChanged();
+    }
+    setSelectedRun(runDir);
+}
+
+void StudioState::setSelectedRun(const QString& runDir)
+{
+    if (runDir == m_selectedRun)
+        return;
+    m_selectedRun = runDir;
+    Q_EMIT selectedRunChanged();
+}
+
+void StudioState::setJobState(StudioJobState state)
+{
+    if (state == m_jobState)
+        return;
+    m_jobState = state;
+    Q_EMIT jobStateChanged(state);
+}
+
+void StudioState::setMemoryNow(qint64 bytes, const QString& source)
+{
+    Q_EMIT memoryNowChanged(bytes, source);
+}
+
+} // namespace tb

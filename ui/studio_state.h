@@ -1,0 +1,67 @@
+// StudioState: the session every page shares (model, method and hyperparameters, dataset files, runs,
+// job state); pages read it and announce changes through its signals, never through each other.
+#pragma once
+
+#include "model/config.h"
+#include "train/train_config.h"
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+#include <optional>
+
+namespace tb {
+
+enum class StudioJobState { Idle, Running, Paused, Stopping, Finished, Failed };
+QString jobStateName(StudioJobState state);
+
+class StudioState : public QObject {
+    Q_OBJECT
+public:
+    explicit StudioState(QObject* parent = nullptr);
+
+    // The run config the studio starts from: LoRA on the bundled model and tiny dataset, a short run.
+    static TrainConfig defaultConfig();
+
+    const QString& modelPath() const { return m_modelPath; }
+    const std::optional<ModelConfig>& modelConfig() const { return m_modelConfig; }
+    void setModel(const QString& path, const std::optional<ModelConfig>& config);
+
+    // The method, hyperparameters, dataset files and run shape (config.model follows setModel).
+    const TrainConfig& config() const { return m_config; }
+    void setConfig(const TrainConfig& config);
+    void updateConfig(const std::function<void(TrainConfig&)>& change);
+
+    // Run directories known to this session (newest last) and the one the Playground and Export use.
+    const QStringList& runs() const { return m_runs; }
+    void setRuns(const QStringList& runDirs);
+    void addRun(const QString& runDir);
+    QString selectedRun() const { return m_selectedRun; }
+    void setSelectedRun(const QString& runDir);
+
+    StudioJobState jobState() const { return m_jobState; }
+    void setJobState(StudioJobState state);
+
+    // Tensor memory right now or at the last step (bytes) and where it was measured, for the status bar.
+    void setMemoryNow(qint64 bytes, const QString& source);
+
+Q_SIGNALS:
+    void modelChanged();
+    void configChanged();
+    void runsChanged();
+    void selectedRunChanged();
+    void jobStateChanged(tb::StudioJobState state);
+    void memoryNowChanged(qint64 bytes, const QString& source);
+
+private:
+    QString m_modelPath;
+    std::optional<ModelConfig> m_modelConfig;
+    TrainConfig m_config;
+    QStringList m_runs;
+    QString m_selectedRun;
+    StudioJobState m_jobState = StudioJobState::Idle;
+};
+
+} // namespace tb

@@ -1,0 +1,256 @@
+// TrainPlots: four QCustomPlots fed in batches; memory in MiB, learning rate and loss as logged by core.
+#include "train_plots.h"
+
+#include <qcustomplot.h>
+
+#include <QDir>
+#include <QFile>
+#include <QGridLayout>
+#include <QSaveFile>
+#include <QTextStream>
+
+#include <cmath>
+
+namespace tb {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& x, const QString& y)
+{
+    auto* p = new QCustomPlot(parent);
+    p->setMinimumSize(280, 180);
+    p->plotLayout()->insertRow(0);
+    auto* t = new QCPTextElement(p, title, QFont(parent->font().family(), parent->font().pointSize(), QFont::Bold));
+    p->plotLayout()->addElement(0, 0, t);
+    p->xAxis->setLabel(x);
+    p->yAxis->setLabel(y);
+    p->legend->setVisible(true);
+    QFont small = parent->font();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    p->legend->setFont(small);
+    p->legend->setBrush(QColor(255, 255, 255, 200));
+    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    p->setNoAntialiasingOnDrag(true);
+    return p;
+}
+
+QCPGraph* makeGraph(QCustomPlot* p, const QString& name, const QColor& color, bool dots = false,
+                    QCPAxis* y = nullptr)
+{
+    auto* g = p->addGraph(p->xAxis, y ? y : p->yAxis);
+    g->setName(name);
+    g->setPen(QPen(color, dots ? 1 : 1.6));
+    if (dots) {
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 4));
+    }
+    return g;
+}
+
+} // namespace
+
+TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
+{
+    auto* grid = new QGridLayout(this);
+    grid->setContentsMargins(0, 0, 0, 0);
+    grid->setSpacing(6);
+    m_loss = makePlot(this, tr("Loss"), tr("step"), tr("cross-entropy (nats/token)"));
+    m_lr = makePlot(this, tr("Learning rate"), tr("step"), tr("learning rate"));
+    m_memory = makePlot(this, tr("Memory"), tr("step"), tr("tensor memory (MiB)"));
+    m_speed = makePlot(this, tr("Throughput and gradient norm"), tr("step"), tr("tokens / s"));
+    grid->addWidget(m_loss, 0, 0);
+    grid->addWidget(m_lr, 0, 1);
+    grid->addWidget(m_memory, 1, 0);
+    grid->addWidget(m_speed, 1, 1);
+
+    QColor light(0x34, 0x6d, 0xb3);
+    light.setAlpha(90);
+    m_lossRaw = makeGraph(m_loss, tr("train"), light);
+    m_lossSmooth = makeGraph(m_loss, tr("train (smoothed)"), QColor(0x34, 0x6d, 0xb3));
+    m_lossVal = makeGraph(m_loss, tr("validation"), QColor(0xd1, 0x4f, 0x5a));
+    m_lossVal->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+    m_lrPlanned = makeGraph(m_lr, tr("planned"), QColor(0x8c, 0x8c, 0x8c));
+    m_lrPlanned->setPen(QPen(QColor(0x8c, 0x8c, 0x8c), 1.6, Qt::DashLine));
+    m_lrActual = makeGraph(m_lr, tr("actual"), QColor(0xe0, 0x7b, 0x39), true);
+    m_memCurrent = makeGraph(m_memory, tr("after step"), QColor(0x34, 0x6d, 0xb3));
+    m_memPeak = makeGraph(m_memory, tr("peak in step"), QColor(0xd1, 0x4f, 0x5a));
+    m_memForward = makeGraph(m_memory, tr("after forward"), QColor(0x5a, 0xa4, 0x69), true);
+    m_memBackward = makeGraph(m_memory, tr("after backward"), QColor(0x8c, 0x6b, 0xb1), true);
+    m_memOptimizer = makeGraph(m_memory, tr("after optimizer"), QColor(0xc9, 0xa2, 0x27), true);
+    m_speed->yAxis2->setVisible(true);
+    m_speed->yAxis2->setLabel(tr("gradient norm (before clipping)"));
+    m_tokens = makeGraph(m_speed, tr("tokens / s"), QColor(0x5a, 0xa4, 0x69));
+    m_gradNorm = makeGraph(m_speed, tr("gradient norm"), QColor(0x8c, 0x6b, 0xb1), false, m_speed->yAxis2);
+}
+
+void TrainPlots::clear()
+{
+    m_steps.clear();
+    m_evals.clear();
+    m_ema = 0;
+    for (QCustomPlot* p : plots())
+        for (int i = 0; i < p->graphCount(); ++i)
+            if (p->graph(i) != m_lrPlanned && std::find(m_overlays.begin(), m_overlays.end(), p->graph(i)) == m_overlays.end())
+                p->graph(i)->data()->clear();
+    replotAll();
+}
+
+void TrainPlots::setPlannedSchedule(const std::vector<double>& lrPerStep)
+{
+    QVector<double> x, y;
+    for (size_t i = 0; i < lrPerStep.size(); ++i) {
+        x << double(i + 1);  // StepMetrics.step is 1-based: step s runs at learningRateAt(s - 1)
+        y << lrPerStep[i];
+    }
+    m_lrPlanned->setData(x, y, true);
+    replotAll();
+}
+
+void TrainPlots::appendSteps(const std::vector<StepMetrics>& steps)
+{
+    if (steps.empty())
+        return;
+    for (const StepMetrics& m : steps) {
+        const double x = double(m.step);
+        m_ema = m_steps.empty() ? m.loss : m_smoothing * m_ema + (1 - m_smoothing) * m.loss;
+        m_steps.push_back(m);
+        m_lossRaw->addData(x, m.loss);
+        m_lossSmooth->addData(x, m_ema);
+        m_lrActual->addData(x, m.lr);
+        m_memCurrent->addData(x, double(m.memoryCurrent) / kMiB);
+        m_memPeak->addData(x, double(m.memoryPeak) / kMiB);
+        m_memForward->addData(x, double(m.memoryAfterForward) / kMiB);
+        m_memBackward->addData(x, double(m.memoryAfterBackward) / kMiB);
+        m_memOptimizer->addData(x, double(m.memoryAfterOptimizer) / kMiB);
+        m_tokens->addData(x, m.tokensPerSecond);
+        m_gradNorm->addData(x, m.gradNorm);
+    }
+    replotAll();
+}
+
+void TrainPlots::appendEvals(const std::vector<EvalMetrics>& evals)
+{
+    if (evals.empty())
+        return;
+    for (const EvalMetrics& e : evals) {
+        m_evals.push_back(e);
+        m_lossVal->addData(double(e.step), e.valLoss);
+    }
+    replotAll();
+}
+
+void TrainPlots::setOverlays(const std::vector<RunCurve>& runs)
+{
+    for (QCPGraph* g : m_overlays)
+        m_loss->removeGraph(g);
+    m_overlays.clear();
+    static const QColor palette[] = {QColor(0x5a, 0xa4, 0x69), QColor(0xc9, 0xa2, 0x27), QColor(0x8c, 0x6b, 0xb1),
+                                     QColor(0x8c, 0x8c, 0x8c), QColor(0xe0, 0x7b, 0x39)};
+    for (size_t i = 0; i < runs.size(); ++i) {
+        QColor c = palette[i % 5];
+        c.setAlpha(170);
+        auto* g = makeGraph(m_loss, runs[i].name, c);
+        g->setPen(QPen(c, 1.2, Qt::DotLine));
+        g->setData(runs[i].steps, runs[i].losses, true);
+        m_overlays.push_back(g);
+    }
+    replotAll();
+}
+
+void TrainPlots::setLogScale(bool on)
+{
+    m_loss->yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (on)
+        m_loss->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    else
+        m_loss->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    replotAll();
+}
+
+void TrainPlots::setSmoothing(double factor)
+{
+    m_smoothing = std::clamp(factor, 0.0, 0.999);
+    recomputeSmoothing();
+    replotAll();
+}
+
+void TrainPlots::recomputeSmoothing()
+{
+    m_lossSmooth->data()->clear();
+    bool first = true;
+    for (const StepMetrics& m : m_steps) {
+        m_ema = first ? m.loss : m_smoothing * m_ema + (1 - m_smoothing) * m.loss;
+        first = false;
+        m_lossSmooth->addData(double(m.step), m_ema);
+    }
+}
+
+void TrainPlots::setMemorySource(const QString& source)
+{
+    m_memory->yAxis->setLabel(source == QLatin1String("cuda") ? tr("GPU allocated (MiB)")
+                                                              : tr("CPU tensor memory, tracked (MiB)"));
+}
+
+void TrainPlots::replotAll()
+{
+    for (QCustomPlot* p : plots()) {
+        p->rescaleAxes(true);
+        // Keep a little head room so the newest point is not on the frame.
+        for (QCPAxis* axis : {p->yAxis, p->yAxis2}) {
+            if (!axis->visible() || axis->scaleType() == QCPAxis::stLogarithmic)
+                continue;
+            QCPRange r = axis->range();
+            const double pad = std::max(r.size() * 0.08, std::abs(r.upper) * 0.02 + 1e-12);
+            axis->setRange(std::min(0.0, r.lower) < 0 ? r.lower - pad : std::max(0.0, r.lower - pad), r.upper + pad);
+        }
+        p->replot(QCustomPlot::rpQueuedReplot);
+    }
+    ++m_replots;
+}
+
+bool TrainPlots::exportPng(const QString& dir, QStringList* written) const
+{
+    QDir().mkpath(dir);
+    const std::pair<QCustomPlot*, const char*> files[] = {
+        {m_loss, "loss.png"}, {m_lr, "learning-rate.png"}, {m_memory, "memory.png"}, {m_speed, "throughput.png"}};
+    bool ok = true;
+    for (const auto& [plot, name] : files) {
+        const QString path = dir + QLatin1Char('/') + QLatin1String(name);
+        ok = plot->savePng(path, 900, 500) && ok;
+        if (written)
+            *written << path;
+    }
+    return ok;
+}
+
+bool TrainPlots::exportCsv(const QString& file) const
+{
+    QSaveFile out(file);
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Text))
+        return false;
+    QTextStream s(&out);
+    s << "step,loss,val_loss,lr,grad_norm,tokens_per_s,memory_bytes,memory_peak_bytes,seconds\n";
+    size_t e = 0;
+    for (const StepMetrics& m : m_steps) {
+        QString val;
+        while (e < m_evals.size() && m_evals[e].step < m.step)
+            ++e;
+        if (e < m_evals.size() && m_evals[e].step == m.step)
+            val = QString::number(m_evals[e].valLoss, 'g', 8);
+        s << m.step << ',' << QString::number(m.loss, 'g', 8) << ',' << val << ',' << QString::number(m.lr, 'g', 8)
+          << ',' << QString::number(m.gradNorm, 'g', 8) << ',' << QString::number(m.tokensPerSecond, 'g', 8) << ','
+          << m.memoryCurrent << ',' << m.memoryPeak << ',' << QString::number(m.seconds, 'g', 8) << '\n';
+    }
+    s.flush();
+    return out.commit();
+}
+
+int TrainPlots::lossPoints() const { return m_lossRaw->dataCount(); }
+int TrainPlots::valPoints() const { return m_lossVal->dataCount(); }
+int TrainPlots::memoryPoints() const { return m_memCurrent->dataCount(); }
+int TrainPlots::lrPoints() const { return m_lrActual->dataCount(); }
+int TrainPlots::plannedPoints() const { return m_lrPlanned->dataCount(); }
+
+} // namespace tb

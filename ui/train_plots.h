@@ -1,0 +1,65 @@
+// The Train page's live plots: loss (train, smoothed, validation, past runs overlaid), learning rate
+// (planned curve and actual points), memory over time with phase markers, tokens/s and gradient norm.
+// Points arrive in batches; each batch ends in one queued replot.
+#pragma once
+
+#include "train/job.h"
+
+#include <QWidget>
+
+#include <vector>
+
+class QCustomPlot;
+class QCPGraph;
+
+namespace tb {
+
+struct RunCurve {
+    QString name;
+    QVector<double> steps, losses;
+};
+
+class TrainPlots : public QWidget {
+    Q_OBJECT
+public:
+    explicit TrainPlots(QWidget* parent = nullptr);
+
+    void clear();
+    void setPlannedSchedule(const std::vector<double>& lrPerStep);  // index = 0-based step
+    void appendSteps(const std::vector<StepMetrics>& steps);
+    void appendEvals(const std::vector<EvalMetrics>& evals);
+    void setOverlays(const std::vector<RunCurve>& runs);
+    void setLogScale(bool on);
+    void setSmoothing(double factor);  // exponential moving average weight of the past, [0, 1)
+    void setMemorySource(const QString& source);  // "cpu-tracked" | "cuda"
+
+    bool exportPng(const QString& dir, QStringList* written = nullptr) const;
+    bool exportCsv(const QString& file) const;
+
+    int lossPoints() const;
+    int valPoints() const;
+    int memoryPoints() const;
+    int lrPoints() const;
+    int plannedPoints() const;
+    int replots() const { return m_replots; }
+    QList<QCustomPlot*> plots() const { return {m_loss, m_lr, m_memory, m_speed}; }
+
+private:
+    void replotAll();
+    void recomputeSmoothing();
+
+    QCustomPlot *m_loss = nullptr, *m_lr = nullptr, *m_memory = nullptr, *m_speed = nullptr;
+    QCPGraph *m_lossRaw = nullptr, *m_lossSmooth = nullptr, *m_lossVal = nullptr;
+    QCPGraph *m_lrPlanned = nullptr, *m_lrActual = nullptr;
+    QCPGraph *m_memCurrent = nullptr, *m_memPeak = nullptr, *m_memForward = nullptr, *m_memBackward = nullptr,
+             *m_memOptimizer = nullptr;
+    QCPGraph *m_tokens = nullptr, *m_gradNorm = nullptr;
+    std::vector<QCPGraph*> m_overlays;
+    std::vector<StepMetrics> m_steps;
+    std::vector<EvalMetrics> m_evals;
+    double m_smoothing = 0.8;
+    double m_ema = 0;
+    int m_replots = 0;
+};
+
+} // namespace tb

@@ -1,0 +1,172 @@
+// TrainingController: JobEvents sink with a buffer, coalesced notification and a 40 ms drain timer.
+#include "training_controller.h"
+
+#include "util/error.h"
+
+#include <QDir>
+#include <QMetaObject>
+
+#include <atomic>
+#include <exception>
+
+namespace tb {
+
+// Receives the job's callbacks on its thread; only appends under the mutex and posts one notification.
+class TrainingController::Sink : public JobEvents {
+public:
+    explicit Sink(TrainingController* owner) : m_owner(owner) {}
+    JobEventBatch take()
+    {
+        std::lock_guard lock(m_mutex);
+        JobEventBatch out = std::move(m_batch);
+        m_batch = {};
+        m_notified = false;
+        return out;
+    }
+    void onStep(const StepMetrics& m) override { add([&](JobEventBatch& b) { b.steps.push_back(m); }); }
+    void onEval(const EvalMetrics& m) override { add([&](JobEventBatch& b) { b.evals.push_back(m); }); }
+    void onCheckpoint(int64_t step, const std::string& dir) override
+    {
+        add([&](JobEventBatch& b) { b.messages.push_back("step " + std::to_string(step) + ": checkpoint " + dir); });
+    }
+    void onWarning(const std::string& message) override
+    {
+        add([&](JobEventBatch& b) { b.messages.push_back("warning: " + message); });
+    }
+    void onDiverged(const Diagnosis& d) override { add([&](JobEventBatch& b) { b.divergences.push_back(d); }); }
+    void onMemoryReport(const MemoryReport& r) override
+    {
+        add([&](JobEventBatch& b) { b.memoryReports.push_back(r); });
+    }
+    void onFinished(const TrainSummary& s) override { add([&](JobEventBatch& b) { b.finished = s; }); }
+    void onFailed(const std::string& message) override { add([&](JobEventBatch& b) { b.failed = message; }); }
+
+private:
+    template <class F> void add(F&& f)
+    {
+        bool first = false;
+        {
+            std::lock_guard lock(m_mutex);
+            f(m_batch);
+            first = !m_notified;
+            m_notified = true;
+        }
+        if (first)
+            QMetaObject::invokeMethod(m_owner, [o = m_owner] { o->notify(); }, Qt::QueuedConnection);
+    }
+    TrainingController* m_owner;
+    std::mutex m_mutex;
+    JobEventBatch m_batch;
+    bool m_notified = false;
+};
+
+TrainingController::TrainingController(StudioState* state, QObject* parent)
+    : QObject(parent), m_state(state), m_sink(std::make_unique<Sink>(this))
+{
+    qRegisterMetaType<tb::JobEventBatch>();
+    m_timer.setSingleShot(true);
+    m_timer.setInterval(40);
+    connect(&m_timer, &QTimer::timeout, this, &TrainingController::drain);
+}
+
+TrainingController::~TrainingController()
+{
+    if (m_job) {
+        m_job->stop();
+        m_job->wait();
+    }
+}
+
+bool TrainingController::active() const
+{
+    const StudioJobState s = m_state->jobState();
+    return s == StudioJobState::Running || s == StudioJobState::Paused || s == StudioJobState::Stopping;
+}
+
+bool TrainingController::start(const TrainConfig& config, QString* error)
+{
+    if (active()) {
+        if (error)
+            *error = tr("A run is already in progress.");
+        return false;
+    }
+    TrainConfig checked;
+    try {
+        // Core's validation: the same messages as a run file would get, naming the key.
+        checked = parseTrainConfig(toJson(config), config.sourcePath.empty() ? "studio" : config.sourcePath);
+    } catch (const std::exception& e) {
+        if (error)
+            *error = QString::fromUtf8(e.what());
+        return false;
+    }
+    if (m_job) {
+        m_job->wait();
+        m_job.reset();
+    }
+    m_sink->take();
+    m_runDir = QDir::cleanPath(QString::fromStdString(checked.outputDir + "/" + checked.name));
+    m_job = std::make_unique<TrainingJob>(checked, m_sink.get());
+    m_state->setJobState(StudioJobState::Running);
+    m_job->start();
+    Q_EMIT started(m_runDir, checked.maxSteps);
+    return true;
+}
+
+void TrainingController::pause()
+{
+    if (m_job && m_state->jobState() == StudioJobState::Running) {
+        m_job->pause();
+        m_state->setJobState(StudioJobState::Paused);
+    }
+}
+
+void TrainingController::resume()
+{
+    if (m_job && m_state->jobState() == StudioJobState::Paused) {
+        m_job->resume();
+        m_state->setJobState(StudioJobState::Running);
+    }
+}
+
+void TrainingController::stop()
+{
+    if (m_job && active()) {
+        m_job->stop();
+        m_state->setJobState(StudioJobState::Stopping);
+    }
+}
+
+void TrainingController::notify()
+{
+    if (!m_timer.isActive())
+        m_timer.start();
+}
+
+void TrainingController::drain()
+{
+    JobEventBatch batch = m_sink->take();
+    ++m_drains;
+    if (!batch.divergences.empty())
+        m_state->setJobState(StudioJobState::Paused);  // the guard paused the job itself
+    if (!batch.steps.empty())
+        m_state->setMemoryNow(batch.steps.back().memoryCurrent, tr("training"));
+    const bool ended = batch.finished || batch.failed;
+    Q_EMIT eventsArrived(batch);
+    if (!ended)
+        return;
+    if (m_job) {
+        m_job->wait();  // the thread reported last; joining returns at once and its memory is freed
+        m_job.reset();
+    }
+    m_state->addRun(m_runDir);
+    if (batch.failed) {
+        m_state->setJobState(StudioJobState::Failed);
+        Q_EMIT this->ended(false, QString::fromStdString(*batch.failed));
+    } else {
+        m_state->setJobState(StudioJobState::Finished);
+        Q_EMIT this->ended(true, batch.finished->stopped ? tr("Stopped at step %1.").arg(batch.finished->steps)
+                                                         : tr("Finished %1 steps.").arg(batch.finished->steps));
+    }
+}
+
+} // namespace tb
