@@ -198,7 +198,10 @@ ImportDialog::ImportDialog(const QString& storePath, const QString& who, const Q
         if (!path.isEmpty())
             setFile(path);
     });
-    connect(m_file, &QLineEdit::editingFinished, this, [this] { refreshPreview(); });
+    connect(m_file, &QLineEdit::editingFinished, this, [this] {
+        if (m_file->text().trimmed() != m_previewedFile)
+            refreshPreview();
+    });
     connect(m_format, &QComboBox::activated, this, [this] { refreshPreview(); });
     connect(m_import, &QPushButton::clicked, this, [this] { startImport(); });
     connect(m_cancel, &QPushButton::clicked, this, &ImportDialog::cancelImport);
@@ -235,6 +238,7 @@ ImportDialog::ImportDialog(const QString& storePath, const QString& who, const Q
 
 ImportDialog::~ImportDialog()
 {
+    m_file->disconnect(this);  // QDialog's destructor hides the dialog, and the line edit's focus-out follows
     if (m_cancelFlag)
         *m_cancelFlag = true;  // a running import rolls back; its worker owns everything it touches
 }
@@ -286,6 +290,7 @@ void ImportDialog::refreshPreview()
         m_previewAgain = true;
         return;
     }
+    m_previewedFile = path;
     m_detected->setText(tr("reading…"));
     const ImportOptions o = options();
     const std::string modelDir = m_modelDir.toStdString();

@@ -72,6 +72,7 @@ private:
     void setRejections(const std::vector<ImportRejection>& rows);
 
     QString m_storePath, m_who, m_modelDir;
+    QString m_previewedFile;
     QLineEdit* m_file = nullptr;
     QComboBox* m_format = nullptr;
     QComboBox* m_split = nullptr;
