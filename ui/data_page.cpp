@@ -419,6 +419,7 @@ bool DataPage::openStore(const QString& path, bool create, QString* error)
 void DataPage::openBundledStore(const QString& requested)
 {
     const QString path = requested.isEmpty() ? defaultStorePath() : requested;
+    m_triedDefault = true;
     if (QFile::exists(path)) {
         openStore(path);
         return;

@@ -100,8 +100,9 @@ private:
             });
             page->statsPanel()->compute();
         });
-        m_w->showPage(QStringLiteral("Data"));
+        // Before the page is shown, so its first visit does not open the user's own store.
         page->openBundledStore(m_runs.path() + QStringLiteral("/tiny.tbstore"));
+        m_w->showPage(QStringLiteral("Data"));
     }
     void methodShot()
     {
