@@ -684,10 +684,13 @@ bool DataPage::snapshot(const QString& split, bool acceptedOnly)
 void DataPage::refreshAll()
 {
     const int row = m_table->currentIndex().isValid() ? m_table->currentIndex().row() : 0;
+    const qint64 id = currentRecordId();
     m_model->refresh();
     updateCount();
+    // Stay on the same record when it is still listed, else at the same place in the list.
+    const int again = id > 0 ? m_model->rowOf(id) : -1;
     if (m_model->rowCount() > 0)
-        selectRow(std::min(row, m_model->rowCount() - 1));
+        selectRow(again >= 0 ? again : std::min(row, m_model->rowCount() - 1));
     else
         showCurrent();
     refreshVisiblePanel();

@@ -1,4 +1,4 @@
-// RecordTableModel: count from DataStore::count, rows from DataStore::records(offset, limit) page by page.
+// RecordTableModel: ordered ids from DataStore::recordIds, rows from DataStore::record page by page.
 #include "record_table_model.h"
 
 #include <QColor>
@@ -56,16 +56,20 @@ void RecordTableModel::invalidate()
 {
     m_pages.clear();
     m_lru.clear();
-    m_rows = 0;
+    m_ids.clear();
     if (!m_store)
         return;
     try {
         RecordQuery q = m_filter;
+        q.order = m_order;
+        q.descending = m_descending;
         q.offset = 0;
         q.limit = -1;
-        m_rows = int(std::min<int64_t>(m_store->count(q), INT32_MAX));
+        m_ids = m_store->recordIds(q);
+        if (m_ids.size() > size_t(INT32_MAX))
+            m_ids.resize(size_t(INT32_MAX));
     } catch (const std::exception&) {
-        m_rows = 0;  // an unreadable store shows as empty; the page reports the error when it opens it
+        m_ids.clear();  // an unreadable store shows as empty; the page reports the error when it opens it
     }
 }
 
@@ -96,16 +100,18 @@ const std::vector<StoredRecord>* RecordTableModel::page(int64_t index) const
         m_lru.push_front(index);
         return &it->second;
     }
-    RecordQuery q = m_filter;
-    q.order = m_order;
-    q.descending = m_descending;
-    q.offset = index * kPageRows;
-    q.limit = kPageRows;
     std::vector<StoredRecord> rows;
-    try {
-        rows = m_store->records(q);
-    } catch (const std::exception&) {
-        return nullptr;
+    const size_t begin = size_t(index) * kPageRows, end = std::min(m_ids.size(), begin + kPageRows);
+    rows.reserve(end - begin);
+    for (size_t i = begin; i < end; ++i) {
+        try {
+            rows.push_back(m_store->record(m_ids[i]));
+        } catch (const std::exception&) {
+            StoredRecord gone;  // deleted underneath us (never by Tunebench, which only marks removal)
+            gone.id = m_ids[i];
+            gone.removed = true;
+            rows.push_back(std::move(gone));
+        }
     }
     ++m_fetches;
     if (m_pages.size() >= kMaxPages) {
@@ -118,7 +124,7 @@ const std::vector<StoredRecord>* RecordTableModel::page(int64_t index) const
 
 const StoredRecord* RecordTableModel::recordAt(int row) const
 {
-    if (row < 0 || row >= m_rows)
+    if (row < 0 || row >= int(m_ids.size()))
         return nullptr;
     const auto* rows = page(row / kPageRows);
     const size_t i = size_t(row % kPageRows);
@@ -127,22 +133,18 @@ const StoredRecord* RecordTableModel::recordAt(int row) const
 
 int64_t RecordTableModel::idAt(int row) const
 {
-    const StoredRecord* r = recordAt(row);
-    return r ? r->id : 0;
+    return row >= 0 && row < int(m_ids.size()) ? m_ids[size_t(row)] : 0;
 }
 
-int RecordTableModel::rowOfCached(int64_t recordId) const
+int RecordTableModel::rowOf(int64_t recordId) const
 {
-    for (const auto& [index, rows] : m_pages)
-        for (size_t i = 0; i < rows.size(); ++i)
-            if (rows[i].id == recordId)
-                return int(index * kPageRows + int64_t(i));
-    return -1;
+    const auto it = std::find(m_ids.begin(), m_ids.end(), recordId);
+    return it == m_ids.end() ? -1 : int(it - m_ids.begin());
 }
 
 int RecordTableModel::rowCount(const QModelIndex& parent) const
 {
-    return parent.isValid() ? 0 : m_rows;
+    return parent.isValid() ? 0 : int(m_ids.size());
 }
 
 int RecordTableModel::columnCount(const QModelIndex& parent) const
@@ -205,7 +207,7 @@ QString RecordTableModel::previewText(const StoredRecord& r, int maxChars)
 
 QVariant RecordTableModel::data(const QModelIndex& index, int role) const
 {
-    if (!index.isValid() || index.row() >= m_rows || index.column() >= ColumnCount)
+    if (!index.isValid() || index.row() >= int(m_ids.size()) || index.column() >= ColumnCount)
         return {};
     if (role != Qt::DisplayRole && role != Qt::ForegroundRole && role != Qt::TextAlignmentRole &&
         role != Qt::ToolTipRole && role != IdRole && role != Qt::FontRole)
@@ -290,13 +292,26 @@ void RecordTableModel::sort(int column, Qt::SortOrder order)
     if (o == m_order && descending == m_descending)
         return;
     Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
+    const QModelIndexList before = persistentIndexList();
+    std::vector<int64_t> idsBefore;
+    for (const QModelIndex& i : before)
+        idsBefore.push_back(idAt(i.row()));
     m_order = o;
     m_descending = descending;
-    m_pages.clear();
-    m_lru.clear();
-    // No persistent indexes are kept across a sort: the selection is by record id in the page.
-    const QModelIndexList persistent = persistentIndexList();
-    changePersistentIndexList(persistent, QModelIndexList(persistent.size()));
+    invalidate();  // the same records in the new order
+    // The selection (and anything else holding an index) follows its record to its new row.
+    QModelIndexList after;
+    if (!before.isEmpty()) {
+        std::unordered_map<int64_t, int> rowOfId;
+        rowOfId.reserve(m_ids.size());
+        for (size_t row = 0; row < m_ids.size(); ++row)
+            rowOfId.emplace(m_ids[row], int(row));
+        for (qsizetype k = 0; k < before.size(); ++k) {
+            const auto it = rowOfId.find(idsBefore[size_t(k)]);
+            after << (it == rowOfId.end() ? QModelIndex() : index(it->second, before[k].column()));
+        }
+    }
+    changePersistentIndexList(before, after);
     Q_EMIT layoutChanged({}, QAbstractItemModel::VerticalSortHint);
 }
 

@@ -160,8 +160,13 @@ private Q_SLOTS:
                     box->model(), QAbstractItemModelTester::FailureReportingMode::QtTest));
             }
         QVERIFY(testers.size() >= 5);
-        // Drive the table through the view: sort by the Tokens header, filter, scroll to the end.
+        // Drive the table through the view: sort by the Tokens header (the selected record keeps its
+        // selection at its new row), filter, scroll to the end.
+        page->selectRow(1234);
+        const qint64 selected = page->currentRecordId();
         page->table()->sortByColumn(tb::RecordTableModel::ColTokens, Qt::DescendingOrder);
+        QCOMPARE(page->currentRecordId(), selected);
+        QVERIFY(page->table()->currentIndex().row() != 1234);
         QCOMPARE(page->model()->data(page->model()->index(0, tb::RecordTableModel::ColTokens)).toLongLong(), 499);
         page->setStatusFilter(tb::ReviewStatus::Rejected);
         QCOMPARE(page->model()->rowCount(), int(tb::DataStore::open(m_big.toStdString(), false)->count(
