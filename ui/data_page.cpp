@@ -185,6 +185,7 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
     mainSplit->addWidget(m_tabs);
     mainSplit->setStretchFactor(0, 3);
     mainSplit->setStretchFactor(1, 2);
+    mainSplit->setSizes({820, 480});
     layout->addWidget(mainSplit, 1);
 
     auto* statusRow = new QHBoxLayout();

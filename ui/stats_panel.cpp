@@ -141,10 +141,12 @@ void StatsPanel::showReport()
     m_cutoff->point2->setCoords(cutoff, 1);
     m_cutoff->setVisible(true);
     m_cutoffLabel->position->setCoords(cutoff, 0.02);
+    // The label sits inside the plot: right of the line, or left of it near the right edge.
+    const double lo = std::min(left, cutoff) - width, hi = std::max(right, cutoff) + width;
+    m_cutoffLabel->setPositionAlignment((cutoff > (lo + hi) / 2 ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
     m_cutoffLabel->setText(tr("max length %1\n%2 truncated").arg(r.maxLength).arg(r.truncated));
     m_cutoffLabel->setVisible(true);
     // Keep the cutoff in view even when every record is far shorter (or longer).
-    const double lo = std::min(left, cutoff) - width, hi = std::max(right, cutoff) + width;
     m_plot->xAxis->setRange(std::max(0.0, lo), hi);
     m_plot->yAxis->setRange(0, std::max(1.0, top * 1.15));
     m_plot->replot(QCustomPlot::rpQueuedReplot);
