@@ -1,6 +1,7 @@
 // Main window: sidebar navigation between pages, project menu, status bar, close-during-training.
 #include "main_window.h"
 
+#include "data_page.h"
 #include "export_page.h"
 #include "memory_page.h"
 #include "method_page.h"
@@ -54,6 +55,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     setCentralWidget(central);
 
     m_modelPage = new ModelPage(m_state, m_pages);
+    m_dataPage = new DataPage(m_state, m_pages);
     m_methodPage = new MethodPage(m_state, m_pages);
     m_memoryPage = new MemoryPage(m_state, m_pages);
     m_trainPage = new TrainPage(m_state, m_controller, m_pages);
@@ -64,6 +66,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         const QLatin1String n(name);
         QWidget* page = nullptr;
         const std::pair<const char*, QWidget*> known[] = {{"Model", m_modelPage},     {"Method", m_methodPage},
+                                                          {"Data", m_dataPage},
                                                           {"Memory", m_memoryPage},   {"Train", m_trainPage},
                                                           {"Playground", m_playgroundPage}, {"Export", m_exportPage}};
         for (const auto& [key, widget] : known)

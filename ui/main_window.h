@@ -13,6 +13,7 @@ class QStackedWidget;
 
 namespace tb {
 
+class DataPage;
 class ExportPage;
 class MemoryPage;
 class MethodPage;
@@ -31,6 +32,7 @@ public:
     StudioState* state() const { return m_state; }
     TrainingController* controller() const { return m_controller; }
     ModelPage* modelPage() const { return m_modelPage; }
+    DataPage* dataPage() const { return m_dataPage; }
     MethodPage* methodPage() const { return m_methodPage; }
     MemoryPage* memoryPage() const { return m_memoryPage; }
     TrainPage* trainPage() const { return m_trainPage; }
@@ -60,6 +62,7 @@ private:
     QListWidget* m_sidebar = nullptr;
     QStackedWidget* m_pages = nullptr;
     ModelPage* m_modelPage = nullptr;
+    DataPage* m_dataPage = nullptr;
     MethodPage* m_methodPage = nullptr;
     MemoryPage* m_memoryPage = nullptr;
     TrainPage* m_trainPage = nullptr;

@@ -96,6 +96,14 @@ void StudioState::setSelectedRun(const QString& runDir)
     Q_EMIT selectedRunChanged();
 }
 
+void StudioState::setStorePath(const QString& path)
+{
+    if (path == m_storePath)
+        return;
+    m_storePath = path;
+    Q_EMIT storePathChanged(path);
+}
+
 void StudioState::setJobState(StudioJobState state)
 {
     if (state == m_jobState)

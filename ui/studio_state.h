@@ -41,6 +41,10 @@ public:
     QString selectedRun() const { return m_selectedRun; }
     void setSelectedRun(const QString& runDir);
 
+    // The project's dataset store (a .tbstore file) that the Data page shows; empty until one is open.
+    const QString& storePath() const { return m_storePath; }
+    void setStorePath(const QString& path);
+
     StudioJobState jobState() const { return m_jobState; }
     void setJobState(StudioJobState state);
 
@@ -53,6 +57,7 @@ Q_SIGNALS:
     void runsChanged();
     void selectedRunChanged();
     void jobStateChanged(tb::StudioJobState state);
+    void storePathChanged(const QString& path);
     void memoryNowChanged(qint64 bytes, const QString& source);
 
 private:
@@ -61,6 +66,7 @@ private:
     TrainConfig m_config;
     QStringList m_runs;
     QString m_selectedRun;
+    QString m_storePath;
     StudioJobState m_jobState = StudioJobState::Idle;
 };
 

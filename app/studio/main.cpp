@@ -2,7 +2,11 @@
 // .tunebench project given) at start, so a new user can press Start at once.
 // --screenshot FILE.png: render the window once the model is open, save it and quit.
 // --screenshots DIR: visit every page in a realistic state (a run in progress on the Train page, an export,
-// a generation) and write DIR/{model,method,memory,train,playground,export}.png (docs).
+// a generation, reviewed records on the Data page) and write DIR/{model,data,method,memory,train,playground,
+// export}.png (docs).
+#include "data_jobs.h"
+#include "data_page.h"
+#include "data_panels.h"
 #include "export_page.h"
 #include "main_window.h"
 #include "memory_page.h"
@@ -68,12 +72,49 @@ private:
         m_w->showPage(QStringLiteral("Model"));
         later([this] {
             shot(QStringLiteral("Model"), QStringLiteral("model.png"));
-            m_w->showPage(QStringLiteral("Method"));
-            later([this] {
-                shot(QStringLiteral("Method"), QStringLiteral("method.png"));
-                m_w->showPage(QStringLiteral("Memory"));
-                later([this] { trainShot(); });
+            dataShot();
+        });
+    }
+    void dataShot()
+    {
+        // The example store in a throwaway folder, a few records reviewed by two annotators, token statistics.
+        tb::DataPage* page = m_w->dataPage();
+        once(page, &tb::DataPage::storeOpened, [this, page] {
+            page->setAdvanceAfterDecision(true);
+            // (annotator, decisions for the first ten records: a accept, r reject); they disagree on one.
+            for (const auto& [name, decisions] : {std::pair{"ana", "aararaaara"}, std::pair{"ben", "aararaaaaa"}}) {
+                page->setAnnotator(QString::fromLatin1(name));
+                page->selectRow(0);
+                for (int i = 0; decisions[i]; ++i) {
+                    page->reviewCurrent(QString(), i % 5 + 1);
+                    page->reviewCurrent(decisions[i] == 'a' ? QStringLiteral("accept") : QStringLiteral("reject"));
+                }
+            }
+            page->selectRow(3);
+            page->sideTabs()->setCurrentWidget(page->statsPanel());
+            // A max length inside the distribution shows the truncated count; the run's 96 comes back after.
+            const int runMaxLength = page->statsPanel()->maxLength();
+            page->statsPanel()->setMaxLength(50);
+            once(page->jobs(), &tb::DataJobs::finished, [this, page, runMaxLength] {
+                later([this, page, runMaxLength] {
+                    shot(QStringLiteral("Data"), QStringLiteral("data.png"));
+                    page->statsPanel()->setMaxLength(runMaxLength);
+                    methodShot();
+                });
             });
+            page->statsPanel()->compute();
+        });
+        // Before the page is shown, so its first visit does not open the user's own store.
+        page->openBundledStore(m_runs.path() + QStringLiteral("/tiny.tbstore"));
+        m_w->showPage(QStringLiteral("Data"));
+    }
+    void methodShot()
+    {
+        m_w->showPage(QStringLiteral("Method"));
+        later([this] {
+            shot(QStringLiteral("Method"), QStringLiteral("method.png"));
+            m_w->showPage(QStringLiteral("Memory"));
+            later([this] { trainShot(); });
         });
     }
     void trainShot()

@@ -1,0 +1,416 @@
+// Data page (label gui, offscreen): the record table model under QAbstractItemModelTester over 10,000 records
+// (sort, filter, the last page), the annotator's shortcuts writing to the store (read back through a second
+// connection), an import of 20,000 generated rows on the dialog's worker while the event loop stays
+// responsive, dedup apply and undo, and the token histogram with its max-length cutoff.
+#include "data_jobs.h"
+#include "data_page.h"
+#include "data_panels.h"
+#include "import_dialog.h"
+#include "record_editor.h"
+#include "record_table_model.h"
+
+#include "data/store.h"
+#include "util/paths.h"
+
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QElapsedTimer>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest>
+
+#include <fstream>
+#include <memory>
+
+namespace {
+
+// n alpaca records; record i has token count (i * 37) % 500 and every 7th is accepted, every 11th rejected.
+void makeStore(const std::string& path, int n, int duplicates = 0)
+{
+    auto store = tb::DataStore::open(path, true);
+    std::vector<tb::NewRecord> records;
+    for (int i = 0; i < n + duplicates; ++i) {
+        const int k = i < n ? i : i - n;  // the duplicates repeat the first records exactly
+        tb::NewRecord r;
+        r.kind = "alpaca";
+        r.fields = {{"instruction", "Question number " + std::to_string(k) + " about topic " + std::to_string(k * 7919 % 1000)},
+                    {"output", "Answer " + std::to_string(k) + ": " + std::string(size_t(k % 13 + 1), 'x')}};
+        r.sourceLine = i + 1;
+        records.push_back(std::move(r));
+    }
+    const int64_t source = store->addSource(path + ".jsonl", "alpaca", "0");
+    const std::vector<int64_t> ids = store->addRecords(records, source, "test");
+    std::vector<tb::DataStore::TokenCount> counts;
+    std::vector<tb::DataStore::Change> changes;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        counts.push_back({ids[i], int64_t(i * 37 % 500), nlohmann::json::object()});
+        if (i % 7 == 0)
+            changes.push_back({ids[i], "status", "accepted"});
+        else if (i % 11 == 0)
+            changes.push_back({ids[i], "status", "rejected"});
+    }
+    store->setTokenCounts("test", counts);
+    store->applyOperation("review", "test", nlohmann::json::object(), nlohmann::json::object(), changes);
+}
+
+bool waitJob(tb::DataPage& page, QString* error = nullptr, int ms = 60000)
+{
+    QSignalSpy spy(page.jobs(), &tb::DataJobs::finished);
+    if (!spy.wait(ms))
+        return false;
+    const QString e = spy.first().at(1).toString();
+    if (error)
+        *error = e;
+    return e.isEmpty();
+}
+
+std::unique_ptr<tb::DataPage> openPage(const QString& store)
+{
+    auto page = std::make_unique<tb::DataPage>();
+    page->resize(1200, 800);
+    QString error;
+    if (!page->openStore(store, false, &error)) {
+        qWarning("%s", qPrintable(error));
+        return nullptr;
+    }
+    page->setAnnotator(QStringLiteral("ana"));
+    return page;
+}
+
+} // namespace
+
+class TestDataPage : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
+        QVERIFY(m_dir.isValid());
+        m_big = m_dir.filePath(QStringLiteral("big.tbstore"));
+        makeStore(m_big.toStdString(), 10000);
+    }
+
+    void tableModelOver10kRecords()
+    {
+        auto store = tb::DataStore::open(m_big.toStdString(), false);
+        tb::RecordTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setStore(store.get());
+        QCOMPARE(model.rowCount(), 10000);
+        QCOMPARE(model.columnCount(), int(tb::RecordTableModel::ColumnCount));
+        // Only the pages that are looked at are read.
+        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColId)).toLongLong(), 1);
+        QCOMPARE(model.data(model.index(9999, tb::RecordTableModel::ColId)).toLongLong(), 10000);
+        QVERIFY(model.pageFetches() <= 4);
+
+        model.sort(tb::RecordTableModel::ColTokens, Qt::AscendingOrder);
+        qint64 previous = -1;
+        for (int row = 0; row < 600; ++row) {
+            const qint64 tokens = model.data(model.index(row, tb::RecordTableModel::ColTokens)).toLongLong();
+            QVERIFY(tokens >= previous);
+            previous = tokens;
+        }
+        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColTokens)).toLongLong(), 0);
+        model.sort(tb::RecordTableModel::ColTokens, Qt::DescendingOrder);
+        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColTokens)).toLongLong(), 499);
+        QCOMPARE(model.data(model.index(9999, tb::RecordTableModel::ColTokens)).toLongLong(), 0);
+
+        tb::RecordQuery accepted;
+        accepted.status = tb::ReviewStatus::Accepted;
+        model.setFilter(accepted);
+        QCOMPARE(model.rowCount(), int(store->count(accepted)));
+        QCOMPARE(model.rowCount(), (10000 + 6) / 7);
+        for (int row : {0, 1, model.rowCount() / 2, model.rowCount() - 1})
+            QCOMPARE(model.data(model.index(row, tb::RecordTableModel::ColStatus)).toString(), QStringLiteral("accepted"));
+        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColStatus), Qt::ForegroundRole).value<QColor>(),
+                 tb::RecordTableModel::statusColor(tb::ReviewStatus::Accepted));
+        tb::RecordQuery search;
+        search.contains = "question number 4321 ";
+        model.setFilter(search);
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(model.idAt(0), 4322);
+        // Scrolling through the whole table keeps at most kMaxPages pages.
+        model.setFilter({});
+        for (int row = 0; row < model.rowCount(); row += 97)
+            QVERIFY(model.data(model.index(row, tb::RecordTableModel::ColPreview)).toString().startsWith(QStringLiteral("Question")));
+    }
+
+    void everyModelOfThePageUnderTester()
+    {
+        auto page = openPage(m_big);
+        QVERIFY(page);
+        page->show();
+        std::vector<std::unique_ptr<QAbstractItemModelTester>> testers;
+        QSet<QAbstractItemModel*> seen;
+        for (QAbstractItemView* view : page->findChildren<QAbstractItemView*>())
+            if (view->model() && !seen.contains(view->model()) && !qobject_cast<QTreeWidget*>(view)) {
+                seen << view->model();
+                testers.push_back(std::make_unique<QAbstractItemModelTester>(
+                    view->model(), QAbstractItemModelTester::FailureReportingMode::QtTest));
+            }
+        for (QComboBox* box : page->findChildren<QComboBox*>())
+            if (box->model() && !seen.contains(box->model())) {
+                seen << box->model();
+                testers.push_back(std::make_unique<QAbstractItemModelTester>(
+                    box->model(), QAbstractItemModelTester::FailureReportingMode::QtTest));
+            }
+        QVERIFY(testers.size() >= 5);
+        // Drive the table through the view: sort by the Tokens header (the selected record keeps its
+        // selection at its new row), filter, scroll to the end.
+        page->selectRow(1234);
+        const qint64 selected = page->currentRecordId();
+        page->table()->sortByColumn(tb::RecordTableModel::ColTokens, Qt::DescendingOrder);
+        QCOMPARE(page->currentRecordId(), selected);
+        QVERIFY(page->table()->currentIndex().row() != 1234);
+        QCOMPARE(page->model()->data(page->model()->index(0, tb::RecordTableModel::ColTokens)).toLongLong(), 499);
+        page->setStatusFilter(tb::ReviewStatus::Rejected);
+        QCOMPARE(page->model()->rowCount(), int(tb::DataStore::open(m_big.toStdString(), false)->count(
+                                                  tb::RecordQuery{.status = tb::ReviewStatus::Rejected})));
+        page->setStatusFilter(std::nullopt);
+        page->table()->scrollToBottom();
+        page->selectRow(page->model()->rowCount() - 1);
+        QTRY_VERIFY(page->editor()->recordId().has_value());
+        page->reviewPanel()->refresh();
+        QSignalSpy refreshed(page->reviewPanel(), &tb::ReviewPanel::refreshed);
+        QVERIFY(refreshed.wait(10000));
+    }
+
+    void reviewShortcutsWriteTheStore()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("review.tbstore"));
+        makeStore(path.toStdString(), 40);
+        auto page = openPage(path);
+        QVERIFY(page);
+        page->setAdvanceAfterDecision(true);
+        page->show();
+        page->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(page.get()));
+        page->setStatusFilter(tb::ReviewStatus::Pending);
+        page->table()->setFocus();
+        QVERIFY(page->model()->rowCount() > 10);
+        const qint64 first = page->model()->idAt(0), second = page->model()->idAt(1), third = page->model()->idAt(2);
+        QCOMPARE(page->currentRecordId(), first);
+        // The store as another process would see it: a connection of its own.
+        auto check = tb::DataStore::open(path.toStdString(), false);
+
+        QTest::keyClick(page->table(), Qt::Key_A);
+        QCOMPARE(check->record(first).status, tb::ReviewStatus::Accepted);
+        QCOMPARE(page->currentRecordId(), second);  // next after A/R
+        QTest::keyClick(page->table(), Qt::Key_R);
+        QCOMPARE(check->record(second).status, tb::ReviewStatus::Rejected);
+        QCOMPARE(page->currentRecordId(), third);
+        QTest::keyClick(page->table(), Qt::Key_4);
+        QCOMPARE(check->record(third).rating, std::optional<int>(4));
+        QCOMPARE(check->record(third).status, tb::ReviewStatus::Pending);  // a rating alone decides nothing
+        QCOMPARE(page->currentRecordId(), third);
+        QTest::keyClick(page->table(), Qt::Key_K);
+        QCOMPARE(page->currentRecordId(), second);
+        QTest::keyClick(page->table(), Qt::Key_J);
+        QTest::keyClick(page->table(), Qt::Key_J);
+        QCOMPARE(page->currentRecordId(), page->model()->idAt(3));
+        for (int r = 1; r <= 5; ++r) {
+            QTest::keyClick(page->table(), Qt::Key(Qt::Key_0 + r));
+            QCOMPARE(check->record(page->model()->idAt(3)).rating, std::optional<int>(r));
+        }
+        const auto labels = check->labels(first);
+        QCOMPARE(labels.size(), size_t(1));
+        QCOMPARE(labels[0].annotator, std::string("ana"));
+        QCOMPARE(labels[0].decision, std::string("accept"));
+
+        // E edits: the first field gets the focus, typing goes into it (not to the shortcuts), Save writes it.
+        page->selectRow(0);
+        QTest::keyClick(page->table(), Qt::Key_E);
+        QPlainTextEdit* instruction = page->editor()->fieldEditor(QStringLiteral("instruction"));
+        QVERIFY(instruction);
+        QTRY_VERIFY(instruction->hasFocus());
+        instruction->moveCursor(QTextCursor::End);
+        QTest::keyClicks(instruction, QStringLiteral(" (ARJ)"));
+        QCOMPARE(check->record(first).status, tb::ReviewStatus::Accepted);  // the letters did not review
+        QVERIFY(page->saveEdits());
+        QVERIFY(check->record(first).fields["instruction"].get<std::string>().ends_with(" (ARJ)"));
+        const auto history = check->history(first);
+        QCOMPARE(history.back().field, std::string("fields.instruction"));
+        QCOMPARE(history.back().who, std::string("ana"));
+
+        // A second annotator disagrees on the first record: the adjudication queue and agreement show it.
+        page->setAnnotator(QStringLiteral("ben"));
+        page->selectRow(0);
+        page->table()->setFocus();
+        QTest::keyClick(page->table(), Qt::Key_R);
+        QCOMPARE(check->record(first).status, tb::ReviewStatus::NeedsAdjudication);
+        page->selectRow(1);
+        QTest::keyClick(page->table(), Qt::Key_R);
+        QCOMPARE(check->record(second).status, tb::ReviewStatus::Rejected);
+        QSignalSpy refreshed(page->reviewPanel(), &tb::ReviewPanel::refreshed);
+        page->reviewPanel()->refresh();
+        QVERIFY(refreshed.wait(10000));
+        QCOMPARE(page->reviewPanel()->agreementTable()->rowCount(), 1);
+        QCOMPARE(page->reviewPanel()->agreementTable()->item(0, 0)->text(), QStringLiteral("ana – ben"));
+        QCOMPARE(page->reviewPanel()->agreementTable()->item(0, 1)->text(), QStringLiteral("2"));
+        QCOMPARE(page->reviewPanel()->agreementTable()->item(0, 2)->text(), QStringLiteral("1"));
+        QCOMPARE(page->reviewPanel()->queue()->count(), 1);
+        page->reviewPanel()->queue()->setCurrentRow(0);
+        QCOMPARE(page->editor()->recordId(), std::optional<int64_t>(first));
+        QVERIFY(page->reviewPanel()->adjudicateSelected(QStringLiteral("reject")));
+        QCOMPARE(check->record(first).status, tb::ReviewStatus::Rejected);
+    }
+
+    void importStaysResponsive()
+    {
+        // 20,000 alpaca rows with three bad ones at known lines.
+        const QString file = m_dir.filePath(QStringLiteral("big.jsonl"));
+        const int rows = 20000;
+        {
+            std::ofstream out(file.toStdString());
+            for (int line = 1; line <= rows; ++line) {
+                if (line == 5)
+                    out << "{\"instruction\": \"broken\", \"output\": \n";
+                else if (line == 1234)
+                    out << "{\"instruction\": \"no output here\"}\n";
+                else if (line == 19999)
+                    out << "[1, 2, 3]\n";
+                else
+                    out << "{\"instruction\": \"Row " << line << " asks something fairly long so that the file has "
+                        << "some weight to it\", \"input\": \"\", \"output\": \"Row " << line << " answers.\"}\n";
+            }
+        }
+        const QString store = m_dir.filePath(QStringLiteral("import.tbstore"));
+        tb::DataStore::open(store.toStdString(), true);
+        tb::ImportDialog dialog(store, QStringLiteral("ana"), QString::fromStdString(tb::bundledModelDir()));
+        dialog.show();
+        QSignalSpy previewed(&dialog, &tb::ImportDialog::previewReady);
+        dialog.setFile(file);
+        QVERIFY(previewed.wait(10000));
+        QCOMPARE(dialog.preview().format, QStringLiteral("alpaca"));
+        QVERIFY(dialog.previewTable()->rowCount() >= 40);
+        QCOMPARE(dialog.rejectionTable()->rowCount(), 1);  // line 5, in the preview's first lines
+        QCOMPARE(dialog.rejectionTable()->item(0, 0)->text(), QStringLiteral("5"));
+
+        // The event loop's longest gap while the worker imports.
+        QElapsedTimer clock;
+        qint64 last = 0, worst = 0;
+        QTimer tick;
+        tick.setInterval(5);
+        QObject::connect(&tick, &QTimer::timeout, &tick, [&] {
+            const qint64 now = clock.elapsed();
+            worst = std::max(worst, now - last);
+            last = now;
+        });
+        QSignalSpy done(&dialog, &tb::ImportDialog::imported);
+        clock.start();
+        tick.start();
+        QVERIFY(dialog.startImport());
+        QVERIFY(done.wait(120000));
+        tick.stop();
+        const qint64 took = clock.elapsed();
+        qInfo("import of %d rows took %lld ms; longest event-loop gap %lld ms", rows, took, worst);
+        QVERIFY2(dialog.outcome().error.isEmpty(), qPrintable(dialog.outcome().error));
+        QCOMPARE(dialog.outcome().imported, qint64(rows - 3));
+        QCOMPARE(dialog.rejectionTable()->rowCount(), 3);
+        QCOMPARE(dialog.rejectionTable()->item(0, 0)->text(), QStringLiteral("5"));
+        QCOMPARE(dialog.rejectionTable()->item(1, 0)->text(), QStringLiteral("1234"));
+        QVERIFY(dialog.rejectionTable()->item(1, 1)->text().contains(QStringLiteral("missing field \"output\"")));
+        QCOMPARE(dialog.rejectionTable()->item(2, 0)->text(), QStringLiteral("19999"));
+        QVERIFY(worst < 300);  // generous: the machine is shared
+        QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(rows - 3));
+    }
+
+    void importCancelWritesNothing()
+    {
+        const QString file = m_dir.filePath(QStringLiteral("big.jsonl"));  // from importStaysResponsive
+        const QString store = m_dir.filePath(QStringLiteral("cancel.tbstore"));
+        tb::DataStore::open(store.toStdString(), true);
+        tb::ImportDialog dialog(store, QStringLiteral("ana"), QString::fromStdString(tb::bundledModelDir()));
+        QSignalSpy done(&dialog, &tb::ImportDialog::imported);
+        dialog.setFile(file);
+        QVERIFY(dialog.startImport());
+        dialog.cancelImport();
+        QVERIFY(done.wait(60000));
+        QVERIFY(dialog.outcome().error.contains(QStringLiteral("cancelled")));
+        QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(0));
+    }
+
+    void dedupApplyAndUndo()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("dedup.tbstore"));
+        makeStore(path.toStdString(), 50, 10);
+        auto page = openPage(path);
+        QVERIFY(page);
+        QCOMPARE(page->model()->rowCount(), 60);
+        tb::CurationPanel* curation = page->curationPanel();
+        curation->setNearThreshold(0);
+        QVERIFY(curation->findDuplicates());
+        QString error;
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(curation->dedupReport());
+        QCOMPARE(curation->dedupReport()->exactDuplicates, int64_t(10));
+        QCOMPARE(curation->clusterTree()->topLevelItemCount(), 10);
+        QCOMPARE(page->model()->rowCount(), 60);  // finding removes nothing
+        QVERIFY(curation->applyDedup());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QCOMPARE(page->model()->rowCount(), 50);
+        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->count(), int64_t(50));
+        QVERIFY(curation->dedupOperation() > 0);
+        QVERIFY(curation->undoDedup());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QCOMPARE(page->model()->rowCount(), 60);
+        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->count(), int64_t(60));
+        // The History tab lists the dedup and its undo; "Undo last" walks back past both, to the review.
+        page->sideTabs()->setCurrentWidget(page->historyPanel());
+        QSignalSpy refreshed(page->historyPanel(), &tb::HistoryPanel::refreshed);
+        QVERIFY(refreshed.wait(10000) || refreshed.count() > 0);
+        QCOMPARE(page->historyPanel()->table()->item(0, 1)->text(), QStringLiteral("undo"));
+        QCOMPARE(page->historyPanel()->table()->item(1, 1)->text(), QStringLiteral("dedup"));
+        QVERIFY(page->undoLastOperation());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(page->message().contains(QStringLiteral("review")));
+        QCOMPARE(page->model()->rowCount(), 60);
+        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->count(tb::RecordQuery{.status = tb::ReviewStatus::Accepted}),
+                 int64_t(0));
+    }
+
+    void bundledStoreAndHistogram()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("tiny.tbstore"));
+        tb::DataPage page;
+        QSignalSpy opened(&page, &tb::DataPage::storeOpened);
+        page.openBundledStore(path);
+        QVERIFY(opened.wait(30000));
+        auto check = tb::DataStore::open(path.toStdString(), false);
+        QCOMPARE(check->count(tb::RecordQuery{.split = std::string("train")}), int64_t(500));
+        QCOMPARE(check->count(tb::RecordQuery{.split = std::string("validation")}), int64_t(80));
+        QCOMPARE(page.model()->rowCount(), 580);
+
+        page.statsPanel()->setMaxLength(40);
+        QVERIFY(page.statsPanel()->compute());
+        QString error;
+        QVERIFY2(waitJob(page, &error), qPrintable(error));
+        const auto& report = page.statsPanel()->report();
+        QVERIFY(report);
+        QCOMPARE(report->records, int64_t(580));
+        QCOMPARE(page.statsPanel()->cutoffLineAt(), std::optional<double>(40));
+        QVERIFY(page.statsPanel()->histogramBins() > 1);
+        // The truncated count is what the stored counts say.
+        int64_t over = 0;
+        check->forEach({}, [&](const tb::StoredRecord& r) {
+            over += r.tokenCount > 40;
+            return true;
+        });
+        QCOMPARE(report->truncated, over);
+        QVERIFY(page.statsPanel()->truncatedText().contains(QString::number(over)));
+        // The table shows the counts now.
+        QVERIFY(page.model()->data(page.model()->index(0, tb::RecordTableModel::ColTokens)).toLongLong() > 0);
+    }
+
+private:
+    QTemporaryDir m_dir;
+    QString m_big;
+};
+
+QTEST_MAIN(TestDataPage)
+#include "test_data_page.moc"
