@@ -1,6 +1,7 @@
 // Statistics tab of the Data page: core's token statistics as a QCustomPlot histogram with the cutoff.
 #include "data_jobs.h"
 #include "data_panels.h"
+#include "plot_style.h"
 
 #include "data/store.h"
 
@@ -45,6 +46,7 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent) : QWidget(parent), 
     m_plot->setMinimumHeight(220);
     m_plot->xAxis->setLabel(tr("tokens per example"));
     m_plot->yAxis->setLabel(tr("records"));
+    applyPlotPalette(m_plot, palette());
     m_bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
     m_bars->setPen(QPen(QColor(0x2c, 0x6f, 0xbb).darker(120)));
     m_bars->setBrush(QColor(0x2c, 0x6f, 0xbb, 170));

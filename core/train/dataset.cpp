@@ -3,6 +3,9 @@
 // shuffle.
 #include "train/dataset.h"
 
+#include "data/import.h"
+#include "data/record.h"
+
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -20,204 +23,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int32_t kIgnore = -100; // label of a position that takes no loss (PyTorch's ignore_index)
-
-// Byte offset of the first invalid UTF-8 sequence in s, or -1 when s is valid UTF-8 (RFC 3629:
-// no overlong forms, no surrogates, nothing above U+10FFFF).
-std::ptrdiff_t invalidUtf8At(const std::string& s)
-{
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const size_t n = s.size();
-    size_t i = 0;
-    while (i < n) {
-        const unsigned char c = p[i];
-        size_t len = 0;
-        unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
-        if (c < 0x80)
-            len = 1;
-        else if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            lo = c == 0xE0 ? 0xA0 : 0x80;
-            hi = c == 0xED ? 0x9F : 0xBF;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            lo = c == 0xF0 ? 0x90 : 0x80;
-            hi = c == 0xF4 ? 0x8F : 0xBF;
-        } else
-            return static_cast<std::ptrdiff_t>(i);
-        if (i + len > n)
-            return static_cast<std::ptrdiff_t>(i);
-        for (size_t k = 1; k < len; ++k) {
-            const unsigned char b = p[i + k];
-            if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF))
-                return static_cast<std::ptrdiff_t>(i);
-        }
-        i += len;
-    }
-    return -1;
-}
-
-bool isBlank(const std::string& s)
-{
-    return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
-}
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; the rest is what users need.
-std::string jsonReason(const json::exception& e)
-{
-    std::string what = e.what();
-    if (!what.empty() && what.front() == '[') {
-        const size_t close = what.find("] ");
-        if (close != std::string::npos)
-            what = what.substr(close + 2);
-    }
-    return what;
-}
-
-const char* typeName(const json& value)
-{
-    return value.is_null() ? "null" : value.type_name();
-}
-
-// A row field that must be a non-empty string (or, when optional, may be absent or null).
-// Returns "" with `reason` set on failure.
-std::string stringField(const json& row, const char* key, bool required, std::string& reason)
-{
-    if (!row.contains(key) || row[key].is_null()) {
-        if (required)
-            reason = cat("missing \"", key, "\"");
-        return "";
-    }
-    const json& value = row[key];
-    if (!value.is_string()) {
-        reason = cat("\"", key, "\" must be a string, got ", typeName(value));
-        return "";
-    }
-    std::string text = value.get<std::string>();
-    if (required && text.empty())
-        reason = cat("\"", key, "\" is empty");
-    return text;
-}
-
-// The format a row's keys suggest, if any.
-std::optional<ExampleFormat> detectFormat(const json& row)
-{
-    if (row.contains("messages"))
-        return ExampleFormat::Messages;
-    if (row.contains("instruction") || row.contains("output"))
-        return ExampleFormat::Alpaca;
-    if (row.contains("prompt") || row.contains("completion"))
-        return ExampleFormat::PromptCompletion;
-    if (row.contains("text"))
-        return ExampleFormat::Text;
-    return std::nullopt;
-}
-
-bool parseAlpaca(const json& row, Example& ex, std::string& reason)
-{
-    const std::string instruction = stringField(row, "instruction", true, reason);
-    if (!reason.empty())
-        return false;
-    const std::string input = stringField(row, "input", false, reason);
-    if (!reason.empty())
-        return false;
-    const std::string output = stringField(row, "output", true, reason);
-    if (!reason.empty())
-        return false;
-    const std::string user = input.empty() ? instruction : instruction + "\n\n" + input;
-    ex.messages = {{"user", user}, {"assistant", output}};
-    return true;
-}
-
-bool parseMessages(const json& row, Example& ex, std::string& reason)
-{
-    const json& messages = row["messages"];
-    if (!messages.is_array()) {
-        reason = cat("\"messages\" must be an array, got ", typeName(messages));
-        return false;
-    }
-    bool hasAssistant = false;
-    for (size_t i = 0; i < messages.size(); ++i) {
-        const json& m = messages[i];
-        const std::string where = cat("messages[", i, "]");
-        if (!m.is_object()) {
-            reason = cat(where, " must be an object, got ", typeName(m));
-            return false;
-        }
-        if (!m.contains("role") || !m["role"].is_string()) {
-            reason = cat(where, ".role is missing or not a string");
-            return false;
-        }
-        const std::string role = m["role"].get<std::string>();
-        if (role != "system" && role != "user" && role != "assistant") {
-            reason = cat(where, ".role \"", role, "\" is not system, user or assistant");
-            return false;
-        }
-        if (!m.contains("content") || !m["content"].is_string()) {
-            reason = cat(where, ".content is missing or not a string");
-            return false;
-        }
-        std::string content = m["content"].get<std::string>();
-        if (content.empty()) {
-            if (role == "system")
-                continue; // an empty system prompt says nothing: drop it, keep the row
-            reason = cat(where, ".content is empty");
-            return false;
-        }
-        hasAssistant = hasAssistant || role == "assistant";
-        ex.messages.push_back({role, std::move(content)});
-    }
-    if (!hasAssistant) {
-        reason = "\"messages\" has no assistant turn (nothing to train on)";
-        return false;
-    }
-    return true;
-}
-
-bool parsePromptCompletion(const json& row, Example& ex, std::string& reason)
-{
-    const std::string prompt = stringField(row, "prompt", true, reason);
-    if (!reason.empty())
-        return false;
-    const std::string completion = stringField(row, "completion", true, reason);
-    if (!reason.empty())
-        return false;
-    ex.messages = {{"user", prompt}, {"assistant", completion}};
-    return true;
-}
-
-bool parseText(const json& row, Example& ex, std::string& reason)
-{
-    const std::string text = stringField(row, "text", true, reason);
-    if (!reason.empty())
-        return false;
-    ex.messages = {{"assistant", text}};
-    ex.plainText = true;
-    return true;
-}
-
-bool parseRow(ExampleFormat format, const json& row, Example& ex, std::string& reason)
-{
-    switch (format) {
-    case ExampleFormat::Alpaca:
-        return parseAlpaca(row, ex, reason);
-    case ExampleFormat::Messages:
-        if (!row.contains("messages")) {
-            reason = "missing \"messages\"";
-            return false;
-        }
-        return parseMessages(row, ex, reason);
-    case ExampleFormat::PromptCompletion:
-        return parsePromptCompletion(row, ex, reason);
-    case ExampleFormat::Text:
-        return parseText(row, ex, reason);
-    case ExampleFormat::Auto:
-        break;
-    }
-    reason = "internal: no format";
-    return false;
-}
 
 // Splitmix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence on every platform.
 class SplitMix64 {
@@ -276,85 +81,31 @@ std::optional<ExampleFormat> parseExampleFormat(const std::string& name)
 
 ExampleFile readExampleFile(const std::string& path, ExampleFormat format)
 {
-    if (isDirectory(path))
-        fail(path, ": is a directory, not a .jsonl file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        fail(path, ": cannot open");
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad())
-        fail(path, ": read error");
-    if (data.compare(0, 3, "\xEF\xBB\xBF") == 0) // a UTF-8 byte order mark (Windows editors)
-        data.erase(0, 3);
-    const size_t first = data.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos)
-        fail(path, ": empty file (expected JSONL: one JSON object per line)");
-    if (data[first] == '[')
-        fail(path, ": is a JSON array, not JSONL; convert it to JSONL (one JSON object per line, "
-                   "e.g. jq -c '.[]' in.json > out.jsonl)");
-
-    ExampleFile file;
-    file.format = format;
-    size_t begin = 0;
-    for (int64_t lineNo = 1; begin < data.size(); ++lineNo) {
-        size_t end = data.find('\n', begin);
-        if (end == std::string::npos)
-            end = data.size();
-        std::string line = data.substr(begin, end - begin);
-        begin = end + 1;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        if (isBlank(line))
-            continue;
-        const std::string location = cat(path, ":", lineNo);
-        auto reject = [&](std::string reason) {
-            file.rejected.push_back({location, std::move(reason)});
-        };
-        if (const std::ptrdiff_t at = invalidUtf8At(line); at >= 0) {
-            reject(cat("not valid UTF-8 (byte ", at + 1, " of the line); save the file as UTF-8"));
-            continue;
-        }
-        json row;
-        try {
-            row = json::parse(line);
-        } catch (const json::exception& e) {
-            reject("not valid JSON: " + jsonReason(e));
-            continue;
-        }
-        if (!row.is_object()) {
-            reject(cat("expected a JSON object, got ", typeName(row)));
-            continue;
-        }
-        const std::optional<ExampleFormat> rowFormat = detectFormat(row);
-        ExampleFormat use = file.format;
-        if (use == ExampleFormat::Auto) {
-            if (!rowFormat) {
-                reject("no known fields (expected instruction/output, messages, prompt/completion "
-                       "or text)");
-                continue;
-            }
-            use = *rowFormat;
-        }
-        Example ex;
-        ex.source = location;
-        std::string reason;
-        if (!parseRow(use, row, ex, reason)) {
-            if (rowFormat && *rowFormat != use)
-                reason += cat(" (the row looks like ", exampleFormatName(*rowFormat),
-                              " but the file is ", exampleFormatName(use), ")");
-            reject(reason);
-            continue;
-        }
-        file.format = use; // Auto: the first valid row fixes the file's format
-        file.examples.push_back(std::move(ex));
+    // One parser for every dataset file: the importer (data/import.h) validates and normalises rows,
+    // recordToExample renders them. A file with no valid row throws its first rejection.
+    ImportOptions options;
+    switch (format) {
+    case ExampleFormat::Auto: options.format = ImportFormat::Auto; break;
+    case ExampleFormat::Alpaca: options.format = ImportFormat::Alpaca; break;
+    case ExampleFormat::Messages: options.format = ImportFormat::Chat; break;
+    case ExampleFormat::PromptCompletion: options.format = ImportFormat::PromptCompletion; break;
+    case ExampleFormat::Text: options.format = ImportFormat::Text; break;
     }
-    if (file.examples.empty()) {
-        std::string detail;
-        if (!file.rejected.empty())
-            detail = cat(" (", file.rejected.size(),
-                         " rejected; first: ", file.rejected.front().location, ": ",
-                         file.rejected.front().reason, ")");
-        fail(path, ": no valid examples", detail);
+    ExampleFile file;
+    const ImportSummary summary = importFile(path, options, [&](ImportedRecord&& r) {
+        Example ex = recordToExample(r.kind, r.fields);
+        ex.source = cat(path, ":", r.line);
+        file.examples.push_back(std::move(ex));
+    });
+    for (const ImportRejection& r : summary.rejected)
+        file.rejected.push_back({cat(path, ":", r.line), r.reason});
+    switch (summary.format) {
+    case ImportFormat::Alpaca: file.format = ExampleFormat::Alpaca; break;
+    case ImportFormat::Chat:
+    case ImportFormat::ShareGpt: file.format = ExampleFormat::Messages; break;
+    case ImportFormat::PromptCompletion: file.format = ExampleFormat::PromptCompletion; break;
+    case ImportFormat::Text: file.format = ExampleFormat::Text; break;
+    default: file.format = format; break;  // CSV: whichever kind its columns gave
     }
     return file;
 }

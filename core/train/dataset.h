@@ -36,10 +36,11 @@ struct ExampleFile {
     ExampleFormat format = ExampleFormat::Auto;  // detected
 };
 
-// Reads a .jsonl file (one JSON object per line; blank lines skipped). Auto detects the format from the
-// first valid row's keys: instruction/output (+input) -> Alpaca, messages -> Messages,
-// prompt/completion -> PromptCompletion, text -> Text. Throws tb::Error naming the file when it cannot be
-// read, is empty, or is a JSON array instead of JSONL; malformed rows go to `rejected` with file:line.
+// Reads a dataset file through the importer (data/import.h: JSONL, a .json array, CSV/TSV; formats,
+// detection and limits in docs/data.md) and renders each valid row as an Example. Auto detects the format
+// from the first row with known keys. Bad rows go to `rejected` with file:line and the reason; whole-file
+// problems (unreadable, empty, a JSON array in a .jsonl file, no valid row at all) throw tb::Error naming
+// the file.
 ExampleFile readExampleFile(const std::string& path, ExampleFormat format = ExampleFormat::Auto);
 
 // A tokenized example: ids and, per token, whether it carries loss.

@@ -339,7 +339,7 @@ private Q_SLOTS:
                 QCOMPARE(image.pixelColor(2, image.height() - 3).rgb(), QColor(0x20, 0x22, 0x26).rgb());
                 ++plots;
             }
-            QVERIFY(plots >= 5);  // four training plots and the memory chart
+            QVERIFY(plots >= 6);  // four training plots, the memory chart and the token-length histogram
         }
         QApplication::setPalette(saved);
     }
