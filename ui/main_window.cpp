@@ -198,6 +198,8 @@ bool MainWindow::openProject(const QString& path, QString* error)
     if (!p.trainFile.isEmpty())
         c.data.trainFile = p.trainFile.toStdString();
     c.data.valFile = p.valFile.toStdString();
+    if (!p.storePath.isEmpty())
+        m_state->setStorePath(p.storePath);  // the Data page opens it
     m_state->setConfig(c);
     m_state->setRuns(p.runs);
     if (!p.modelPath.isEmpty())
@@ -215,6 +217,7 @@ bool MainWindow::saveProject(const QString& path, QString* error)
     p.config = m_state->config();
     p.trainFile = QString::fromStdString(p.config.data.trainFile);
     p.valFile = QString::fromStdString(p.config.data.valFile);
+    p.storePath = m_state->storePath();
     p.runs = m_state->runs();
     if (!writeProject(path, p, error))
         return false;

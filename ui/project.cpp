@@ -19,7 +19,8 @@ bool writeProject(const QString& path, const Project& project, QString* error)
     nlohmann::json j;
     j["tunebench_project"] = kVersion;
     j["model"] = project.modelPath.toStdString();
-    j["dataset"] = {{"train_file", project.trainFile.toStdString()}, {"val_file", project.valFile.toStdString()}};
+    j["dataset"] = {{"train_file", project.trainFile.toStdString()}, {"val_file", project.valFile.toStdString()},
+                    {"store", project.storePath.toStdString()}};
     j["config"] = toJson(project.config);
     j["runs"] = nlohmann::json::array();
     for (const QString& r : project.runs)
@@ -55,6 +56,7 @@ bool readProject(const QString& path, Project* project, QString* error)
         if (j.contains("dataset")) {
             p.trainFile = QString::fromStdString(j["dataset"].value("train_file", std::string()));
             p.valFile = QString::fromStdString(j["dataset"].value("val_file", std::string()));
+            p.storePath = QString::fromStdString(j["dataset"].value("store", std::string()));
         }
         // Core validates the config and names any bad key.
         if (j.contains("config"))

@@ -11,7 +11,8 @@ namespace tb {
 
 struct Project {
     QString modelPath;
-    QString trainFile, valFile;  // the dataset (the dataset store takes over later)
+    QString trainFile, valFile;  // JSONL dataset files
+    QString storePath;           // the project's dataset store (SQLite)
     TrainConfig config;          // method, hyperparameters, output folder
     QStringList runs;            // run directories
 };

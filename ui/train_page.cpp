@@ -6,6 +6,8 @@
 #include "training_controller.h"
 
 #include "memory/estimator.h"
+#include "data/snapshot.h"
+#include "data/store.h"
 #include "train/run_store.h"
 
 #include <QCheckBox>
@@ -25,6 +27,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QShowEvent>
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
@@ -222,8 +225,17 @@ void TrainPage::buildSettings(QWidget* box)
     m_evalEvery->setSpecialValueText(tr("at the end"));
     m_saveEvery = spin(0, 1000000);
     m_saveEvery->setSpecialValueText(tr("at the end"));
+    m_source = new QComboBox(box);
+    m_source->addItems({tr("JSONL files"), tr("Dataset store snapshot")});
+    m_snapshot = new QComboBox(box);
+    m_snapshot->setPlaceholderText(tr("no snapshot yet (Data page)"));
+    m_valSnapshot = new QComboBox(box);
+    data->addRow(tr("Data from:"), m_source);
     data->addRow(tr("Train file:"), m_trainFile);
     data->addRow(tr("Validation file:"), m_valFile);
+    data->addRow(tr("Train snapshot:"), m_snapshot);
+    data->addRow(tr("Validation snapshot:"), m_valSnapshot);
+    m_dataForm = data;
     data->addRow(tr("Runs folder:"), m_outputDir);
     data->addRow(tr("Evaluate every:"), m_evalEvery);
     data->addRow(tr("Checkpoint every:"), m_saveEvery);
@@ -234,10 +246,70 @@ void TrainPage::buildSettings(QWidget* box)
         connect(s, &QSpinBox::valueChanged, this, changed);
     for (QDoubleSpinBox* s : {m_lr, m_minLr, m_weightDecay, m_clip})
         connect(s, &QDoubleSpinBox::valueChanged, this, changed);
-    for (QComboBox* c : {m_optimizer, m_schedule})
+    for (QComboBox* c : {m_optimizer, m_schedule, m_snapshot, m_valSnapshot})
         connect(c, &QComboBox::currentIndexChanged, this, changed);
+    connect(m_source, &QComboBox::currentIndexChanged, this, [this] {
+        showSourceRows();
+        if (m_source->currentIndex() == 1)
+            refreshSnapshots();
+        toState();
+    });
+    connect(m_state, &StudioState::storePathChanged, this, [this] { refreshSnapshots(); });
+    showSourceRows();
     for (QLineEdit* e : {m_trainFile, m_valFile, m_outputDir})
         connect(e, &QLineEdit::editingFinished, this, changed);
+}
+
+void TrainPage::showSourceRows()
+{
+    const bool snapshots = m_source->currentIndex() == 1;
+    m_dataForm->setRowVisible(m_trainFile, !snapshots);
+    m_dataForm->setRowVisible(m_valFile, !snapshots);
+    m_dataForm->setRowVisible(m_snapshot, snapshots);
+    m_dataForm->setRowVisible(m_valSnapshot, snapshots);
+}
+
+void TrainPage::useSnapshots(bool on)
+{
+    m_source->setCurrentIndex(on ? 1 : 0);
+}
+
+void TrainPage::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    if (m_source->currentIndex() == 1)
+        refreshSnapshots();  // the Data page may have frozen a new one
+}
+
+void TrainPage::refreshSnapshots()
+{
+    // A short read of the store's snapshot table (WAL: never waits for a writer).
+    QStringList train, validation;
+    const QString path = m_state->storePath();
+    if (!path.isEmpty() && QFileInfo::exists(path)) {
+        try {
+            const auto store = DataStore::open(path.toStdString(), false);
+            for (const SnapshotInfo& s : listSnapshots(*store))
+                (s.split == "validation" ? validation : train) << QString::fromStdString(s.id);
+        } catch (const std::exception& e) {
+            log(tr("Dataset store: %1").arg(QString::fromUtf8(e.what())));
+        }
+    }
+    const QString keepTrain = m_snapshot->currentText(), keepVal = m_valSnapshot->currentText();
+    const bool updating = m_updating;
+    m_updating = true;
+    m_snapshot->clear();
+    for (auto it = train.crbegin(); it != train.crend(); ++it)  // newest first
+        m_snapshot->addItem(*it);
+    m_valSnapshot->clear();
+    m_valSnapshot->addItem(tr("a share of train (val ratio)"));
+    for (auto it = validation.crbegin(); it != validation.crend(); ++it)
+        m_valSnapshot->addItem(*it);
+    m_snapshot->setCurrentIndex(std::max(0, m_snapshot->findText(keepTrain)));
+    m_valSnapshot->setCurrentIndex(std::max(0, m_valSnapshot->findText(keepVal)));
+    m_updating = updating;
+    if (m_source->currentIndex() == 1)
+        toState();
 }
 
 void TrainPage::fromState()
@@ -258,8 +330,18 @@ void TrainPage::fromState()
     m_warmup->setValue(int(c.optim.warmupSteps));
     m_weightDecay->setValue(c.optim.weightDecay);
     m_clip->setValue(c.optim.clipNorm);
-    m_trainFile->setText(QString::fromStdString(c.data.trainFile));
-    m_valFile->setText(QString::fromStdString(c.data.valFile));
+    if (c.data.store.empty()) {  // in snapshot mode the file fields keep their text for switching back
+        m_trainFile->setText(QString::fromStdString(c.data.trainFile));
+        m_valFile->setText(QString::fromStdString(c.data.valFile));
+    }
+    m_source->setCurrentIndex(c.data.store.empty() ? 0 : 1);
+    if (!c.data.store.empty()) {
+        refreshSnapshots();
+        m_snapshot->setCurrentIndex(m_snapshot->findText(QString::fromStdString(c.data.snapshot)));
+        const int val = m_valSnapshot->findText(QString::fromStdString(c.data.valSnapshot));
+        m_valSnapshot->setCurrentIndex(val < 0 ? 0 : val);
+    }
+    showSourceRows();
     m_outputDir->setText(QString::fromStdString(c.outputDir));
     m_evalEvery->setValue(int(c.evalEvery));
     m_saveEvery->setValue(int(c.saveEvery));
@@ -285,8 +367,20 @@ void TrainPage::toState()
         c.optim.warmupSteps = m_warmup->value();
         c.optim.weightDecay = m_weightDecay->value();
         c.optim.clipNorm = m_clip->value();
-        c.data.trainFile = m_trainFile->text().toStdString();
-        c.data.valFile = m_valFile->text().toStdString();
+        if (m_source->currentIndex() == 1) {
+            // Snapshots of the project's store: what the run saw is recorded by id and SHA-256.
+            c.data.store = m_state->storePath().toStdString();
+            c.data.snapshot = m_snapshot->currentText().toStdString();
+            c.data.valSnapshot = m_valSnapshot->currentIndex() > 0 ? m_valSnapshot->currentText().toStdString() : "";
+            c.data.trainFile.clear();
+            c.data.valFile.clear();
+        } else {
+            c.data.store.clear();
+            c.data.snapshot.clear();
+            c.data.valSnapshot.clear();
+            c.data.trainFile = m_trainFile->text().toStdString();
+            c.data.valFile = m_valFile->text().toStdString();
+        }
         c.outputDir = m_outputDir->text().toStdString();
         c.evalEvery = m_evalEvery->value();
         c.saveEvery = m_saveEvery->value();

@@ -7,6 +7,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QFormLayout;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -42,9 +43,15 @@ public:
     // Past runs in the output folder (folders with metrics.jsonl), rescanned.
     void refreshHistory();
     void exportPlots(const QString& dir);
+    // Data source: JSONL files, or snapshots of the project's dataset store (listed from the store).
+    void useSnapshots(bool on);
+    void refreshSnapshots();
+    QComboBox* snapshotBox() const { return m_snapshot; }
 
 private:
     void buildSettings(QWidget* box);
+    void showEvent(QShowEvent* event) override;
+    void showSourceRows();
     void fromState();
     void toState();
     void updatePlanned();
@@ -62,6 +69,8 @@ private:
     QDoubleSpinBox *m_lr = nullptr, *m_minLr = nullptr, *m_weightDecay = nullptr, *m_clip = nullptr;
     QComboBox *m_schedule = nullptr, *m_optimizer = nullptr;
     QLineEdit *m_trainFile = nullptr, *m_valFile = nullptr, *m_outputDir = nullptr;
+    QComboBox *m_source = nullptr, *m_snapshot = nullptr, *m_valSnapshot = nullptr;
+    QFormLayout* m_dataForm = nullptr;
     QPushButton *m_start = nullptr, *m_pause = nullptr, *m_resume = nullptr, *m_stop = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_eta = nullptr;

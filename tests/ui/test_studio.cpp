@@ -13,6 +13,8 @@
 #include "train_plots.h"
 #include "training_controller.h"
 
+#include "data/snapshot.h"
+#include "data/store.h"
 #include "memory/estimator.h"
 #include "peft/trainable_count.h"
 
@@ -30,6 +32,8 @@
 #include <QtTest>
 
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -208,12 +212,16 @@ private Q_SLOTS:
         QVERIFY(w);
         w->methodPage()->chooseMethod(QStringLiteral("adapter"));
         w->state()->setRuns({dir.path() + QStringLiteral("/runs/a")});
+        const QString storePath = dir.filePath(QStringLiteral("p.tbstore"));
+        tb::DataStore::open(storePath.toStdString());
+        w->state()->setStorePath(storePath);
         const QString file = dir.path() + QStringLiteral("/p.tunebench");
         QString error;
         QVERIFY2(w->saveProject(file, &error), qPrintable(error));
         tb::Project p;
         QVERIFY2(tb::readProject(file, &p, &error), qPrintable(error));
         QCOMPARE(p.modelPath, kModel);
+        QCOMPARE(p.storePath, storePath);
         QVERIFY(p.config.method == tb::Method::Adapter);
         QCOMPARE(p.runs, QStringList{dir.path() + QStringLiteral("/runs/a")});
         tb::MainWindow other;
@@ -222,6 +230,7 @@ private Q_SLOTS:
         QVERIFY(spy.wait(10000));
         QVERIFY(other.state()->config().method == tb::Method::Adapter);
         QCOMPARE(other.state()->config().batchSize, 4);
+        QCOMPARE(other.state()->storePath(), storePath);
         QVERIFY(!tb::readProject(dir.path() + QStringLiteral("/missing.tunebench"), &p, &error));
         QVERIFY(error.contains(QStringLiteral("missing.tunebench")));
     }
@@ -316,6 +325,53 @@ private Q_SLOTS:
             (args.at(0).toInt() == 0 ? base : tuned) = true;
         QVERIFY(base && tuned);
         QVERIFY(!play->baseText().isEmpty() && !play->tunedText().isEmpty());
+    }
+    // The Train page reads a snapshot of the project's store; the finished run records its id and hash.
+    void trainsFromStoreSnapshot()
+    {
+        QTemporaryDir dir;
+        const std::string storePath = dir.filePath(QStringLiteral("project.tbstore")).toStdString();
+        std::string sha;
+        {
+            auto store = tb::DataStore::open(storePath);
+            std::vector<tb::NewRecord> records;
+            for (int i = 0; i < 12; ++i) {
+                tb::NewRecord r;
+                r.kind = "alpaca";
+                r.fields = {{"instruction", "Count to " + std::to_string(i)}, {"output", "Done " + std::to_string(i)}};
+                records.push_back(r);
+            }
+            for (int64_t id : store->addRecords(records, 0, "test"))
+                store->review(id, "ana", "accept");
+            sha = tb::createSnapshot(*store, {}).sha256;
+        }
+        auto w = openWindow(dir.path() + QStringLiteral("/runs"));
+        QVERIFY(w);
+        w->state()->updateConfig([](tb::TrainConfig& c) {
+            c.maxSteps = 3;
+            c.evalEvery = 0;
+            c.data.chatTemplate = "alpaca";
+        });
+        w->state()->setStorePath(QString::fromStdString(storePath));
+        tb::TrainPage* train = w->trainPage();
+        train->useSnapshots(true);
+        QCOMPARE(train->snapshotBox()->currentText(), QStringLiteral("train-v1"));
+        QCOMPARE(w->state()->config().data.store, storePath);
+        QCOMPARE(w->state()->config().data.snapshot, std::string("train-v1"));
+        QVERIFY(w->state()->config().data.trainFile.empty());
+        QSignalSpy ended(w->controller(), &tb::TrainingController::ended);
+        QVERIFY(train->startRun());
+        QVERIFY(ended.wait(60000));
+        QVERIFY2(ended.first().at(0).toBool(), qPrintable(ended.first().at(1).toString()));
+        QFile info(w->controller()->runDir() + QStringLiteral("/run.json"));
+        QVERIFY(info.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(info.readAll().toStdString());
+        QCOMPARE(j["data"]["snapshots"]["train"]["id"], nlohmann::json("train-v1"));
+        QCOMPARE(j["data"]["snapshots"]["train"]["sha256"], nlohmann::json(sha));
+        // Back to files: the config forgets the store.
+        train->useSnapshots(false);
+        QVERIFY(w->state()->config().data.store.empty());
+        QVERIFY(!w->state()->config().data.trainFile.empty());
     }
     // Plots take their colours from the palette: under a dark palette every plot's canvas is dark.
     void plotsFollowThePalette()
