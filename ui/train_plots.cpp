@@ -78,6 +78,11 @@ TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
     m_lrActual = makeGraph(m_lr, tr("actual"), QColor(0xe0, 0x7b, 0x39), true);
     m_memCurrent = makeGraph(m_memory, tr("after step"), QColor(0x34, 0x6d, 0xb3));
     m_memPeak = makeGraph(m_memory, tr("peak in step"), QColor(0xd1, 0x4f, 0x5a));
+    // The CUDA caching allocator's reserved bytes (allocated + cached); shown only for a CUDA run.
+    m_memReserved = makeGraph(m_memory, tr("reserved (CUDA)"), QColor(0x7f, 0x8c, 0x8d));
+    m_memReserved->setPen(QPen(QColor(0x7f, 0x8c, 0x8d), 1.4, Qt::DashLine));
+    m_memReserved->setVisible(false);
+    m_memReserved->removeFromLegend();
     m_memForward = makeGraph(m_memory, tr("after forward"), QColor(0x5a, 0xa4, 0x69), true);
     m_memBackward = makeGraph(m_memory, tr("after backward"), QColor(0x8c, 0x6b, 0xb1), true);
     m_memOptimizer = makeGraph(m_memory, tr("after optimizer"), QColor(0xc9, 0xa2, 0x27), true);
@@ -123,6 +128,8 @@ void TrainPlots::appendSteps(const std::vector<StepMetrics>& steps)
         m_lrActual->addData(x, m.lr);
         m_memCurrent->addData(x, double(m.memoryCurrent) / kMiB);
         m_memPeak->addData(x, double(m.memoryPeak) / kMiB);
+        if (m.memoryReserved > 0)
+            m_memReserved->addData(x, double(m.memoryReserved) / kMiB);
         m_memForward->addData(x, double(m.memoryAfterForward) / kMiB);
         m_memBackward->addData(x, double(m.memoryAfterBackward) / kMiB);
         m_memOptimizer->addData(x, double(m.memoryAfterOptimizer) / kMiB);
@@ -191,8 +198,14 @@ void TrainPlots::recomputeSmoothing()
 
 void TrainPlots::setMemorySource(const QString& source)
 {
-    m_memory->yAxis->setLabel(source == QLatin1String("cuda") ? tr("GPU allocated (MiB)")
-                                                              : tr("CPU tensor memory, tracked (MiB)"));
+    const bool cuda = source == QLatin1String("cuda");
+    m_memory->yAxis->setLabel(cuda ? tr("GPU memory (MiB)") : tr("CPU tensor memory, tracked (MiB)"));
+    m_memCurrent->setName(cuda ? tr("allocated after step") : tr("after step"));
+    m_memReserved->setVisible(cuda);
+    if (cuda)
+        m_memReserved->addToLegend();
+    else
+        m_memReserved->removeFromLegend();
 }
 
 void TrainPlots::replotAll()
@@ -233,7 +246,7 @@ bool TrainPlots::exportCsv(const QString& file) const
     if (!out.open(QIODevice::WriteOnly | QIODevice::Text))
         return false;
     QTextStream s(&out);
-    s << "step,loss,val_loss,lr,grad_norm,tokens_per_s,memory_bytes,memory_peak_bytes,seconds\n";
+    s << "step,loss,val_loss,lr,grad_norm,tokens_per_s,memory_bytes,memory_peak_bytes,memory_reserved_bytes,seconds\n";
     size_t e = 0;
     for (const StepMetrics& m : m_steps) {
         QString val;
@@ -243,7 +256,8 @@ bool TrainPlots::exportCsv(const QString& file) const
             val = QString::number(m_evals[e].valLoss, 'g', 8);
         s << m.step << ',' << QString::number(m.loss, 'g', 8) << ',' << val << ',' << QString::number(m.lr, 'g', 8)
           << ',' << QString::number(m.gradNorm, 'g', 8) << ',' << QString::number(m.tokensPerSecond, 'g', 8) << ','
-          << m.memoryCurrent << ',' << m.memoryPeak << ',' << QString::number(m.seconds, 'g', 8) << '\n';
+          << m.memoryCurrent << ',' << m.memoryPeak << ',' << m.memoryReserved << ','
+          << QString::number(m.seconds, 'g', 8) << '\n';
     }
     s.flush();
     return out.commit();

@@ -52,7 +52,7 @@ private:
     QCPGraph *m_lossRaw = nullptr, *m_lossSmooth = nullptr, *m_lossVal = nullptr;
     QCPGraph *m_lrPlanned = nullptr, *m_lrActual = nullptr;
     QCPGraph *m_memCurrent = nullptr, *m_memPeak = nullptr, *m_memForward = nullptr, *m_memBackward = nullptr,
-             *m_memOptimizer = nullptr;
+             *m_memOptimizer = nullptr, *m_memReserved = nullptr;
     QCPGraph *m_tokens = nullptr, *m_gradNorm = nullptr;
     std::vector<QCPGraph*> m_overlays;
     std::vector<StepMetrics> m_steps;

@@ -25,6 +25,7 @@ struct StepMetrics {
     double tokensPerSecond = 0;
     int64_t memoryCurrent = 0; // bytes of tensor memory after the step (CUDA allocated, or tracked CPU tensors)
     int64_t memoryPeak = 0;    // highest tensor memory during the step
+    int64_t memoryReserved = 0;  // CUDA: bytes the caching allocator holds (allocated + cached); CPU: 0
     // Tensor memory after each phase of the step (first micro-batch for forward/backward), bytes.
     int64_t memoryAfterLoad = 0, memoryAfterForward = 0, memoryAfterBackward = 0, memoryAfterOptimizer = 0;
     int64_t memoryResident = 0;  // the process's resident memory (CPU), bytes

@@ -590,8 +590,10 @@ void Trainer::emitStep(double loss, double lr, double gradNorm, int64_t tokens, 
     m.lr = lr;
     m.gradNorm = gradNorm;
     m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
-    m.memoryCurrent = memoryNow();
+    const MemorySnapshot now = memorySnapshot(m_deviceName);
+    m.memoryCurrent = now.current;
     m.memoryPeak = m_memStepPeak;
+    m.memoryReserved = now.source == "cuda" ? now.reserved : 0;
     m.memoryAfterLoad = m_memLoad;
     m.memoryAfterForward = m_memForward;
     m.memoryAfterBackward = m_memBackward;
@@ -602,7 +604,7 @@ void Trainer::emitStep(double loss, double lr, double gradNorm, int64_t tokens, 
     m_store->appendMetrics({{"type", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"tokens", m.tokensSeen},
                                 {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.gradNorm},
                                 {"tokens_per_s", m.tokensPerSecond}, {"memory_bytes", m.memoryCurrent},
-                                {"memory_peak_bytes", m.memoryPeak},
+                                {"memory_peak_bytes", m.memoryPeak}, {"memory_reserved_bytes", m.memoryReserved},
                                 {"memory_phases", {{"load", m.memoryAfterLoad}, {"forward", m.memoryAfterForward},
                                                    {"backward", m.memoryAfterBackward},
                                                    {"optimizer_step", m.memoryAfterOptimizer}}},

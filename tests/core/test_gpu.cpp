@@ -70,6 +70,7 @@ private Q_SLOTS:
         const auto& s = job.summary();
         QVERIFY(s.valLoss && s.initialValLoss && *s.valLoss < 0.75 * *s.initialValLoss);
         QVERIFY(events.last.memoryPeak > 0);  // CUDA allocator statistics
+        QVERIFY(events.last.memoryReserved >= events.last.memoryCurrent);  // reserved = allocated + cached
         QCOMPARE(tb::memorySnapshot("cuda").source, std::string("cuda"));
     }
 };

@@ -60,6 +60,7 @@ private Q_SLOTS:
         QVERIFY(m.memoryAfterForward > m.memoryAfterLoad);  // activations kept for backward
         QVERIFY(m.memoryPeak >= m.memoryAfterForward);
         QVERIFY(m.memoryCurrent < m.memoryAfterOptimizer);  // gradients freed after the step
+        QCOMPARE(m.memoryReserved, int64_t(0));              // a CUDA-only figure
         // After the first step the job reports estimate vs measurement: exact where it is arithmetic.
         QCOMPARE(events.report.items.size(), size_t(5));
         for (const auto& item : events.report.items) {
