@@ -169,6 +169,10 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
     ctx.jobs = m_jobs;
     ctx.who = [this](bool ask) { return ensureAnnotator(ask); };
     ctx.modelDir = [this] { return modelDir(); };
+    // Token statistics render records as the run will, so the truncation count is the trainer's.
+    ctx.chatTemplate = [this] {
+        return m_state ? QString::fromStdString(m_state->config().data.chatTemplate) : QStringLiteral("auto");
+    };
     ctx.changed = [this] { refreshAll(); };
     ctx.showRecord = [this](qint64 id) { showRecordById(id); };
     ctx.message = [this](const QString& text) { setMessage(text); };

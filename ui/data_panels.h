@@ -35,6 +35,7 @@ struct DataContext {
     DataJobs* jobs = nullptr;
     std::function<QString(bool ask)> who;       // the annotator ("" when ask is false and none is set)
     std::function<QString()> modelDir;          // tokenizer for statistics and chunking
+    std::function<QString()> chatTemplate;      // the run's template for statistics ("auto": the model's)
     std::function<void()> changed;              // records changed: refresh the table and the panels
     std::function<void(qint64)> showRecord;     // open a record in the detail editor
     std::function<void(const QString&)> message;  // status line

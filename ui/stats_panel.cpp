@@ -91,10 +91,11 @@ bool StatsPanel::compute()
 {
     const std::string modelDir = m_ctx.modelDir().toStdString();
     const int64_t maxLength = m_maxLength->value();
-    return m_ctx.jobs->run(tr("Token statistics"), [this, modelDir, maxLength](DataStore& store,
-                                                                                const CurateProgress& progress)
+    const std::string chatTemplate = m_ctx.chatTemplate ? m_ctx.chatTemplate().toStdString() : std::string("auto");
+    return m_ctx.jobs->run(tr("Token statistics"), [this, modelDir, maxLength, chatTemplate](
+                                                       DataStore& store, const CurateProgress& progress)
                                                        -> DataJobs::Finish {
-        TokenStatsReport r = tokenStats(store, modelDir, maxLength, "auto", 20, progress);
+        TokenStatsReport r = tokenStats(store, modelDir, maxLength, chatTemplate, 20, progress);
         return [this, r = std::move(r)] {
             m_report = r;
             showReport();

@@ -8,6 +8,7 @@
 #include "import_dialog.h"
 #include "record_editor.h"
 #include "record_table_model.h"
+#include "studio_state.h"
 
 #include "data/store.h"
 #include "util/paths.h"
@@ -405,6 +406,25 @@ private Q_SLOTS:
         QVERIFY(page.statsPanel()->truncatedText().contains(QString::number(over)));
         // The table shows the counts now.
         QVERIFY(page.model()->data(page.model()->index(0, tb::RecordTableModel::ColTokens)).toLongLong() > 0);
+    }
+
+    // In the studio the statistics render records with the run's chat template, so the truncated count is
+    // the one training will see.
+    void statsUseTheRunsTemplate()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("s.tbstore"));
+        tb::StudioState state;
+        state.updateConfig([](tb::TrainConfig& c) { c.data.chatTemplate = "alpaca"; });
+        tb::DataPage page(&state);
+        QSignalSpy opened(&page, &tb::DataPage::storeOpened);
+        page.openBundledStore(path);
+        QVERIFY(opened.wait(30000));
+        page.statsPanel()->setMaxLength(40);
+        QVERIFY(page.statsPanel()->compute());
+        QString error;
+        QVERIFY2(waitJob(page, &error), qPrintable(error));
+        QCOMPARE(page.statsPanel()->report()->chatTemplate, std::string("alpaca"));
     }
 
 private:
