@@ -16,7 +16,8 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
-#include <QTreeWidget>
+#include <QStandardItemModel>
+#include <QTreeView>
 #include <QVBoxLayout>
 
 namespace tb {
@@ -54,11 +55,14 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent) : QWidget(par
     m_dedupSummary = new QLabel(tr("Find shows clusters of duplicates; the first record of each is kept."), dedupBox);
     m_dedupSummary->setWordWrap(true);
     dedupLayout->addWidget(m_dedupSummary);
-    m_clusters = new QTreeWidget(dedupBox);
-    m_clusters->setHeaderLabels({tr("Record"), tr("Text")});
-    m_clusters->setColumnWidth(0, 130);
-    m_clusters->setUniformRowHeights(true);
-    dedupLayout->addWidget(m_clusters, 1);
+    m_clusters = new QStandardItemModel(0, 2, this);
+    m_clusters->setHorizontalHeaderLabels({tr("Record"), tr("Text")});
+    m_clusterView = new QTreeView(dedupBox);
+    m_clusterView->setModel(m_clusters);
+    m_clusterView->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_clusterView->setColumnWidth(0, 130);
+    m_clusterView->setUniformRowHeights(true);
+    dedupLayout->addWidget(m_clusterView, 1);
     layout->addWidget(dedupBox, 3);
 
     auto* scanBox = new QGroupBox(tr("Leaks and personal data"), this);
@@ -115,10 +119,12 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent) : QWidget(par
     connect(chunkPreview, &QPushButton::clicked, this, &CurationPanel::previewChunks);
     connect(m_chunkApply, &QPushButton::clicked, this, &CurationPanel::applyChunks);
     connect(m_chunkUndo, &QPushButton::clicked, this, &CurationPanel::undoChunks);
-    connect(m_clusters, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
-        if (item && item->data(0, Qt::UserRole).isValid() && m_ctx.showRecord)
-            m_ctx.showRecord(item->data(0, Qt::UserRole).toLongLong());
-    });
+    connect(m_clusterView->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex& current) {
+                const QVariant id = current.siblingAtColumn(0).data(Qt::UserRole);
+                if (id.isValid() && m_ctx.showRecord)
+                    m_ctx.showRecord(id.toLongLong());
+            });
     connect(m_flags, &QTableWidget::currentCellChanged, this, [this](int row) {
         if (row >= 0 && m_flags->item(row, 0) && m_ctx.showRecord)
             m_ctx.showRecord(m_flags->item(row, 0)->text().toLongLong());
@@ -148,17 +154,17 @@ void CurationPanel::updateButtons()
 void CurationPanel::showDedup(const DedupReport& r, const std::vector<std::vector<QString>>& previews)
 {
     m_dedup = r;
-    m_clusters->clear();
+    m_clusters->removeRows(0, m_clusters->rowCount());
     for (size_t c = 0; c < r.clusterIds.size() && c < previews.size(); ++c) {
-        auto* top = new QTreeWidgetItem(m_clusters, {tr("Cluster %1").arg(c + 1), tr("%n record(s)", nullptr,
-                                                                                      int(r.clusterIds[c].size()))});
+        auto* top = new QStandardItem(tr("Cluster %1").arg(c + 1));
+        m_clusters->appendRow({top, new QStandardItem(tr("%n record(s)", nullptr, int(r.clusterIds[c].size())))});
         for (size_t i = 0; i < r.clusterIds[c].size() && i < previews[c].size(); ++i) {
             const qint64 id = r.clusterIds[c][i];
-            auto* child = new QTreeWidgetItem(top, {i == 0 ? tr("#%1 (kept)").arg(id) : QStringLiteral("#%1").arg(id),
-                                                    previews[c][i]});
-            child->setData(0, Qt::UserRole, id);
+            auto* record = new QStandardItem(i == 0 ? tr("#%1 (kept)").arg(id) : QStringLiteral("#%1").arg(id));
+            record->setData(id, Qt::UserRole);
             if (i > 0)
-                child->setForeground(0, RecordTableModel::statusColor(ReviewStatus::Rejected));
+                record->setForeground(RecordTableModel::statusColor(ReviewStatus::Rejected));
+            top->appendRow({record, new QStandardItem(previews[c][i])});
         }
     }
     const QString counts = tr("%1 records: %2 exact and %3 near duplicates in %4 clusters")

@@ -22,7 +22,8 @@ class QListWidget;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
-class QTreeWidget;
+class QStandardItemModel;
+class QTreeView;
 
 namespace tb {
 
@@ -76,7 +77,8 @@ public:
     const std::optional<DedupReport>& dedupReport() const { return m_dedup; }
     qint64 dedupOperation() const { return m_dedupOp; }
     const std::optional<ScanReport>& scanReport() const { return m_scan; }
-    QTreeWidget* clusterTree() const { return m_clusters; }
+    QTreeView* clusterTree() const { return m_clusterView; }
+    QStandardItemModel* clusterModel() const { return m_clusters; }  // cluster rows; their records as children
     QTableWidget* scanTable() const { return m_flags; }
 
 private:
@@ -87,7 +89,8 @@ private:
     DataContext m_ctx;
     QDoubleSpinBox* m_near = nullptr;
     QLabel* m_dedupSummary = nullptr;
-    QTreeWidget* m_clusters = nullptr;
+    QStandardItemModel* m_clusters = nullptr;
+    QTreeView* m_clusterView = nullptr;
     QPushButton *m_find = nullptr, *m_apply = nullptr, *m_undo = nullptr;
     QLabel* m_scanSummary = nullptr;
     QTableWidget* m_flags = nullptr;
