@@ -142,6 +142,17 @@ void CurationPanel::setNearThreshold(double threshold)
     m_near->setValue(threshold);
 }
 
+void CurationPanel::setChunkOptions(int maxTokens, int overlapTokens)
+{
+    m_chunkMax->setValue(maxTokens);
+    m_chunkOverlap->setValue(overlapTokens);
+}
+
+QString CurationPanel::chunkSummary() const
+{
+    return m_chunkSummary->text();
+}
+
 void CurationPanel::updateButtons()
 {
     m_apply->setEnabled(m_dedup && m_dedup->operationId == 0 &&

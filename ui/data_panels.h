@@ -74,6 +74,9 @@ public:
     bool applyChunks();
     bool undoChunks();
     void setNearThreshold(double threshold);  // 0: exact duplicates only
+    void setChunkOptions(int maxTokens, int overlapTokens);
+    QString chunkSummary() const;
+    qint64 chunkOperation() const { return m_chunkOp; }
     const std::optional<DedupReport>& dedupReport() const { return m_dedup; }
     qint64 dedupOperation() const { return m_dedupOp; }
     const std::optional<ScanReport>& scanReport() const { return m_scan; }

@@ -10,6 +10,7 @@
 #include "record_table_model.h"
 #include "studio_state.h"
 
+#include "data/snapshot.h"
 #include "data/store.h"
 #include "util/paths.h"
 
@@ -320,6 +321,106 @@ private Q_SLOTS:
         QCOMPARE(dialog.rejectionTable()->item(2, 0)->text(), QStringLiteral("19999"));
         QVERIFY(worst < 300);  // generous: the machine is shared
         QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(rows - 3));
+    }
+
+    // Scan, chunking and snapshots through the page, each checked in the store.
+    void scanChunkAndSnapshot()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("curate.tbstore"));
+        {
+            auto store = tb::DataStore::open(path.toStdString(), true);
+            std::vector<tb::NewRecord> records;
+            tb::NewRecord leak;
+            leak.kind = "alpaca";
+            leak.fields = {{"instruction", "Who to ask?"}, {"output", "Mail jane.doe@example.com or call +44 20 7946 0958."}};
+            records.push_back(leak);
+            tb::NewRecord longText;
+            longText.kind = "text";
+            std::string text;
+            for (int i = 0; i < 120; ++i)
+                text += "Sentence number " + std::to_string(i) + " tells a little more of the story. ";
+            longText.fields = {{"text", text}};
+            records.push_back(longText);
+            const auto ids = store->addRecords(records, 0, "test");
+            store->review(ids[0], "ana", "accept");
+        }
+        auto page = openPage(path);
+        QVERIFY(page);
+        tb::CurationPanel* curation = page->curationPanel();
+        QString error;
+
+        QVERIFY(curation->scan());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(curation->scanReport());
+        QCOMPARE(curation->scanReport()->flagged, int64_t(1));
+        QVERIFY(curation->scanTable()->rowCount() >= 2);  // the email and the phone number
+        for (int row = 0; row < curation->scanTable()->rowCount(); ++row)
+            for (int col = 0; col < curation->scanTable()->columnCount(); ++col)
+                if (auto* item = curation->scanTable()->item(row, col))
+                    QVERIFY2(!item->text().contains(QStringLiteral("jane.doe@")), qPrintable(item->text()));
+        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->scanFlags().size(), curation->scanReport()->flags.size());
+
+        curation->setChunkOptions(64, 8);
+        QVERIFY(curation->previewChunks());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY2(curation->chunkSummary().contains(QStringLiteral("1 text records over 64 tokens")),
+                 qPrintable(curation->chunkSummary()));
+        QCOMPARE(page->model()->rowCount(), 2);
+        QVERIFY(curation->applyChunks());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        const int64_t afterChunks = tb::DataStore::open(path.toStdString(), false)->count();
+        QVERIFY(afterChunks > 4);
+        QCOMPARE(page->model()->rowCount(), int(afterChunks));
+        QVERIFY(curation->undoChunks());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->count(), int64_t(2));
+        QCOMPARE(page->model()->rowCount(), 2);
+
+        QVERIFY(page->snapshot(QStringLiteral("train"), true));
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY2(page->message().contains(QStringLiteral("train-v1")), qPrintable(page->message()));
+        auto store = tb::DataStore::open(path.toStdString(), false);
+        const auto snapshots = tb::listSnapshots(*store);
+        QCOMPARE(snapshots.size(), size_t(1));
+        QCOMPARE(snapshots[0].records, int64_t(1));  // only the accepted record
+    }
+
+    // CSV with a column mapping through the import dialog: the preview shows the header, the mapped
+    // columns become the record's fields, the others stay as extra fields.
+    void importCsvWithColumnMapping()
+    {
+        const QString file = m_dir.filePath(QStringLiteral("qa.csv"));
+        {
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("question,answer,topic\n"
+                    "\"What is 2+2?\",Four,math\n"
+                    "\"Name a colour, any colour\",\"Blue, \"\"sky\"\" blue\",art\n"
+                    "Broken row,only two\n");
+        }
+        const QString store = m_dir.filePath(QStringLiteral("csv.tbstore"));
+        tb::DataStore::open(store.toStdString(), true);
+        tb::ImportDialog dialog(store, QStringLiteral("ana"), QString::fromStdString(tb::bundledModelDir()));
+        dialog.setFile(file);
+        QTRY_VERIFY_WITH_TIMEOUT(dialog.preview().columns.size() == 3 || !dialog.preview().error.isEmpty(), 10000);
+        QCOMPARE(dialog.preview().columns, (QStringList{QStringLiteral("question"), QStringLiteral("answer"),
+                                                        QStringLiteral("topic")}));
+        dialog.setColumn(QStringLiteral("instruction"), QStringLiteral("question"));
+        dialog.setColumn(QStringLiteral("output"), QStringLiteral("answer"));
+        QSignalSpy done(&dialog, &tb::ImportDialog::imported);
+        QVERIFY(dialog.startImport());
+        QVERIFY(done.wait(30000));
+        QVERIFY2(dialog.outcome().error.isEmpty(), qPrintable(dialog.outcome().error));
+        QCOMPARE(dialog.outcome().imported, qint64(2));
+        QCOMPARE(dialog.outcome().rejected.size(), size_t(1));
+        QCOMPARE(dialog.outcome().rejected[0].line, int64_t(4));
+        QCOMPARE(dialog.rejectionTable()->rowCount(), 1);
+        const auto records = tb::DataStore::open(store.toStdString(), false)->records();
+        QCOMPARE(records.size(), size_t(2));
+        QCOMPARE(records[1].kind, std::string("alpaca"));
+        QCOMPARE(records[1].fields["instruction"], nlohmann::json("Name a colour, any colour"));
+        QCOMPARE(records[1].fields["output"], nlohmann::json("Blue, \"sky\" blue"));
+        QCOMPARE(records[1].fields["topic"], nlohmann::json("art"));
     }
 
     void importCancelWritesNothing()
