@@ -7,6 +7,7 @@
 #include "record_editor.h"
 #include "record_table_model.h"
 #include "studio_state.h"
+#include "synth_dialog.h"
 
 #include "data/ingest.h"
 #include "data/snapshot.h"
@@ -280,6 +281,8 @@ void DataPage::buildToolbar()
     menu->addAction(tr("validation: accepted and pending"), this, [this] { snapshot(QStringLiteral("validation"), false); });
     snap->setMenu(menu);
     snap->setPopupMode(QToolButton::InstantPopup);
+    auto* synth = toolButton(tr("Generate…"), tr("Synthetic examples written by the model from seed records "
+                                                 "(stored pending review)"), m_toolbar);
     auto* undo = toolButton(tr("Undo last"), tr("Reverse the newest operation that is not undone yet"), m_toolbar);
     m_storeLabel = new QLabel(m_toolbar);
     m_storeLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -289,7 +292,7 @@ void DataPage::buildToolbar()
     for (QWidget* w : std::initializer_list<QWidget*>{open, create, import})
         row->addWidget(w);
     row->addSpacing(10);
-    for (QWidget* w : std::initializer_list<QWidget*>{dedup, scan, stats, snap, undo})
+    for (QWidget* w : std::initializer_list<QWidget*>{dedup, scan, stats, synth, snap, undo})
         row->addWidget(w);
     row->addStretch(1);
     row->addWidget(m_storeLabel);
@@ -324,6 +327,7 @@ void DataPage::buildToolbar()
         m_stats->compute();
     });
     connect(undo, &QToolButton::clicked, this, &DataPage::undoLastOperation);
+    connect(synth, &QToolButton::clicked, this, &DataPage::openSynthDialog);
     connect(m_annotatorButton, &QPushButton::clicked, this, [this] {
         bool ok = false;
         const QString name = QInputDialog::getText(this, tr("Annotator"), tr("Your name for reviews and edits:"),
@@ -683,6 +687,22 @@ bool DataPage::snapshot(const QString& split, bool acceptedOnly)
                            .arg(QString::fromStdString(s.id)).arg(s.records)
                            .arg(QString::fromStdString(s.sha256).left(12)));
         };
+    });
+}
+
+void DataPage::openSynthDialog()
+{
+    SynthDialog dialog(m_state ? QString::fromStdString(m_state->config().data.chatTemplate) : QStringLiteral("auto"),
+                       currentRecordId(), this);
+    if (dialog.exec() == QDialog::Accepted)
+        generateSynthetic(dialog.request(modelDir()));
+}
+
+bool DataPage::generateSynthetic(const SynthRequest& request)
+{
+    return runSynthetic(m_jobs, request, [this](const SynthReport& r) {
+        setMessage(tr("Generated %1 synthetic records from %2 seeds; they are pending review.")
+                       .arg(r.generated).arg(r.seeds));
     });
 }
 

@@ -31,6 +31,7 @@ class RecordTableModel;
 class ReviewPanel;
 class StatsPanel;
 class StudioState;
+struct SynthRequest;
 
 class DataPage : public QWidget {
     Q_OBJECT
@@ -63,6 +64,9 @@ public:
     void openImportDialog();
     bool undoLastOperation();
     bool snapshot(const QString& split, bool acceptedOnly);
+    // Synthetic examples with the run's model on a worker (the Generate… dialog fills the request).
+    bool generateSynthetic(const SynthRequest& request);
+    void openSynthDialog();
 
     RecordTableModel* model() const { return m_model; }
     QTableView* table() const { return m_table; }

@@ -8,6 +8,7 @@
 #include "import_dialog.h"
 #include "record_editor.h"
 #include "record_table_model.h"
+#include "synth_dialog.h"
 #include "studio_state.h"
 
 #include "data/snapshot.h"
@@ -383,6 +384,58 @@ private Q_SLOTS:
         const auto snapshots = tb::listSnapshots(*store);
         QCOMPARE(snapshots.size(), size_t(1));
         QCOMPARE(snapshots[0].records, int64_t(1));  // only the accepted record
+    }
+
+    // Synthetic examples through the page: greedy generation from the accepted seeds, stored synthetic and
+    // pending, each naming its seed (core's test compares the text with the model's own continuation).
+    void generatesSyntheticExamples()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("synth.tbstore"));
+        std::vector<int64_t> seeds;
+        {
+            auto store = tb::DataStore::open(path.toStdString(), true);
+            std::vector<tb::NewRecord> records;
+            for (const char* q : {"Tell me about Tom and the dog.", "Where did Lily play?", "What did Sam find?"}) {
+                tb::NewRecord r;
+                r.kind = "alpaca";
+                r.fields = {{"instruction", q}, {"output", "seed answer"}};
+                records.push_back(r);
+            }
+            seeds = store->addRecords(records, 0, "test");
+            store->review(seeds[0], "ana", "accept");
+            store->review(seeds[1], "ana", "accept");
+        }
+        auto page = openPage(path);
+        QVERIFY(page);
+        // The dialog's defaults: accepted seeds, the run's template ("auto" resolves to the model's, plain here).
+        const tb::SynthRequest defaults = tb::SynthDialog(QStringLiteral("auto"), seeds[2]).request(
+            QString::fromStdString(tb::bundledModelDir()));
+        QCOMPARE(defaults.seeds, QStringLiteral("accepted"));
+        QCOMPARE(defaults.options.chatTemplate, std::string("plain"));
+        QCOMPARE(defaults.selectedId, qint64(seeds[2]));
+        tb::SynthRequest request;
+        request.modelDir = QString::fromStdString(tb::bundledModelDir());
+        request.seeds = QStringLiteral("accepted");
+        request.options.perSeed = 2;
+        request.options.chatTemplate = "alpaca";
+        request.options.generate.greedy = true;
+        request.options.generate.maxNewTokens = 8;
+        QVERIFY(page->generateSynthetic(request));
+        QString error;
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY2(page->message().contains(QStringLiteral("Generated 4 synthetic records from 2 seeds")),
+                 qPrintable(page->message()));
+        QCOMPARE(page->model()->rowCount(), 7);
+        auto store = tb::DataStore::open(path.toStdString(), false);
+        tb::RecordQuery synthetic;
+        synthetic.synthetic = true;
+        const auto made = store->records(synthetic);
+        QCOMPARE(made.size(), size_t(4));
+        for (const auto& r : made) {
+            QCOMPARE(r.status, tb::ReviewStatus::Pending);
+            QVERIFY(r.fields["seed_id"] == nlohmann::json(seeds[0]) || r.fields["seed_id"] == nlohmann::json(seeds[1]));
+            QVERIFY(!r.fields["output"].get<std::string>().empty());
+        }
     }
 
     // CSV with a column mapping through the import dialog: the preview shows the header, the mapped
