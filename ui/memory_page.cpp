@@ -95,7 +95,15 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_plot->yAxis->setLabel(tr("Memory per device"));
     m_plot->legend->setVisible(true);
     m_plot->legend->setFont(font());
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    // The legend sits beside the plot, not over the bars (seven entries would hide the tallest ones).
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    m_plot->axisRect()->insetLayout()->simplify();
+    auto* legendColumn = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(0, 1, legendColumn);
+    legendColumn->addElement(0, 0, m_plot->legend);
+    legendColumn->addElement(1, 0, new QCPLayoutElement(m_plot));  // pushes the legend to the top
+    legendColumn->setRowStretchFactor(1, 10);
+    m_plot->plotLayout()->setColumnStretchFactor(1, 0.001);
     applyPlotPalette(m_plot, palette());
     QCPBars* below = nullptr;
     for (int i = 0; i < kComponentCount; ++i) {

@@ -58,7 +58,8 @@ TrainPage::TrainPage(StudioState* state, TrainingController* controller, QWidget
     auto* layout = new QHBoxLayout(this);
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
-    scroll->setFixedWidth(300);
+    scroll->setFixedWidth(330);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the form fits the width; only scroll down
     scroll->setFrameShape(QFrame::NoFrame);
     auto* settings = new QWidget(scroll);
     buildSettings(settings);
