@@ -16,6 +16,8 @@
 
 #include <QtTest>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <fstream>
 #include <random>
@@ -26,6 +28,9 @@ using tb::NewRecord;
 using tb::ReviewStatus;
 
 namespace {
+
+using tbtest::errorOf;
+using tbtest::contains;
 
 const std::string kModel = TB_SOURCE_DIR "/datasets/models/stories260k";
 const std::string kTiny = TB_SOURCE_DIR "/datasets/tiny";
@@ -47,21 +52,6 @@ NewRecord alpaca(const std::string& instruction, const std::string& output, json
     r.fields = {{"instruction", instruction}, {"input", ""}, {"output", output}};
     r.fields.update(extra);
     return r;
-}
-
-std::string errorOf(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const tb::Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& text, const std::string& part)
-{
-    return text.find(part) != std::string::npos;
 }
 
 // Deterministic prose of `words` words from a small vocabulary.

@@ -7,6 +7,8 @@
 #include <QCryptographicHash>
 #include <QtTest>
 
+#include "test_util.h"
+
 #include <sqlite3.h>
 
 #include <csignal>
@@ -21,6 +23,9 @@ using tb::ReviewStatus;
 
 namespace {
 
+using tbtest::errorOf;
+using tbtest::contains;
+
 std::string tempPath(const QTemporaryDir& dir, const char* name)
 {
     return dir.filePath(QString::fromUtf8(name)).toStdString();
@@ -33,21 +38,6 @@ NewRecord alpaca(const std::string& instruction, const std::string& output, cons
     r.fields = {{"instruction", instruction}, {"input", ""}, {"output", output}};
     r.split = split;
     return r;
-}
-
-std::string errorOf(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const tb::Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& text, const std::string& part)
-{
-    return text.find(part) != std::string::npos;
 }
 
 // PRAGMA integrity_check through a separate connection: "ok" when the file is consistent.

@@ -9,10 +9,14 @@
 
 #include <QtTest>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace {
+
+using tbtest::errorOf;
 
 const std::string kBundled = TB_SOURCE_DIR "/datasets/models/stories260k";
 
@@ -47,16 +51,6 @@ int argmaxRow(const std::vector<float>& logits, size_t row, size_t vocab)
 {
     auto begin = logits.begin() + static_cast<long>(row * vocab);
     return static_cast<int>(std::max_element(begin, begin + static_cast<long>(vocab)) - begin);
-}
-
-std::string errorOf(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const tb::Error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 } // namespace

@@ -1,0 +1,39 @@
+// Small helpers shared by the test executables: the tb::Error message of a call, substring checks, and
+// files written into a temporary folder.
+#pragma once
+
+#include "util/error.h"
+
+#include <QTemporaryDir>
+
+#include <fstream>
+#include <functional>
+#include <string>
+
+namespace tbtest {
+
+// The tb::Error message `f` throws, or "" when it returns normally.
+inline std::string errorOf(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const tb::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+inline bool contains(const std::string& text, const std::string& part)
+{
+    return text.find(part) != std::string::npos;
+}
+
+// Writes `text` (bytes as given) to dir/name and returns the path.
+inline std::string writeText(const QTemporaryDir& dir, const std::string& name, const std::string& text)
+{
+    const std::string path = dir.filePath(QString::fromStdString(name)).toStdString();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+}
+
+} // namespace tbtest
