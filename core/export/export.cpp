@@ -120,6 +120,7 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
         tensors.push_back(tensorToBlob(name, item.value()));
         total += static_cast<int64_t>(tensors.back().bytes.size());
     }
+    report.tensors = static_cast<int64_t>(tensors.size());  // the LoRA factors folded in are not written
 
     // Shards of at most maxShardBytes, with an index, as transformers writes them.
     std::vector<std::vector<TensorBlob>> shards(1);
@@ -149,7 +150,6 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
         writeJson(joinPath(o.outDir, "model.safetensors.index.json"),
                   {{"metadata", {{"total_size", total}}}, {"weight_map", weightMap}}, report);
     }
-    report.tensors = static_cast<int64_t>(model.named_parameters().size());
     // config.json states the dtype written (fp32); tokenizer and generation files are copied as they are.
     json config = json::parse(readFile(joinPath(run.model, "config.json")));
     config["torch_dtype"] = "float32";
