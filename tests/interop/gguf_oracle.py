@@ -3,6 +3,9 @@ them (its GGUF path undoes llama.cpp's q/k row permutation), giving reference lo
 tokenizer transformers derives from the file's vocabulary.
 
 usage:
+  gguf_oracle.py make-untied SRC_DIR OUT_DIR
+      Copies the model folder SRC_DIR to OUT_DIR with tie_word_embeddings false and an lm_head.weight
+      of the embedding plus small noise (seed 0), so that the export has an output.weight to write.
   gguf_oracle.py check CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "gguf": path, "sp_model": tokenizer.model, "ids": [int], "texts": [str]}].
       Writes OUT_DIR/<name>.safetensors ("logits": fp32 [T, vocab], from the GGUF loaded in transformers)
@@ -14,6 +17,7 @@ usage:
 import json
 import logging
 import os
+import shutil
 import sys
 import warnings
 
@@ -22,7 +26,21 @@ import numpy as np
 import sentencepiece
 import torch
 import transformers
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
+
+
+def make_untied(src, out):
+    shutil.copytree(src, out, dirs_exist_ok=True)
+    weights = load_file(os.path.join(src, "model.safetensors"))
+    torch.manual_seed(0)
+    embed = weights["model.embed_tokens.weight"]
+    weights["lm_head.weight"] = embed + 0.01 * torch.randn_like(embed)
+    save_file(weights, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    config["tie_word_embeddings"] = False
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
 
 
 class _Collect(logging.Handler):
@@ -110,10 +128,12 @@ def check(cases_json, out_dir):
 
 def main():
     mode = sys.argv[1]
-    if mode == "check":
+    if mode == "make-untied":
+        make_untied(sys.argv[2], sys.argv[3])
+    elif mode == "check":
         check(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (check)")
+        raise SystemExit(f"unknown mode {mode!r} (make-untied | check)")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ class TestGgufInterop : public QObject {
         std::string dtype;
         std::string file;
         tb::ExportReport report;
+        std::string base;  // the run's base model
     };
     QTemporaryDir m_dir;
     const std::string m_stories = TB_SOURCE_DIR "/datasets/models/stories260k";
@@ -130,10 +131,17 @@ void TestGgufInterop::initTestCase()
     if (!QFileInfo::exists(QStringLiteral(TB_PYTHON)))
         QSKIP("the Python oracle venv is missing (run scripts/setup)");
     QVERIFY(m_dir.isValid());
+    // stories260k ties its head to the embedding; an untied copy makes the export write output.weight.
+    QString error;
+    const std::string untied = path(QStringLiteral("untied"));
+    runOracle({QStringLiteral("make-untied"), QString::fromStdString(m_stories), QString::fromStdString(untied)},
+              &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
     m_runs["lora"] = train("lora", "lora",
                            {"lr=0.01", "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
                                        "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
     m_runs["full"] = train("full", "full", {"lr=0.01"});
+    m_runs["untied"] = train("full", "untied", {"lr=0.01", "model=" + untied});
     m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
     m_runs["prompt"] = train("prompt", "prompt", {"max_steps=1", "prompt.num_tokens=4"});
     QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
@@ -142,10 +150,11 @@ void TestGgufInterop::initTestCase()
     m_ids.resize(std::min(m_ids.size(), kTokens));
     QCOMPARE(m_ids.size(), kTokens);
 
-    m_cases["lora_f32"] = {m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {}};
-    m_cases["lora_f16"] = {m_runs["lora"], "f16", path(QStringLiteral("gguf/lora-f16.gguf")), {}};
-    m_cases["lora_bf16"] = {m_runs["lora"], "bf16", path(QStringLiteral("gguf/lora-bf16.gguf")), {}};
-    m_cases["full_f32"] = {m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {}};
+    m_cases["lora_f32"] = {m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {}, m_stories};
+    m_cases["lora_f16"] = {m_runs["lora"], "f16", path(QStringLiteral("gguf/lora-f16.gguf")), {}, m_stories};
+    m_cases["lora_bf16"] = {m_runs["lora"], "bf16", path(QStringLiteral("gguf/lora-bf16.gguf")), {}, m_stories};
+    m_cases["full_f32"] = {m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {}, m_stories};
+    m_cases["untied_f16"] = {m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied};
 
     nlohmann::json cases = nlohmann::json::array();
     for (auto& [name, c] : m_cases) {
@@ -167,7 +176,6 @@ void TestGgufInterop::initTestCase()
     }
     const std::string casesFile = path(QStringLiteral("cases.json"));
     std::ofstream(casesFile) << cases.dump();
-    QString error;
     const QByteArray out = runOracle(
         {QStringLiteral("check"), QString::fromStdString(casesFile), m_dir.path()}, &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -178,7 +186,7 @@ void TestGgufInterop::initTestCase()
 void TestGgufInterop::logitsMatchTransformers_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"lora_f32", "lora_f16", "lora_bf16", "full_f32"})
+    for (const char* n : {"lora_f32", "lora_f16", "lora_bf16", "full_f32", "untied_f16"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -194,7 +202,7 @@ void TestGgufInterop::logitsMatchTransformers()
     const auto* theirs = reinterpret_cast<const float*>(file->data(*info));
 
     const std::vector<float> ours = tb::loadTunedModel(c.run)->logits(m_ids);
-    const std::vector<float> base = tb::Model::load(m_stories, {"fp32", "cpu"})->logits(m_ids);
+    const std::vector<float> base = tb::Model::load(c.base, {"fp32", "cpu"})->logits(m_ids);
     QCOMPARE(static_cast<int64_t>(ours.size()), info->numel());
     double diff = 0, moved = 0, ref = 0;
     for (size_t i = 0; i < ours.size(); ++i) {
@@ -249,11 +257,16 @@ void TestGgufInterop::metadataAndVocabulary()
         // Tensors: llama.cpp's names, dims fastest-first, norms f32, matrices in the chosen dtype;
         // a tied head is left out and transformers ties it back.
         const auto& tensors = r.at("tensors");
-        QCOMPARE(static_cast<int64_t>(tensors.size()), 2 + 9 * config.numLayers);
-        QCOMPARE(c.report.tensors, static_cast<int64_t>(tensors.size()));
-        QVERIFY(!tensors.contains("output.weight"));
-        QVERIFY(r.at("tie_word_embeddings").get<bool>());
+        const bool tied = c.base == m_stories;
         const int matrixType = c.dtype == "f32" ? 0 : c.dtype == "f16" ? 1 : 30;
+        QCOMPARE(static_cast<int64_t>(tensors.size()), 2 + 9 * config.numLayers + (tied ? 0 : 1));
+        QCOMPARE(c.report.tensors, static_cast<int64_t>(tensors.size()));
+        QCOMPARE(tensors.contains("output.weight"), !tied);
+        QCOMPARE(r.at("tie_word_embeddings").get<bool>(), tied);
+        if (!tied) {
+            QCOMPARE(tensors.at("output.weight").at("shape"), nlohmann::json({config.hiddenSize, config.vocabSize}));
+            QCOMPARE(tensors.at("output.weight").at("type").get<int>(), matrixType);
+        }
         const auto& embd = tensors.at("token_embd.weight");
         QCOMPARE(embd.at("shape"), nlohmann::json({config.hiddenSize, config.vocabSize}));
         QCOMPARE(embd.at("type").get<int>(), matrixType);
