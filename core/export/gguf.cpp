@@ -25,12 +25,11 @@
 namespace tb {
 namespace {
 
-template <typename T>
-void putLe(std::string& out, T v)
+template <typename T> void putLe(std::string& out, T v)
 {
     static_assert(std::is_trivially_copyable_v<T>);
     char raw[sizeof(T)];
-    std::memcpy(raw, &v, sizeof(T));  // x86-64 and aarch64 are little-endian, as GGUF is
+    std::memcpy(raw, &v, sizeof(T)); // x86-64 and aarch64 are little-endian, as GGUF is
     out.append(raw, sizeof(T));
 }
 
@@ -40,8 +39,7 @@ void putString(std::string& out, const std::string& s)
     out += s;
 }
 
-template <typename T>
-GgufValue scalar(GgufValueType type, T v)
+template <typename T> GgufValue scalar(GgufValueType type, T v)
 {
     GgufValue value;
     value.type = type;
@@ -49,12 +47,16 @@ GgufValue scalar(GgufValueType type, T v)
     return value;
 }
 
-uint64_t alignUp(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+uint64_t alignUp(uint64_t n, uint64_t alignment)
+{
+    return (n + alignment - 1) / alignment * alignment;
+}
 
 // A temp file written in order and renamed into place; removed when destroyed before commit().
 class AtomicFile {
-public:
-    explicit AtomicFile(std::string path) : m_path(std::move(path)), m_tmp(m_path + ".tmp." + std::to_string(::getpid()))
+  public:
+    explicit AtomicFile(std::string path)
+        : m_path(std::move(path)), m_tmp(m_path + ".tmp." + std::to_string(::getpid()))
     {
         m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (m_fd < 0)
@@ -78,7 +80,8 @@ public:
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
-                fail(m_path, ": write failed after ", m_written + done, " bytes (", std::strerror(errno), ")");
+                fail(m_path, ": write failed after ", m_written + done, " bytes (",
+                     std::strerror(errno), ")");
             }
             done += static_cast<size_t>(n);
         }
@@ -103,7 +106,7 @@ public:
         m_committed = true;
     }
 
-private:
+  private:
     std::string m_path, m_tmp;
     int m_fd = -1;
     uint64_t m_written = 0;
@@ -115,26 +118,65 @@ private:
 const char* ggufTensorTypeName(GgufTensorType type)
 {
     switch (type) {
-    case GgufTensorType::F32: return "F32";
-    case GgufTensorType::F16: return "F16";
-    case GgufTensorType::BF16: return "BF16";
+    case GgufTensorType::F32:
+        return "F32";
+    case GgufTensorType::F16:
+        return "F16";
+    case GgufTensorType::BF16:
+        return "BF16";
     }
     return "?";
 }
 
-size_t ggufTensorTypeSize(GgufTensorType type) { return type == GgufTensorType::F32 ? 4 : 2; }
+size_t ggufTensorTypeSize(GgufTensorType type)
+{
+    return type == GgufTensorType::F32 ? 4 : 2;
+}
 
-GgufValue GgufValue::u8(uint8_t v) { return scalar(GgufValueType::U8, v); }
-GgufValue GgufValue::i8(int8_t v) { return scalar(GgufValueType::I8, v); }
-GgufValue GgufValue::u16(uint16_t v) { return scalar(GgufValueType::U16, v); }
-GgufValue GgufValue::i16(int16_t v) { return scalar(GgufValueType::I16, v); }
-GgufValue GgufValue::u32(uint32_t v) { return scalar(GgufValueType::U32, v); }
-GgufValue GgufValue::i32(int32_t v) { return scalar(GgufValueType::I32, v); }
-GgufValue GgufValue::f32(float v) { return scalar(GgufValueType::F32, v); }
-GgufValue GgufValue::boolean(bool v) { return scalar(GgufValueType::Bool, static_cast<uint8_t>(v ? 1 : 0)); }
-GgufValue GgufValue::u64(uint64_t v) { return scalar(GgufValueType::U64, v); }
-GgufValue GgufValue::i64(int64_t v) { return scalar(GgufValueType::I64, v); }
-GgufValue GgufValue::f64(double v) { return scalar(GgufValueType::F64, v); }
+GgufValue GgufValue::u8(uint8_t v)
+{
+    return scalar(GgufValueType::U8, v);
+}
+GgufValue GgufValue::i8(int8_t v)
+{
+    return scalar(GgufValueType::I8, v);
+}
+GgufValue GgufValue::u16(uint16_t v)
+{
+    return scalar(GgufValueType::U16, v);
+}
+GgufValue GgufValue::i16(int16_t v)
+{
+    return scalar(GgufValueType::I16, v);
+}
+GgufValue GgufValue::u32(uint32_t v)
+{
+    return scalar(GgufValueType::U32, v);
+}
+GgufValue GgufValue::i32(int32_t v)
+{
+    return scalar(GgufValueType::I32, v);
+}
+GgufValue GgufValue::f32(float v)
+{
+    return scalar(GgufValueType::F32, v);
+}
+GgufValue GgufValue::boolean(bool v)
+{
+    return scalar(GgufValueType::Bool, static_cast<uint8_t>(v ? 1 : 0));
+}
+GgufValue GgufValue::u64(uint64_t v)
+{
+    return scalar(GgufValueType::U64, v);
+}
+GgufValue GgufValue::i64(int64_t v)
+{
+    return scalar(GgufValueType::I64, v);
+}
+GgufValue GgufValue::f64(double v)
+{
+    return scalar(GgufValueType::F64, v);
+}
 
 GgufValue GgufValue::string(const std::string& v)
 {
@@ -212,7 +254,8 @@ void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadat
     uint64_t offset = 0;
     for (const auto& t : tensors) {
         if (t.shape.empty() || t.shape.size() > 4)
-            fail(path, ": tensor '", t.name, "' has ", t.shape.size(), " dimensions (GGUF takes 1 to 4)");
+            fail(path, ": tensor '", t.name, "' has ", t.shape.size(),
+                 " dimensions (GGUF takes 1 to 4)");
         uint64_t numel = 1;
         for (int64_t d : t.shape) {
             if (d <= 0)
@@ -221,7 +264,7 @@ void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadat
         }
         putString(head, t.name);
         putLe<uint32_t>(head, static_cast<uint32_t>(t.shape.size()));
-        for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it)  // fastest-varying first
+        for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) // fastest-varying first
             putLe<uint64_t>(head, static_cast<uint64_t>(*it));
         putLe<uint32_t>(head, static_cast<uint32_t>(t.type));
         putLe<uint64_t>(head, offset);
@@ -241,8 +284,8 @@ void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadat
     for (size_t i = 0; i < tensors.size(); ++i) {
         const std::string bytes = tensors[i].data ? tensors[i].data() : std::string();
         if (bytes.size() != sizes[i])
-            fail(path, ": tensor '", tensors[i].name, "' has ", bytes.size(), " bytes, its shape and type need ",
-                 sizes[i]);
+            fail(path, ": tensor '", tensors[i].name, "' has ", bytes.size(),
+                 " bytes, its shape and type need ", sizes[i]);
         file.write(bytes);
         if (i + 1 < tensors.size())
             file.pad(alignment);
@@ -300,7 +343,8 @@ GgufSummary readGgufSummary(const std::string& path)
     const uint64_t kvCount = u64("the key/value count");
     static const size_t kSize[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
     // Reads one value of `type` as text (arrays: "[type x count]", skipped).
-    std::function<std::string(uint32_t, const std::string&)> value = [&](uint32_t type, const std::string& key) {
+    std::function<std::string(uint32_t, const std::string&)> value = [&](uint32_t type,
+                                                                         const std::string& key) {
         if (type > 12)
             fail(path, ": key '", key, "' has unknown value type ", type);
         if (type == 8)
@@ -323,17 +367,34 @@ GgufSummary readGgufSummary(const std::string& path)
         uint64_t bits = 0;
         raw(&bits, kSize[type], "a value");
         switch (type) {
-        case 0: return std::to_string(static_cast<uint8_t>(bits));
-        case 1: return std::to_string(static_cast<int8_t>(bits));
-        case 2: return std::to_string(static_cast<uint16_t>(bits));
-        case 3: return std::to_string(static_cast<int16_t>(bits));
-        case 4: return std::to_string(static_cast<uint32_t>(bits));
-        case 5: return std::to_string(static_cast<int32_t>(bits));
-        case 6: { float f; std::memcpy(&f, &bits, 4); return cat(f); }
-        case 7: return std::string(bits ? "true" : "false");
-        case 10: return std::to_string(bits);
-        case 11: return std::to_string(static_cast<int64_t>(bits));
-        default: { double d; std::memcpy(&d, &bits, 8); return cat(d); }
+        case 0:
+            return std::to_string(static_cast<uint8_t>(bits));
+        case 1:
+            return std::to_string(static_cast<int8_t>(bits));
+        case 2:
+            return std::to_string(static_cast<uint16_t>(bits));
+        case 3:
+            return std::to_string(static_cast<int16_t>(bits));
+        case 4:
+            return std::to_string(static_cast<uint32_t>(bits));
+        case 5:
+            return std::to_string(static_cast<int32_t>(bits));
+        case 6: {
+            float f;
+            std::memcpy(&f, &bits, 4);
+            return cat(f);
+        }
+        case 7:
+            return std::string(bits ? "true" : "false");
+        case 10:
+            return std::to_string(bits);
+        case 11:
+            return std::to_string(static_cast<int64_t>(bits));
+        default: {
+            double d;
+            std::memcpy(&d, &bits, 8);
+            return cat(d);
+        }
         }
     };
     for (uint64_t i = 0; i < kvCount; ++i) {
@@ -356,7 +417,8 @@ GgufSummary readGgufSummary(const std::string& path)
         t.type = u32("a tensor type");
         t.offset = u64("a tensor offset");
         if (t.offset % alignment != 0)
-            fail(path, ": tensor '", t.name, "' offset ", t.offset, " is not a multiple of ", alignment);
+            fail(path, ": tensor '", t.name, "' offset ", t.offset, " is not a multiple of ",
+                 alignment);
         s.tensors.push_back(std::move(t));
     }
     s.dataOffset = alignUp(pos, alignment);
@@ -366,7 +428,7 @@ GgufSummary readGgufSummary(const std::string& path)
             numel *= static_cast<uint64_t>(d);
         const uint64_t size = t.type == 0 ? 4 : (t.type == 1 || t.type == 30) ? 2 : 0;
         if (size == 0)
-            continue;  // quantised: block sizes not checked here
+            continue; // quantised: block sizes not checked here
         if (s.dataOffset + t.offset + numel * size > s.fileSize)
             fail(path, ": tensor '", t.name, "' ends past the end of the file");
     }
@@ -378,14 +440,19 @@ namespace {
 // Our parameter name -> llama.cpp's tensor name, or "" when it has none.
 std::string ggufTensorName(const std::string& name)
 {
-    static const std::map<std::string, std::string> kTop = {{"model.embed_tokens.weight", "token_embd.weight"},
-                                                            {"model.norm.weight", "output_norm.weight"},
-                                                            {"lm_head.weight", "output.weight"}};
+    static const std::map<std::string, std::string> kTop = {
+        {"model.embed_tokens.weight", "token_embd.weight"},
+        {"model.norm.weight", "output_norm.weight"},
+        {"lm_head.weight", "output.weight"}};
     static const std::map<std::string, std::string> kBlock = {
-        {"input_layernorm.weight", "attn_norm.weight"},     {"self_attn.q_proj.weight", "attn_q.weight"},
-        {"self_attn.k_proj.weight", "attn_k.weight"},       {"self_attn.v_proj.weight", "attn_v.weight"},
-        {"self_attn.o_proj.weight", "attn_output.weight"},  {"post_attention_layernorm.weight", "ffn_norm.weight"},
-        {"mlp.gate_proj.weight", "ffn_gate.weight"},        {"mlp.up_proj.weight", "ffn_up.weight"},
+        {"input_layernorm.weight", "attn_norm.weight"},
+        {"self_attn.q_proj.weight", "attn_q.weight"},
+        {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"post_attention_layernorm.weight", "ffn_norm.weight"},
+        {"mlp.gate_proj.weight", "ffn_gate.weight"},
+        {"mlp.up_proj.weight", "ffn_up.weight"},
         {"mlp.down_proj.weight", "ffn_down.weight"}};
     if (auto it = kTop.find(name); it != kTop.end())
         return it->second;
@@ -403,16 +470,20 @@ std::string ggufTensorName(const std::string& name)
 torch::Tensor interleaveRopeRows(const torch::Tensor& w, int64_t heads)
 {
     const int64_t rows = w.size(0);
-    return w.reshape({heads, 2, rows / heads / 2, w.size(1)}).transpose(1, 2).reshape({rows, w.size(1)}).contiguous();
+    return w.reshape({heads, 2, rows / heads / 2, w.size(1)})
+        .transpose(1, 2)
+        .reshape({rows, w.size(1)})
+        .contiguous();
 }
 
 std::string tensorBytes(const torch::Tensor& t, GgufTensorType type)
 {
-    const auto dtype = type == GgufTensorType::F32 ? torch::kFloat32
+    const auto dtype = type == GgufTensorType::F32   ? torch::kFloat32
                        : type == GgufTensorType::F16 ? torch::kFloat16
                                                      : torch::kBFloat16;
     const torch::Tensor c = t.detach().to(torch::kCPU).to(dtype).contiguous();
-    return std::string(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
+    return std::string(static_cast<const char*>(c.data_ptr()),
+                       static_cast<size_t>(c.numel()) * c.element_size());
 }
 
 std::optional<nlohmann::json> readJsonIfPresent(const std::string& path)
@@ -437,32 +508,36 @@ void checkGgufExportable(const TrainConfig& run)
              " that a merged model cannot hold); use --format peft");
     const ModelConfig c = loadModelConfig(run.model);
     if (c.architecture != Architecture::Llama && c.architecture != Architecture::Mistral)
-        fail("export: GGUF export supports llama and mistral models; ", c.sourcePath, " is ", c.modelType,
-             " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
+        fail("export: GGUF export supports llama and mistral models; ", c.sourcePath, " is ",
+             c.modelType, " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
     if (c.qkvBias || c.oBias || c.mlpBias || c.qkNorm)
         fail("export: GGUF export supports llama/mistral without biases; ", c.sourcePath,
              " sets attention_bias or mlp_bias");
     if (!c.ropeScaling.type.empty())
-        fail("export: GGUF export does not write rope_scaling yet; ", c.sourcePath, " uses '", c.ropeScaling.type,
-             "'");
+        fail("export: GGUF export does not write rope_scaling yet; ", c.sourcePath, " uses '",
+             c.ropeScaling.type, "'");
     if (c.hiddenAct != "silu")
-        fail("export: GGUF llama models use silu; ", c.sourcePath, " has hidden_act '", c.hiddenAct, "'");
+        fail("export: GGUF llama models use silu; ", c.sourcePath, " has hidden_act '", c.hiddenAct,
+             "'");
     if (c.headDim % 2 != 0)
-        fail("export: head_dim ", c.headDim, " in ", c.sourcePath, " is odd; rotary rows come in pairs");
+        fail("export: head_dim ", c.headDim, " in ", c.sourcePath,
+             " is odd; rotary rows come in pairs");
     const std::string spModel = joinPath(run.model, "tokenizer.model");
     if (!fileExists(spModel))
         fail("export: GGUF export supports sentencepiece tokenizers (tokenizer.model); ", run.model,
-             " has none", fileExists(joinPath(run.model, "tokenizer.json"))
-                              ? " (a BPE tokenizer.json is not written to GGUF yet)"
-                              : "");
+             " has none",
+             fileExists(joinPath(run.model, "tokenizer.json"))
+                 ? " (a BPE tokenizer.json is not written to GGUF yet)"
+                 : "");
 }
 
-void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
+                     ExportReport& report)
 {
     checkGgufExportable(run);
     const ModelConfig& c = model.config();
     GgufTensorType weightType = GgufTensorType::F32;
-    uint32_t fileType = 0;  // llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1, MOSTLY_BF16 = 32
+    uint32_t fileType = 0; // llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1, MOSTLY_BF16 = 32
     if (o.dtype == "f16") {
         weightType = GgufTensorType::F16;
         fileType = 1;
@@ -473,13 +548,14 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         fail("export: unknown GGUF dtype '", o.dtype, "' (allowed: f32, f16, bf16)");
     }
 
-    // Vocabulary: sentencepiece pieces, scores and types; rows the embedding has beyond the tokenizer
-    // become unused [PAD<id>] tokens so that the token count equals the embedding rows.
+    // Vocabulary: sentencepiece pieces, scores and types; rows the embedding has beyond the
+    // tokenizer become unused [PAD<id>] tokens so that the token count equals the embedding rows.
     const std::string spModel = joinPath(run.model, "tokenizer.model");
     SentencePieceSpec ids;
     const auto pieces = readSentencePieceVocab(spModel, &ids);
     if (static_cast<int64_t>(pieces.size()) > c.vocabSize)
-        fail("export: ", spModel, " has ", pieces.size(), " pieces but the model's vocab_size is ", c.vocabSize);
+        fail("export: ", spModel, " has ", pieces.size(), " pieces but the model's vocab_size is ",
+             c.vocabSize);
     std::vector<std::string> tokens;
     std::vector<float> scores;
     std::vector<int32_t> types;
@@ -495,8 +571,9 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
     }
     const auto tokConfig = readJsonIfPresent(joinPath(run.model, "tokenizer_config.json"));
     auto flag = [&](const char* key, bool fallback) {
-        return tokConfig && tokConfig->contains(key) && (*tokConfig)[key].is_boolean() ? (*tokConfig)[key].get<bool>()
-                                                                                      : fallback;
+        return tokConfig && tokConfig->contains(key) && (*tokConfig)[key].is_boolean()
+                   ? (*tokConfig)[key].get<bool>()
+                   : fallback;
     };
     // config.json's ids win over the sentencepiece model's, as transformers reads them.
     const int64_t bos = c.bosTokenIds.empty() ? ids.bosId : c.bosTokenIds.front();
@@ -519,9 +596,11 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         {"llama.attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.normEps))},
         {"llama.vocab_size", GgufValue::u32(static_cast<uint32_t>(c.vocabSize))},
     };
-    if (c.headDim * c.numHeads != c.hiddenSize) {  // llama.cpp assumes hidden / heads otherwise
-        kv.push_back({"llama.attention.key_length", GgufValue::u32(static_cast<uint32_t>(c.headDim))});
-        kv.push_back({"llama.attention.value_length", GgufValue::u32(static_cast<uint32_t>(c.headDim))});
+    if (c.headDim * c.numHeads != c.hiddenSize) { // llama.cpp assumes hidden / heads otherwise
+        kv.push_back(
+            {"llama.attention.key_length", GgufValue::u32(static_cast<uint32_t>(c.headDim))});
+        kv.push_back(
+            {"llama.attention.value_length", GgufValue::u32(static_cast<uint32_t>(c.headDim))});
     }
     kv.push_back({"tokenizer.ggml.model", GgufValue::string("llama")});
     kv.push_back({"tokenizer.ggml.tokens", GgufValue::strings(tokens)});
@@ -532,20 +611,25 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
     if (eos >= 0)
         kv.push_back({"tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(eos))});
     if (ids.unkId >= 0)
-        kv.push_back({"tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(ids.unkId))});
+        kv.push_back(
+            {"tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(ids.unkId))});
     if (ids.padId >= 0)
-        kv.push_back({"tokenizer.ggml.padding_token_id", GgufValue::u32(static_cast<uint32_t>(ids.padId))});
+        kv.push_back(
+            {"tokenizer.ggml.padding_token_id", GgufValue::u32(static_cast<uint32_t>(ids.padId))});
     kv.push_back({"tokenizer.ggml.add_bos_token", GgufValue::boolean(flag("add_bos_token", true))});
-    kv.push_back({"tokenizer.ggml.add_eos_token", GgufValue::boolean(flag("add_eos_token", false))});
+    kv.push_back(
+        {"tokenizer.ggml.add_eos_token", GgufValue::boolean(flag("add_eos_token", false))});
     std::string chatTemplate;
-    if (tokConfig && tokConfig->contains("chat_template") && (*tokConfig)["chat_template"].is_string())
+    if (tokConfig && tokConfig->contains("chat_template") &&
+        (*tokConfig)["chat_template"].is_string())
         chatTemplate = (*tokConfig)["chat_template"].get<std::string>();
     else if (fileExists(joinPath(run.model, "chat_template.jinja")))
         chatTemplate = readFile(joinPath(run.model, "chat_template.jinja"));
     if (!chatTemplate.empty())
         kv.push_back({"tokenizer.chat_template", GgufValue::string(chatTemplate)});
 
-    // Tensors in the model's order (embedding, blocks, final norm, head); a tied head is not written.
+    // Tensors in the model's order (embedding, blocks, final norm, head); a tied head is not
+    // written.
     std::vector<GgufTensor> tensors;
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
@@ -553,12 +637,14 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
             continue;
         const std::string gguf = ggufTensorName(name);
         if (gguf.empty())
-            fail("export: tensor '", name, "' has no GGUF name (GGUF export writes plain llama/mistral weights)");
+            fail("export: tensor '", name,
+                 "' has no GGUF name (GGUF export writes plain llama/mistral weights)");
         torch::Tensor value = item.value().detach();
         const bool matrix = value.dim() == 2;
         GgufTensor t;
         t.name = gguf;
-        t.type = matrix ? weightType : GgufTensorType::F32;  // norms stay f32, as llama.cpp keeps them
+        t.type =
+            matrix ? weightType : GgufTensorType::F32; // norms stay f32, as llama.cpp keeps them
         t.shape = value.sizes().vec();
         const int64_t heads = gguf.ends_with(".attn_q.weight")   ? c.numHeads
                               : gguf.ends_with(".attn_k.weight") ? c.numKvHeads

@@ -1,6 +1,6 @@
-// GGUF v3 files, the format llama.cpp loads: a streaming writer (metadata values, tensor infos, aligned
-// data, written to a temp file then fsync + rename), a validating reader of the header, and the export
-// of a merged Llama/Mistral run with its sentencepiece vocabulary. Torch-free header.
+// GGUF v3 files, the format llama.cpp loads: a streaming writer (metadata values, tensor infos,
+// aligned data, written to a temp file then fsync + rename), a validating reader of the header, and
+// the export of a merged Llama/Mistral run with its sentencepiece vocabulary. Torch-free header.
 #pragma once
 
 #include <cstdint>
@@ -18,21 +18,32 @@ struct ExportReport;
 
 // GGUF metadata value types (gguf_type in ggml's gguf.h).
 enum class GgufValueType : uint32_t {
-    U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7, String = 8, Array = 9,
-    U64 = 10, I64 = 11, F64 = 12
+    U8 = 0,
+    I8 = 1,
+    U16 = 2,
+    I16 = 3,
+    U32 = 4,
+    I32 = 5,
+    F32 = 6,
+    Bool = 7,
+    String = 8,
+    Array = 9,
+    U64 = 10,
+    I64 = 11,
+    F64 = 12
 };
 // Tensor data types written here (ggml_type numbering).
 enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, BF16 = 30 };
 
-const char* ggufTensorTypeName(GgufTensorType type);  // "F32", "F16", "BF16"
-size_t ggufTensorTypeSize(GgufTensorType type);       // bytes per element
+const char* ggufTensorTypeName(GgufTensorType type); // "F32", "F16", "BF16"
+size_t ggufTensorTypeSize(GgufTensorType type);      // bytes per element
 
 // One metadata value, already encoded as GGUF lays it out after the type tag (little-endian).
 struct GgufValue {
     GgufValueType type = GgufValueType::U32;
-    GgufValueType elemType = GgufValueType::U8;  // arrays
-    uint64_t count = 0;                          // arrays: number of elements
-    std::string bytes;                           // scalar: the value; array: the elements
+    GgufValueType elemType = GgufValueType::U8; // arrays
+    uint64_t count = 0;                         // arrays: number of elements
+    std::string bytes;                          // scalar: the value; array: the elements
 
     static GgufValue u8(uint8_t v);
     static GgufValue i8(int8_t v);
@@ -66,12 +77,14 @@ struct GgufTensor {
     std::function<std::string()> data;
 };
 
-constexpr uint32_t kGgufAlignment = 32;  // general.alignment: tensor data offsets are multiples of this
+constexpr uint32_t kGgufAlignment =
+    32; // general.alignment: tensor data offsets are multiples of this
 
-// Writes a GGUF v3 file: header, the key/values in order (general.alignment must be among them or the
-// default 32 is used; any other value is refused), tensor infos with offsets relative to the data section,
-// padding, data. Streams to path + ".tmp.<pid>", fsyncs and renames, so a killed export leaves no torn
-// file. Throws tb::Error naming the path or tensor when something cannot be written.
+// Writes a GGUF v3 file: header, the key/values in order (general.alignment must be among them or
+// the default 32 is used; any other value is refused), tensor infos with offsets relative to the
+// data section, padding, data. Streams to path + ".tmp.<pid>", fsyncs and renames, so a killed
+// export leaves no torn file. Throws tb::Error naming the path or tensor when something cannot be
+// written.
 void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadata,
                const std::vector<GgufTensor>& tensors);
 
@@ -79,14 +92,14 @@ void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadat
 // "[type x count]", strings as they are).
 struct GgufTensorInfo {
     std::string name;
-    std::vector<int64_t> dims;  // as stored: fastest-varying first
+    std::vector<int64_t> dims; // as stored: fastest-varying first
     uint32_t type = 0;
-    uint64_t offset = 0;        // relative to the data section
+    uint64_t offset = 0; // relative to the data section
 };
 struct GgufSummary {
     uint32_t version = 0;
-    uint64_t fileSize = 0;      // bytes
-    uint64_t dataOffset = 0;    // start of the data section
+    uint64_t fileSize = 0;   // bytes
+    uint64_t dataOffset = 0; // start of the data section
     std::map<std::string, std::string> metadata;
     std::vector<GgufTensorInfo> tensors;
 };
@@ -95,9 +108,9 @@ struct GgufSummary {
 // bounds, offsets aligned, each tensor's bytes inside the file. Throws tb::Error naming the file.
 GgufSummary readGgufSummary(const std::string& path);
 
-// Throws tb::Error unless the run's model can be written as GGUF: method full, partial or lora (merged),
-// architecture llama or mistral without biases, rope scaling or qk-norm, and a sentencepiece
-// tokenizer.model. Reads config.json and the tokenizer files only.
+// Throws tb::Error unless the run's model can be written as GGUF: method full, partial or lora
+// (merged), architecture llama or mistral without biases, rope scaling or qk-norm, and a
+// sentencepiece tokenizer.model. Reads config.json and the tokenizer files only.
 void checkGgufExportable(const TrainConfig& run);
 
 // Writes the merged (LoRA folded in) model as GGUF to options.outDir (a path ending in .gguf) with

@@ -1,5 +1,5 @@
-// GGUF writer: the byte layout of a tiny hand-made file parsed back by an independent reader written
-// here from the format description, and the cases a GGUF export refuses.
+// GGUF writer: the byte layout of a tiny hand-made file parsed back by an independent reader
+// written here from the format description, and the cases a GGUF export refuses.
 #include "export/gguf.h"
 #include "train/train_config.h"
 #include "util/error.h"
@@ -15,8 +15,7 @@ namespace {
 struct Reader {
     std::string bytes;
     size_t pos = 0;
-    template <typename T>
-    T get()
+    template <typename T> T get()
     {
         if (pos + sizeof(T) > bytes.size())
             throw std::runtime_error("truncated");
@@ -81,13 +80,20 @@ void TestGguf::byteLayout()
     const QString path = dir.filePath(QStringLiteral("t.gguf"));
     using V = tb::GgufValue;
     const std::vector<tb::GgufKeyValue> kv = {
-        {"general.alignment", V::u32(32)},   {"k.u8", V::u8(200)},
-        {"k.i8", V::i8(-5)},                 {"k.u16", V::u16(60000)},
-        {"k.i16", V::i16(-30000)},           {"k.i32", V::i32(-123456)},
-        {"k.f32", V::f32(0.25f)},            {"k.bool", V::boolean(true)},
-        {"k.str", V::string("héllo")},       {"k.u64", V::u64(1ull << 40)},
-        {"k.i64", V::i64(-(1ll << 40))},     {"k.f64", V::f64(-2.5)},
-        {"k.strs", V::strings({"a", "", "▁b"})}, {"k.f32s", V::f32s({1.5f, -2.0f})},
+        {"general.alignment", V::u32(32)},
+        {"k.u8", V::u8(200)},
+        {"k.i8", V::i8(-5)},
+        {"k.u16", V::u16(60000)},
+        {"k.i16", V::i16(-30000)},
+        {"k.i32", V::i32(-123456)},
+        {"k.f32", V::f32(0.25f)},
+        {"k.bool", V::boolean(true)},
+        {"k.str", V::string("héllo")},
+        {"k.u64", V::u64(1ull << 40)},
+        {"k.i64", V::i64(-(1ll << 40))},
+        {"k.f64", V::f64(-2.5)},
+        {"k.strs", V::strings({"a", "", "▁b"})},
+        {"k.f32s", V::f32s({1.5f, -2.0f})},
         {"k.i32s", V::i32s({1, 6, -3})},
     };
     // a: [2, 3] f32 (row-major); b: [5] f16 -- a's 24 bytes force 8 bytes of padding before b.
@@ -151,7 +157,8 @@ void TestGguf::byteLayout()
     QCOMPARE(r.get<int32_t>(), 6);
     QCOMPARE(r.get<int32_t>(), -3);
 
-    // Tensor infos: dims reversed (fastest-varying first), type, offset relative to the data section.
+    // Tensor infos: dims reversed (fastest-varying first), type, offset relative to the data
+    // section.
     QCOMPARE(r.str(), std::string("a"));
     QCOMPARE(r.get<uint32_t>(), 2u);
     QCOMPARE(r.get<uint64_t>(), uint64_t(3));
@@ -189,7 +196,8 @@ void TestGguf::byteLayout()
         out << r.bytes.substr(0, r.bytes.size() - 4);
     }
     const std::string e = errorOf([&] { tb::readGgufSummary(cut.toStdString()); });
-    QVERIFY2(e.find("cut.gguf") != std::string::npos && e.find("'b'") != std::string::npos, e.c_str());
+    QVERIFY2(e.find("cut.gguf") != std::string::npos && e.find("'b'") != std::string::npos,
+             e.c_str());
 }
 
 void TestGguf::badTensorLeavesNoFile()
@@ -227,7 +235,8 @@ void TestGguf::refusedModels()
     run.method = tb::Method::Lora;
     run.model = dir.filePath(QStringLiteral("gpt2")).toStdString();
     std::string e = errorOf([&] { tb::checkGgufExportable(run); });
-    QVERIFY2(e.find("supports llama and mistral") != std::string::npos && e.find("gpt2") != std::string::npos,
+    QVERIFY2(e.find("supports llama and mistral") != std::string::npos &&
+                 e.find("gpt2") != std::string::npos,
              e.c_str());
 
     // Bottleneck adapters and soft prompts have no merged form.
@@ -248,7 +257,8 @@ void TestGguf::refusedModels()
     writeText(dir.filePath(QStringLiteral("bpe/tokenizer.json")), "{}");
     run.model = dir.filePath(QStringLiteral("bpe")).toStdString();
     e = errorOf([&] { tb::checkGgufExportable(run); });
-    QVERIFY2(e.find("sentencepiece") != std::string::npos && e.find("BPE") != std::string::npos, e.c_str());
+    QVERIFY2(e.find("sentencepiece") != std::string::npos && e.find("BPE") != std::string::npos,
+             e.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestGguf)

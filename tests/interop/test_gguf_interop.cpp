@@ -1,6 +1,6 @@
-// Interop: runs trained here and exported as GGUF load in transformers (through the gguf package) with
-// the logits of our tuned model, the metadata llama.cpp reads and the sentencepiece vocabulary intact;
-// methods a merged model cannot hold are refused.
+// Interop: runs trained here and exported as GGUF load in transformers (through the gguf package)
+// with the logits of our tuned model, the metadata llama.cpp reads and the sentencepiece vocabulary
+// intact; methods a merged model cannot hold are refused.
 #include "export/export.h"
 #include "export/gguf.h"
 #include "model/config.h"
@@ -29,10 +29,10 @@ constexpr size_t kTokens = 12;
 const std::vector<std::string> kTexts = {"Once upon a time, there was a dog.",
                                          "Tom said: \"Hi  Mia!\"\n42 cats, 7 hats."};
 
-// Tolerance on max |ours - GGUF in transformers|. f32 stores our weights exactly: 1e-4 absolute (the
-// LoRA run differs only by merged-vs-unmerged rounding, the rms eps by its f32 rounding). f16 keeps 11
-// significant bits of each weight, bf16 8: relative to the largest |logit|. Measured on these runs:
-// f32 1.4e-5 (lora) and 0 (full); f16 7e-4 and bf16 4e-3 of the largest logit.
+// Tolerance on max |ours - GGUF in transformers|. f32 stores our weights exactly: 1e-4 absolute
+// (the LoRA run differs only by merged-vs-unmerged rounding, the rms eps by its f32 rounding). f16
+// keeps 11 significant bits of each weight, bf16 8: relative to the largest |logit|. Measured on
+// these runs: f32 1.4e-5 (lora) and 0 (full); f16 7e-4 and bf16 4e-3 of the largest logit.
 double toleranceFor(const std::string& dtype, double maxLogit)
 {
     return dtype == "f32" ? 1e-4 : dtype == "f16" ? 3e-3 * maxLogit : 1e-2 * maxLogit;
@@ -97,7 +97,7 @@ class TestGgufInterop : public QObject {
         std::string dtype;
         std::string file;
         tb::ExportReport report;
-        std::string base;  // the run's base model
+        std::string base; // the run's base model
     };
     QTemporaryDir m_dir;
     const std::string m_stories = TB_SOURCE_DIR "/datasets/models/stories260k";
@@ -131,10 +131,12 @@ void TestGgufInterop::initTestCase()
     if (!QFileInfo::exists(QStringLiteral(TB_PYTHON)))
         QSKIP("the Python oracle venv is missing (run scripts/setup)");
     QVERIFY(m_dir.isValid());
-    // stories260k ties its head to the embedding; an untied copy makes the export write output.weight.
+    // stories260k ties its head to the embedding; an untied copy makes the export write
+    // output.weight.
     QString error;
     const std::string untied = path(QStringLiteral("untied"));
-    runOracle({QStringLiteral("make-untied"), QString::fromStdString(m_stories), QString::fromStdString(untied)},
+    runOracle({QStringLiteral("make-untied"), QString::fromStdString(m_stories),
+               QString::fromStdString(untied)},
               &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
     m_runs["lora"] = train("lora", "lora",
@@ -150,11 +152,16 @@ void TestGgufInterop::initTestCase()
     m_ids.resize(std::min(m_ids.size(), kTokens));
     QCOMPARE(m_ids.size(), kTokens);
 
-    m_cases["lora_f32"] = {m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {}, m_stories};
-    m_cases["lora_f16"] = {m_runs["lora"], "f16", path(QStringLiteral("gguf/lora-f16.gguf")), {}, m_stories};
-    m_cases["lora_bf16"] = {m_runs["lora"], "bf16", path(QStringLiteral("gguf/lora-bf16.gguf")), {}, m_stories};
-    m_cases["full_f32"] = {m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {}, m_stories};
-    m_cases["untied_f16"] = {m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied};
+    m_cases["lora_f32"] = {
+        m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {}, m_stories};
+    m_cases["lora_f16"] = {
+        m_runs["lora"], "f16", path(QStringLiteral("gguf/lora-f16.gguf")), {}, m_stories};
+    m_cases["lora_bf16"] = {
+        m_runs["lora"], "bf16", path(QStringLiteral("gguf/lora-bf16.gguf")), {}, m_stories};
+    m_cases["full_f32"] = {
+        m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {}, m_stories};
+    m_cases["untied_f16"] = {
+        m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied};
 
     nlohmann::json cases = nlohmann::json::array();
     for (auto& [name, c] : m_cases) {
@@ -215,7 +222,8 @@ void TestGgufInterop::logitsMatchTransformers()
           "max |base - GGUF| %.3g, %lld bytes",
           qPrintable(name), diff, ref, tolerance, moved, static_cast<long long>(c.report.bytes));
     QVERIFY(ref > 0);
-    QVERIFY2(diff <= tolerance, qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
+    QVERIFY2(diff <= tolerance,
+             qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
     // Meaningful only when the tuned model is far from the base.
     QVERIFY2(moved > 10 * tolerance,
              qPrintable(QStringLiteral("tuned logits within %1 of the base model's").arg(moved)));
@@ -229,8 +237,9 @@ void TestGgufInterop::metadataAndVocabulary()
         const auto& md = r.at("metadata");
         QCOMPARE(md.at("general.architecture").get<std::string>(), std::string("llama"));
         QCOMPARE(md.at("general.alignment").get<int64_t>(), 32);
-        QCOMPARE(md.at("general.file_type").get<int64_t>(),
-                 c.dtype == "f32" ? 0 : c.dtype == "f16" ? 1 : 32);
+        QCOMPARE(md.at("general.file_type").get<int64_t>(), c.dtype == "f32"   ? 0
+                                                            : c.dtype == "f16" ? 1
+                                                                               : 32);
         QCOMPARE(md.at("llama.block_count").get<int64_t>(), config.numLayers);
         QCOMPARE(md.at("llama.embedding_length").get<int64_t>(), config.hiddenSize);
         QCOMPARE(md.at("llama.feed_forward_length").get<int64_t>(), config.intermediateSize);
@@ -264,7 +273,8 @@ void TestGgufInterop::metadataAndVocabulary()
         QCOMPARE(tensors.contains("output.weight"), !tied);
         QCOMPARE(r.at("tie_word_embeddings").get<bool>(), tied);
         if (!tied) {
-            QCOMPARE(tensors.at("output.weight").at("shape"), nlohmann::json({config.hiddenSize, config.vocabSize}));
+            QCOMPARE(tensors.at("output.weight").at("shape"),
+                     nlohmann::json({config.hiddenSize, config.vocabSize}));
             QCOMPARE(tensors.at("output.weight").at("type").get<int>(), matrixType);
         }
         const auto& embd = tensors.at("token_embd.weight");
@@ -302,7 +312,8 @@ void TestGgufInterop::unsupportedMethodsFail()
 {
     if (m_runs.empty())
         QSKIP("no runs (see initTestCase)");
-    const std::string adapter = exportError(m_runs.at("adapter"), path(QStringLiteral("bad/a.gguf")));
+    const std::string adapter =
+        exportError(m_runs.at("adapter"), path(QStringLiteral("bad/a.gguf")));
     QVERIFY2(adapter.find("non-linear") != std::string::npos, adapter.c_str());
     const std::string prompt = exportError(m_runs.at("prompt"), path(QStringLiteral("bad/p.gguf")));
     QVERIFY2(prompt.find("soft prompt") != std::string::npos, prompt.c_str());
