@@ -1,9 +1,10 @@
-// Export page: run and format choice, a worker running exportRun, and a tree of the checks' results.
+// Export page: run, format (and GGUF dtype) choice, a worker running exportRun, and a tree of the checks' results.
 #include "export_page.h"
 
 #include "studio_state.h"
 
 #include "export/export.h"
+#include "export/gguf.h"
 #include "memory/estimator.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -19,6 +20,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
 #include <QStandardItemModel>
 #include <QTreeView>
@@ -32,7 +34,8 @@ namespace tb {
 
 namespace {
 
-// Runs core's export; for a merged folder, also reloads it and compares its logits with the tuned model's.
+// Runs core's export; for a merged folder, also reloads it and compares its logits with the tuned model's;
+// for a GGUF file, re-reads its header and checks the tensors and architecture it declares.
 ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
 {
     ExportOutcome out;
@@ -42,7 +45,8 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
         out.results << qMakePair(QObject::tr("Format"), QString::fromStdString(r.format));
         out.results << qMakePair(QObject::tr("Checkpoint exported"), QString::fromStdString(r.checkpoint));
         out.results << qMakePair(QObject::tr("Tensors written"), QString::number(r.tensors));
-        out.results << qMakePair(QObject::tr("Folder"), QString::fromStdString(r.outDir));
+        out.results << qMakePair(r.format == "gguf" ? QObject::tr("File") : QObject::tr("Folder"),
+                                 QString::fromStdString(r.outDir));
         for (const std::string& f : r.files)
             out.files << QString::fromStdString(f);
         if (r.format == "merged") {
@@ -62,6 +66,25 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
             out.ok = same;
             if (!same)
                 out.message = QObject::tr("The merged model's logits differ from the tuned model's.");
+        } else if (r.format == "gguf") {
+            out.results << qMakePair(QObject::tr("Weights dtype (norms stay f32)"), QString::fromStdString(options.dtype));
+            out.results << qMakePair(QObject::tr("File size"), QLocale().formattedDataSize(r.bytes));
+            out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"), QString::number(r.maxAbsChange, 'g', 4));
+            // The file must read back: GGUF v3, every tensor in bounds and aligned, the architecture llama.cpp expects.
+            const GgufSummary s = readGgufSummary(r.outDir);
+            const auto arch = s.metadata.find("general.architecture");
+            const bool ok = static_cast<int64_t>(s.tensors.size()) == r.tensors && arch != s.metadata.end() &&
+                            arch->second == "llama";
+            out.results << qMakePair(QObject::tr("Re-read header (GGUF v%1, %2 keys, %3 tensors, architecture %4)")
+                                         .arg(s.version)
+                                         .arg(s.metadata.size())
+                                         .arg(s.tensors.size())
+                                         .arg(arch != s.metadata.end() ? QString::fromStdString(arch->second)
+                                                                       : QObject::tr("missing")),
+                                     ok ? QObject::tr("✔ valid") : QObject::tr("✘ inconsistent"));
+            out.ok = ok;
+            if (!ok)
+                out.message = QObject::tr("The GGUF file does not read back as written.");
         }
     } catch (const std::exception& e) {
         out.message = QString::fromUtf8(e.what());
@@ -80,6 +103,11 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_format = new QComboBox(box);
     m_format->addItem(tr("PEFT adapter (adapter_config.json + adapter_model.safetensors)"), QStringLiteral("peft"));
     m_format->addItem(tr("Merged model (Hugging Face folder)"), QStringLiteral("merged"));
+    m_format->addItem(tr("GGUF (llama.cpp)"), QStringLiteral("gguf"));
+    m_dtype = new QComboBox(box);
+    m_dtype->addItem(tr("f32 (exact)"), QStringLiteral("f32"));
+    m_dtype->addItem(tr("f16 (half the size)"), QStringLiteral("f16"));
+    m_dtype->addItem(tr("bf16 (half the size)"), QStringLiteral("bf16"));
     auto* outRow = new QHBoxLayout();
     m_out = new QLineEdit(box);
     auto* browse = new QPushButton(tr("Browse…"), box);
@@ -88,7 +116,9 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_force = new QCheckBox(tr("Export even when the weights equal the base model's"), box);
     form->addRow(tr("Run:"), m_run);
     form->addRow(tr("Format:"), m_format);
-    form->addRow(tr("Output folder:"), outRow);
+    form->addRow(tr("GGUF weights:"), m_dtype);
+    m_outLabel = new QLabel(tr("Output folder:"), box);
+    form->addRow(m_outLabel, outRow);
     form->addRow(QString(), m_force);
     auto* buttons = new QHBoxLayout();
     m_export = new QPushButton(tr("Export"), box);
@@ -112,9 +142,12 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
 
     connect(m_export, &QPushButton::clicked, this, &ExportPage::exportSelected);
     connect(browse, &QPushButton::clicked, this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export to folder"), m_out->text());
-        if (!dir.isEmpty())
-            setOutputDir(dir);
+        const QString path = m_format->currentData().toString() == QStringLiteral("gguf")
+                                 ? QFileDialog::getSaveFileName(this, tr("Export to GGUF file"), m_out->text(),
+                                                                tr("GGUF files (*.gguf)"))
+                                 : QFileDialog::getExistingDirectory(this, tr("Export to folder"), m_out->text());
+        if (!path.isEmpty())
+            setOutputDir(path);
     });
     connect(m_out, &QLineEdit::textEdited, this, [this] { m_outEdited = true; });
     connect(m_run, &QComboBox::currentIndexChanged, this, &ExportPage::suggestOutput);
@@ -149,12 +182,21 @@ void ExportPage::refreshRuns()
 
 void ExportPage::suggestOutput()
 {
+    const bool gguf = m_format->currentData().toString() == QStringLiteral("gguf");
+    m_dtype->setEnabled(gguf);
+    m_outLabel->setText(gguf ? tr("Output file:") : tr("Output folder:"));
     if (m_outEdited || m_run->count() == 0)
         return;
-    m_out->setText(m_run->currentData().toString() + QStringLiteral("/export-") + m_format->currentData().toString());
+    const QString run = m_run->currentData().toString();
+    if (gguf)
+        m_out->setText(run + QStringLiteral("/export-gguf/") + QFileInfo(run).fileName() + QStringLiteral(".gguf"));
+    else
+        m_out->setText(run + QStringLiteral("/export-") + m_format->currentData().toString());
 }
 
 void ExportPage::setFormat(const QString& format) { m_format->setCurrentIndex(std::max(0, m_format->findData(format))); }
+
+void ExportPage::setGgufDtype(const QString& dtype) { m_dtype->setCurrentIndex(std::max(0, m_dtype->findData(dtype))); }
 
 void ExportPage::setOutputDir(const QString& dir)
 {
@@ -170,6 +212,7 @@ void ExportPage::exportSelected()
     options.format = m_format->currentData().toString().toStdString();
     options.outDir = m_out->text().toStdString();
     options.force = m_force->isChecked();
+    options.dtype = m_dtype->currentData().toString().toStdString();
     m_export->setEnabled(false);
     m_results->removeRows(0, m_results->rowCount());
     m_status->setText(tr("Exporting…"));

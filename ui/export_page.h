@@ -1,5 +1,6 @@
-// The Export page: a run's PEFT adapter or merged model folder through core's exportRun on a worker
-// thread, with the engine's checks and their results (and, for a merged model, a logits comparison).
+// The Export page: a run's PEFT adapter, merged model folder or GGUF file through core's exportRun on a
+// worker thread, with the engine's checks and their results (a merged model's logits comparison, a GGUF
+// file's re-read header).
 #pragma once
 
 #include <QFutureWatcher>
@@ -30,7 +31,8 @@ public:
     explicit ExportPage(StudioState* state, QWidget* parent = nullptr);
     ~ExportPage() override;
 
-    void setFormat(const QString& format);  // "peft" | "merged"
+    void setFormat(const QString& format);  // "peft" | "merged" | "gguf"
+    void setGgufDtype(const QString& dtype);  // "f32" | "f16" | "bf16"
     void setOutputDir(const QString& dir);
     void exportSelected();
     const ExportOutcome& outcome() const { return m_outcome; }
@@ -45,7 +47,8 @@ private:
     void showOutcome();
 
     StudioState* m_state;
-    QComboBox *m_run = nullptr, *m_format = nullptr;
+    QComboBox *m_run = nullptr, *m_format = nullptr, *m_dtype = nullptr;
+    QLabel* m_outLabel = nullptr;
     QLineEdit* m_out = nullptr;
     QCheckBox* m_force = nullptr;
     QPushButton* m_export = nullptr;

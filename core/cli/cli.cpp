@@ -51,6 +51,8 @@ commands:
   train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
   export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
                                                        PEFT adapter or merged Hugging Face folder
+  export    --run RUN_DIR --format gguf --out FILE.gguf [--dtype f32|f16|bf16] [--force] [--json]
+                                                       merged model as one GGUF file for llama.cpp
   estimate  --model PATH --method M [options, docs/memory.md] [--explain] [--json]  memory per GPU before launch
   data      <subcommand> --store FILE [options] [--json]   dataset store: import, curate, review, snapshot
             (tunebench data help lists the subcommands; docs/data.md)
@@ -399,20 +401,31 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
 
 int cmdExport(const Args& args, std::ostream& out)
 {
-    args.allowOnly({"run", "format", "out", "force", "json"});
+    args.allowOnly({"run", "format", "out", "force", "json", "dtype"});
     ExportOptions o;
     o.format = args.value("format");
     o.outDir = args.value("out");
     o.force = args.flag("force");
+    if (args.has("dtype")) {
+        if (o.format != "gguf")
+            fail("export: --dtype applies to --format gguf only");
+        o.dtype = args.value("dtype");
+    }
     ExportReport r = exportRun(args.value("run"), o);
     if (args.flag("json")) {
-        out << json{{"out", r.outDir}, {"format", r.format}, {"checkpoint", r.checkpoint}, {"files", r.files},
-                    {"tensors", r.tensors}, {"max_abs_change", r.maxAbsChange}}
-                   .dump()
-            << "\n";
+        json j{{"out", r.outDir}, {"format", r.format}, {"checkpoint", r.checkpoint}, {"files", r.files},
+               {"tensors", r.tensors}, {"max_abs_change", r.maxAbsChange}};
+        if (r.format == "gguf") {
+            j["dtype"] = o.dtype;
+            j["bytes"] = r.bytes;
+        }
+        out << j.dump() << "\n";
         return 0;
     }
-    out << "exported " << r.checkpoint << " as " << r.format << " to " << r.outDir << " (" << r.tensors << " tensors)\n";
+    out << "exported " << r.checkpoint << " as " << r.format << " to " << r.outDir << " (" << r.tensors << " tensors";
+    if (r.format == "gguf")
+        out << ", " << o.dtype << ", " << r.bytes << " bytes";
+    out << ")\n";
     return 0;
 }
 

@@ -1,6 +1,7 @@
 // Writes PEFT adapter folders (LoRA with PEFT's key names; prompt tuning) and merged Hugging Face model folders.
 #include "export/export.h"
 
+#include "export/gguf.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
 #include "peft/trainable_count.h"
@@ -77,7 +78,10 @@ void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
     report.tensors = static_cast<int64_t>(tensors.size());
 }
 
-void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+// Folds LoRA into the base weights and measures how far the merged weights moved from the base
+// checkpoint's (report.maxAbsChange); refuses methods a plain model cannot hold, and an unchanged model
+// unless forced.
+void mergeAndMeasure(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
 {
     if (run.method == Method::Adapter || run.method == Method::Prompt)
         fail("export: a ", methodName(run.method), " run cannot be merged into a plain model (",
@@ -86,15 +90,10 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
              "); use --format peft", run.method == Method::Prompt ? "" : " or keep the run's checkpoint");
     mergeLora(model);
     Checkpoint base = Checkpoint::open(run.model);
-    std::vector<TensorBlob> tensors;
-    int64_t total = 0;
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
         if (name.find("lora_") != std::string::npos)
             continue;
-        tensors.push_back(tensorToBlob(name, item.value()));
-        total += static_cast<int64_t>(tensors.back().bytes.size());
-        // How far the tuned weight moved from the base checkpoint's.
         const auto* entry = base.find(name);
         if (!entry && name.rfind("transformer.", 0) == 0)
             entry = base.find(name.substr(12));
@@ -107,6 +106,21 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
     }
     if (report.maxAbsChange == 0.0 && !o.force)
         fail("export: the merged weights equal the base model's (nothing was learned); pass --force to export anyway");
+}
+
+void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+{
+    mergeAndMeasure(model, run, o, report);
+    std::vector<TensorBlob> tensors;
+    int64_t total = 0;
+    for (const auto& item : model.named_parameters()) {
+        const std::string& name = item.key();
+        if (name.find("lora_") != std::string::npos)
+            continue;
+        tensors.push_back(tensorToBlob(name, item.value()));
+        total += static_cast<int64_t>(tensors.back().bytes.size());
+    }
+    report.tensors = static_cast<int64_t>(tensors.size());  // the LoRA factors folded in are not written
 
     // Shards of at most maxShardBytes, with an index, as transformers writes them.
     std::vector<std::vector<TensorBlob>> shards(1);
@@ -136,7 +150,6 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
         writeJson(joinPath(o.outDir, "model.safetensors.index.json"),
                   {{"metadata", {{"total_size", total}}}, {"weight_map", weightMap}}, report);
     }
-    report.tensors = static_cast<int64_t>(model.named_parameters().size());
     // config.json states the dtype written (fp32); tokenizer and generation files are copied as they are.
     json config = json::parse(readFile(joinPath(run.model, "config.json")));
     config["torch_dtype"] = "float32";
@@ -157,14 +170,21 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
 
 ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
 {
-    if (options.format != "peft" && options.format != "merged")
-        fail("export: unknown format '", options.format, "' (allowed: peft, merged)");
+    if (options.format != "peft" && options.format != "merged" && options.format != "gguf")
+        fail("export: unknown format '", options.format, "' (allowed: peft, merged, gguf)");
+    const bool gguf = options.format == "gguf";
     if (options.outDir.empty())
-        fail("export: missing output folder");
+        fail(gguf ? "export: missing output file (--out FILE.gguf)" : "export: missing output folder");
+    if (gguf && !options.outDir.ends_with(".gguf"))
+        fail("export: ", options.outDir, ": a GGUF export is one file; give a path ending in .gguf");
+    if (gguf && options.dtype != "f32" && options.dtype != "f16" && options.dtype != "bf16")
+        fail("export: unknown GGUF dtype '", options.dtype, "' (allowed: f32, f16, bf16)");
     RunStore store(runDir);
     const json info = store.readRunInfo();
     TrainConfig run = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));
     run.device = "cpu";
+    if (gguf)
+        checkGgufExportable(run);  // before loading anything heavy
     auto checkpoint = store.loadLatestCheckpoint();
     if (!checkpoint)
         fail(runDir, ": no complete checkpoint to export");
@@ -173,19 +193,27 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     loadTrainableTensors(trainableParameters(model), tensorFile(*checkpoint, "trainable"), checkpoint->dir);
     model.eval();
 
-    std::error_code ec;
-    std::filesystem::create_directories(options.outDir, ec);
-    if (ec)
-        fail(options.outDir, ": cannot create folder (", ec.message(), ")");
+    // A GGUF export is a file: its folder is created by the writer.
+    if (!gguf) {
+        std::error_code ec;
+        std::filesystem::create_directories(options.outDir, ec);
+        if (ec)
+            fail(options.outDir, ": cannot create folder (", ec.message(), ")");
+    }
     ExportReport report;
     report.outDir = options.outDir;
     report.format = options.format;
     report.checkpoint = checkpoint->dir;
     torch::NoGradGuard noGrad;
-    if (options.format == "peft")
+    if (options.format == "peft") {
         exportPeft(model, run, options, report);
-    else
+    } else if (options.format == "merged") {
         exportMerged(model, run, options, report);
+    } else {
+        mergeAndMeasure(model, run, options, report);
+        exportGgufModel(model, run, options, report);
+        report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
+    }
     return report;
 }
 

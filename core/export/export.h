@@ -1,5 +1,5 @@
-// Export of a finished (or stopped) run: a PEFT adapter folder (LoRA, prompt tuning) or a merged Hugging
-// Face model folder that transformers loads. Torch-free header.
+// Export of a finished (or stopped) run: a PEFT adapter folder (LoRA, prompt tuning), a merged Hugging
+// Face model folder that transformers loads, or a merged GGUF file that llama.cpp loads. Torch-free header.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +9,11 @@
 namespace tb {
 
 struct ExportOptions {
-    std::string format = "peft";      // peft | merged
-    std::string outDir;
-    bool force = false;               // merged: export even when the weights equal the base model's
+    std::string format = "peft";      // peft | merged | gguf
+    std::string outDir;               // peft, merged: a folder; gguf: the file to write (ends in .gguf)
+    bool force = false;               // merged, gguf: export even when the weights equal the base model's
     int64_t maxShardBytes = 2000000000;  // merged: shard model.safetensors above this size
+    std::string dtype = "f32";        // gguf: f32 | f16 | bf16 for 2-D weights (norms stay f32)
 };
 
 struct ExportReport {
@@ -21,7 +22,8 @@ struct ExportReport {
     std::string checkpoint;           // the checkpoint folder exported
     std::vector<std::string> files;
     int64_t tensors = 0;
-    double maxAbsChange = 0;          // merged: largest |tuned - base| over all weights
+    double maxAbsChange = 0;          // merged, gguf: largest |tuned - base| over all weights
+    int64_t bytes = 0;                // gguf: file size
 };
 
 // Loads the run's base model and its newest complete checkpoint and writes the export. Throws tb::Error

@@ -78,7 +78,107 @@ private:
     bool m_addBos = true;
 };
 
+// Piece types as the ModelProto stores them (pieces = field 1, each a SentencePiece with type = field 3),
+// read from the serialized proto because libsentencepiece has no IsUserDefined(). Empty when the bytes
+// do not parse; the caller then falls back to the processor's Is*() queries.
+std::vector<int> pieceTypesFromProto(const std::string& proto)
+{
+    std::vector<int> types;
+    size_t pos = 0;
+    auto varint = [](const std::string& b, size_t& p, uint64_t& v) {
+        v = 0;
+        for (int shift = 0; p < b.size() && shift < 64; shift += 7) {
+            const auto byte = static_cast<uint8_t>(b[p++]);
+            v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+            if (!(byte & 0x80))
+                return true;
+        }
+        return false;
+    };
+    // Skips one field of wire type `wire`; false when it runs past the end.
+    auto skip = [&](const std::string& b, size_t& p, uint64_t wire) {
+        uint64_t v = 0;
+        switch (wire) {
+        case 0: return varint(b, p, v);
+        case 1: p += 8; return p <= b.size();
+        case 2: if (!varint(b, p, v) || v > b.size() - p) return false; p += v; return true;
+        case 5: p += 4; return p <= b.size();
+        default: return false;
+        }
+    };
+    while (pos < proto.size()) {
+        uint64_t key = 0;
+        if (!varint(proto, pos, key))
+            return {};
+        if (key >> 3 != 1 || (key & 7) != 2) {
+            if (!skip(proto, pos, key & 7))
+                return {};
+            continue;
+        }
+        uint64_t len = 0;
+        if (!varint(proto, pos, len) || len > proto.size() - pos)
+            return {};
+        const std::string piece = proto.substr(pos, len);
+        pos += len;
+        int type = 1;  // proto default: NORMAL
+        size_t p = 0;
+        while (p < piece.size()) {
+            uint64_t k = 0, v = 0;
+            if (!varint(piece, p, k))
+                return {};
+            if (k >> 3 == 3 && (k & 7) == 0) {
+                if (!varint(piece, p, v))
+                    return {};
+                type = static_cast<int>(v);
+            } else if (!skip(piece, p, k & 7)) {
+                return {};
+            }
+        }
+        types.push_back(type);
+    }
+    return types;
+}
+
 } // namespace
+
+std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelFile, SentencePieceSpec* ids)
+{
+    if (!fileExists(modelFile))
+        fail(modelFile, ": not found");
+    sentencepiece::SentencePieceProcessor sp;
+    auto status = sp.Load(modelFile);
+    if (!status.ok())
+        fail(modelFile, ": not a valid sentencepiece model (", status.ToString(), ")");
+    const int n = sp.GetPieceSize();
+    const std::vector<int> protoTypes = pieceTypesFromProto(sp.serialized_model_proto());
+    const bool haveProtoTypes = static_cast<int>(protoTypes.size()) == n;
+    std::vector<SentencePieceEntry> pieces(static_cast<size_t>(n));
+    for (int id = 0; id < n; ++id) {
+        auto& e = pieces[static_cast<size_t>(id)];
+        e.piece = sp.IdToPiece(id);
+        e.score = sp.GetScore(id);
+        using Type = SentencePieceEntry::Type;
+        if (haveProtoTypes && protoTypes[static_cast<size_t>(id)] >= 1 && protoTypes[static_cast<size_t>(id)] <= 6)
+            e.type = static_cast<Type>(protoTypes[static_cast<size_t>(id)]);
+        else if (sp.IsUnknown(id))
+            e.type = Type::Unknown;
+        else if (sp.IsControl(id))
+            e.type = Type::Control;
+        else if (sp.IsUnused(id))
+            e.type = Type::Unused;
+        else if (sp.IsByte(id))
+            e.type = Type::Byte;
+        else
+            e.type = Type::Normal;
+    }
+    if (ids) {
+        ids->unkId = sp.unk_id();
+        ids->bosId = sp.bos_id();
+        ids->eosId = sp.eos_id();
+        ids->padId = sp.pad_id();
+    }
+    return pieces;
+}
 
 std::unique_ptr<Tokenizer> loadSentencePieceTokenizer(const std::string& modelFile, bool addBos)
 {

@@ -1,6 +1,8 @@
 // The tokenizer interface every model uses, and the loader that picks the implementation for a model folder.
 #pragma once
 
+#include "tokenizer/sentencepiece_writer.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,5 +45,11 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& modelDir);
 // Individual loaders (for tests and tools).
 std::unique_ptr<Tokenizer> loadSentencePieceTokenizer(const std::string& modelFile, bool addBos = true);
 std::unique_ptr<Tokenizer> loadBpeTokenizer(const std::string& tokenizerJson);
+
+// Every piece of a sentencepiece .model file in id order, with its score and type (normal, unknown,
+// control, user-defined, unused, byte), read through libsentencepiece; the special ids go to *ids when
+// given (-1 where the model has none). Throws tb::Error naming the file when it is not a valid model.
+std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelFile,
+                                                       SentencePieceSpec* ids = nullptr);
 
 } // namespace tb

@@ -309,6 +309,20 @@ private Q_SLOTS:
         QVERIFY(exported.wait(30000));
         QVERIFY2(exported.first().at(0).toBool(), qPrintable(w->exportPage()->outcome().message));
         QVERIFY(QFileInfo::exists(runs.path() + QStringLiteral("/adapter/adapter_config.json")));
+        // The same run as a GGUF file (f16): the page re-reads the header it wrote.
+        exported.clear();
+        w->exportPage()->setFormat(QStringLiteral("gguf"));
+        w->exportPage()->setGgufDtype(QStringLiteral("f16"));
+        w->exportPage()->setOutputDir(runs.path() + QStringLiteral("/gguf/run.gguf"));
+        w->exportPage()->exportSelected();
+        QVERIFY(exported.wait(30000));
+        QVERIFY2(exported.first().at(0).toBool(), qPrintable(w->exportPage()->outcome().message));
+        QVERIFY(QFileInfo(runs.path() + QStringLiteral("/gguf/run.gguf")).size() > 0);
+        bool reread = false;
+        for (const auto& [check, result] : w->exportPage()->outcome().results)
+            reread = reread || (check.startsWith(QStringLiteral("Re-read header (GGUF v3")) &&
+                                result.contains(QStringLiteral("valid")));
+        QVERIFY(reread);
 
         // Playground: base and fine-tuned side by side, streamed.
         w->showPage(QStringLiteral("Playground"));

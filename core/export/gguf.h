@@ -1,0 +1,122 @@
+// GGUF v3 files, the format llama.cpp loads: a streaming writer (metadata values, tensor infos,
+// aligned data, written to a temp file then fsync + rename), a validating reader of the header, and
+// the export of a merged Llama/Mistral run with its sentencepiece vocabulary. Torch-free header.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tb {
+
+class CausalLM;
+struct TrainConfig;
+struct ExportOptions;
+struct ExportReport;
+
+// GGUF metadata value types (gguf_type in ggml's gguf.h).
+enum class GgufValueType : uint32_t {
+    U8 = 0,
+    I8 = 1,
+    U16 = 2,
+    I16 = 3,
+    U32 = 4,
+    I32 = 5,
+    F32 = 6,
+    Bool = 7,
+    String = 8,
+    Array = 9,
+    U64 = 10,
+    I64 = 11,
+    F64 = 12
+};
+// Tensor data types written here (ggml_type numbering).
+enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, BF16 = 30 };
+
+const char* ggufTensorTypeName(GgufTensorType type); // "F32", "F16", "BF16"
+size_t ggufTensorTypeSize(GgufTensorType type);      // bytes per element
+
+// One metadata value, already encoded as GGUF lays it out after the type tag (little-endian).
+struct GgufValue {
+    GgufValueType type = GgufValueType::U32;
+    GgufValueType elemType = GgufValueType::U8; // arrays
+    uint64_t count = 0;                         // arrays: number of elements
+    std::string bytes;                          // scalar: the value; array: the elements
+
+    static GgufValue u8(uint8_t v);
+    static GgufValue i8(int8_t v);
+    static GgufValue u16(uint16_t v);
+    static GgufValue i16(int16_t v);
+    static GgufValue u32(uint32_t v);
+    static GgufValue i32(int32_t v);
+    static GgufValue f32(float v);
+    static GgufValue boolean(bool v);
+    static GgufValue string(const std::string& v);
+    static GgufValue u64(uint64_t v);
+    static GgufValue i64(int64_t v);
+    static GgufValue f64(double v);
+    static GgufValue strings(const std::vector<std::string>& v);
+    static GgufValue f32s(const std::vector<float>& v);
+    static GgufValue i32s(const std::vector<int32_t>& v);
+};
+
+struct GgufKeyValue {
+    std::string key;
+    GgufValue value;
+};
+
+// One tensor to write. shape is row-major as in PyTorch ([out, in]); the file stores it reversed
+// (fastest-varying dimension first). data() is called once, in order, and returns exactly
+// numel x type size bytes, so a large model never needs two copies of every tensor at once.
+struct GgufTensor {
+    std::string name;
+    GgufTensorType type = GgufTensorType::F32;
+    std::vector<int64_t> shape;
+    std::function<std::string()> data;
+};
+
+constexpr uint32_t kGgufAlignment =
+    32; // general.alignment: tensor data offsets are multiples of this
+
+// Writes a GGUF v3 file: header, the key/values in order (general.alignment must be among them or
+// the default 32 is used; any other value is refused), tensor infos with offsets relative to the
+// data section, padding, data. Streams to path + ".tmp.<pid>", fsyncs and renames, so a killed
+// export leaves no torn file. Throws tb::Error naming the path or tensor when something cannot be
+// written.
+void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadata,
+               const std::vector<GgufTensor>& tensors);
+
+// What a GGUF file says about itself, for checks after writing (scalars shown as text, arrays as
+// "[type x count]", strings as they are).
+struct GgufTensorInfo {
+    std::string name;
+    std::vector<int64_t> dims; // as stored: fastest-varying first
+    uint32_t type = 0;
+    uint64_t offset = 0; // relative to the data section
+};
+struct GgufSummary {
+    uint32_t version = 0;
+    uint64_t fileSize = 0;   // bytes
+    uint64_t dataOffset = 0; // start of the data section
+    std::map<std::string, std::string> metadata;
+    std::vector<GgufTensorInfo> tensors;
+};
+
+// Reads and validates a GGUF file's header: magic, version 3, every key/value and tensor info in
+// bounds, offsets aligned, each tensor's bytes inside the file. Throws tb::Error naming the file.
+GgufSummary readGgufSummary(const std::string& path);
+
+// Throws tb::Error unless the run's model can be written as GGUF: method full, partial or lora
+// (merged), architecture llama or mistral without biases, rope scaling or qk-norm, and a
+// sentencepiece tokenizer.model. Reads config.json and the tokenizer files only.
+void checkGgufExportable(const TrainConfig& run);
+
+// Writes the merged (LoRA folded in) model as GGUF to options.outDir (a path ending in .gguf) with
+// options.dtype f32 | f16 | bf16 for 2-D weights (norms stay f32). Llama and Mistral with a
+// sentencepiece tokenizer.model only; anything else throws tb::Error saying what is supported.
+void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
+                     ExportReport& report);
+
+} // namespace tb

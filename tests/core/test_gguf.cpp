@@ -1,0 +1,265 @@
+// GGUF writer: the byte layout of a tiny hand-made file parsed back by an independent reader
+// written here from the format description, and the cases a GGUF export refuses.
+#include "export/gguf.h"
+#include "train/train_config.h"
+#include "util/error.h"
+
+#include <QtTest>
+
+#include <cstring>
+#include <fstream>
+
+namespace {
+
+// A minimal GGUF v3 reader, independent of core's: enough for the types the writer emits.
+struct Reader {
+    std::string bytes;
+    size_t pos = 0;
+    template <typename T> T get()
+    {
+        if (pos + sizeof(T) > bytes.size())
+            throw std::runtime_error("truncated");
+        T v;
+        std::memcpy(&v, bytes.data() + pos, sizeof(T));
+        pos += sizeof(T);
+        return v;
+    }
+    std::string str()
+    {
+        const auto n = get<uint64_t>();
+        if (pos + n > bytes.size())
+            throw std::runtime_error("truncated string");
+        std::string s = bytes.substr(pos, n);
+        pos += n;
+        return s;
+    }
+};
+
+std::string readAll(const QString& path)
+{
+    std::ifstream in(path.toStdString(), std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string floats(const std::vector<float>& v)
+{
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+std::string errorOf(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const tb::Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+void writeText(const QString& path, const char* text)
+{
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(text);
+}
+
+} // namespace
+
+class TestGguf : public QObject {
+    Q_OBJECT
+  private Q_SLOTS:
+    void byteLayout();
+    void badTensorLeavesNoFile();
+    void unwritablePath();
+    void refusedModels();
+};
+
+void TestGguf::byteLayout()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("t.gguf"));
+    using V = tb::GgufValue;
+    const std::vector<tb::GgufKeyValue> kv = {
+        {"general.alignment", V::u32(32)},
+        {"k.u8", V::u8(200)},
+        {"k.i8", V::i8(-5)},
+        {"k.u16", V::u16(60000)},
+        {"k.i16", V::i16(-30000)},
+        {"k.i32", V::i32(-123456)},
+        {"k.f32", V::f32(0.25f)},
+        {"k.bool", V::boolean(true)},
+        {"k.str", V::string("héllo")},
+        {"k.u64", V::u64(1ull << 40)},
+        {"k.i64", V::i64(-(1ll << 40))},
+        {"k.f64", V::f64(-2.5)},
+        {"k.strs", V::strings({"a", "", "▁b"})},
+        {"k.f32s", V::f32s({1.5f, -2.0f})},
+        {"k.i32s", V::i32s({1, 6, -3})},
+    };
+    // a: [2, 3] f32 (row-major); b: [5] f16 -- a's 24 bytes force 8 bytes of padding before b.
+    const std::vector<float> a = {1, 2, 3, 4, 5, 6};
+    const std::string bBytes(10, '\x3c');
+    const std::vector<tb::GgufTensor> tensors = {
+        {"a", tb::GgufTensorType::F32, {2, 3}, [&] { return floats(a); }},
+        {"b", tb::GgufTensorType::F16, {5}, [&] { return bBytes; }},
+    };
+    tb::writeGguf(path.toStdString(), kv, tensors);
+
+    Reader r{readAll(path)};
+    QCOMPARE(r.bytes.substr(0, 4), std::string("GGUF"));
+    r.pos = 4;
+    QCOMPARE(r.get<uint32_t>(), 3u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(2));
+    QCOMPARE(r.get<uint64_t>(), uint64_t(kv.size()));
+    auto key = [&](const char* name, uint32_t type) {
+        QCOMPARE(r.str(), std::string(name));
+        QCOMPARE(r.get<uint32_t>(), type);
+    };
+    key("general.alignment", 4);
+    QCOMPARE(r.get<uint32_t>(), 32u);
+    key("k.u8", 0);
+    QCOMPARE(r.get<uint8_t>(), uint8_t(200));
+    key("k.i8", 1);
+    QCOMPARE(r.get<int8_t>(), int8_t(-5));
+    key("k.u16", 2);
+    QCOMPARE(r.get<uint16_t>(), uint16_t(60000));
+    key("k.i16", 3);
+    QCOMPARE(r.get<int16_t>(), int16_t(-30000));
+    key("k.i32", 5);
+    QCOMPARE(r.get<int32_t>(), -123456);
+    key("k.f32", 6);
+    QCOMPARE(r.get<float>(), 0.25f);
+    key("k.bool", 7);
+    QCOMPARE(r.get<uint8_t>(), uint8_t(1));
+    key("k.str", 8);
+    QCOMPARE(r.str(), std::string("héllo"));
+    key("k.u64", 10);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(1) << 40);
+    key("k.i64", 11);
+    QCOMPARE(r.get<int64_t>(), -(int64_t(1) << 40));
+    key("k.f64", 12);
+    QCOMPARE(r.get<double>(), -2.5);
+    key("k.strs", 9);
+    QCOMPARE(r.get<uint32_t>(), 8u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(3));
+    QCOMPARE(r.str(), std::string("a"));
+    QCOMPARE(r.str(), std::string());
+    QCOMPARE(r.str(), std::string("▁b"));
+    key("k.f32s", 9);
+    QCOMPARE(r.get<uint32_t>(), 6u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(2));
+    QCOMPARE(r.get<float>(), 1.5f);
+    QCOMPARE(r.get<float>(), -2.0f);
+    key("k.i32s", 9);
+    QCOMPARE(r.get<uint32_t>(), 5u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(3));
+    QCOMPARE(r.get<int32_t>(), 1);
+    QCOMPARE(r.get<int32_t>(), 6);
+    QCOMPARE(r.get<int32_t>(), -3);
+
+    // Tensor infos: dims reversed (fastest-varying first), type, offset relative to the data
+    // section.
+    QCOMPARE(r.str(), std::string("a"));
+    QCOMPARE(r.get<uint32_t>(), 2u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(3));
+    QCOMPARE(r.get<uint64_t>(), uint64_t(2));
+    QCOMPARE(r.get<uint32_t>(), 0u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(0));
+    QCOMPARE(r.str(), std::string("b"));
+    QCOMPARE(r.get<uint32_t>(), 1u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(5));
+    QCOMPARE(r.get<uint32_t>(), 1u);
+    QCOMPARE(r.get<uint64_t>(), uint64_t(32));
+
+    // Zero padding up to the aligned data section; tensor a, padding, b; nothing after b.
+    const size_t data = (r.pos + 31) / 32 * 32;
+    QCOMPARE(r.bytes.substr(r.pos, data - r.pos), std::string(data - r.pos, '\0'));
+    QCOMPARE(r.bytes.substr(data, 24), floats(a));
+    QCOMPARE(r.bytes.substr(data + 24, 8), std::string(8, '\0'));
+    QCOMPARE(r.bytes.substr(data + 32), bBytes);
+
+    // core's reader agrees.
+    const tb::GgufSummary s = tb::readGgufSummary(path.toStdString());
+    QCOMPARE(s.version, 3u);
+    QCOMPARE(s.dataOffset, uint64_t(data));
+    QCOMPARE(s.fileSize, uint64_t(r.bytes.size()));
+    QCOMPARE(s.metadata.at("k.str"), std::string("héllo"));
+    QCOMPARE(s.metadata.at("k.i64"), std::string("-1099511627776"));
+    QCOMPARE(s.tensors.size(), size_t(2));
+    QCOMPARE(s.tensors[1].dims, std::vector<int64_t>({5}));
+    QCOMPARE(s.tensors[1].offset, uint64_t(32));
+
+    // A truncated copy is refused with the file named.
+    const QString cut = dir.filePath(QStringLiteral("cut.gguf"));
+    {
+        std::ofstream out(cut.toStdString(), std::ios::binary);
+        out << r.bytes.substr(0, r.bytes.size() - 4);
+    }
+    const std::string e = errorOf([&] { tb::readGgufSummary(cut.toStdString()); });
+    QVERIFY2(e.find("cut.gguf") != std::string::npos && e.find("'b'") != std::string::npos,
+             e.c_str());
+}
+
+void TestGguf::badTensorLeavesNoFile()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("bad.gguf"));
+    const std::string e = errorOf([&] {
+        tb::writeGguf(path.toStdString(), {{"general.alignment", tb::GgufValue::u32(32)}},
+                      {{"w", tb::GgufTensorType::F32, {4}, [] { return std::string(8, '\0'); }}});
+    });
+    QVERIFY2(e.find("'w'") != std::string::npos && e.find("16") != std::string::npos, e.c_str());
+    // Neither the file nor its temp file is left behind.
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList());
+}
+
+void TestGguf::unwritablePath()
+{
+    QTemporaryDir dir;
+    writeText(dir.filePath(QStringLiteral("plain")), "x");
+    // A folder that cannot exist: its parent is a file.
+    const std::string path = dir.filePath(QStringLiteral("plain/sub/m.gguf")).toStdString();
+    const std::string e = errorOf([&] { tb::writeGguf(path, {}, {}); });
+    QVERIFY2(e.find(path) != std::string::npos, e.c_str());
+}
+
+void TestGguf::refusedModels()
+{
+    QTemporaryDir dir;
+    // A GPT-2 config (the architecture is the problem, not the missing weights).
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("gpt2")));
+    writeText(dir.filePath(QStringLiteral("gpt2/config.json")),
+              R"({"model_type": "gpt2", "vocab_size": 64, "n_embd": 8, "n_layer": 1, "n_head": 2,
+                  "n_positions": 16})");
+    tb::TrainConfig run;
+    run.method = tb::Method::Lora;
+    run.model = dir.filePath(QStringLiteral("gpt2")).toStdString();
+    std::string e = errorOf([&] { tb::checkGgufExportable(run); });
+    QVERIFY2(e.find("supports llama and mistral") != std::string::npos &&
+                 e.find("gpt2") != std::string::npos,
+             e.c_str());
+
+    // Bottleneck adapters and soft prompts have no merged form.
+    run.model = TB_SOURCE_DIR "/datasets/models/stories260k";
+    run.method = tb::Method::Adapter;
+    e = errorOf([&] { tb::checkGgufExportable(run); });
+    QVERIFY2(e.find("adapter run cannot be written as GGUF") != std::string::npos, e.c_str());
+    run.method = tb::Method::Prompt;
+    e = errorOf([&] { tb::checkGgufExportable(run); });
+    QVERIFY2(e.find("soft prompt") != std::string::npos, e.c_str());
+    run.method = tb::Method::Full;
+    QCOMPARE(errorOf([&] { tb::checkGgufExportable(run); }), std::string());
+
+    // A llama whose tokenizer is a BPE tokenizer.json.
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("bpe")));
+    QFile::copy(QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k/config.json"),
+                dir.filePath(QStringLiteral("bpe/config.json")));
+    writeText(dir.filePath(QStringLiteral("bpe/tokenizer.json")), "{}");
+    run.model = dir.filePath(QStringLiteral("bpe")).toStdString();
+    e = errorOf([&] { tb::checkGgufExportable(run); });
+    QVERIFY2(e.find("sentencepiece") != std::string::npos && e.find("BPE") != std::string::npos,
+             e.c_str());
+}
+
+QTEST_GUILESS_MAIN(TestGguf)
+#include "test_gguf.moc"

@@ -1,0 +1,327 @@
+// Interop: runs trained here and exported as GGUF load in transformers (through the gguf package)
+// with the logits of our tuned model, the metadata llama.cpp reads and the sentencepiece vocabulary
+// intact; methods a merged model cannot hold are refused.
+#include "export/export.h"
+#include "export/gguf.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "tokenizer/tokenizer.h"
+#include "train/job.h"
+#include "train/train_config.h"
+#include "train/tuned_model.h"
+#include "util/error.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+namespace {
+
+const char* const kSentence =
+    "Once upon a time, a little girl named Lily found a big red ball in the park.";
+constexpr size_t kTokens = 12;
+const std::vector<std::string> kTexts = {"Once upon a time, there was a dog.",
+                                         "Tom said: \"Hi  Mia!\"\n42 cats, 7 hats."};
+
+// Tolerance on max |ours - GGUF in transformers|. f32 stores our weights exactly: 1e-4 absolute
+// (the LoRA run differs only by merged-vs-unmerged rounding, the rms eps by its f32 rounding). f16
+// keeps 11 significant bits of each weight, bf16 8: relative to the largest |logit|. Measured on
+// these runs: f32 1.4e-5 (lora) and 0 (full); f16 7e-4 and bf16 4e-3 of the largest logit.
+double toleranceFor(const std::string& dtype, double maxLogit)
+{
+    return dtype == "f32" ? 1e-4 : dtype == "f16" ? 3e-3 * maxLogit : 1e-2 * maxLogit;
+}
+
+QByteArray runOracle(const QStringList& args, QString* error)
+{
+    QProcess p;
+    p.setProcessChannelMode(QProcess::SeparateChannels);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(TB_PYTHON),
+            QStringList{QStringLiteral(TB_SOURCE_DIR "/tests/interop/gguf_oracle.py")} + args);
+    if (!p.waitForFinished(300000)) {
+        *error = QStringLiteral("gguf_oracle.py did not finish");
+        return {};
+    }
+    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
+        *error = QStringLiteral("gguf_oracle.py failed:\n%1")
+                     .arg(QString::fromUtf8(p.readAllStandardError()));
+        return {};
+    }
+    return p.readAllStandardOutput();
+}
+
+std::string exportError(const std::string& runDir, const std::string& out)
+{
+    try {
+        tb::ExportOptions o;
+        o.format = "gguf";
+        o.outDir = out;
+        tb::exportRun(runDir, o);
+    } catch (const tb::Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+} // namespace
+
+class TestGgufInterop : public QObject {
+    Q_OBJECT
+  private Q_SLOTS:
+    void initTestCase();
+    void logitsMatchTransformers_data();
+    void logitsMatchTransformers();
+    void metadataAndVocabulary();
+    void tokenizerMatchesSentencePiece();
+    void unsupportedMethodsFail();
+
+  private:
+    std::string train(const char* example, const std::string& name,
+                      std::vector<std::string> overrides);
+    std::string path(const QString& relative) const
+    {
+        return m_dir.filePath(relative).toStdString();
+    }
+
+    struct Case {
+        std::string run;
+        std::string dtype;
+        std::string file;
+        tb::ExportReport report;
+        std::string base; // the run's base model
+    };
+    QTemporaryDir m_dir;
+    const std::string m_stories = TB_SOURCE_DIR "/datasets/models/stories260k";
+    std::map<std::string, std::string> m_runs;
+    std::map<std::string, Case> m_cases;
+    std::vector<int32_t> m_ids;
+    nlohmann::json m_oracle;
+    QString m_trainErrors;
+};
+
+std::string TestGgufInterop::train(const char* example, const std::string& name,
+                                   std::vector<std::string> overrides)
+{
+    overrides.insert(overrides.begin(),
+                     {"output_dir=" + path(QStringLiteral("runs")), "name=" + name, "device=cpu",
+                      "max_steps=4", "batch_size=8", "optim.warmup_steps=0",
+                      "optim.schedule=constant", "eval_every=0", "data.general_file=", "seed=3"});
+    tb::TrainConfig config = tb::loadTrainConfig(
+        std::string(TB_SOURCE_DIR "/datasets/examples/") + example + "-tiny.json", overrides);
+    tb::TrainingJob job(config, nullptr);
+    job.runHere();
+    if (job.state() != tb::JobState::Finished) {
+        m_trainErrors += QString::fromStdString(name + ": " + job.error() + "\n");
+        return {};
+    }
+    return job.summary().runDir;
+}
+
+void TestGgufInterop::initTestCase()
+{
+    if (!QFileInfo::exists(QStringLiteral(TB_PYTHON)))
+        QSKIP("the Python oracle venv is missing (run scripts/setup)");
+    QVERIFY(m_dir.isValid());
+    // stories260k ties its head to the embedding; an untied copy makes the export write
+    // output.weight.
+    QString error;
+    const std::string untied = path(QStringLiteral("untied"));
+    runOracle({QStringLiteral("make-untied"), QString::fromStdString(m_stories),
+               QString::fromStdString(untied)},
+              &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    m_runs["lora"] = train("lora", "lora",
+                           {"lr=0.01", "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
+                                       "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+    m_runs["full"] = train("full", "full", {"lr=0.01"});
+    m_runs["untied"] = train("full", "untied", {"lr=0.01", "model=" + untied});
+    m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
+    m_runs["prompt"] = train("prompt", "prompt", {"max_steps=1", "prompt.num_tokens=4"});
+    QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
+
+    m_ids = tb::loadTokenizer(m_stories)->encode(kSentence, true);
+    m_ids.resize(std::min(m_ids.size(), kTokens));
+    QCOMPARE(m_ids.size(), kTokens);
+
+    m_cases["lora_f32"] = {
+        m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {}, m_stories};
+    m_cases["lora_f16"] = {
+        m_runs["lora"], "f16", path(QStringLiteral("gguf/lora-f16.gguf")), {}, m_stories};
+    m_cases["lora_bf16"] = {
+        m_runs["lora"], "bf16", path(QStringLiteral("gguf/lora-bf16.gguf")), {}, m_stories};
+    m_cases["full_f32"] = {
+        m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {}, m_stories};
+    m_cases["untied_f16"] = {
+        m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied};
+
+    nlohmann::json cases = nlohmann::json::array();
+    for (auto& [name, c] : m_cases) {
+        tb::ExportOptions o;
+        o.format = "gguf";
+        o.outDir = c.file;
+        o.dtype = c.dtype;
+        try {
+            c.report = tb::exportRun(c.run, o);
+        } catch (const tb::Error& e) {
+            QFAIL(qPrintable(QStringLiteral("export %1: %2")
+                                 .arg(QString::fromStdString(name), QString::fromUtf8(e.what()))));
+        }
+        cases.push_back({{"name", name},
+                         {"gguf", c.file},
+                         {"sp_model", m_stories + "/tokenizer.model"},
+                         {"ids", m_ids},
+                         {"texts", kTexts}});
+    }
+    const std::string casesFile = path(QStringLiteral("cases.json"));
+    std::ofstream(casesFile) << cases.dump();
+    const QByteArray out = runOracle(
+        {QStringLiteral("check"), QString::fromStdString(casesFile), m_dir.path()}, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    m_oracle = nlohmann::json::parse(out.toStdString());
+    QCOMPARE(m_oracle.size(), m_cases.size());
+}
+
+void TestGgufInterop::logitsMatchTransformers_data()
+{
+    QTest::addColumn<QString>("name");
+    for (const char* n : {"lora_f32", "lora_f16", "lora_bf16", "full_f32", "untied_f16"})
+        QTest::newRow(n) << QString::fromLatin1(n);
+}
+
+void TestGgufInterop::logitsMatchTransformers()
+{
+    QFETCH(QString, name);
+    const Case& c = m_cases.at(name.toStdString());
+    for (const auto& w : m_oracle.at(name.toStdString()).at("warnings"))
+        qInfo("oracle warning: %s", w.get<std::string>().c_str());
+    auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
+    const tb::TensorInfo* info = file->find("logits");
+    QVERIFY(info && info->dtype == tb::DType::F32);
+    const auto* theirs = reinterpret_cast<const float*>(file->data(*info));
+
+    const std::vector<float> ours = tb::loadTunedModel(c.run)->logits(m_ids);
+    const std::vector<float> base = tb::Model::load(c.base, {"fp32", "cpu"})->logits(m_ids);
+    QCOMPARE(static_cast<int64_t>(ours.size()), info->numel());
+    double diff = 0, moved = 0, ref = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+        diff = std::max(diff, std::abs(double(ours[i]) - theirs[i]));
+        moved = std::max(moved, std::abs(double(base[i]) - theirs[i]));
+        ref = std::max(ref, std::abs(double(theirs[i])));
+    }
+    const double tolerance = toleranceFor(c.dtype, ref);
+    qInfo("%s: max |ours - GGUF in transformers| %.3g, max |logit| %.3g, tolerance %.3g, "
+          "max |base - GGUF| %.3g, %lld bytes",
+          qPrintable(name), diff, ref, tolerance, moved, static_cast<long long>(c.report.bytes));
+    QVERIFY(ref > 0);
+    QVERIFY2(diff <= tolerance,
+             qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
+    // Meaningful only when the tuned model is far from the base.
+    QVERIFY2(moved > 10 * tolerance,
+             qPrintable(QStringLiteral("tuned logits within %1 of the base model's").arg(moved)));
+}
+
+void TestGgufInterop::metadataAndVocabulary()
+{
+    const tb::ModelConfig config = tb::loadModelConfig(m_stories);
+    for (const auto& [name, c] : m_cases) {
+        const auto& r = m_oracle.at(name);
+        const auto& md = r.at("metadata");
+        QCOMPARE(md.at("general.architecture").get<std::string>(), std::string("llama"));
+        QCOMPARE(md.at("general.alignment").get<int64_t>(), 32);
+        QCOMPARE(md.at("general.file_type").get<int64_t>(), c.dtype == "f32"   ? 0
+                                                            : c.dtype == "f16" ? 1
+                                                                               : 32);
+        QCOMPARE(md.at("llama.block_count").get<int64_t>(), config.numLayers);
+        QCOMPARE(md.at("llama.embedding_length").get<int64_t>(), config.hiddenSize);
+        QCOMPARE(md.at("llama.feed_forward_length").get<int64_t>(), config.intermediateSize);
+        QCOMPARE(md.at("llama.context_length").get<int64_t>(), config.maxPositions);
+        QCOMPARE(md.at("llama.attention.head_count").get<int64_t>(), config.numHeads);
+        QCOMPARE(md.at("llama.attention.head_count_kv").get<int64_t>(), config.numKvHeads);
+        QCOMPARE(md.at("llama.rope.dimension_count").get<int64_t>(), config.headDim);
+        QCOMPARE(md.at("llama.vocab_size").get<int64_t>(), config.vocabSize);
+        QVERIFY(std::abs(md.at("llama.rope.freq_base").get<double>() - config.ropeTheta) < 1e-3);
+        QVERIFY(std::abs(md.at("llama.attention.layer_norm_rms_epsilon").get<double>() -
+                         config.normEps) < 1e-10);
+        QCOMPARE(md.at("tokenizer.ggml.model").get<std::string>(), std::string("llama"));
+        QCOMPARE(md.at("tokenizer.ggml.bos_token_id").get<int64_t>(), 1);
+        QCOMPARE(md.at("tokenizer.ggml.eos_token_id").get<int64_t>(), 2);
+        QCOMPARE(md.at("tokenizer.ggml.unknown_token_id").get<int64_t>(), 0);
+        QCOMPARE(md.at("tokenizer.ggml.add_bos_token").get<bool>(), true);
+        QCOMPARE(r.at("vocab_size").get<int64_t>(), config.vocabSize);
+        QVERIFY2(r.at("pieces_match").get<bool>() && r.at("types_match").get<bool>(),
+                 qPrintable(QStringLiteral("%1: first differing token %2")
+                                .arg(QString::fromStdString(name))
+                                .arg(r.at("first_mismatch").get<int>())));
+        QVERIFY(r.at("scores_match").get<bool>());
+
+        // Tensors: llama.cpp's names, dims fastest-first, norms f32, matrices in the chosen dtype;
+        // a tied head is left out and transformers ties it back.
+        const auto& tensors = r.at("tensors");
+        const bool tied = c.base == m_stories;
+        const int matrixType = c.dtype == "f32" ? 0 : c.dtype == "f16" ? 1 : 30;
+        QCOMPARE(static_cast<int64_t>(tensors.size()), 2 + 9 * config.numLayers + (tied ? 0 : 1));
+        QCOMPARE(c.report.tensors, static_cast<int64_t>(tensors.size()));
+        QCOMPARE(tensors.contains("output.weight"), !tied);
+        QCOMPARE(r.at("tie_word_embeddings").get<bool>(), tied);
+        if (!tied) {
+            QCOMPARE(tensors.at("output.weight").at("shape"),
+                     nlohmann::json({config.hiddenSize, config.vocabSize}));
+            QCOMPARE(tensors.at("output.weight").at("type").get<int>(), matrixType);
+        }
+        const auto& embd = tensors.at("token_embd.weight");
+        QCOMPARE(embd.at("shape"), nlohmann::json({config.hiddenSize, config.vocabSize}));
+        QCOMPARE(embd.at("type").get<int>(), matrixType);
+        QCOMPARE(tensors.at("output_norm.weight").at("type").get<int>(), 0);
+        QCOMPARE(tensors.at("blk.0.attn_norm.weight").at("type").get<int>(), 0);
+        QCOMPARE(tensors.at("blk.0.attn_k.weight").at("shape"),
+                 nlohmann::json({config.hiddenSize, config.numKvHeads * config.headDim}));
+        QCOMPARE(tensors.at("blk.0.ffn_down.weight").at("shape"),
+                 nlohmann::json({config.intermediateSize, config.hiddenSize}));
+        QCOMPARE(tensors.at("blk.4.ffn_gate.weight").at("type").get<int>(), matrixType);
+
+        // Our own reader agrees with the gguf package.
+        const tb::GgufSummary s = tb::readGgufSummary(c.file);
+        QCOMPARE(static_cast<int64_t>(s.tensors.size()), static_cast<int64_t>(tensors.size()));
+        QCOMPARE(static_cast<int64_t>(s.fileSize), c.report.bytes);
+        QCOMPARE(s.metadata.at("llama.block_count"), std::to_string(config.numLayers));
+    }
+}
+
+void TestGgufInterop::tokenizerMatchesSentencePiece()
+{
+    const auto ours = tb::loadTokenizer(m_stories);
+    const auto& r = m_oracle.at("lora_f32");
+    for (size_t i = 0; i < kTexts.size(); ++i) {
+        const auto gguf = r.at("gguf_ids").at(i).get<std::vector<int32_t>>();
+        const auto sp = r.at("sp_ids").at(i).get<std::vector<int32_t>>();
+        QCOMPARE(gguf, sp);
+        QCOMPARE(gguf, ours->encode(kTexts[i], true));
+    }
+}
+
+void TestGgufInterop::unsupportedMethodsFail()
+{
+    if (m_runs.empty())
+        QSKIP("no runs (see initTestCase)");
+    const std::string adapter =
+        exportError(m_runs.at("adapter"), path(QStringLiteral("bad/a.gguf")));
+    QVERIFY2(adapter.find("non-linear") != std::string::npos, adapter.c_str());
+    const std::string prompt = exportError(m_runs.at("prompt"), path(QStringLiteral("bad/p.gguf")));
+    QVERIFY2(prompt.find("soft prompt") != std::string::npos, prompt.c_str());
+    const std::string folder = exportError(m_runs.at("lora"), path(QStringLiteral("bad/folder")));
+    QVERIFY2(folder.find("ending in .gguf") != std::string::npos, folder.c_str());
+    QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/a.gguf"))));
+    QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/p.gguf"))));
+}
+
+QTEST_GUILESS_MAIN(TestGgufInterop)
+#include "test_gguf_interop.moc"
