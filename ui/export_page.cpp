@@ -70,11 +70,11 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
             out.results << qMakePair(QObject::tr("Weights dtype (norms stay f32)"), QString::fromStdString(options.dtype));
             out.results << qMakePair(QObject::tr("File size"), QLocale().formattedDataSize(r.bytes));
             out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"), QString::number(r.maxAbsChange, 'g', 4));
-            // The file must read back: GGUF v3, every tensor in bounds and aligned, the architecture llama.cpp expects.
+            // The file must read back: GGUF v3, every tensor in bounds and aligned, an architecture the export writes.
             const GgufSummary s = readGgufSummary(r.outDir);
             const auto arch = s.metadata.find("general.architecture");
             const bool ok = static_cast<int64_t>(s.tensors.size()) == r.tensors && arch != s.metadata.end() &&
-                            arch->second == "llama";
+                            (arch->second == "llama" || arch->second == "qwen2");
             out.results << qMakePair(QObject::tr("Re-read header (GGUF v%1, %2 keys, %3 tensors, architecture %4)")
                                          .arg(s.version)
                                          .arg(s.metadata.size())

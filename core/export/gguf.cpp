@@ -1,7 +1,9 @@
-// GGUF v3: the streaming writer, the header reader used for checks, and the Llama/Mistral export.
+// GGUF v3: the streaming writer, the header reader used for checks, and the Llama/Mistral/Qwen2
+// export.
 #include "export/gguf.h"
 
 #include "export/export.h"
+#include "export/gguf_vocab.h"
 #include "model/causal_lm.h"
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
@@ -9,15 +11,12 @@
 #include "util/error.h"
 #include "util/file_util.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <regex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -449,6 +448,9 @@ std::string ggufTensorName(const std::string& name)
         {"self_attn.q_proj.weight", "attn_q.weight"},
         {"self_attn.k_proj.weight", "attn_k.weight"},
         {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.q_proj.bias", "attn_q.bias"}, // qwen2
+        {"self_attn.k_proj.bias", "attn_k.bias"},
+        {"self_attn.v_proj.bias", "attn_v.bias"},
         {"self_attn.o_proj.weight", "attn_output.weight"},
         {"post_attention_layernorm.weight", "ffn_norm.weight"},
         {"mlp.gate_proj.weight", "ffn_gate.weight"},
@@ -486,17 +488,6 @@ std::string tensorBytes(const torch::Tensor& t, GgufTensorType type)
                        static_cast<size_t>(c.numel()) * c.element_size());
 }
 
-std::optional<nlohmann::json> readJsonIfPresent(const std::string& path)
-{
-    if (!fileExists(path))
-        return std::nullopt;
-    try {
-        return nlohmann::json::parse(readFile(path));
-    } catch (const nlohmann::json::exception& e) {
-        fail(path, ": not valid JSON (", e.what(), ")");
-    }
-}
-
 } // namespace
 
 void checkGgufExportable(const TrainConfig& run)
@@ -507,12 +498,14 @@ void checkGgufExportable(const TrainConfig& run)
                                            : "a soft prompt is an input, not a weight",
              " that a merged model cannot hold); use --format peft");
     const ModelConfig c = loadModelConfig(run.model);
-    if (c.architecture != Architecture::Llama && c.architecture != Architecture::Mistral)
-        fail("export: GGUF export supports llama and mistral models; ", c.sourcePath, " is ",
+    const bool qwen2 = c.architecture == Architecture::Qwen2;
+    if (c.architecture != Architecture::Llama && c.architecture != Architecture::Mistral && !qwen2)
+        fail("export: GGUF export supports llama, mistral and qwen2 models; ", c.sourcePath, " is ",
              c.modelType, " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
-    if (c.qkvBias || c.oBias || c.mlpBias || c.qkNorm)
-        fail("export: GGUF export supports llama/mistral without biases; ", c.sourcePath,
-             " sets attention_bias or mlp_bias");
+    if ((c.qkvBias && !qwen2) || c.oBias || c.mlpBias || c.qkNorm)
+        fail("export: GGUF export supports llama/mistral without biases and qwen2 with its q/k/v "
+             "biases only; ",
+             c.sourcePath, " sets attention_bias or mlp_bias");
     if (!c.ropeScaling.type.empty())
         fail("export: GGUF export does not write rope_scaling yet; ", c.sourcePath, " uses '",
              c.ropeScaling.type, "'");
@@ -522,13 +515,10 @@ void checkGgufExportable(const TrainConfig& run)
     if (c.headDim % 2 != 0)
         fail("export: head_dim ", c.headDim, " in ", c.sourcePath,
              " is odd; rotary rows come in pairs");
-    const std::string spModel = joinPath(run.model, "tokenizer.model");
-    if (!fileExists(spModel))
-        fail("export: GGUF export supports sentencepiece tokenizers (tokenizer.model); ", run.model,
-             " has none",
-             fileExists(joinPath(run.model, "tokenizer.json"))
-                 ? " (a BPE tokenizer.json is not written to GGUF yet)"
-                 : "");
+    if (qwen2 && c.headDim * c.numHeads != c.hiddenSize) // transformers' qwen2 GGUF reader
+        fail("export: GGUF qwen2 models need head_dim = hidden_size / heads; ", c.sourcePath,
+             " has head_dim ", c.headDim);
+    checkGgufTokenizer(run.model);
 }
 
 void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
@@ -548,85 +538,57 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         fail("export: unknown GGUF dtype '", o.dtype, "' (allowed: f32, f16, bf16)");
     }
 
-    // Vocabulary: sentencepiece pieces, scores and types; rows the embedding has beyond the
+    // Vocabulary: sentencepiece pieces or byte-level BPE tokens; embedding rows beyond the
     // tokenizer become unused [PAD<id>] tokens so that the token count equals the embedding rows.
-    const std::string spModel = joinPath(run.model, "tokenizer.model");
-    SentencePieceSpec ids;
-    const auto pieces = readSentencePieceVocab(spModel, &ids);
-    if (static_cast<int64_t>(pieces.size()) > c.vocabSize)
-        fail("export: ", spModel, " has ", pieces.size(), " pieces but the model's vocab_size is ",
-             c.vocabSize);
-    std::vector<std::string> tokens;
-    std::vector<float> scores;
-    std::vector<int32_t> types;
-    for (const auto& p : pieces) {
-        tokens.push_back(p.piece);
-        scores.push_back(p.score);
-        types.push_back(static_cast<int32_t>(p.type));
-    }
-    for (int64_t id = static_cast<int64_t>(pieces.size()); id < c.vocabSize; ++id) {
-        tokens.push_back("[PAD" + std::to_string(id) + "]");
-        scores.push_back(-1000.0f);
-        types.push_back(static_cast<int32_t>(SentencePieceEntry::Type::Unused));
-    }
-    const auto tokConfig = readJsonIfPresent(joinPath(run.model, "tokenizer_config.json"));
-    auto flag = [&](const char* key, bool fallback) {
-        return tokConfig && tokConfig->contains(key) && (*tokConfig)[key].is_boolean()
-                   ? (*tokConfig)[key].get<bool>()
-                   : fallback;
-    };
-    // config.json's ids win over the sentencepiece model's, as transformers reads them.
-    const int64_t bos = c.bosTokenIds.empty() ? ids.bosId : c.bosTokenIds.front();
-    const int64_t eos = c.eosTokenIds.empty() ? ids.eosId : c.eosTokenIds.front();
+    const GgufVocab vocab = readGgufVocab(run.model, c);
+    // llama.cpp names Mistral "llama" too; qwen2 has its own architecture (with q/k/v biases and
+    // HF's rotary layout, so no q/k row permutation).
+    const bool qwen2 = c.architecture == Architecture::Qwen2;
+    const std::string arch = qwen2 ? "qwen2" : "llama";
+    auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
 
     std::vector<GgufKeyValue> kv = {
-        {"general.architecture", GgufValue::string("llama")},
+        {"general.architecture", GgufValue::string(arch)},
         {"general.name", GgufValue::string(run.name)},
         {"general.alignment", GgufValue::u32(kGgufAlignment)},
         {"general.file_type", GgufValue::u32(fileType)},
         {"general.quantization_version", GgufValue::u32(2)},
-        {"llama.context_length", GgufValue::u32(static_cast<uint32_t>(c.maxPositions))},
-        {"llama.embedding_length", GgufValue::u32(static_cast<uint32_t>(c.hiddenSize))},
-        {"llama.block_count", GgufValue::u32(static_cast<uint32_t>(c.numLayers))},
-        {"llama.feed_forward_length", GgufValue::u32(static_cast<uint32_t>(c.intermediateSize))},
-        {"llama.rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(c.headDim))},
-        {"llama.rope.freq_base", GgufValue::f32(static_cast<float>(c.ropeTheta))},
-        {"llama.attention.head_count", GgufValue::u32(static_cast<uint32_t>(c.numHeads))},
-        {"llama.attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(c.numKvHeads))},
-        {"llama.attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.normEps))},
-        {"llama.vocab_size", GgufValue::u32(static_cast<uint32_t>(c.vocabSize))},
+        {arch + ".context_length", u32(c.maxPositions)},
+        {arch + ".embedding_length", u32(c.hiddenSize)},
+        {arch + ".block_count", u32(c.numLayers)},
+        {arch + ".feed_forward_length", u32(c.intermediateSize)},
+        {arch + ".rope.dimension_count", u32(c.headDim)},
+        {arch + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.ropeTheta))},
+        {arch + ".attention.head_count", u32(c.numHeads)},
+        {arch + ".attention.head_count_kv", u32(c.numKvHeads)},
+        {arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.normEps))},
+        {arch + ".vocab_size", u32(c.vocabSize)},
     };
     if (c.headDim * c.numHeads != c.hiddenSize) { // llama.cpp assumes hidden / heads otherwise
-        kv.push_back(
-            {"llama.attention.key_length", GgufValue::u32(static_cast<uint32_t>(c.headDim))});
-        kv.push_back(
-            {"llama.attention.value_length", GgufValue::u32(static_cast<uint32_t>(c.headDim))});
+        kv.push_back({arch + ".attention.key_length", u32(c.headDim)});
+        kv.push_back({arch + ".attention.value_length", u32(c.headDim)});
     }
-    kv.push_back({"tokenizer.ggml.model", GgufValue::string("llama")});
-    kv.push_back({"tokenizer.ggml.tokens", GgufValue::strings(tokens)});
-    kv.push_back({"tokenizer.ggml.scores", GgufValue::f32s(scores)});
-    kv.push_back({"tokenizer.ggml.token_type", GgufValue::i32s(types)});
-    if (bos >= 0)
-        kv.push_back({"tokenizer.ggml.bos_token_id", GgufValue::u32(static_cast<uint32_t>(bos))});
-    if (eos >= 0)
-        kv.push_back({"tokenizer.ggml.eos_token_id", GgufValue::u32(static_cast<uint32_t>(eos))});
-    if (ids.unkId >= 0)
-        kv.push_back(
-            {"tokenizer.ggml.unknown_token_id", GgufValue::u32(static_cast<uint32_t>(ids.unkId))});
-    if (ids.padId >= 0)
-        kv.push_back(
-            {"tokenizer.ggml.padding_token_id", GgufValue::u32(static_cast<uint32_t>(ids.padId))});
-    kv.push_back({"tokenizer.ggml.add_bos_token", GgufValue::boolean(flag("add_bos_token", true))});
-    kv.push_back(
-        {"tokenizer.ggml.add_eos_token", GgufValue::boolean(flag("add_eos_token", false))});
-    std::string chatTemplate;
-    if (tokConfig && tokConfig->contains("chat_template") &&
-        (*tokConfig)["chat_template"].is_string())
-        chatTemplate = (*tokConfig)["chat_template"].get<std::string>();
-    else if (fileExists(joinPath(run.model, "chat_template.jinja")))
-        chatTemplate = readFile(joinPath(run.model, "chat_template.jinja"));
-    if (!chatTemplate.empty())
-        kv.push_back({"tokenizer.chat_template", GgufValue::string(chatTemplate)});
+    kv.push_back({"tokenizer.ggml.model", GgufValue::string(vocab.model)});
+    if (!vocab.pre.empty())
+        kv.push_back({"tokenizer.ggml.pre", GgufValue::string(vocab.pre)});
+    kv.push_back({"tokenizer.ggml.tokens", GgufValue::strings(vocab.tokens)});
+    if (!vocab.scores.empty())
+        kv.push_back({"tokenizer.ggml.scores", GgufValue::f32s(vocab.scores)});
+    kv.push_back({"tokenizer.ggml.token_type", GgufValue::i32s(vocab.types)});
+    if (vocab.model == "gpt2")
+        kv.push_back({"tokenizer.ggml.merges", GgufValue::strings(vocab.merges)});
+    if (vocab.bos >= 0)
+        kv.push_back({"tokenizer.ggml.bos_token_id", u32(vocab.bos)});
+    if (vocab.eos >= 0)
+        kv.push_back({"tokenizer.ggml.eos_token_id", u32(vocab.eos)});
+    if (vocab.unk >= 0)
+        kv.push_back({"tokenizer.ggml.unknown_token_id", u32(vocab.unk)});
+    if (vocab.pad >= 0)
+        kv.push_back({"tokenizer.ggml.padding_token_id", u32(vocab.pad)});
+    kv.push_back({"tokenizer.ggml.add_bos_token", GgufValue::boolean(vocab.addBos)});
+    kv.push_back({"tokenizer.ggml.add_eos_token", GgufValue::boolean(vocab.addEos)});
+    if (!vocab.chatTemplate.empty())
+        kv.push_back({"tokenizer.chat_template", GgufValue::string(vocab.chatTemplate)});
 
     // Tensors in the model's order (embedding, blocks, final norm, head); a tied head is not
     // written.
@@ -638,15 +600,16 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         const std::string gguf = ggufTensorName(name);
         if (gguf.empty())
             fail("export: tensor '", name,
-                 "' has no GGUF name (GGUF export writes plain llama/mistral weights)");
+                 "' has no GGUF name (GGUF export writes plain llama/mistral/qwen2 weights)");
         torch::Tensor value = item.value().detach();
         const bool matrix = value.dim() == 2;
+        // Biases and norms stay f32, as llama.cpp keeps 1-D tensors.
         GgufTensor t;
         t.name = gguf;
-        t.type =
-            matrix ? weightType : GgufTensorType::F32; // norms stay f32, as llama.cpp keeps them
+        t.type = matrix ? weightType : GgufTensorType::F32;
         t.shape = value.sizes().vec();
-        const int64_t heads = gguf.ends_with(".attn_q.weight")   ? c.numHeads
+        const int64_t heads = qwen2                              ? 0
+                              : gguf.ends_with(".attn_q.weight") ? c.numHeads
                               : gguf.ends_with(".attn_k.weight") ? c.numKvHeads
                                                                  : 0;
         t.data = [value, heads, type = t.type] {

@@ -1,6 +1,7 @@
 // GGUF v3 files, the format llama.cpp loads: a streaming writer (metadata values, tensor infos,
 // aligned data, written to a temp file then fsync + rename), a validating reader of the header, and
-// the export of a merged Llama/Mistral run with its sentencepiece vocabulary. Torch-free header.
+// the export of a merged Llama/Mistral/Qwen2 run with its sentencepiece or byte-level BPE
+// vocabulary. Torch-free header.
 #pragma once
 
 #include <cstdint>
@@ -109,13 +110,15 @@ struct GgufSummary {
 GgufSummary readGgufSummary(const std::string& path);
 
 // Throws tb::Error unless the run's model can be written as GGUF: method full, partial or lora
-// (merged), architecture llama or mistral without biases, rope scaling or qk-norm, and a
-// sentencepiece tokenizer.model. Reads config.json and the tokenizer files only.
+// (merged), architecture llama or mistral without biases, or qwen2 with its q/k/v biases only; no
+// rope scaling or qk-norm; a sentencepiece tokenizer.model or a byte-level BPE tokenizer.json whose
+// pre-tokenizer llama.cpp knows by name (GPT-2, Llama-3, Qwen2). Reads config.json and the
+// tokenizer files only.
 void checkGgufExportable(const TrainConfig& run);
 
 // Writes the merged (LoRA folded in) model as GGUF to options.outDir (a path ending in .gguf) with
-// options.dtype f32 | f16 | bf16 for 2-D weights (norms stay f32). Llama and Mistral with a
-// sentencepiece tokenizer.model only; anything else throws tb::Error saying what is supported.
+// options.dtype f32 | f16 | bf16 for 2-D weights (norms and biases stay f32). What
+// checkGgufExportable refuses throws tb::Error saying what is supported.
 void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
                      ExportReport& report);
 

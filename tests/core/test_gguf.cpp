@@ -1,10 +1,14 @@
 // GGUF writer: the byte layout of a tiny hand-made file parsed back by an independent reader
 // written here from the format description, and the cases a GGUF export refuses.
 #include "export/gguf.h"
+#include "export/gguf_vocab.h"
+#include "model/config.h"
 #include "train/train_config.h"
 #include "util/error.h"
 
 #include <QtTest>
+
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <fstream>
@@ -72,6 +76,8 @@ class TestGguf : public QObject {
     void badTensorLeavesNoFile();
     void unwritablePath();
     void refusedModels();
+    void bpePreTokenizerNames();
+    void bpeVocabulary();
 };
 
 void TestGguf::byteLayout()
@@ -235,7 +241,7 @@ void TestGguf::refusedModels()
     run.method = tb::Method::Lora;
     run.model = dir.filePath(QStringLiteral("gpt2")).toStdString();
     std::string e = errorOf([&] { tb::checkGgufExportable(run); });
-    QVERIFY2(e.find("supports llama and mistral") != std::string::npos &&
+    QVERIFY2(e.find("supports llama, mistral and qwen2") != std::string::npos &&
                  e.find("gpt2") != std::string::npos,
              e.c_str());
 
@@ -257,7 +263,95 @@ void TestGguf::refusedModels()
     writeText(dir.filePath(QStringLiteral("bpe/tokenizer.json")), "{}");
     run.model = dir.filePath(QStringLiteral("bpe")).toStdString();
     e = errorOf([&] { tb::checkGgufExportable(run); });
-    QVERIFY2(e.find("sentencepiece") != std::string::npos && e.find("BPE") != std::string::npos,
+    QVERIFY2(e.find("byte-level BPE") != std::string::npos &&
+                 e.find("tokenizer.json") != std::string::npos,
+             e.c_str());
+}
+
+namespace {
+
+// A byte-level BPE tokenizer.json around the given pre_tokenizer and normalizer (JSON text).
+std::string bpeJson(const std::string& preTokenizer, const std::string& normalizer = "null")
+{
+    return R"({"normalizer": )" + normalizer + R"(, "pre_tokenizer": )" + preTokenizer +
+           R"(, "added_tokens": [{"id": 6, "content": "<|end|>", "special": true},
+                                  {"id": 8, "content": " hi", "special": false}],
+              "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u0120": 3,
+                        "\u0120a": 4, "\u0120ab": 5, "<|end|>": 6},
+                        "merges": ["a b", ["\u0120", "a"], "\u0120a b"]}})";
+}
+
+std::string splitThenByteLevel(const std::string& regex)
+{
+    return R"({"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": )" +
+           nlohmann::json(regex).dump() +
+           R"(}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel",
+              "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]})";
+}
+
+const char* const kLlama3 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kQwen2 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+} // namespace
+
+void TestGguf::bpePreTokenizerNames()
+{
+    QTemporaryDir dir;
+    auto nameOf = [&](const std::string& text) {
+        const QString path = dir.filePath(QStringLiteral("tokenizer.json"));
+        writeText(path, text.c_str());
+        std::string name;
+        const std::string e = errorOf([&] { name = tb::ggufPreTokenizerName(path.toStdString()); });
+        return e.empty() ? name : "error: " + e;
+    };
+    QCOMPARE(tb::ggufPreTokenizerName(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2/tokenizer.json"),
+             std::string("gpt-2"));
+    QCOMPARE(nameOf(bpeJson(splitThenByteLevel(kLlama3))), std::string("llama-bpe"));
+    QCOMPARE(nameOf(bpeJson(splitThenByteLevel(kQwen2), R"({"type": "NFC"})")),
+             std::string("qwen2"));
+    // Anything llama.cpp would split differently is refused, naming the file and the reason.
+    std::string e = nameOf(bpeJson(splitThenByteLevel(R"(\p{L}+|\p{N}+)")));
+    QVERIFY2(e.find("pre_tokenizer is not one llama.cpp knows") != std::string::npos &&
+                 e.find("tokenizer.json") != std::string::npos,
+             e.c_str());
+    e = nameOf(bpeJson(R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true})"));
+    QVERIFY2(e.find("pre_tokenizer is not one") != std::string::npos, e.c_str());
+    e = nameOf(bpeJson(R"({"type": "Metaspace"})"));
+    QVERIFY2(e.find("pre_tokenizer is not one") != std::string::npos, e.c_str());
+    e = nameOf(bpeJson(splitThenByteLevel(kLlama3), R"({"type": "NFKC"})"));
+    QVERIFY2(e.find("normalizer 'NFKC'") != std::string::npos, e.c_str());
+    e = nameOf(R"({"model": {"type": "Unigram"}})");
+    QVERIFY2(e.find("byte-level BPE") != std::string::npos, e.c_str());
+}
+
+void TestGguf::bpeVocabulary()
+{
+    QTemporaryDir dir;
+    writeText(dir.filePath(QStringLiteral("tokenizer.json")),
+              bpeJson(splitThenByteLevel(kLlama3)).c_str());
+    writeText(dir.filePath(QStringLiteral("tokenizer_config.json")),
+              R"({"eos_token": "<|end|>", "chat_template": "{{ x }}"})");
+    tb::ModelConfig c;
+    c.vocabSize = 10; // id 7 is a gap, 9 a row beyond the tokenizer
+    const tb::GgufVocab v = tb::readGgufVocab(dir.path().toStdString(), c);
+    QCOMPARE(v.model, std::string("gpt2"));
+    QCOMPARE(v.pre, std::string("llama-bpe"));
+    QCOMPARE(v.tokens, (std::vector<std::string>{"a", "b", "ab", "\u0120", "\u0120a", "\u0120ab",
+                                                 "<|end|>", "[PAD7]", " hi", "[PAD9]"}));
+    QCOMPARE(v.types, (std::vector<int32_t>{1, 1, 1, 1, 1, 1, 3, 5, 4, 5}));
+    QCOMPARE(v.merges, (std::vector<std::string>{"a b", "\u0120 a", "\u0120a b"}));
+    QVERIFY(v.scores.empty());
+    QCOMPARE(v.eos, int64_t(6));
+    QCOMPARE(v.bos, int64_t(-1));
+    QVERIFY(!v.addBos);
+    QCOMPARE(v.chatTemplate, std::string("{{ x }}"));
+
+    c.vocabSize = 8; // " hi" (id 8) does not fit
+    const std::string e = errorOf([&] { tb::readGgufVocab(dir.path().toStdString(), c); });
+    QVERIFY2(e.find("token id 8") != std::string::npos &&
+                 e.find("vocab_size is 8") != std::string::npos,
              e.c_str());
 }
 

@@ -6,8 +6,14 @@ usage:
   gguf_oracle.py make-untied SRC_DIR OUT_DIR
       Copies the model folder SRC_DIR to OUT_DIR with tie_word_embeddings false and an lm_head.weight
       of the embedding plus small noise (seed 0), so that the export has an output.weight to write.
+  gguf_oracle.py make-bpe OUT_DIR
+      Trains the Llama-3-style and Qwen2-style byte-level BPE tokenizers of tokenizer_oracle.py and writes
+      OUT_DIR/llama3 (a random LlamaConfig model, untied) and OUT_DIR/qwen2 (a random Qwen2Config model with
+      q/k/v biases, tied), each with its tokenizer.json and a vocab_size equal to the tokenizer's size.
   gguf_oracle.py check CASES_JSON OUT_DIR
-      CASES_JSON: [{"name", "gguf": path, "sp_model": tokenizer.model, "ids": [int], "texts": [str]}].
+      CASES_JSON: [{"name", "gguf": path, "sp_model": tokenizer.model | "tokenizer_json": tokenizer.json,
+      "ids": [int], "texts": [str]}]. For a tokenizer.json the report has "merges_match" and "hf_ids" (HF
+      tokenizers on the file) instead of "scores_match" and "sp_ids".
       Writes OUT_DIR/<name>.safetensors ("logits": fp32 [T, vocab], from the GGUF loaded in transformers)
       and prints one JSON object: {name: {"metadata": {key: value (scalars only)},
       "tensors": {name: {"shape": [...] (as stored), "type": int}}, "vocab_size", "pieces_match",
@@ -24,6 +30,7 @@ import warnings
 import gguf
 import numpy as np
 import sentencepiece
+import tokenizers
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
@@ -41,6 +48,34 @@ def make_untied(src, out):
     config["tie_word_embeddings"] = False
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
+
+
+def make_bpe(out):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import tokenizer_oracle
+
+    torch.manual_seed(0)
+    common = dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=8,
+                  num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.25)
+    for name, make in (("llama3", tokenizer_oracle.make_llama3), ("qwen2", tokenizer_oracle.make_qwen2)):
+        folder = os.path.join(out, name)
+        tok, _, config = make(out)  # writes OUT_DIR/<name>/tokenizer.json and tokenizer_config.json
+        vocab = tok.get_vocab_size(with_added_tokens=True)
+        bos = tok.token_to_id(config["bos_token"]) if config["bos_token"] else None
+        eos = tok.token_to_id(config["eos_token"])
+        if name == "llama3":
+            cfg = transformers.LlamaConfig(**common, vocab_size=vocab, tie_word_embeddings=False,
+                                           rms_norm_eps=1e-5, bos_token_id=bos, eos_token_id=eos)
+            model = transformers.LlamaForCausalLM(cfg)
+        else:
+            cfg = transformers.Qwen2Config(**common, vocab_size=vocab, tie_word_embeddings=True,
+                                           rms_norm_eps=1e-6, bos_token_id=bos, eos_token_id=eos)
+            model = transformers.Qwen2ForCausalLM(cfg)
+            with torch.no_grad():  # biases large enough that dropping or misplacing them shows
+                for layer in model.model.layers:
+                    for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+                        proj.bias.normal_(0.0, 0.5)
+        model.save_pretrained(folder)
 
 
 class _Collect(logging.Handler):
@@ -81,16 +116,11 @@ def check_case(case, report):
     report["tensors"] = {t.name: {"shape": [int(d) for d in t.shape], "type": int(t.tensor_type)}
                          for t in reader.tensors}
     tokens = reader.fields["tokenizer.ggml.tokens"].contents()
-    scores = reader.fields["tokenizer.ggml.scores"].contents()
     types = reader.fields["tokenizer.ggml.token_type"].contents()
-    sp = sentencepiece.SentencePieceProcessor(model_file=case["sp_model"])
-    n = sp.get_piece_size()
-    report["vocab_size"] = len(tokens)
-    report["pieces_match"] = tokens[:n] == [sp.id_to_piece(i) for i in range(n)]
-    report["scores_match"] = [float(s) for s in scores[:n]] == [float(np.float32(sp.get_score(i))) for i in range(n)]
-    report["types_match"] = [int(t) for t in types[:n]] == [sp_type(sp, i) for i in range(n)]
-    report["first_mismatch"] = next(
-        (i for i in range(n) if tokens[i] != sp.id_to_piece(i) or int(types[i]) != sp_type(sp, i)), -1)
+    if "tokenizer_json" in case:
+        check_bpe_vocab(case, reader, tokens, types, report)
+    else:
+        check_sp_vocab(case, reader, tokens, types, report)
 
     folder, name = os.path.split(case["gguf"])
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).eval()
@@ -100,9 +130,48 @@ def check_case(case, report):
         logits = model(input_ids=ids).logits[0].float()
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
     report["gguf_ids"] = [tokenizer(t).input_ids for t in case["texts"]]
-    # sentencepiece itself, with the BOS the file says to add.
-    report["sp_ids"] = [[sp.bos_id()] + sp.encode(t) for t in case["texts"]]
+    if "tokenizer_json" in case:
+        hf = tokenizers.Tokenizer.from_file(case["tokenizer_json"])
+        report["hf_ids"] = [hf.encode(t).ids for t in case["texts"]]
+    else:
+        # sentencepiece itself, with the BOS the file says to add.
+        sp = sentencepiece.SentencePieceProcessor(model_file=case["sp_model"])
+        report["sp_ids"] = [[sp.bos_id()] + sp.encode(t) for t in case["texts"]]
     return logits
+
+
+def check_bpe_vocab(case, reader, tokens, types, report):
+    """Tokens, types and merges against the tokenizer.json itself."""
+    with open(case["tokenizer_json"], encoding="utf-8") as f:
+        spec = json.load(f)
+    expected = {}
+    for token, i in spec["model"]["vocab"].items():
+        expected[i] = (token, 1)
+    for added in spec.get("added_tokens", []):
+        expected[added["id"]] = (added["content"], 3 if added["special"] else 4)
+    n = max(expected) + 1
+    want_tokens = [expected[i][0] if i in expected else f"[PAD{i}]" for i in range(n)]
+    want_types = [expected[i][1] if i in expected else 5 for i in range(n)]
+    report["vocab_size"] = len(tokens)
+    report["pieces_match"] = list(tokens[:n]) == want_tokens
+    report["types_match"] = [int(t) for t in types[:n]] == want_types
+    report["first_mismatch"] = next(
+        (i for i in range(n) if tokens[i] != want_tokens[i] or int(types[i]) != want_types[i]), -1)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    report["merges_match"] = list(reader.fields["tokenizer.ggml.merges"].contents()) == merges
+    report["merges"] = len(merges)
+
+
+def check_sp_vocab(case, reader, tokens, types, report):
+    scores = reader.fields["tokenizer.ggml.scores"].contents()
+    sp = sentencepiece.SentencePieceProcessor(model_file=case["sp_model"])
+    n = sp.get_piece_size()
+    report["vocab_size"] = len(tokens)
+    report["pieces_match"] = tokens[:n] == [sp.id_to_piece(i) for i in range(n)]
+    report["scores_match"] = [float(s) for s in scores[:n]] == [float(np.float32(sp.get_score(i))) for i in range(n)]
+    report["types_match"] = [int(t) for t in types[:n]] == [sp_type(sp, i) for i in range(n)]
+    report["first_mismatch"] = next(
+        (i for i in range(n) if tokens[i] != sp.id_to_piece(i) or int(types[i]) != sp_type(sp, i)), -1)
 
 
 def check(cases_json, out_dir):
@@ -130,10 +199,12 @@ def main():
     mode = sys.argv[1]
     if mode == "make-untied":
         make_untied(sys.argv[2], sys.argv[3])
+    elif mode == "make-bpe":
+        make_bpe(sys.argv[2])
     elif mode == "check":
         check(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (make-untied | check)")
+        raise SystemExit(f"unknown mode {mode!r} (make-untied | make-bpe | check)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 // Interop: runs trained here and exported as GGUF load in transformers (through the gguf package)
-// with the logits of our tuned model, the metadata llama.cpp reads and the sentencepiece vocabulary
-// intact; methods a merged model cannot hold are refused.
+// with the logits of our tuned model, the metadata llama.cpp reads and the vocabulary intact
+// (sentencepiece for stories260k; byte-level BPE tokenizer.json for a random Llama with a
+// Llama-3-style tokenizer and a random Qwen2 with biases); methods a merged model cannot hold are
+// refused.
 #include "export/export.h"
 #include "export/gguf.h"
 #include "model/config.h"
@@ -28,6 +30,14 @@ const char* const kSentence =
 constexpr size_t kTokens = 12;
 const std::vector<std::string> kTexts = {"Once upon a time, there was a dog.",
                                          "Tom said: \"Hi  Mia!\"\n42 cats, 7 hats."};
+// For the BPE tokenizers: digits, contractions, accents, CJK, emoji, a special token and newlines.
+// (The Llama-3-style tokenizer's non-special added token " there" is left out: transformers' GGUF
+// tokenizer re-spells it in the byte alphabet and so never matches it whole, as llama.cpp would.)
+const std::vector<std::string> kBpeTexts = {"Once upon a time, a dog ran. It's 2024, we'll see!",
+                                            "Tom said: \"Hi  Mia!\"\n\n42 cats,   7 hats.",
+                                            "Les \u00e9l\u00e8ves ont \u00e9tudi\u00e9 le "
+                                            "fran\u00e7ais. \u4f60\u597d\u4e16\u754c \U0001F600",
+                                            "def f(x):\n    return x**2  # squares"};
 
 // Tolerance on max |ours - GGUF in transformers|. f32 stores our weights exactly: 1e-4 absolute
 // (the LoRA run differs only by merged-vs-unmerged rounding, the rms eps by its f32 rounding). f16
@@ -82,6 +92,8 @@ class TestGgufInterop : public QObject {
     void logitsMatchTransformers();
     void metadataAndVocabulary();
     void tokenizerMatchesSentencePiece();
+    void bpeMetadataAndVocabulary_data();
+    void bpeMetadataAndVocabulary();
     void unsupportedMethodsFail();
 
   private:
@@ -97,7 +109,9 @@ class TestGgufInterop : public QObject {
         std::string dtype;
         std::string file;
         tb::ExportReport report;
-        std::string base; // the run's base model
+        std::string base;         // the run's base model
+        std::vector<int32_t> ids; // the prompt whose logits are compared
+        bool bpe = false;         // tokenizer.json (else tokenizer.model)
     };
     QTemporaryDir m_dir;
     const std::string m_stories = TB_SOURCE_DIR "/datasets/models/stories260k";
@@ -152,16 +166,37 @@ void TestGgufInterop::initTestCase()
     m_ids.resize(std::min(m_ids.size(), kTokens));
     QCOMPARE(m_ids.size(), kTokens);
 
-    m_cases["lora_f32"] = {
-        m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {}, m_stories};
-    m_cases["lora_f16"] = {
-        m_runs["lora"], "f16", path(QStringLiteral("gguf/lora-f16.gguf")), {}, m_stories};
-    m_cases["lora_bf16"] = {
-        m_runs["lora"], "bf16", path(QStringLiteral("gguf/lora-bf16.gguf")), {}, m_stories};
-    m_cases["full_f32"] = {
-        m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {}, m_stories};
+    m_cases["lora_f32"] = {m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {},
+                           m_stories,      m_ids};
+    m_cases["lora_f16"] = {m_runs["lora"], "f16", path(QStringLiteral("gguf/lora-f16.gguf")), {},
+                           m_stories,      m_ids};
+    m_cases["lora_bf16"] = {m_runs["lora"], "bf16", path(QStringLiteral("gguf/lora-bf16.gguf")), {},
+                            m_stories,      m_ids};
+    m_cases["full_f32"] = {m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {},
+                           m_stories,      m_ids};
     m_cases["untied_f16"] = {
-        m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied};
+        m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied, m_ids};
+
+    // Byte-level BPE: random models around trained Llama-3-style and Qwen2-style tokenizers, tuned
+    // with LoRA on every projection (qwen2's q/k/v biases stay as they are and must be written).
+    const std::string bpeDir = path(QStringLiteral("bpe"));
+    runOracle({QStringLiteral("make-bpe"), QString::fromStdString(bpeDir)}, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    for (const char* name : {"llama3", "qwen2"}) {
+        const std::string model = bpeDir + "/" + name;
+        const std::string run = train("lora", std::string("lora-") + name,
+                                      {"lr=0.01", "model=" + model, "data.chat_template=plain",
+                                       "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
+                                       "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+        QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
+        std::vector<int32_t> ids = tb::loadTokenizer(model)->encode(kSentence, true);
+        ids.resize(std::min(ids.size(), kTokens));
+        QCOMPARE(ids.size(), kTokens);
+        Case c{run, "f32", path(QString::fromLatin1("gguf/%1-f32.gguf").arg(QLatin1String(name))),
+               {},  model, ids,
+               true};
+        m_cases[std::string(name) + "_f32"] = c;
+    }
 
     nlohmann::json cases = nlohmann::json::array();
     for (auto& [name, c] : m_cases) {
@@ -175,11 +210,15 @@ void TestGgufInterop::initTestCase()
             QFAIL(qPrintable(QStringLiteral("export %1: %2")
                                  .arg(QString::fromStdString(name), QString::fromUtf8(e.what()))));
         }
-        cases.push_back({{"name", name},
-                         {"gguf", c.file},
-                         {"sp_model", m_stories + "/tokenizer.model"},
-                         {"ids", m_ids},
-                         {"texts", kTexts}});
+        nlohmann::json item = {{"name", name}, {"gguf", c.file}, {"ids", c.ids}};
+        if (c.bpe) {
+            item["tokenizer_json"] = c.base + "/tokenizer.json";
+            item["texts"] = kBpeTexts;
+        } else {
+            item["sp_model"] = m_stories + "/tokenizer.model";
+            item["texts"] = kTexts;
+        }
+        cases.push_back(item);
     }
     const std::string casesFile = path(QStringLiteral("cases.json"));
     std::ofstream(casesFile) << cases.dump();
@@ -193,7 +232,8 @@ void TestGgufInterop::initTestCase()
 void TestGgufInterop::logitsMatchTransformers_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"lora_f32", "lora_f16", "lora_bf16", "full_f32", "untied_f16"})
+    for (const char* n :
+         {"lora_f32", "lora_f16", "lora_bf16", "full_f32", "untied_f16", "llama3_f32", "qwen2_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -208,8 +248,8 @@ void TestGgufInterop::logitsMatchTransformers()
     QVERIFY(info && info->dtype == tb::DType::F32);
     const auto* theirs = reinterpret_cast<const float*>(file->data(*info));
 
-    const std::vector<float> ours = tb::loadTunedModel(c.run)->logits(m_ids);
-    const std::vector<float> base = tb::Model::load(c.base, {"fp32", "cpu"})->logits(m_ids);
+    const std::vector<float> ours = tb::loadTunedModel(c.run)->logits(c.ids);
+    const std::vector<float> base = tb::Model::load(c.base, {"fp32", "cpu"})->logits(c.ids);
     QCOMPARE(static_cast<int64_t>(ours.size()), info->numel());
     double diff = 0, moved = 0, ref = 0;
     for (size_t i = 0; i < ours.size(); ++i) {
@@ -233,6 +273,8 @@ void TestGgufInterop::metadataAndVocabulary()
 {
     const tb::ModelConfig config = tb::loadModelConfig(m_stories);
     for (const auto& [name, c] : m_cases) {
+        if (c.bpe)
+            continue; // bpeMetadataAndVocabulary
         const auto& r = m_oracle.at(name);
         const auto& md = r.at("metadata");
         QCOMPARE(md.at("general.architecture").get<std::string>(), std::string("llama"));
@@ -305,6 +347,68 @@ void TestGgufInterop::tokenizerMatchesSentencePiece()
         const auto sp = r.at("sp_ids").at(i).get<std::vector<int32_t>>();
         QCOMPARE(gguf, sp);
         QCOMPARE(gguf, ours->encode(kTexts[i], true));
+    }
+}
+
+void TestGgufInterop::bpeMetadataAndVocabulary_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::newRow("llama3") << QStringLiteral("llama3");
+    QTest::newRow("qwen2") << QStringLiteral("qwen2");
+}
+
+void TestGgufInterop::bpeMetadataAndVocabulary()
+{
+    QFETCH(QString, name);
+    const bool qwen2 = name == QStringLiteral("qwen2");
+    const Case& c = m_cases.at(name.toStdString() + "_f32");
+    const auto& r = m_oracle.at(name.toStdString() + "_f32");
+    const auto& md = r.at("metadata");
+    const tb::ModelConfig config = tb::loadModelConfig(c.base);
+    const auto ours = tb::loadTokenizer(c.base);
+    const std::string arch = qwen2 ? "qwen2" : "llama";
+    QCOMPARE(md.at("general.architecture").get<std::string>(), arch);
+    QCOMPARE(md.at(arch + ".block_count").get<int64_t>(), config.numLayers);
+    QCOMPARE(md.at(arch + ".attention.head_count_kv").get<int64_t>(), config.numKvHeads);
+    QCOMPARE(md.at(arch + ".vocab_size").get<int64_t>(), config.vocabSize);
+    QCOMPARE(md.at("tokenizer.ggml.model").get<std::string>(), std::string("gpt2"));
+    QCOMPARE(md.at("tokenizer.ggml.pre").get<std::string>(),
+             std::string(qwen2 ? "qwen2" : "llama-bpe"));
+    QCOMPARE(md.at("tokenizer.ggml.eos_token_id").get<int64_t>(), int64_t(*ours->eosId()));
+    QCOMPARE(md.contains("tokenizer.ggml.bos_token_id"), !qwen2);
+    if (!qwen2)
+        QCOMPARE(md.at("tokenizer.ggml.bos_token_id").get<int64_t>(), int64_t(*ours->bosId()));
+    QCOMPARE(md.at("tokenizer.ggml.add_bos_token").get<bool>(), !qwen2);
+    QVERIFY(!md.contains("tokenizer.ggml.scores"));
+    QCOMPARE(r.at("vocab_size").get<int64_t>(), config.vocabSize);
+    QCOMPARE(int64_t(ours->vocabSize()), config.vocabSize);
+    QVERIFY2(
+        r.at("pieces_match").get<bool>() && r.at("types_match").get<bool>(),
+        qPrintable(
+            QStringLiteral("first differing token %1").arg(r.at("first_mismatch").get<int>())));
+    QVERIFY(r.at("merges_match").get<bool>());
+    QVERIFY(r.at("merges").get<int>() > 100);
+
+    // Tensors: qwen2 adds f32 q/k/v biases and ties its head; the Llama has an output.weight.
+    const auto& tensors = r.at("tensors");
+    const int64_t perBlock = qwen2 ? 12 : 9;
+    QCOMPARE(static_cast<int64_t>(tensors.size()),
+             2 + perBlock * config.numLayers + (qwen2 ? 0 : 1));
+    QCOMPARE(r.at("tie_word_embeddings").get<bool>(), qwen2);
+    if (qwen2) {
+        QCOMPARE(tensors.at("blk.1.attn_q.bias").at("shape"), nlohmann::json({config.hiddenSize}));
+        QCOMPARE(tensors.at("blk.1.attn_k.bias").at("shape"),
+                 nlohmann::json({config.numKvHeads * config.headDim}));
+        QCOMPARE(tensors.at("blk.1.attn_v.bias").at("type").get<int>(), 0);
+    }
+
+    // The tokenizer transformers builds from the file encodes like HF tokenizers on tokenizer.json
+    // and like ours.
+    for (size_t i = 0; i < kBpeTexts.size(); ++i) {
+        const auto gguf = r.at("gguf_ids").at(i).get<std::vector<int32_t>>();
+        const auto hf = r.at("hf_ids").at(i).get<std::vector<int32_t>>();
+        QCOMPARE(gguf, hf);
+        QCOMPARE(ours->encode(kBpeTexts[i], true), hf);
     }
 }
 
