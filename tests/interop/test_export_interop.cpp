@@ -12,6 +12,8 @@
 
 #include <QtTest>
 
+#include "interop/oracle_util.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -25,28 +27,9 @@ const char* const kSentence =
     "Once upon a time, a little girl named Lily found a big red ball in the park.";
 constexpr size_t kTokens = 12;
 
-// Runs the oracle script; returns its stdout, or sets *error to why it failed.
 QByteArray runOracle(const QStringList& args, QString* error)
 {
-    QProcess p;
-    p.setProcessChannelMode(QProcess::SeparateChannels);
-    // Tiny models: one thread is fastest, and spinning OpenMP threads crawl on a busy 2-core
-    // machine.
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(TB_PYTHON),
-            QStringList{QStringLiteral(TB_SOURCE_DIR "/tests/interop/export_oracle.py")} + args);
-    if (!p.waitForFinished(300000)) {
-        *error = QStringLiteral("export_oracle.py %1 did not finish").arg(args.value(0));
-        return {};
-    }
-    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
-        *error = QStringLiteral("export_oracle.py %1 failed:\n%2")
-                     .arg(args.value(0), QString::fromUtf8(p.readAllStandardError()));
-        return {};
-    }
-    return p.readAllStandardOutput();
+    return tbtest::runOracleScript(QStringLiteral("export_oracle.py"), args, error);
 }
 
 // The message of the tb::Error an export throws, or "" when it succeeds.
@@ -119,19 +102,7 @@ class TestExportInterop : public QObject {
 std::string TestExportInterop::train(const char* example, const std::string& name,
                                      std::vector<std::string> overrides)
 {
-    overrides.insert(overrides.begin(),
-                     {"output_dir=" + path(QStringLiteral("runs")), "name=" + name, "device=cpu",
-                      "max_steps=4", "batch_size=8", "optim.warmup_steps=0",
-                      "optim.schedule=constant", "eval_every=0", "data.general_file=", "seed=3"});
-    tb::TrainConfig config = tb::loadTrainConfig(
-        std::string(TB_SOURCE_DIR "/datasets/examples/") + example + "-tiny.json", overrides);
-    tb::TrainingJob job(config, nullptr);
-    job.runHere();
-    if (job.state() != tb::JobState::Finished) {
-        m_trainErrors += QString::fromStdString(name + ": " + job.error() + "\n");
-        return {};
-    }
-    return job.summary().runDir;
+    return tbtest::trainTinyRun(path(QStringLiteral("runs")), example, name, std::move(overrides), &m_trainErrors);
 }
 
 void TestExportInterop::initTestCase()

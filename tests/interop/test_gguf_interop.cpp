@@ -16,6 +16,8 @@
 
 #include <QtTest>
 
+#include "interop/oracle_util.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -50,23 +52,7 @@ double toleranceFor(const std::string& dtype, double maxLogit)
 
 QByteArray runOracle(const QStringList& args, QString* error)
 {
-    QProcess p;
-    p.setProcessChannelMode(QProcess::SeparateChannels);
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(TB_PYTHON),
-            QStringList{QStringLiteral(TB_SOURCE_DIR "/tests/interop/gguf_oracle.py")} + args);
-    if (!p.waitForFinished(300000)) {
-        *error = QStringLiteral("gguf_oracle.py did not finish");
-        return {};
-    }
-    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
-        *error = QStringLiteral("gguf_oracle.py failed:\n%1")
-                     .arg(QString::fromUtf8(p.readAllStandardError()));
-        return {};
-    }
-    return p.readAllStandardOutput();
+    return tbtest::runOracleScript(QStringLiteral("gguf_oracle.py"), args, error);
 }
 
 std::string exportError(const std::string& runDir, const std::string& out)
@@ -125,19 +111,7 @@ class TestGgufInterop : public QObject {
 std::string TestGgufInterop::train(const char* example, const std::string& name,
                                    std::vector<std::string> overrides)
 {
-    overrides.insert(overrides.begin(),
-                     {"output_dir=" + path(QStringLiteral("runs")), "name=" + name, "device=cpu",
-                      "max_steps=4", "batch_size=8", "optim.warmup_steps=0",
-                      "optim.schedule=constant", "eval_every=0", "data.general_file=", "seed=3"});
-    tb::TrainConfig config = tb::loadTrainConfig(
-        std::string(TB_SOURCE_DIR "/datasets/examples/") + example + "-tiny.json", overrides);
-    tb::TrainingJob job(config, nullptr);
-    job.runHere();
-    if (job.state() != tb::JobState::Finished) {
-        m_trainErrors += QString::fromStdString(name + ": " + job.error() + "\n");
-        return {};
-    }
-    return job.summary().runDir;
+    return tbtest::trainTinyRun(path(QStringLiteral("runs")), example, name, std::move(overrides), &m_trainErrors);
 }
 
 void TestGgufInterop::initTestCase()
