@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <optional>
 #include <thread>
 
 namespace tb {
@@ -66,6 +68,39 @@ public:
 private:
     pcre2_code* m_code = nullptr;
     pcre2_match_data* m_match = nullptr;
+};
+
+// Forwards to a tokenizer and remembers, for one record at a time, the ids of each text it encoded: the
+// rendered training text and the per-field counts share texts (a response is both a segment and a field),
+// so each is encoded once.
+class RecordMemoTokenizer : public Tokenizer {
+public:
+    explicit RecordMemoTokenizer(const Tokenizer& inner) : m_inner(inner)
+    {
+        m_bosId = inner.bosId();
+        m_eosId = inner.eosId();
+    }
+    void nextRecord() { m_memo.clear(); }
+    std::vector<int32_t> encode(const std::string& text, bool addSpecial) const override
+    {
+        auto& slot = m_memo[std::make_pair(text, addSpecial)];
+        if (!slot)
+            slot = m_inner.encode(text, addSpecial);
+        return *slot;
+    }
+    std::string decode(const std::vector<int32_t>& ids, bool skipSpecial) const override
+    {
+        return m_inner.decode(ids, skipSpecial);
+    }
+    int32_t vocabSize() const override { return m_inner.vocabSize(); }
+    std::string idToPiece(int32_t id) const override { return m_inner.idToPiece(id); }
+    std::optional<int32_t> pieceToId(const std::string& piece) const override { return m_inner.pieceToId(piece); }
+    bool isSpecial(int32_t id) const override { return m_inner.isSpecial(id); }
+    std::string kind() const override { return m_inner.kind(); }
+
+private:
+    const Tokenizer& m_inner;
+    mutable std::map<std::pair<std::string, bool>, std::optional<std::vector<int32_t>>> m_memo;
 };
 
 } // namespace
@@ -236,14 +271,16 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
     std::vector<std::string> errors(workers);
     auto work = [&](unsigned w) {
         try {
+            RecordMemoTokenizer memo(*tokenizer);  // one per worker: the memo is not shared
             for (size_t k = w; k < todo.size() && !cancelled; k += workers) {
                 const StoredRecord& r = records[todo[k]];
                 DataStore::TokenCount& c = counts[k];
+                memo.nextRecord();
                 c.recordId = r.id;
-                c.total = int64_t(tokenizeExample(*tokenizer, recordToExample(r.kind, r.fields), options).ids.size());
+                c.total = int64_t(tokenizeExample(memo, recordToExample(r.kind, r.fields), options).ids.size());
                 c.perField = json::object();
                 for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields))
-                    c.perField[field] = int64_t(tokenizer->encode(text, false).size());
+                    c.perField[field] = int64_t(memo.encode(text, false).size());
                 ++done;
             }
         } catch (const std::exception& e) {
