@@ -32,7 +32,7 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path, con
                 n.split = split;
                 sink(n);
             }, progress);
-        });
+        }, "import", &report.operationId);
     } catch (...) {
         // Nothing of the records was committed; drop the orphan source entry too.
         store.removeSource(report.sourceId);
@@ -40,8 +40,6 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path, con
     }
     store.setSource(report.sourceId, importFormatName(report.summary.format), report.summary.imported,
                     int64_t(report.summary.rejected.size()));
-    const auto ops = store.operations();
-    report.operationId = ops.empty() ? 0 : ops.back().id;
     return report;
 }
 

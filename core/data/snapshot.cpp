@@ -163,9 +163,13 @@ SnapshotInfo findSnapshot(const DataStore& store, const std::string& id)
 
 namespace {
 
-std::string contentOf(const DataStore& store, const std::string& id, std::vector<SnapshotRecord>* records)
+// The frozen JSONL of a snapshot, its hash checked; *info (when given) gets the snapshot's entry.
+std::string contentOf(const DataStore& store, const std::string& id, std::vector<SnapshotRecord>* records,
+                      SnapshotInfo* infoOut = nullptr)
 {
     const SnapshotInfo info = findSnapshot(store, id);
+    if (infoOut)
+        *infoOut = info;
     sql::Statement st(store.database(),
                       "SELECT record_id, kind, line FROM snapshot_records WHERE snapshot_id = ? ORDER BY position");
     st.bind(1, id);
@@ -189,10 +193,10 @@ std::string contentOf(const DataStore& store, const std::string& id, std::vector
 
 } // namespace
 
-std::vector<SnapshotRecord> snapshotRecords(const DataStore& store, const std::string& id)
+std::vector<SnapshotRecord> snapshotRecords(const DataStore& store, const std::string& id, SnapshotInfo* info)
 {
     std::vector<SnapshotRecord> records;
-    contentOf(store, id, &records);
+    contentOf(store, id, &records, info);
     return records;
 }
 
@@ -203,8 +207,8 @@ std::string snapshotJsonl(const DataStore& store, const std::string& id)
 
 std::string exportSnapshot(const DataStore& store, const std::string& id, const std::string& dir)
 {
-    const std::string content = snapshotJsonl(store, id);
-    const SnapshotInfo info = findSnapshot(store, id);
+    SnapshotInfo info;
+    const std::string content = contentOf(store, id, nullptr, &info);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec)

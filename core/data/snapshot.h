@@ -45,7 +45,8 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options);
 std::vector<SnapshotInfo> listSnapshots(const DataStore& store);
 SnapshotInfo findSnapshot(const DataStore& store, const std::string& id);  // throws naming the known ids
 // The frozen records; verifies the content hash against the manifest (a tampered store is an error).
-std::vector<SnapshotRecord> snapshotRecords(const DataStore& store, const std::string& id);
+// *info, when given, gets the snapshot's entry.
+std::vector<SnapshotRecord> snapshotRecords(const DataStore& store, const std::string& id, SnapshotInfo* info = nullptr);
 // The JSONL bytes: one object per line, the record's fields plus "record_id".
 std::string snapshotJsonl(const DataStore& store, const std::string& id);
 // Writes DIR/<id>.jsonl and DIR/<id>.manifest.json atomically; returns the JSONL path.

@@ -248,8 +248,8 @@ void DataStore::removeSource(int64_t sourceId)
     st.run();
 }
 
-int64_t DataStore::insertRecords(int64_t sourceId, const std::string& who,
-                                 const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
+DataStore::Inserted DataStore::insertRecords(int64_t sourceId, const std::string& who,
+                                             const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
                                  const std::string& operationKind, const json& params, const std::vector<Change>& changes)
 {
     sql::Transaction tx(*m_db);
@@ -293,41 +293,40 @@ int64_t DataStore::insertRecords(int64_t sourceId, const std::string& who,
     for (const Change& c : changes)
         writeChange(op, who, at, c);
     tx.commit();
-    m_lastFirstId = firstId;
-    return count;
+    return Inserted{count, firstId, op};
 }
 
 int64_t DataStore::addRecordsStreaming(int64_t sourceId, const std::string& who,
                                        const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
-                                       const std::string& operationKind)
+                                       const std::string& operationKind, int64_t* operationId)
 {
-    return insertRecords(sourceId, who, produce, operationKind, json::object(), {});
+    const Inserted inserted = insertRecords(sourceId, who, produce, operationKind, json::object(), {});
+    if (operationId)
+        *operationId = inserted.operationId;
+    return inserted.count;
 }
 
 int64_t DataStore::addRecordsWithChanges(const std::vector<NewRecord>& records, const std::string& who,
                                          const std::string& operationKind, const json& params,
                                          const std::vector<Change>& changes)
 {
-    insertRecords(0, who, [&](const auto& sink) {
+    return insertRecords(0, who, [&](const auto& sink) {
         for (const NewRecord& r : records)
             sink(r);
-    }, operationKind, params, changes);
-    const auto ops = operations();
-    return ops.back().id;
+    }, operationKind, params, changes).operationId;
 }
 
 std::vector<int64_t> DataStore::addRecords(const std::vector<NewRecord>& records, int64_t sourceId,
                                            const std::string& who, const std::string& operationKind)
 {
-    const int64_t n = addRecordsStreaming(sourceId, who, [&](const auto& sink) {
+    const Inserted inserted = insertRecords(sourceId, who, [&](const auto& sink) {
         for (const NewRecord& r : records)
             sink(r);
-    }, operationKind);
+    }, operationKind, json::object(), {});
     // Ids of one transaction's inserts are consecutive: nothing else writes inside it.
-    const int64_t first = m_lastFirstId;
-    std::vector<int64_t> ids(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-        ids[size_t(i)] = first + i;
+    std::vector<int64_t> ids(static_cast<size_t>(inserted.count));
+    for (int64_t i = 0; i < inserted.count; ++i)
+        ids[size_t(i)] = inserted.firstId + i;
     return ids;
 }
 

@@ -148,11 +148,12 @@ public:
     std::vector<int64_t> addRecords(const std::vector<NewRecord>& records, int64_t sourceId, const std::string& who,
                                     const std::string& operationKind = "import");
     // Streaming variant for large imports: `produce` is called with a sink until it returns; the whole
-    // import is still one transaction. Returns the number of records inserted.
+    // import is still one transaction. Returns the number of records inserted; *operationId, when given,
+    // gets the import's operation.
     struct Change;
     int64_t addRecordsStreaming(int64_t sourceId, const std::string& who,
                                 const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
-                                const std::string& operationKind = "import");
+                                const std::string& operationKind = "import", int64_t* operationId = nullptr);
     // Inserts records and applies changes to existing ones as ONE operation and transaction (chunking:
     // new chunk records in, their originals removed; undo reverses both).
     int64_t addRecordsWithChanges(const std::vector<NewRecord>& records, const std::string& who,
@@ -221,7 +222,12 @@ private:
     int64_t insertOperation(const std::string& kind, const std::string& who, const nlohmann::json& params,
                             const nlohmann::json& summary);
     void writeChange(int64_t operationId, const std::string& who, const std::string& at, const Change& change);
-    int64_t insertRecords(int64_t sourceId, const std::string& who,
+    struct Inserted {
+        int64_t count = 0;
+        int64_t firstId = 0;  // ids of one transaction's inserts are consecutive
+        int64_t operationId = 0;
+    };
+    Inserted insertRecords(int64_t sourceId, const std::string& who,
                           const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
                           const std::string& operationKind, const nlohmann::json& params,
                           const std::vector<Change>& changes);
@@ -229,7 +235,6 @@ private:
 
     std::unique_ptr<sql::Database> m_db;
     std::string m_path;
-    int64_t m_lastFirstId = 0;
 };
 
 } // namespace tb

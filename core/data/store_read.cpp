@@ -97,28 +97,31 @@ json parseOrNull(const sql::Statement& st, int column)
     return st.isNull(column) ? json() : json::parse(st.text(column));
 }
 
+// "<select> FROM records r ..." with the query's filter (and, when ordered, its order and page), bound.
+sql::Statement recordStatement(sql::Database& db, const std::string& selectFrom, const RecordQuery& query,
+                               bool ordered)
+{
+    std::vector<std::string> binds;
+    sql::Statement st(db, selectFrom + whereClause(query, binds) + (ordered ? orderClause(query) : std::string()));
+    for (size_t i = 0; i < binds.size(); ++i)
+        st.bind(int(i + 1), binds[i]);
+    return st;
+}
+
 } // namespace
 
 int64_t DataStore::count(const RecordQuery& query) const
 {
-    std::vector<std::string> binds;
-    const std::string sqlText = "SELECT count(*) FROM records r" + whereClause(query, binds);
-    sql::Statement st(*m_db, sqlText);
-    for (size_t i = 0; i < binds.size(); ++i)
-        st.bind(int(i + 1), binds[i]);
+    sql::Statement st = recordStatement(*m_db, "SELECT count(*) FROM records r", query, false);
     st.step();
     return st.int64(0);
 }
 
 void DataStore::forEach(const RecordQuery& query, const std::function<bool(const StoredRecord&)>& visit) const
 {
-    std::vector<std::string> binds;
-    const std::string sqlText = std::string("SELECT ") + kRecordColumns +
-                                " FROM records r LEFT JOIN sources s ON s.id = r.source_id" +
-                                whereClause(query, binds) + orderClause(query);
-    sql::Statement st(*m_db, sqlText);
-    for (size_t i = 0; i < binds.size(); ++i)
-        st.bind(int(i + 1), binds[i]);
+    sql::Statement st = recordStatement(
+        *m_db, std::string("SELECT ") + kRecordColumns + " FROM records r LEFT JOIN sources s ON s.id = r.source_id",
+        query, true);
     while (st.step())
         if (!visit(readRecord(st)))
             break;
@@ -136,11 +139,7 @@ std::vector<StoredRecord> DataStore::records(const RecordQuery& query) const
 
 std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 {
-    std::vector<std::string> binds;
-    const std::string sqlText = "SELECT r.id FROM records r" + whereClause(query, binds) + orderClause(query);
-    sql::Statement st(*m_db, sqlText);
-    for (size_t i = 0; i < binds.size(); ++i)
-        st.bind(int(i + 1), binds[i]);
+    sql::Statement st = recordStatement(*m_db, "SELECT r.id FROM records r", query, true);
     std::vector<int64_t> ids;
     while (st.step())
         ids.push_back(st.int64(0));
@@ -149,14 +148,10 @@ std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 
 std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 {
-    std::vector<std::string> binds;
-    const std::string sqlText = "SELECT r.field_tokens FROM records r" + whereClause(query, binds) + orderClause(query);
-    sql::Statement st(*m_db, sqlText);
-    for (size_t i = 0; i < binds.size(); ++i)
-        st.bind(int(i + 1), binds[i]);
+    sql::Statement st = recordStatement(*m_db, "SELECT r.field_tokens FROM records r", query, true);
     std::vector<json> out;
     while (st.step())
-        out.push_back(st.isNull(0) ? json() : json::parse(st.text(0)));
+        out.push_back(parseOrNull(st, 0));
     return out;
 }
 

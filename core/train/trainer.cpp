@@ -125,9 +125,10 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
     std::unique_ptr<DataStore> store;
     std::string hashInput;
     auto fromSnapshot = [&](const std::string& role, const std::string& id) {
-        const SnapshotInfo info = findSnapshot(*store, id);
+        SnapshotInfo info;
+        const std::vector<SnapshotRecord> records = snapshotRecords(*store, id, &info);
         std::vector<Example> examples;
-        for (const SnapshotRecord& r : snapshotRecords(*store, id)) {
+        for (const SnapshotRecord& r : records) {
             examples.push_back(recordToExample(r.kind, r.fields));
             examples.back().source = store->path() + "#" + id + ":record " + std::to_string(r.recordId);
         }
