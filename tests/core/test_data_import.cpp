@@ -12,6 +12,8 @@
 
 #include <QtTest>
 
+#include "test_util.h"
+
 #include <fstream>
 #include <sys/resource.h>
 
@@ -22,21 +24,11 @@ using tb::ImportSummary;
 
 namespace {
 
+using tbtest::contains;
+using tbtest::writeText;
+
 const std::string kModel = TB_SOURCE_DIR "/datasets/models/stories260k";
 const std::string kTiny = TB_SOURCE_DIR "/datasets/tiny";
-
-std::string writeText(const QTemporaryDir& dir, const char* name, const std::string& text)
-{
-    const std::string path = dir.filePath(QString::fromUtf8(name)).toStdString();
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    return path;
-}
-
-bool contains(const std::string& text, const std::string& part)
-{
-    return text.find(part) != std::string::npos;
-}
 
 struct Imported {
     ImportSummary summary;

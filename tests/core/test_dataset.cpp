@@ -6,6 +6,8 @@
 
 #include <QtTest>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <fstream>
 #include <numeric>
@@ -18,16 +20,11 @@ using tb::TokenizedExample;
 
 namespace {
 
+using tbtest::contains;
+using tbtest::writeText;
+
 const std::string kModel = TB_SOURCE_DIR "/datasets/models/stories260k";
 const std::string kTiny = TB_SOURCE_DIR "/datasets/tiny";
-
-std::string writeText(const QTemporaryDir& dir, const char* name, const std::string& text)
-{
-    const std::string path = dir.filePath(QString::fromUtf8(name)).toStdString();
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    return path;
-}
 
 // The tb::Error message of reading `path`, or "" when it reads.
 std::string readError(const std::string& path, ExampleFormat format = ExampleFormat::Auto)
@@ -38,11 +35,6 @@ std::string readError(const std::string& path, ExampleFormat format = ExampleFor
         return e.what();
     }
     return "";
-}
-
-bool contains(const std::string& text, const std::string& part)
-{
-    return text.find(part) != std::string::npos;
 }
 
 std::vector<int32_t> concat(std::initializer_list<std::vector<int32_t>> parts)
