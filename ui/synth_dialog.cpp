@@ -82,9 +82,8 @@ SynthRequest SynthDialog::request(const QString& modelDir) const
     r.options.promptTemplate = m_template->toPlainText().toStdString();
     // The run's template, when it names one; the model's own otherwise (plain when it has none).
     const std::string chat = m_chatTemplate.toStdString();
-    r.options.chatTemplate = chat == "auto" ? chatTemplateName(detectChatTemplateForModel(modelDir.toStdString())
-                                                                   .value_or(ChatTemplateFamily::Plain))
-                                            : chat;
+    const auto family = chatTemplateOrPlain(chat, modelDir.toStdString());
+    r.options.chatTemplate = family ? chatTemplateName(*family) : chat;  // generateSynthetic names a bad one
     r.options.generate.maxNewTokens = m_maxTokens->value();
     r.options.generate.greedy = m_temperature->value() == 0;
     r.options.generate.temperature = m_temperature->value();

@@ -505,7 +505,9 @@ int cmdSynth(const Args& args, std::ostream& out, std::ostream& err)
     SynthOptions o;
     o.promptTemplate = args.value("template", "");
     o.perSeed = int(args.integer("per-seed", 1));
-    o.chatTemplate = args.value("chat-template", chatTemplateName(detectChatTemplateForModel(modelDir).value_or(ChatTemplateFamily::Plain)));
+    const std::string chat = args.value("chat-template", "auto");
+    const auto family = chatTemplateOrPlain(chat, modelDir);
+    o.chatTemplate = family ? chatTemplateName(*family) : chat;  // an unknown name is reported by generateSynthetic
     o.generate.maxNewTokens = int(args.integer("max-new-tokens", 64));
     o.generate.temperature = args.number("temperature", 0.8);
     o.generate.topP = args.number("top-p", 0.95);

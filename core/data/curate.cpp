@@ -234,15 +234,10 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
     TokenizeOptions options;
     options.maxLength = 1 << 30;  // count everything; truncation is what the report measures
     TokenStatsReport report;
-    if (chatTemplate == "auto") {
-        const auto family = detectChatTemplateForModel(modelDir);
-        options.family = family.value_or(ChatTemplateFamily::Plain);
-    } else {
-        const auto family = parseChatTemplateName(chatTemplate);
-        if (!family)
-            fail("data stats: chat template \"", chatTemplate, "\" (allowed: auto, chatml, llama3, inst, alpaca, plain)");
-        options.family = *family;
-    }
+    const auto family = chatTemplateOrPlain(chatTemplate, modelDir);
+    if (!family)
+        fail("data stats: chat template \"", chatTemplate, "\" (allowed: auto, chatml, llama3, inst, alpaca, plain)");
+    options.family = *family;
     report.chatTemplate = chatTemplateName(options.family);
     report.maxLength = maxLength;
     // Counts depend on the tokenizer and the template: a different pair recounts everything.

@@ -265,4 +265,11 @@ std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& 
     return detectChatTemplate(*jinja);
 }
 
+std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name, const std::string& modelDir)
+{
+    if (name == "auto")
+        return detectChatTemplateForModel(modelDir).value_or(ChatTemplateFamily::Plain);
+    return parseChatTemplateName(name);
+}
+
 } // namespace tb
