@@ -354,7 +354,8 @@ void Trainer::restore(const CheckpointLoad& checkpoint)
     if (s.contains("initial_val_loss") && !s["initial_val_loss"].is_null())
         m_initialValLoss = s["initial_val_loss"].get<double>();
     m_lastLoss = s.value("last_loss", 0.0);
-    m_lossScale = s.value("loss_scale", 65536.0);
+    if (s.contains("loss_scale"))
+        m_scaler.restore(s["loss_scale"]);
     m_order = epochOrder(static_cast<int64_t>(m_data.train.sequences.size()), m_config.seed, m_epoch);
     m_store->truncateMetrics(m_step);
     m_job.m_summary.resumedFrom = checkpoint.dir;
@@ -374,7 +375,7 @@ nlohmann::json Trainer::positionState() const
             {"general_base", m_generalBase ? nlohmann::json(*m_generalBase) : nlohmann::json()},
             {"initial_val_loss", m_initialValLoss ? nlohmann::json(*m_initialValLoss) : nlohmann::json()},
             {"last_loss", m_lastLoss},
-            {"loss_scale", m_lossScale}};
+            {"loss_scale", m_scaler.state()}};
 }
 
 void Trainer::save()
@@ -501,7 +502,7 @@ bool Trainer::step()
                 penalty = penalty + p.pow(2).sum();
             loss = loss + m_config.optim.l2 * penalty;
         }
-        (fp16 ? loss * m_lossScale : loss).backward();
+        (fp16 ? loss * m_scaler.scale() : loss).backward();
         if (i == 0)
             m_memBackward = memoryNow();
     }
@@ -509,7 +510,7 @@ bool Trainer::step()
         torch::NoGradGuard noGrad;
         for (const auto& [name, p] : m_optimizer->params())
             if (p.grad().defined())
-                p.grad().div_(m_lossScale);
+                p.grad().div_(m_scaler.scale());
     }
     m_gradientBytes = 0;
     for (const auto& [name, p] : m_optimizer->params())
@@ -519,23 +520,31 @@ bool Trainer::step()
 
     // Divergence guard: never apply an update computed from a NaN/Inf loss or gradient, or a spike.
     std::optional<Diagnosis> diagnosis;
-    if (!std::isfinite(gradNorm) && fp16 && std::isfinite(lossValue)) {
-        m_lossScale /= 2;  // fp16 overflow: skip this update with a smaller scale, as dynamic scaling does
-        m_goodSteps = 0;
-        m_optimizer->zeroGrad();
-        if (m_events)
-            m_events->onWarning("fp16 gradient overflow at step " + std::to_string(m_step + 1) +
-                                ": update skipped, loss scale now " + std::to_string(m_lossScale));
-        return true;
+    if (fp16 && std::isfinite(lossValue)) {
+        const double scale = m_scaler.scale();
+        const auto outcome = m_scaler.update(std::isfinite(gradNorm));
+        if (outcome == DynamicLossScaler::Outcome::Skipped) {
+            m_optimizer->zeroGrad();  // fp16 overflow: skip this update and retry with a smaller scale
+            if (m_events)
+                m_events->onWarning("fp16 gradient overflow at step " + std::to_string(m_step + 1) + " (loss scale " +
+                                    std::to_string(scale) + "): update skipped, loss scale now " +
+                                    std::to_string(m_scaler.scale()));
+            return true;
+        }
+        if (outcome == DynamicLossScaler::Outcome::Exhausted)
+            diagnosis = Diagnosis{m_step + 1, "fp16 gradients overflow even at loss scale 1", gradNorm,
+                                  "the gradients exceed fp16's range (65504) without any scaling",
+                                  "use precision bf16 (same memory, fp32's range) or fp32, or lower optim.lr"};
     }
-    if (!std::isfinite(lossValue) || !std::isfinite(gradNorm)) {
+    if (!diagnosis && (!std::isfinite(lossValue) || !std::isfinite(gradNorm))) {
         diagnosis = Diagnosis{m_step + 1, !std::isfinite(lossValue) ? "loss is not finite" : "gradient norm is not finite",
                               !std::isfinite(lossValue) ? lossValue : gradNorm,
                               "the learning rate is too high for this model and data, or the data holds a "
                               "degenerate example",
                               "lower optim.lr (e.g. by 10x), keep optim.clip_norm at 1.0, check the examples "
                               "around this step, or use fp32"};
-    } else if (m_config.spikeFactor > 0 && static_cast<int>(m_recentLosses.size()) >= m_config.spikeWindow) {
+    } else if (!diagnosis && m_config.spikeFactor > 0 &&
+               static_cast<int>(m_recentLosses.size()) >= m_config.spikeWindow) {
         const double mean = std::accumulate(m_recentLosses.begin(), m_recentLosses.end(), 0.0) /
                             static_cast<double>(m_recentLosses.size());
         if (lossValue > m_config.spikeFactor * mean) {
@@ -563,8 +572,6 @@ bool Trainer::step()
     m_memStepPeak = memorySnapshot(m_deviceName).peak;
     if (m_optimizer->steps() == 1)
         reportMemory(micro.front().width);
-    if (fp16 && ++m_goodSteps % 2000 == 0)
-        m_lossScale *= 2;
     ++m_step;
     m_tokensSeen += tokens;
     if (!m_initialLoss)

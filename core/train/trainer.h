@@ -6,6 +6,7 @@
 #include "tokenizer/tokenizer.h"
 #include "train/dataset.h"
 #include "train/job.h"
+#include "train/loss_scaler.h"
 #include "train/optimizer.h"
 #include "train/run_store.h"
 
@@ -87,8 +88,7 @@ private:
     std::string m_deviceName;     // for memory snapshots: "cpu", "cuda:0"
     int64_t m_gradientBytes = 0;
     int64_t m_memLoad = 0, m_memForward = 0, m_memBackward = 0, m_memOptimizer = 0, m_memStepPeak = 0;
-    double m_lossScale = 65536.0;  // fp16 dynamic loss scaling
-    int64_t m_goodSteps = 0;
+    DynamicLossScaler m_scaler;  // fp16 only
     double m_trainSeconds = 0;
     int64_t m_trainTokens = 0;
 };

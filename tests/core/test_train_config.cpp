@@ -1,5 +1,6 @@
 // TrainConfig: round trip through toJson, one case per validation rule (the message names the key),
 // overrides, relative paths, and learning-rate schedules against closed-form values.
+#include "train/loss_scaler.h"
 #include "train/train_config.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -96,6 +97,8 @@ class TestTrainConfig : public QObject {
     void scheduleWarmupRatio();
     void plannedStepsArithmetic();
     void storeSnapshots();
+    void lossScalerRules();
+    void lossScalerState();
 
   private:
     QTemporaryDir m_dir;
@@ -538,6 +541,67 @@ void TestTrainConfig::plannedStepsArithmetic()
     QCOMPARE(tb::plannedSteps(c, 0), int64_t(1)); // at least one step
     c.maxSteps = 42;
     QCOMPARE(tb::plannedSteps(c, 161), int64_t(42));
+}
+
+// fp16 dynamic loss scaling: halve and skip on overflow, double after growthInterval finite steps in a row
+// (an overflow restarts the count), and give up at the floor instead of skipping forever.
+void TestTrainConfig::lossScalerRules()
+{
+    using Outcome = tb::DynamicLossScaler::Outcome;
+    tb::DynamicLossScaler defaults;
+    QCOMPARE(defaults.scale(), 65536.0);
+
+    tb::DynamicLossScaler s(tb::LossScalerOptions{1024.0, 2.0, 0.5, 3, 1.0});
+    QVERIFY(s.update(true) == Outcome::Applied);
+    QVERIFY(s.update(true) == Outcome::Applied);
+    QCOMPARE(s.scale(), 1024.0);  // two good steps: not yet
+    QVERIFY(s.update(false) == Outcome::Skipped);
+    QCOMPARE(s.scale(), 512.0);
+    QCOMPARE(s.goodSteps(), int64_t{0});
+    for (int i = 0; i < 2; ++i)
+        QVERIFY(s.update(true) == Outcome::Applied);
+    QCOMPARE(s.scale(), 512.0);  // the overflow restarted the count
+    QVERIFY(s.update(true) == Outcome::Applied);
+    QCOMPARE(s.scale(), 1024.0);  // third good step in a row
+    for (int i = 0; i < 6; ++i)
+        s.update(true);
+    QCOMPARE(s.scale(), 4096.0);  // 1024 * 2^(6/3)
+
+    // 4096 -> 1 takes 12 backoffs; the 13th overflow at the floor ends the run.
+    for (int i = 0; i < 12; ++i)
+        QVERIFY(s.update(false) == Outcome::Skipped);
+    QCOMPARE(s.scale(), 1.0);
+    QVERIFY(s.update(false) == Outcome::Exhausted);
+    QCOMPARE(s.skippedSteps(), int64_t{14});
+    QVERIFY(s.update(true) == Outcome::Applied);  // a later finite step still applies
+}
+
+// Checkpointed state restores the count toward the next growth (exact resume), and an older run's bare
+// number restores the scale.
+void TestTrainConfig::lossScalerState()
+{
+    tb::LossScalerOptions options{256.0, 2.0, 0.5, 4, 1.0};
+    tb::DynamicLossScaler a(options);
+    a.update(true);
+    a.update(false);
+    a.update(true);
+    a.update(true);
+    const json state = json::parse(a.state().dump());
+    tb::DynamicLossScaler b(options);
+    b.restore(state);
+    QCOMPARE(b.scale(), 128.0);
+    QCOMPARE(b.goodSteps(), int64_t{2});
+    for (int i = 0; i < 2; ++i) {
+        a.update(true);
+        b.update(true);
+    }
+    QCOMPARE(a.scale(), 256.0);
+    QCOMPARE(b.scale(), a.scale());
+
+    tb::DynamicLossScaler old(options);
+    old.restore(json(2048.0));
+    QCOMPARE(old.scale(), 2048.0);
+    QCOMPARE(old.goodSteps(), int64_t{0});
 }
 
 QTEST_GUILESS_MAIN(TestTrainConfig)
