@@ -100,6 +100,8 @@ private:
     QString ensureAnnotator(bool ask);
     QString modelDir() const;
     void updateCount();
+    // Once the table's ids arrive: select the record `id` when still listed, else row `row` (clamped).
+    void afterIds();
 
     StudioState* m_state = nullptr;
     std::unique_ptr<DataStore> m_store;
@@ -128,6 +130,11 @@ private:
     QTimer* m_panelDelay = nullptr;
     QString m_annotator;
     bool m_triedDefault = false;
+    struct Reselect {
+        qint64 id = 0;
+        int row = 0;
+    };
+    std::optional<Reselect> m_reselect;  // what to select when the table's ids arrive
 };
 
 } // namespace tb

@@ -4,6 +4,7 @@
 #include <QColor>
 #include <QFont>
 #include <QLocale>
+#include <QPointer>
 
 #include <algorithm>
 #include <exception>
@@ -33,44 +34,104 @@ void RecordTableModel::setStore(const DataStore* store)
 {
     beginResetModel();
     m_store = store;
-    invalidate();
+    m_ids.clear();  // another store's ids mean nothing here: empty until this one's arrive
+    dropPages();
     endResetModel();
+    requestIds(true);
 }
 
 void RecordTableModel::setFilter(const RecordQuery& filter)
 {
-    beginResetModel();
     m_filter = filter;
-    invalidate();
-    endResetModel();
+    requestIds(true);
 }
 
 void RecordTableModel::refresh()
 {
-    beginResetModel();
-    invalidate();
-    endResetModel();
+    requestIds(true);
 }
 
-void RecordTableModel::invalidate()
+void RecordTableModel::dropPages()
 {
     m_pages.clear();
     m_lru.clear();
-    m_ids.clear();
-    if (!m_store)
+}
+
+RecordQuery RecordTableModel::idQuery() const
+{
+    RecordQuery q = m_filter;
+    q.order = m_order;
+    q.descending = m_descending;
+    q.offset = 0;
+    q.limit = -1;
+    return q;
+}
+
+void RecordTableModel::requestIds(bool reset)
+{
+    // A reorder requested while a reset is still on its way must apply as a reset: the rows may differ.
+    const bool asReset = reset || m_pending == Pending::Reset;
+    const uint64_t generation = ++m_generation;
+    if (!m_store) {
+        m_pending = Pending::None;
+        applyIds({}, true);
         return;
-    try {
-        RecordQuery q = m_filter;
-        q.order = m_order;
-        q.descending = m_descending;
-        q.offset = 0;
-        q.limit = -1;
-        m_ids = m_store->recordIds(q);
-        if (m_ids.size() > size_t(INT32_MAX))
-            m_ids.resize(size_t(INT32_MAX));
-    } catch (const std::exception&) {
-        m_ids.clear();  // an unreadable store shows as empty; the page reports the error when it opens it
     }
+    if (!m_loader) {
+        std::vector<int64_t> ids;
+        try {
+            ids = m_store->recordIds(idQuery());
+        } catch (const std::exception&) {
+            ids.clear();  // an unreadable store shows as empty; the page reports the error when it opens it
+        }
+        m_pending = Pending::None;
+        applyIds(std::move(ids), asReset);
+        return;
+    }
+    m_pending = asReset ? Pending::Reset : Pending::Reorder;
+    QPointer<RecordTableModel> self(this);
+    m_loader(idQuery(), [self, generation, asReset](std::vector<int64_t> ids) {
+        if (!self || generation != self->m_generation)
+            return;  // superseded, or the model is gone
+        self->m_pending = Pending::None;
+        self->applyIds(std::move(ids), asReset);
+    });
+}
+
+void RecordTableModel::applyIds(std::vector<int64_t> ids, bool reset)
+{
+    if (ids.size() > size_t(INT32_MAX))
+        ids.resize(size_t(INT32_MAX));
+    if (reset || ids.size() != m_ids.size()) {
+        beginResetModel();
+        m_ids = std::move(ids);
+        dropPages();
+        endResetModel();
+        Q_EMIT idsLoaded();
+        return;
+    }
+    // The same records in a new order: anything holding an index (the selection) follows its record.
+    Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
+    const QModelIndexList before = persistentIndexList();
+    std::vector<int64_t> idsBefore;
+    for (const QModelIndex& i : before)
+        idsBefore.push_back(idAt(i.row()));
+    m_ids = std::move(ids);
+    dropPages();
+    QModelIndexList after;
+    if (!before.isEmpty()) {
+        std::unordered_map<int64_t, int> rowOfId;
+        rowOfId.reserve(m_ids.size());
+        for (size_t row = 0; row < m_ids.size(); ++row)
+            rowOfId.emplace(m_ids[row], int(row));
+        for (qsizetype k = 0; k < before.size(); ++k) {
+            const auto it = rowOfId.find(idsBefore[size_t(k)]);
+            after << (it == rowOfId.end() ? QModelIndex() : index(it->second, before[k].column()));
+        }
+    }
+    changePersistentIndexList(before, after);
+    Q_EMIT layoutChanged({}, QAbstractItemModel::VerticalSortHint);
+    Q_EMIT idsLoaded();
 }
 
 void RecordTableModel::refreshRecord(int64_t recordId)
@@ -291,28 +352,9 @@ void RecordTableModel::sort(int column, Qt::SortOrder order)
     const bool descending = order == Qt::DescendingOrder;
     if (o == m_order && descending == m_descending)
         return;
-    Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
-    const QModelIndexList before = persistentIndexList();
-    std::vector<int64_t> idsBefore;
-    for (const QModelIndex& i : before)
-        idsBefore.push_back(idAt(i.row()));
     m_order = o;
     m_descending = descending;
-    invalidate();  // the same records in the new order
-    // The selection (and anything else holding an index) follows its record to its new row.
-    QModelIndexList after;
-    if (!before.isEmpty()) {
-        std::unordered_map<int64_t, int> rowOfId;
-        rowOfId.reserve(m_ids.size());
-        for (size_t row = 0; row < m_ids.size(); ++row)
-            rowOfId.emplace(m_ids[row], int(row));
-        for (qsizetype k = 0; k < before.size(); ++k) {
-            const auto it = rowOfId.find(idsBefore[size_t(k)]);
-            after << (it == rowOfId.end() ? QModelIndex() : index(it->second, before[k].column()));
-        }
-    }
-    changePersistentIndexList(before, after);
-    Q_EMIT layoutChanged({}, QAbstractItemModel::VerticalSortHint);
+    requestIds(false);  // the same records in the new order
 }
 
 } // namespace tb

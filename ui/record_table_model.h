@@ -9,6 +9,7 @@
 #include <QAbstractTableModel>
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <optional>
 #include <unordered_map>
@@ -27,6 +28,15 @@ public:
     static constexpr int IdRole = Qt::UserRole;
 
     explicit RecordTableModel(QObject* parent = nullptr);
+
+    // Where the ordered ids of a filter or sort come from. Without a loader they are read on the calling
+    // thread. With one (the Data page hands the query to a worker with its own connection), the table keeps
+    // showing the previous rows until the ids arrive through `deliver` on the GUI thread; a newer request
+    // supersedes an older one, whose answer is dropped.
+    using IdLoader = std::function<void(const RecordQuery& query, std::function<void(std::vector<int64_t>)> deliver)>;
+    void setIdLoader(IdLoader loader) { m_loader = std::move(loader); }
+    // True while a filter, sort or refresh waits for its ids.
+    bool loading() const { return m_pending != Pending::None; }
 
     // The store read on the GUI thread (not owned; nullptr shows nothing). Resets the model.
     void setStore(const DataStore* store);
@@ -53,19 +63,32 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
     void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
 
+
     static QString statusText(ReviewStatus status);
     static QColor statusColor(ReviewStatus status);  // invalid for pending
     static QString previewText(const StoredRecord& record, int maxChars = 160);
 
+Q_SIGNALS:
+    // The ids of the latest filter, sort or refresh are in place (emitted synchronously without a loader).
+    void idsLoaded();
+
 private:
+    enum class Pending { None, Reorder, Reset };
     const std::vector<StoredRecord>* page(int64_t index) const;
-    void invalidate();
+    RecordQuery idQuery() const;
+    // Asks for the ids again; `reset` when the set of rows may change (filter, refresh), else a reorder.
+    void requestIds(bool reset);
+    void applyIds(std::vector<int64_t> ids, bool reset);
+    void dropPages();
 
     const DataStore* m_store = nullptr;
     RecordQuery m_filter;
     RecordOrder m_order = RecordOrder::Id;
     bool m_descending = false;
     std::vector<int64_t> m_ids;  // the filtered records in display order
+    IdLoader m_loader;
+    Pending m_pending = Pending::None;
+    uint64_t m_generation = 0;  // of the latest id request; older answers are dropped
     // page index -> rows; m_lru front = most recently used page
     mutable std::unordered_map<int64_t, std::vector<StoredRecord>> m_pages;
     mutable std::list<int64_t> m_lru;

@@ -13,6 +13,7 @@
 #include "method_page.h"
 #include "model_page.h"
 #include "playground_page.h"
+#include "record_table_model.h"
 #include "studio_state.h"
 #include "train_page.h"
 #include "train_plots.h"
@@ -79,34 +80,38 @@ private:
     {
         // The example store in a throwaway folder, a few records reviewed by two annotators, token statistics.
         tb::DataPage* page = m_w->dataPage();
-        once(page, &tb::DataPage::storeOpened, [this, page] {
-            page->setAdvanceAfterDecision(true);
-            // (annotator, decisions for the first ten records: a accept, r reject); they disagree on one.
-            for (const auto& [name, decisions] : {std::pair{"ana", "aararaaara"}, std::pair{"ben", "aararaaaaa"}}) {
-                page->setAnnotator(QString::fromLatin1(name));
-                page->selectRow(0);
-                for (int i = 0; decisions[i]; ++i) {
-                    page->reviewCurrent(QString(), i % 5 + 1);
-                    page->reviewCurrent(decisions[i] == 'a' ? QStringLiteral("accept") : QStringLiteral("reject"));
-                }
-            }
-            page->selectRow(3);
-            page->sideTabs()->setCurrentWidget(page->statsPanel());
-            // A max length inside the distribution shows the truncated count; the run's 96 comes back after.
-            const int runMaxLength = page->statsPanel()->maxLength();
-            page->statsPanel()->setMaxLength(50);
-            once(page->jobs(), &tb::DataJobs::finished, [this, page, runMaxLength] {
-                later([this, page, runMaxLength] {
-                    shot(QStringLiteral("Data"), QStringLiteral("data.png"));
-                    page->statsPanel()->setMaxLength(runMaxLength);
-                    methodShot();
-                });
-            });
-            page->statsPanel()->compute();
-        });
+        // The table reads its ids on a worker: review once they are in.
+        once(page, &tb::DataPage::storeOpened,
+             [this, page] { once(page->model(), &tb::RecordTableModel::idsLoaded, [this, page] { reviewAndStats(page); }); });
         // Before the page is shown, so its first visit does not open the user's own store.
         page->openBundledStore(m_runs.path() + QStringLiteral("/tiny.tbstore"));
         m_w->showPage(QStringLiteral("Data"));
+    }
+    void reviewAndStats(tb::DataPage* page)
+    {
+        page->setAdvanceAfterDecision(true);
+        // (annotator, decisions for the first ten records: a accept, r reject); they disagree on one.
+        for (const auto& [name, decisions] : {std::pair{"ana", "aararaaara"}, std::pair{"ben", "aararaaaaa"}}) {
+            page->setAnnotator(QString::fromLatin1(name));
+            page->selectRow(0);
+            for (int i = 0; decisions[i]; ++i) {
+                page->reviewCurrent(QString(), i % 5 + 1);
+                page->reviewCurrent(decisions[i] == 'a' ? QStringLiteral("accept") : QStringLiteral("reject"));
+            }
+        }
+        page->selectRow(3);
+        page->sideTabs()->setCurrentWidget(page->statsPanel());
+        // A max length inside the distribution shows the truncated count; the run's 96 comes back after.
+        const int runMaxLength = page->statsPanel()->maxLength();
+        page->statsPanel()->setMaxLength(75);
+        once(page->jobs(), &tb::DataJobs::finished, [this, page, runMaxLength] {
+            later([this, page, runMaxLength] {
+                shot(QStringLiteral("Data"), QStringLiteral("data.png"));
+                page->statsPanel()->setMaxLength(runMaxLength);
+                methodShot();
+            });
+        });
+        page->statsPanel()->compute();
     }
     void methodShot()
     {

@@ -61,6 +61,16 @@ void makeStore(const std::string& path, int n, int duplicates = 0)
     store->applyOperation("review", "test", nlohmann::json::object(), nlohmann::json::object(), changes);
 }
 
+// The table reads its ordered ids on a worker: wait until the latest filter, sort or refresh has them.
+bool waitIds(tb::DataPage& page, int ms = 30000)
+{
+    QElapsedTimer timer;
+    timer.start();
+    while (page.model()->loading() && timer.elapsed() < ms)
+        QTest::qWait(2);
+    return !page.model()->loading();
+}
+
 bool waitJob(tb::DataPage& page, QString* error = nullptr, int ms = 60000)
 {
     QSignalSpy spy(page.jobs(), &tb::DataJobs::finished);
@@ -69,7 +79,7 @@ bool waitJob(tb::DataPage& page, QString* error = nullptr, int ms = 60000)
     const QString e = spy.first().at(1).toString();
     if (error)
         *error = e;
-    return e.isEmpty();
+    return e.isEmpty() && waitIds(page);
 }
 
 std::unique_ptr<tb::DataPage> openPage(const QString& store)
@@ -82,6 +92,8 @@ std::unique_ptr<tb::DataPage> openPage(const QString& store)
         return nullptr;
     }
     page->setAnnotator(QStringLiteral("ana"));
+    if (!waitIds(*page))
+        return nullptr;
     return page;
 }
 
@@ -169,13 +181,18 @@ private Q_SLOTS:
         page->selectRow(1234);
         const qint64 selected = page->currentRecordId();
         page->table()->sortByColumn(tb::RecordTableModel::ColTokens, Qt::DescendingOrder);
+        QVERIFY(page->model()->loading());  // the sort query runs on a worker, not on this thread
+        QCOMPARE(page->currentRecordId(), selected);
+        QVERIFY(waitIds(*page));
         QCOMPARE(page->currentRecordId(), selected);
         QVERIFY(page->table()->currentIndex().row() != 1234);
         QCOMPARE(page->model()->data(page->model()->index(0, tb::RecordTableModel::ColTokens)).toLongLong(), 499);
         page->setStatusFilter(tb::ReviewStatus::Rejected);
+        QVERIFY(waitIds(*page));
         QCOMPARE(page->model()->rowCount(), int(tb::DataStore::open(m_big.toStdString(), false)->count(
                                                   tb::RecordQuery{.status = tb::ReviewStatus::Rejected})));
         page->setStatusFilter(std::nullopt);
+        QVERIFY(waitIds(*page));
         page->table()->scrollToBottom();
         page->selectRow(page->model()->rowCount() - 1);
         QTRY_VERIFY(page->editor()->recordId().has_value());
@@ -195,6 +212,7 @@ private Q_SLOTS:
         page->activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(page.get()));
         page->setStatusFilter(tb::ReviewStatus::Pending);
+        QVERIFY(waitIds(*page));
         page->table()->setFocus();
         QVERIFY(page->model()->rowCount() > 10);
         const qint64 first = page->model()->idAt(0), second = page->model()->idAt(1), third = page->model()->idAt(2);
@@ -540,6 +558,7 @@ private Q_SLOTS:
         auto check = tb::DataStore::open(path.toStdString(), false);
         QCOMPARE(check->count(tb::RecordQuery{.split = std::string("train")}), int64_t(500));
         QCOMPARE(check->count(tb::RecordQuery{.split = std::string("validation")}), int64_t(80));
+        QVERIFY(waitIds(page));
         QCOMPARE(page.model()->rowCount(), 580);
 
         page.statsPanel()->setMaxLength(40);
