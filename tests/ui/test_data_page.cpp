@@ -156,6 +156,70 @@ private Q_SLOTS:
             QVERIFY(model.data(model.index(row, tb::RecordTableModel::ColPreview)).toString().startsWith(QStringLiteral("Question")));
     }
 
+    // With an id loader the answers come later and in any order: only the latest request's ids apply, a sort
+    // requested while a filter is on its way applies as a reset (the rows differ), and a plain re-sort keeps
+    // the selected record selected at its new row.
+    void tableModelLoadsIdsAsynchronously()
+    {
+        auto store = tb::DataStore::open(m_big.toStdString(), false);
+        tb::RecordTableModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        struct Request {
+            tb::RecordQuery query;
+            std::function<void(std::vector<int64_t>)> deliver;
+        };
+        std::vector<Request> requests;
+        model.setIdLoader([&](const tb::RecordQuery& q, std::function<void(std::vector<int64_t>)> deliver) {
+            requests.push_back({q, std::move(deliver)});
+        });
+        auto answer = [&](size_t i) { requests[i].deliver(store->recordIds(requests[i].query)); };
+        QSignalSpy loaded(&model, &tb::RecordTableModel::idsLoaded);
+
+        model.setStore(store.get());
+        QVERIFY(model.loading());
+        QCOMPARE(model.rowCount(), 0);  // nothing until the ids arrive
+        answer(0);
+        QVERIFY(!model.loading());
+        QCOMPARE(model.rowCount(), 10000);
+        QCOMPARE(loaded.count(), 1);
+
+        tb::RecordQuery accepted;
+        accepted.status = tb::ReviewStatus::Accepted;
+        model.setFilter(accepted);                                      // request 1
+        model.sort(tb::RecordTableModel::ColTokens, Qt::DescendingOrder);  // request 2: carries the filter
+        QCOMPARE(requests.size(), size_t(3));
+        QVERIFY(requests[2].query.status == tb::ReviewStatus::Accepted);
+        QCOMPARE(model.rowCount(), 10000);  // still the previous rows
+        answer(1);                          // superseded: dropped
+        QVERIFY(model.loading());
+        QCOMPARE(model.rowCount(), 10000);
+        QCOMPARE(loaded.count(), 1);
+        answer(2);
+        QVERIFY(!model.loading());
+        QCOMPARE(model.rowCount(), (10000 + 6) / 7);
+        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColStatus)).toString(), QStringLiteral("accepted"));
+        QVERIFY(model.data(model.index(0, tb::RecordTableModel::ColTokens)).toLongLong() >=
+                model.data(model.index(model.rowCount() - 1, tb::RecordTableModel::ColTokens)).toLongLong());
+
+        const QPersistentModelIndex held = model.index(5, tb::RecordTableModel::ColPreview);
+        const qint64 heldId = model.idAt(5);
+        model.sort(tb::RecordTableModel::ColId, Qt::AscendingOrder);  // request 3: a plain re-sort
+        QCOMPARE(model.idAt(5), heldId);                               // unchanged until the answer
+        answer(3);
+        QVERIFY(held.isValid());
+        QCOMPARE(model.idAt(held.row()), heldId);
+        QCOMPARE(held.column(), int(tb::RecordTableModel::ColPreview));
+        QVERIFY(model.idAt(0) < model.idAt(1));
+        QCOMPARE(loaded.count(), 3);
+
+        model.setFilter({});      // request 4, answered only after the store is gone: changes nothing
+        model.setStore(nullptr);
+        QCOMPARE(model.rowCount(), 0);
+        answer(4);
+        QCOMPARE(model.rowCount(), 0);
+        QVERIFY(!model.loading());
+    }
+
     void everyModelOfThePageUnderTester()
     {
         auto page = openPage(m_big);
