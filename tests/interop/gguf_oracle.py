@@ -1,6 +1,6 @@
-"""GGUF oracle for Tunebench's interop test: the gguf package reads our .gguf files and transformers loads
-them (its GGUF path undoes llama.cpp's q/k row permutation), giving reference logits, metadata and the
-tokenizer transformers derives from the file's vocabulary.
+"""GGUF oracle for Tunebench's interop test: the gguf package reads our .gguf files, transformers loads
+them (its GGUF path undoes llama.cpp's q/k row permutation) and llama.cpp runs them, giving reference
+logits, metadata, greedy continuations and the tokenizers both derive from the file's vocabulary.
 
 usage:
   gguf_oracle.py make-untied SRC_DIR OUT_DIR
@@ -19,6 +19,11 @@ usage:
       "tensors": {name: {"shape": [...] (as stored), "type": int}}, "vocab_size", "pieces_match",
       "scores_match", "types_match", "first_mismatch", "gguf_ids": [[int]], "sp_ids": [[int]],
       "tie_word_embeddings", "warnings"}}.
+      llama.cpp itself (llama-cpp-python, built from source by scripts/setup) loads each file too: the
+      safetensors file adds "llama_cpp_logits" (fp32 [T, vocab] for the case's ids, f32 KV cache) and the
+      report adds "llama_cpp_ids" (llama.cpp's tokenizer on the texts, BOS as the file's add_bos_token
+      says), "llama_cpp_greedy" (16 tokens llama.cpp picks greedily after the ids) and "llama_cpp_arch"
+      (the architecture llama.cpp read).
 """
 import json
 import logging
@@ -140,6 +145,29 @@ def check_case(case, report):
     return logits
 
 
+def llama_cpp_case(case, report):
+    """The file through llama.cpp: tokens of the texts, logits of the ids, a greedy continuation."""
+    import llama_cpp
+
+    n_ctx = 64
+    model = llama_cpp.Llama(model_path=case["gguf"], n_ctx=n_ctx, logits_all=True, verbose=False, n_threads=2,
+                            n_batch=n_ctx, type_k=0, type_v=0)  # GGML_TYPE_F32: no f16 rounding in the KV cache
+    report["llama_cpp_arch"] = model.metadata.get("general.architecture")
+    report["llama_cpp_ids"] = [model.tokenize(t.encode("utf-8"), add_bos=True, special=True) for t in case["texts"]]
+    ids = case["ids"]
+    model.reset()
+    model.eval(ids)
+    logits = torch.tensor(np.array(model.scores[: len(ids)], dtype=np.float32))
+    greedy = []
+    for _ in range(16):
+        token = int(np.argmax(model.scores[model.n_tokens - 1]))
+        greedy.append(token)
+        model.eval([token])
+    report["llama_cpp_greedy"] = greedy
+    model.close()
+    return logits
+
+
 def check_bpe_vocab(case, reader, tokens, types, report):
     """Tokens, types and merges against the tokenizer.json itself."""
     with open(case["tokenizer_json"], encoding="utf-8") as f:
@@ -187,10 +215,12 @@ def check(cases_json, out_dir):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = check_case(case, report)
+            llama_logits = llama_cpp_case(case, report)
         for logger in loggers:
             logger.removeHandler(handler)
         report["warnings"] += [str(w.message) for w in caught]
-        save_file({"logits": out.contiguous()}, os.path.join(out_dir, case["name"] + ".safetensors"))
+        save_file({"logits": out.contiguous(), "llama_cpp_logits": llama_logits.contiguous()},
+                  os.path.join(out_dir, case["name"] + ".safetensors"))
         result[case["name"]] = report
     print(json.dumps(result))
 

@@ -1,7 +1,7 @@
-// Interop: runs trained here and exported as GGUF load in transformers (through the gguf package)
-// with the logits of our tuned model, the metadata llama.cpp reads and the vocabulary intact
-// (sentencepiece for stories260k; byte-level BPE tokenizer.json for a random Llama with a
-// Llama-3-style tokenizer and a random Qwen2 with biases); methods a merged model cannot hold are
+// Interop: runs trained here and exported as GGUF load in llama.cpp and in transformers (through the
+// gguf package) with the logits and greedy choices of our tuned model, the metadata llama.cpp reads and
+// the vocabulary intact (sentencepiece for stories260k; byte-level BPE tokenizer.json for a random Llama
+// with a Llama-3-style tokenizer and a random Qwen2 with biases); methods a merged model cannot hold are
 // refused.
 #include "export/export.h"
 #include "export/gguf.h"
@@ -80,6 +80,8 @@ class TestGgufInterop : public QObject {
     void tokenizerMatchesSentencePiece();
     void bpeMetadataAndVocabulary_data();
     void bpeMetadataAndVocabulary();
+    void llamaCppRunsTheExport_data();
+    void llamaCppRunsTheExport();
     void unsupportedMethodsFail();
 
   private:
@@ -384,6 +386,64 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
         QCOMPARE(gguf, hf);
         QCOMPARE(ours->encode(kBpeTexts[i], true), hf);
     }
+}
+
+void TestGgufInterop::llamaCppRunsTheExport_data()
+{
+    logitsMatchTransformers_data();
+}
+
+// llama.cpp itself loads each export: its logits for the prompt equal our tuned model's, every token of its
+// greedy continuation is our model's greedy pick as well (teacher-forced through our model, ties within the
+// tolerance allowed), and its tokenizer, built from the file's vocabulary alone, encodes as ours does.
+void TestGgufInterop::llamaCppRunsTheExport()
+{
+    QFETCH(QString, name);
+    const Case& c = m_cases.at(name.toStdString());
+    const auto& r = m_oracle.at(name.toStdString());
+    QCOMPARE(r.at("llama_cpp_arch").get<std::string>(), tb::loadModelConfig(c.base).modelType == "qwen2"
+                                                             ? std::string("qwen2")
+                                                             : std::string("llama"));
+    auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
+    const tb::TensorInfo* info = file->find("llama_cpp_logits");
+    QVERIFY(info && info->dtype == tb::DType::F32);
+    const auto* theirs = reinterpret_cast<const float*>(file->data(*info));
+    const auto tuned = tb::loadTunedModel(c.run);
+    const std::vector<float> ours = tuned->logits(c.ids);
+    QCOMPARE(static_cast<int64_t>(ours.size()), info->numel());
+    double diff = 0, ref = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+        diff = std::max(diff, std::abs(double(ours[i]) - theirs[i]));
+        ref = std::max(ref, std::abs(double(theirs[i])));
+    }
+    const double tolerance = toleranceFor(c.dtype, ref);
+    qInfo("%s: max |ours - llama.cpp| %.3g, max |logit| %.3g, tolerance %.3g", qPrintable(name), diff, ref,
+          tolerance);
+    QVERIFY(ref > 0);
+    QVERIFY2(diff <= tolerance, qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
+
+    const auto greedy = r.at("llama_cpp_greedy").get<std::vector<int32_t>>();
+    QCOMPARE(greedy.size(), size_t(16));
+    std::vector<int32_t> forced = c.ids;
+    forced.insert(forced.end(), greedy.begin(), greedy.end());
+    const std::vector<float> all = tuned->logits(forced);
+    const size_t vocab = ours.size() / c.ids.size();
+    for (size_t k = 0; k < greedy.size(); ++k) {
+        const float* row = all.data() + (c.ids.size() - 1 + k) * vocab;
+        const float best = *std::max_element(row, row + vocab);
+        QVERIFY2(best - row[greedy[k]] <= tolerance,
+                 qPrintable(QStringLiteral("greedy token %1 (%2): llama.cpp's pick is %3 below our best logit")
+                                .arg(k)
+                                .arg(greedy[k])
+                                .arg(best - row[greedy[k]])));
+    }
+
+    const auto tokenizer = tb::loadTokenizer(c.base);
+    const auto& texts = c.bpe ? kBpeTexts : kTexts;
+    const auto ids = r.at("llama_cpp_ids");
+    QCOMPARE(ids.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i)
+        QCOMPARE(ids.at(i).get<std::vector<int32_t>>(), tokenizer->encode(texts[i], true));
 }
 
 void TestGgufInterop::unsupportedMethodsFail()
