@@ -45,7 +45,8 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
         out.results << qMakePair(QObject::tr("Format"), QString::fromStdString(r.format));
         out.results << qMakePair(QObject::tr("Checkpoint exported"), QString::fromStdString(r.checkpoint));
         out.results << qMakePair(QObject::tr("Tensors written"), QString::number(r.tensors));
-        out.results << qMakePair(r.format == "gguf" ? QObject::tr("File") : QObject::tr("Folder"),
+        const bool gguf = r.format.starts_with("gguf");
+        out.results << qMakePair(gguf ? QObject::tr("File") : QObject::tr("Folder"),
                                  QString::fromStdString(r.outDir));
         for (const std::string& f : r.files)
             out.files << QString::fromStdString(f);
@@ -66,15 +67,21 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
             out.ok = same;
             if (!same)
                 out.message = QObject::tr("The merged model's logits differ from the tuned model's.");
-        } else if (r.format == "gguf") {
-            out.results << qMakePair(QObject::tr("Weights dtype (norms stay f32)"), QString::fromStdString(options.dtype));
+        } else if (gguf) {
+            const bool adapter = r.format == "gguf-lora";
+            out.results << qMakePair(adapter ? QObject::tr("LoRA factors dtype") : QObject::tr("Weights dtype (norms stay f32)"),
+                                     QString::fromStdString(options.dtype));
             out.results << qMakePair(QObject::tr("File size"), QLocale().formattedDataSize(r.bytes));
-            out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"), QString::number(r.maxAbsChange, 'g', 4));
-            // The file must read back: GGUF v3, every tensor in bounds and aligned, an architecture the export writes.
+            if (r.format != "gguf-base")
+                out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"), QString::number(r.maxAbsChange, 'g', 4));
+            // The file must read back: GGUF v3, every tensor in bounds and aligned, an architecture the export
+            // writes, and an adapter that says it is one.
             const GgufSummary s = readGgufSummary(r.outDir);
             const auto arch = s.metadata.find("general.architecture");
+            const auto type = s.metadata.find("general.type");
             const bool ok = static_cast<int64_t>(s.tensors.size()) == r.tensors && arch != s.metadata.end() &&
-                            (arch->second == "llama" || arch->second == "qwen2");
+                            (arch->second == "llama" || arch->second == "qwen2") &&
+                            (adapter == (type != s.metadata.end() && type->second == "adapter"));
             out.results << qMakePair(QObject::tr("Re-read header (GGUF v%1, %2 keys, %3 tensors, architecture %4)")
                                          .arg(s.version)
                                          .arg(s.metadata.size())
@@ -103,7 +110,9 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_format = new QComboBox(box);
     m_format->addItem(tr("PEFT adapter (adapter_config.json + adapter_model.safetensors)"), QStringLiteral("peft"));
     m_format->addItem(tr("Merged model (Hugging Face folder)"), QStringLiteral("merged"));
-    m_format->addItem(tr("GGUF (llama.cpp)"), QStringLiteral("gguf"));
+    m_format->addItem(tr("GGUF merged model (llama.cpp)"), QStringLiteral("gguf"));
+    m_format->addItem(tr("GGUF LoRA adapter (llama.cpp --lora)"), QStringLiteral("gguf-lora"));
+    m_format->addItem(tr("GGUF base model, for the adapter (llama.cpp)"), QStringLiteral("gguf-base"));
     m_dtype = new QComboBox(box);
     m_dtype->addItem(tr("f32 (exact)"), QStringLiteral("f32"));
     m_dtype->addItem(tr("f16 (half the size)"), QStringLiteral("f16"));
@@ -142,7 +151,7 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
 
     connect(m_export, &QPushButton::clicked, this, &ExportPage::exportSelected);
     connect(browse, &QPushButton::clicked, this, [this] {
-        const QString path = m_format->currentData().toString() == QStringLiteral("gguf")
+        const QString path = m_format->currentData().toString().startsWith(QStringLiteral("gguf"))
                                  ? QFileDialog::getSaveFileName(this, tr("Export to GGUF file"), m_out->text(),
                                                                 tr("GGUF files (*.gguf)"))
                                  : QFileDialog::getExistingDirectory(this, tr("Export to folder"), m_out->text());
@@ -182,14 +191,16 @@ void ExportPage::refreshRuns()
 
 void ExportPage::suggestOutput()
 {
-    const bool gguf = m_format->currentData().toString() == QStringLiteral("gguf");
+    const bool gguf = m_format->currentData().toString().startsWith(QStringLiteral("gguf"));
     m_dtype->setEnabled(gguf);
     m_outLabel->setText(gguf ? tr("Output file:") : tr("Output folder:"));
     if (m_outEdited || m_run->count() == 0)
         return;
     const QString run = m_run->currentData().toString();
+    const QString format = m_format->currentData().toString();
     if (gguf)
-        m_out->setText(run + QStringLiteral("/export-gguf/") + QFileInfo(run).fileName() + QStringLiteral(".gguf"));
+        m_out->setText(run + QStringLiteral("/export-gguf/") + QFileInfo(run).fileName() +
+                       (format == QStringLiteral("gguf") ? QString() : format.mid(4)) + QStringLiteral(".gguf"));
     else
         m_out->setText(run + QStringLiteral("/export-") + m_format->currentData().toString());
 }

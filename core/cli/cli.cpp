@@ -53,6 +53,8 @@ commands:
                                                        PEFT adapter or merged Hugging Face folder
   export    --run RUN_DIR --format gguf --out FILE.gguf [--dtype f32|f16|bf16] [--force] [--json]
                                                        merged model as one GGUF file for llama.cpp
+  export    --run RUN_DIR --format gguf-lora|gguf-base --out FILE.gguf [--dtype ...] [--json]
+                                                       LoRA adapter for llama.cpp (--lora) / its base model
   estimate  --model PATH --method M [options, docs/memory.md] [--explain] [--json]  memory per GPU before launch
   data      <subcommand> --store FILE [options] [--json]   dataset store: import, curate, review, snapshot
             (tunebench data help lists the subcommands; docs/data.md)
@@ -407,15 +409,15 @@ int cmdExport(const Args& args, std::ostream& out)
     o.outDir = args.value("out");
     o.force = args.flag("force");
     if (args.has("dtype")) {
-        if (o.format != "gguf")
-            fail("export: --dtype applies to --format gguf only");
+        if (!o.format.starts_with("gguf"))
+            fail("export: --dtype applies to the GGUF formats only");
         o.dtype = args.value("dtype");
     }
     ExportReport r = exportRun(args.value("run"), o);
     if (args.flag("json")) {
         json j{{"out", r.outDir}, {"format", r.format}, {"checkpoint", r.checkpoint}, {"files", r.files},
                {"tensors", r.tensors}, {"max_abs_change", r.maxAbsChange}};
-        if (r.format == "gguf") {
+        if (r.format.starts_with("gguf")) {
             j["dtype"] = o.dtype;
             j["bytes"] = r.bytes;
         }
@@ -423,7 +425,7 @@ int cmdExport(const Args& args, std::ostream& out)
         return 0;
     }
     out << "exported " << r.checkpoint << " as " << r.format << " to " << r.outDir << " (" << r.tensors << " tensors";
-    if (r.format == "gguf")
+    if (r.format.starts_with("gguf"))
         out << ", " << o.dtype << ", " << r.bytes << " bytes";
     out << ")\n";
     return 0;

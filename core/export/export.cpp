@@ -170,9 +170,10 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
 
 ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
 {
-    if (options.format != "peft" && options.format != "merged" && options.format != "gguf")
-        fail("export: unknown format '", options.format, "' (allowed: peft, merged, gguf)");
-    const bool gguf = options.format == "gguf";
+    const std::string& format = options.format;
+    if (format != "peft" && format != "merged" && format != "gguf" && format != "gguf-lora" && format != "gguf-base")
+        fail("export: unknown format '", format, "' (allowed: peft, merged, gguf, gguf-lora, gguf-base)");
+    const bool gguf = format.starts_with("gguf");
     if (options.outDir.empty())
         fail(gguf ? "export: missing output file (--out FILE.gguf)" : "export: missing output folder");
     if (gguf && !options.outDir.ends_with(".gguf"))
@@ -183,6 +184,24 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     const json info = store.readRunInfo();
     TrainConfig run = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));
     run.device = "cpu";
+    if (format == "gguf-base") {
+        // The run's base model as it was before training (any method): the file a gguf-lora adapter goes with.
+        run.method = Method::Full;
+        checkGgufExportable(run);
+        PreparedModel prepared = prepareModel(run);
+        prepared.module->eval();
+        ExportReport report;
+        report.outDir = options.outDir;
+        report.format = format;
+        report.checkpoint = run.model;
+        torch::NoGradGuard noGrad;
+        exportGgufModel(*prepared.module, run, options, report);
+        report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
+        return report;
+    }
+    if (format == "gguf-lora" && run.method != Method::Lora)
+        fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
+             " run (use --format gguf for the merged model)");
     if (gguf)
         checkGgufExportable(run);  // before loading anything heavy
     auto checkpoint = store.loadLatestCheckpoint();
@@ -209,6 +228,9 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         exportPeft(model, run, options, report);
     } else if (options.format == "merged") {
         exportMerged(model, run, options, report);
+    } else if (options.format == "gguf-lora") {
+        exportGgufLora(model, run, options, report);
+        report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
     } else {
         mergeAndMeasure(model, run, options, report);
         exportGgufModel(model, run, options, report);

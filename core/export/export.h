@@ -9,21 +9,22 @@
 namespace tb {
 
 struct ExportOptions {
-    std::string format = "peft";      // peft | merged | gguf
-    std::string outDir;               // peft, merged: a folder; gguf: the file to write (ends in .gguf)
+    // peft | merged | gguf (merged model) | gguf-lora (llama.cpp LoRA adapter) | gguf-base (the run's base model)
+    std::string format = "peft";
+    std::string outDir;               // peft, merged: a folder; gguf*: the file to write (ends in .gguf)
     bool force = false;               // merged, gguf: export even when the weights equal the base model's
     int64_t maxShardBytes = 2000000000;  // merged: shard model.safetensors above this size
-    std::string dtype = "f32";        // gguf: f32 | f16 | bf16 for 2-D weights (norms stay f32)
+    std::string dtype = "f32";        // gguf*: f32 | f16 | bf16 for 2-D weights and LoRA factors (norms stay f32)
 };
 
 struct ExportReport {
     std::string outDir;
     std::string format;
-    std::string checkpoint;           // the checkpoint folder exported
+    std::string checkpoint;           // the checkpoint folder exported (gguf-base: the base model's folder)
     std::vector<std::string> files;
     int64_t tensors = 0;
-    double maxAbsChange = 0;          // merged, gguf: largest |tuned - base| over all weights
-    int64_t bytes = 0;                // gguf: file size
+    double maxAbsChange = 0;          // merged, gguf, gguf-lora: largest |tuned - base| over all weights
+    int64_t bytes = 0;                // gguf*: file size
 };
 
 // Loads the run's base model and its newest complete checkpoint and writes the export. Throws tb::Error

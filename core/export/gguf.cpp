@@ -488,6 +488,28 @@ std::string tensorBytes(const torch::Tensor& t, GgufTensorType type)
                        static_cast<size_t>(c.numel()) * c.element_size());
 }
 
+// --dtype -> the type of 2-D weights and general.file_type (llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1,
+// MOSTLY_BF16 = 32).
+std::pair<GgufTensorType, uint32_t> ggufWeightType(const std::string& dtype)
+{
+    if (dtype == "f32")
+        return {GgufTensorType::F32, 0};
+    if (dtype == "f16")
+        return {GgufTensorType::F16, 1};
+    if (dtype == "bf16")
+        return {GgufTensorType::BF16, 32};
+    fail("export: unknown GGUF dtype '", dtype, "' (allowed: f32, f16, bf16)");
+}
+
+// The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV heads),
+// else 0. qwen2 keeps HF's rotate-half order.
+int64_t ropeHeads(const ModelConfig& c, const std::string& gguf)
+{
+    if (c.architecture == Architecture::Qwen2)
+        return 0;
+    return gguf.ends_with(".attn_q.weight") ? c.numHeads : gguf.ends_with(".attn_k.weight") ? c.numKvHeads : 0;
+}
+
 } // namespace
 
 void checkGgufExportable(const TrainConfig& run)
@@ -526,17 +548,7 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
 {
     checkGgufExportable(run);
     const ModelConfig& c = model.config();
-    GgufTensorType weightType = GgufTensorType::F32;
-    uint32_t fileType = 0; // llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1, MOSTLY_BF16 = 32
-    if (o.dtype == "f16") {
-        weightType = GgufTensorType::F16;
-        fileType = 1;
-    } else if (o.dtype == "bf16") {
-        weightType = GgufTensorType::BF16;
-        fileType = 32;
-    } else if (o.dtype != "f32") {
-        fail("export: unknown GGUF dtype '", o.dtype, "' (allowed: f32, f16, bf16)");
-    }
+    const auto [weightType, fileType] = ggufWeightType(o.dtype);
 
     // Vocabulary: sentencepiece pieces or byte-level BPE tokens; embedding rows beyond the
     // tokenizer become unused [PAD<id>] tokens so that the token count equals the embedding rows.
@@ -608,15 +620,78 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         t.name = gguf;
         t.type = matrix ? weightType : GgufTensorType::F32;
         t.shape = value.sizes().vec();
-        const int64_t heads = qwen2                              ? 0
-                              : gguf.ends_with(".attn_q.weight") ? c.numHeads
-                              : gguf.ends_with(".attn_k.weight") ? c.numKvHeads
-                                                                 : 0;
+        const int64_t heads = ropeHeads(c, gguf);
         t.data = [value, heads, type = t.type] {
             return tensorBytes(heads ? interleaveRopeRows(value, heads) : value, type);
         };
         tensors.push_back(std::move(t));
     }
+    writeGguf(o.outDir, kv, tensors);
+    report.files.push_back(o.outDir);
+    report.tensors = static_cast<int64_t>(tensors.size());
+}
+
+void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+{
+    if (run.method != Method::Lora)
+        fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
+             " run (use --format gguf for the merged model)");
+    checkGgufExportable(run);
+    const ModelConfig& c = model.config();
+    const auto [weightType, fileType] = ggufWeightType(o.dtype);
+    const std::string arch = c.architecture == Architecture::Qwen2 ? "qwen2" : "llama";
+
+    std::vector<GgufTensor> tensors;
+    double scaling = 0;
+    int64_t rank = 0;
+    bool learned = false;
+    for (auto& [name, layer] : model.linearLayers()) {
+        if (!layer->hasLora())
+            continue;
+        const std::string gguf = ggufTensorName(name + ".weight");
+        if (gguf.empty() || (gguf == "output.weight" && c.tieWordEmbeddings))
+            fail("export: LoRA on '", name, "' has no llama.cpp tensor to adapt; use --format gguf for the merged "
+                 "model");
+        const torch::Tensor a = layer->lora_A->weight.detach(); // [rank, in]
+        const torch::Tensor b = layer->lora_B->weight.detach(); // [out, rank]
+        scaling = layer->loraScaling();
+        rank = a.size(0);
+        // As for a merged export: what the adapter changes in the fp32 weight it is added to.
+        const torch::Tensor w = layer->weight.detach();
+        const double change = ((w + layer->loraDelta()) - w).abs().max().item<double>();
+        learned = learned || change > 0;
+        report.maxAbsChange = std::max(report.maxAbsChange, change);
+        const int64_t heads = ropeHeads(c, gguf);
+        GgufTensor ta;
+        ta.name = gguf + ".lora_a";
+        ta.type = weightType;
+        ta.shape = a.sizes().vec();
+        ta.data = [a, type = weightType] { return tensorBytes(a, type); };
+        tensors.push_back(std::move(ta));
+        GgufTensor tb;
+        tb.name = gguf + ".lora_b";
+        tb.type = weightType;
+        tb.shape = b.sizes().vec();
+        tb.data = [b, heads, type = weightType] { return tensorBytes(heads ? interleaveRopeRows(b, heads) : b, type); };
+        tensors.push_back(std::move(tb));
+    }
+    if (tensors.empty())
+        fail("export: the run has no LoRA factors to write");
+    if (!learned && !o.force)
+        fail("export: the adapter leaves every base weight as it is (nothing was learned); pass --force to export "
+             "anyway");
+
+    const std::vector<GgufKeyValue> kv = {
+        {"general.architecture", GgufValue::string(arch)},
+        {"general.type", GgufValue::string("adapter")},
+        {"general.name", GgufValue::string(run.name)},
+        {"general.alignment", GgufValue::u32(kGgufAlignment)},
+        {"general.file_type", GgufValue::u32(fileType)},
+        {"general.quantization_version", GgufValue::u32(2)},
+        {"adapter.type", GgufValue::string("lora")},
+        // llama.cpp scales each product by alpha / rank: alpha = scaling x rank keeps ours (rsLoRA included).
+        {"adapter.lora.alpha", GgufValue::f32(static_cast<float>(scaling * static_cast<double>(rank)))},
+    };
     writeGguf(o.outDir, kv, tensors);
     report.files.push_back(o.outDir);
     report.tensors = static_cast<int64_t>(tensors.size());

@@ -1,7 +1,7 @@
 // GGUF v3 files, the format llama.cpp loads: a streaming writer (metadata values, tensor infos,
 // aligned data, written to a temp file then fsync + rename), a validating reader of the header, and
-// the export of a merged Llama/Mistral/Qwen2 run with its sentencepiece or byte-level BPE
-// vocabulary. Torch-free header.
+// the export of a merged Llama/Mistral/Qwen2 run (or its base model) with its sentencepiece or
+// byte-level BPE vocabulary, and of a LoRA run's factors as a llama.cpp LoRA adapter. Torch-free header.
 #pragma once
 
 #include <cstdint>
@@ -121,5 +121,15 @@ void checkGgufExportable(const TrainConfig& run);
 // checkGgufExportable refuses throws tb::Error saying what is supported.
 void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
                      ExportReport& report);
+
+// Writes a LoRA run's factors as a llama.cpp LoRA adapter (`llama-cli -m BASE.gguf --lora FILE.gguf`):
+// general.type "adapter", adapter.type "lora", adapter.lora.alpha = scaling x rank (llama.cpp scales by
+// alpha / rank, so rsLoRA's alpha / sqrt(rank) comes through exactly); per adapted weight
+// "<its GGUF name>.lora_a" [rank, in] and ".lora_b" [out, rank], q/k rows of B in GGML's rotary order as
+// the base export writes q/k. Pair it with the same run's base model as GGUF (--format gguf-base). Throws
+// tb::Error for other methods, a LoRA target without a GGUF tensor, or (unless options.force) an adapter
+// that changes no fp32 base weight.
+void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
+                    ExportReport& report);
 
 } // namespace tb

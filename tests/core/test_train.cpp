@@ -317,6 +317,21 @@ void TestTrain::mergedExportShardsAndRefusesNoChange()
     }
     o.force = true;
     QCOMPARE(tb::exportRun(still.runDir, o).maxAbsChange, 0.0);
+
+    // The same for a llama.cpp LoRA adapter: B moved by ~1e-30, which no fp32 base weight can show.
+    auto lora = train(config("lora-tiny.json", m_dir.path(), "still-lora", {"max_steps=1", "lr=1e-30", "optim.warmup_steps=0"}));
+    tb::ExportOptions adapter{"gguf-lora", m_dir.filePath(QStringLiteral("still-lora.gguf")).toStdString()};
+    try {
+        tb::exportRun(lora.runDir, adapter);
+        QFAIL("an adapter that changes nothing was exported");
+    } catch (const tb::Error& e) {
+        QVERIFY2(std::string(e.what()).find("nothing was learned") != std::string::npos, e.what());
+    }
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(adapter.outDir)));
+    adapter.force = true;
+    const auto forced = tb::exportRun(lora.runDir, adapter);
+    QCOMPARE(forced.maxAbsChange, 0.0);
+    QCOMPARE(forced.tensors, int64_t(2 * 7 * 5));  // A and B of the seven projections in each of 5 blocks
 }
 
 void TestTrain::chunkedLossTrainsLikeFullLoss()

@@ -163,6 +163,27 @@ void TestCli::trainResumeExport()
                                              ? QStringLiteral("/adapter_model.safetensors")
                                              : QStringLiteral("/model.safetensors"))));
     }
+    // The GGUF formats: the JSON names the format, dtype and size; the adapter is a fraction of the base.
+    int64_t adapterBytes = 0, baseBytes = 0;
+    for (const char* format : {"gguf-lora", "gguf-base"}) {
+        const QString out = m_dir.filePath(QStringLiteral("export-") + QLatin1String(format) + QStringLiteral(".gguf"));
+        Run e = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir, QStringLiteral("--format"),
+                           QLatin1String(format), QStringLiteral("--out"), out, QStringLiteral("--dtype"),
+                           QStringLiteral("f16"), QStringLiteral("--json")});
+        QVERIFY2(e.exitCode == 0, e.err.constData());
+        const auto x = nlohmann::json::parse(e.out.trimmed().toStdString());
+        QCOMPARE(x["format"].get<std::string>(), std::string(format));
+        QCOMPARE(x["dtype"].get<std::string>(), std::string("f16"));
+        QCOMPARE(x["bytes"].get<int64_t>(), int64_t(QFileInfo(out).size()));
+        (QLatin1String(format) == QLatin1String("gguf-lora") ? adapterBytes : baseBytes) = x["bytes"].get<int64_t>();
+    }
+    QVERIFY(adapterBytes > 0 && adapterBytes < baseBytes / 2);
+    Run dtype = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir, QStringLiteral("--format"),
+                           QStringLiteral("peft"), QStringLiteral("--out"), m_dir.filePath(QStringLiteral("x")),
+                           QStringLiteral("--dtype"), QStringLiteral("f16")});
+    QVERIFY(dtype.exitCode != 0);
+    QVERIFY2(dtype.err.contains("--dtype applies to the GGUF formats only"), dtype.err.constData());
+
     // The merged folder is a model the CLI loads like any other.
     Run g = tunebench({QStringLiteral("generate"), QStringLiteral("--model"), m_dir.filePath(QStringLiteral("export-merged")),
                        QStringLiteral("--prompt"), QStringLiteral("Tell"), QStringLiteral("--max-new-tokens"),

@@ -23,7 +23,9 @@ usage:
       safetensors file adds "llama_cpp_logits" (fp32 [T, vocab] for the case's ids, f32 KV cache) and the
       report adds "llama_cpp_ids" (llama.cpp's tokenizer on the texts, BOS as the file's add_bos_token
       says), "llama_cpp_greedy" (16 tokens llama.cpp picks greedily after the ids) and "llama_cpp_arch"
-      (the architecture llama.cpp read).
+      (the architecture llama.cpp read). A case with "adapter" (a LoRA adapter .gguf) and "adapter_base"
+      (the base model .gguf) also gets "llama_cpp_base_logits" (the base file alone) and
+      "llama_cpp_adapter_logits" (the base file with the adapter, scale 1).
 """
 import json
 import logging
@@ -145,19 +147,37 @@ def check_case(case, report):
     return logits
 
 
-def llama_cpp_case(case, report):
-    """The file through llama.cpp: tokens of the texts, logits of the ids, a greedy continuation."""
+def llama_cpp_model(path, **extra):
     import llama_cpp
 
     n_ctx = 64
-    model = llama_cpp.Llama(model_path=case["gguf"], n_ctx=n_ctx, logits_all=True, verbose=False, n_threads=2,
-                            n_batch=n_ctx, type_k=0, type_v=0)  # GGML_TYPE_F32: no f16 rounding in the KV cache
+    return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, logits_all=True, verbose=False, n_threads=2, n_batch=n_ctx,
+                           type_k=0, type_v=0, **extra)  # GGML_TYPE_F32: no f16 rounding in the KV cache
+
+
+def llama_cpp_logits(path, ids, **extra):
+    model = llama_cpp_model(path, **extra)
+    model.reset()
+    model.eval(ids)
+    logits = torch.tensor(np.array(model.scores[: len(ids)], dtype=np.float32))
+    model.close()
+    return logits
+
+
+def llama_cpp_case(case, report):
+    """The file through llama.cpp: tokens of the texts, logits of the ids, a greedy continuation; with an
+    adapter, the logits of the base file alone and with the adapter applied."""
+    out = {}
+    if "adapter" in case:
+        out["llama_cpp_base_logits"] = llama_cpp_logits(case["adapter_base"], case["ids"])
+        out["llama_cpp_adapter_logits"] = llama_cpp_logits(case["adapter_base"], case["ids"], lora_path=case["adapter"])
+    model = llama_cpp_model(case["gguf"])
     report["llama_cpp_arch"] = model.metadata.get("general.architecture")
     report["llama_cpp_ids"] = [model.tokenize(t.encode("utf-8"), add_bos=True, special=True) for t in case["texts"]]
     ids = case["ids"]
     model.reset()
     model.eval(ids)
-    logits = torch.tensor(np.array(model.scores[: len(ids)], dtype=np.float32))
+    out["llama_cpp_logits"] = torch.tensor(np.array(model.scores[: len(ids)], dtype=np.float32))
     greedy = []
     for _ in range(16):
         token = int(np.argmax(model.scores[model.n_tokens - 1]))
@@ -165,7 +185,7 @@ def llama_cpp_case(case, report):
         model.eval([token])
     report["llama_cpp_greedy"] = greedy
     model.close()
-    return logits
+    return out
 
 
 def check_bpe_vocab(case, reader, tokens, types, report):
@@ -215,12 +235,13 @@ def check(cases_json, out_dir):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = check_case(case, report)
-            llama_logits = llama_cpp_case(case, report)
+            llama_tensors = llama_cpp_case(case, report)
         for logger in loggers:
             logger.removeHandler(handler)
         report["warnings"] += [str(w.message) for w in caught]
-        save_file({"logits": out.contiguous(), "llama_cpp_logits": llama_logits.contiguous()},
-                  os.path.join(out_dir, case["name"] + ".safetensors"))
+        tensors = {"logits": out.contiguous()}
+        tensors.update({k: v.contiguous() for k, v in llama_tensors.items()})
+        save_file(tensors, os.path.join(out_dir, case["name"] + ".safetensors"))
         result[case["name"]] = report
     print(json.dumps(result))
 

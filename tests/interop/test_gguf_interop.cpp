@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 
 namespace {
@@ -82,6 +83,8 @@ class TestGgufInterop : public QObject {
     void bpeMetadataAndVocabulary();
     void llamaCppRunsTheExport_data();
     void llamaCppRunsTheExport();
+    void llamaCppAppliesTheLoraAdapter_data();
+    void llamaCppAppliesTheLoraAdapter();
     void unsupportedMethodsFail();
 
   private:
@@ -100,6 +103,9 @@ class TestGgufInterop : public QObject {
         std::string base;         // the run's base model
         std::vector<int32_t> ids; // the prompt whose logits are compared
         bool bpe = false;         // tokenizer.json (else tokenizer.model)
+        std::string adapter;      // LoRA runs: the gguf-lora export of the run ...
+        std::string adapterBase;  // ... and the gguf-base export it applies to
+        tb::ExportReport adapterReport;
     };
     QTemporaryDir m_dir;
     const std::string m_stories = TB_SOURCE_DIR "/datasets/models/stories260k";
@@ -132,8 +138,13 @@ void TestGgufInterop::initTestCase()
     m_runs["lora"] = train("lora", "lora",
                            {"lr=0.01", "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
                                        "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+    m_runs["rslora"] = train("lora", "rslora", {"lr=0.01", "lora.rslora=true", "lora.rank=4"});
     m_runs["full"] = train("full", "full", {"lr=0.01"});
     m_runs["untied"] = train("full", "untied", {"lr=0.01", "model=" + untied});
+    m_runs["untied_lora"] = train("lora", "untied-lora",
+                                  {"lr=0.01", "model=" + untied,
+                                   "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
+                                   "\"gate_proj\",\"up_proj\",\"down_proj\",\"lm_head\"]"});
     m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
     m_runs["prompt"] = train("prompt", "prompt", {"max_steps=1", "prompt.num_tokens=4"});
     QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
@@ -150,8 +161,12 @@ void TestGgufInterop::initTestCase()
                             m_stories,      m_ids};
     m_cases["full_f32"] = {m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {},
                            m_stories,      m_ids};
+    m_cases["rslora_f32"] = {m_runs["rslora"], "f32", path(QStringLiteral("gguf/rslora-f32.gguf")), {},
+                             m_stories,        m_ids};
     m_cases["untied_f16"] = {
         m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied, m_ids};
+    m_cases["untied_lora_f32"] = {m_runs["untied_lora"], "f32", path(QStringLiteral("gguf/untied-lora-f32.gguf")), {},
+                                  untied,                m_ids};
 
     // Byte-level BPE: random models around trained Llama-3-style and Qwen2-style tokenizers, tuned
     // with LoRA on every projection (qwen2's q/k/v biases stay as they are and must be written).
@@ -174,6 +189,13 @@ void TestGgufInterop::initTestCase()
         m_cases[std::string(name) + "_f32"] = c;
     }
 
+    // LoRA runs also go out as a llama.cpp adapter plus the base model it applies to.
+    for (const char* name : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32"}) {
+        Case& c = m_cases.at(name);
+        c.adapter = path(QString::fromLatin1("gguf/%1-adapter.gguf").arg(QLatin1String(name)));
+        c.adapterBase = path(QString::fromLatin1("gguf/%1-base.gguf").arg(QLatin1String(name)));
+    }
+
     nlohmann::json cases = nlohmann::json::array();
     for (auto& [name, c] : m_cases) {
         tb::ExportOptions o;
@@ -187,6 +209,24 @@ void TestGgufInterop::initTestCase()
                                  .arg(QString::fromStdString(name), QString::fromUtf8(e.what()))));
         }
         nlohmann::json item = {{"name", name}, {"gguf", c.file}, {"ids", c.ids}};
+        if (!c.adapter.empty()) {
+            tb::ExportOptions a;
+            a.dtype = c.dtype;
+            try {
+                a.format = "gguf-lora";
+                a.outDir = c.adapter;
+                c.adapterReport = tb::exportRun(c.run, a);
+                a.format = "gguf-base";
+                a.outDir = c.adapterBase;
+                tb::exportRun(c.run, a);
+            } catch (const tb::Error& e) {
+                QFAIL(qPrintable(QStringLiteral("export %1 as %2: %3")
+                                     .arg(QString::fromStdString(name), QString::fromStdString(a.format),
+                                          QString::fromUtf8(e.what()))));
+            }
+            item["adapter"] = c.adapter;
+            item["adapter_base"] = c.adapterBase;
+        }
         if (c.bpe) {
             item["tokenizer_json"] = c.base + "/tokenizer.json";
             item["texts"] = kBpeTexts;
@@ -209,7 +249,8 @@ void TestGgufInterop::logitsMatchTransformers_data()
 {
     QTest::addColumn<QString>("name");
     for (const char* n :
-         {"lora_f32", "lora_f16", "lora_bf16", "full_f32", "untied_f16", "llama3_f32", "qwen2_f32"})
+         {"lora_f32", "lora_f16", "lora_bf16", "rslora_f32", "full_f32", "untied_f16", "untied_lora_f32",
+          "llama3_f32", "qwen2_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -446,6 +487,66 @@ void TestGgufInterop::llamaCppRunsTheExport()
         QCOMPARE(ids.at(i).get<std::vector<int32_t>>(), tokenizer->encode(texts[i], true));
 }
 
+void TestGgufInterop::llamaCppAppliesTheLoraAdapter_data()
+{
+    QTest::addColumn<QString>("name");
+    for (const char* n : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32"})
+        QTest::newRow(n) << QString::fromLatin1(n);
+}
+
+// The gguf-lora adapter on the gguf-base file, in llama.cpp: the base file alone gives the base model's
+// logits, and with the adapter the tuned (unmerged) model's; alpha carries our scaling (rsLoRA included),
+// and LoRA on an untied head adapts output.weight.
+void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
+{
+    QFETCH(QString, name);
+    const Case& c = m_cases.at(name.toStdString());
+    auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
+    auto compare = [&](const char* tensor, const std::vector<float>& ours) {
+        const tb::TensorInfo* info = file->find(tensor);
+        if (!info || info->numel() != static_cast<int64_t>(ours.size()))
+            return std::numeric_limits<double>::infinity();
+        const auto* theirs = reinterpret_cast<const float*>(file->data(*info));
+        double diff = 0;
+        for (size_t i = 0; i < ours.size(); ++i)
+            diff = std::max(diff, std::abs(double(ours[i]) - theirs[i]));
+        return diff;
+    };
+    const std::vector<float> base = tb::Model::load(c.base, {"fp32", "cpu"})->logits(c.ids);
+    const std::vector<float> tuned = tb::loadTunedModel(c.run)->logits(c.ids);
+    const double baseDiff = compare("llama_cpp_base_logits", base);
+    const double adapterDiff = compare("llama_cpp_adapter_logits", tuned);
+    const double moved = compare("llama_cpp_adapter_logits", base);
+    qInfo("%s: max |base - llama.cpp base| %.3g, max |tuned - llama.cpp base + adapter| %.3g, adapter moves "
+          "the logits by %.3g; %lld adapter tensors, %lld bytes",
+          qPrintable(name), baseDiff, adapterDiff, moved, static_cast<long long>(c.adapterReport.tensors),
+          static_cast<long long>(c.adapterReport.bytes));
+    QVERIFY2(baseDiff <= 1e-4, qPrintable(QString::number(baseDiff)));
+    QVERIFY2(adapterDiff <= 1e-4, qPrintable(QString::number(adapterDiff)));
+    QVERIFY2(moved > 1e-2, qPrintable(QString::number(moved)));
+
+    // The adapter's own header: llama.cpp's keys, two factors per adapted weight, alpha = scaling x rank.
+    const tb::GgufSummary s = tb::readGgufSummary(c.adapter);
+    QCOMPARE(s.metadata.at("general.type"), std::string("adapter"));
+    QCOMPARE(s.metadata.at("adapter.type"), std::string("lora"));
+    std::ifstream runJson(c.run + "/run.json");
+    const tb::TrainConfig run = tb::parseTrainConfig(nlohmann::json::parse(runJson).at("config"), c.run + "/run.json");
+    const double scaling = run.lora.rslora ? run.lora.alpha / std::sqrt(double(run.lora.rank))
+                                           : run.lora.alpha / double(run.lora.rank);
+    QCOMPARE(std::stod(s.metadata.at("adapter.lora.alpha")), scaling * run.lora.rank);
+    QCOMPARE(static_cast<int64_t>(s.tensors.size()), c.adapterReport.tensors);
+    const tb::ModelConfig config = tb::loadModelConfig(c.base);
+    const bool head = std::find(run.lora.targets.begin(), run.lora.targets.end(), "lm_head") != run.lora.targets.end();
+    QCOMPARE(c.adapterReport.tensors, 2 * (7 * config.numLayers + (head ? 1 : 0)));
+    bool headAdapted = false;
+    for (const tb::GgufTensorInfo& t : s.tensors)
+        headAdapted = headAdapted || t.name == "output.weight.lora_b";
+    QCOMPARE(headAdapted, head);
+    for (const tb::GgufTensorInfo& t : s.tensors)
+        if (t.name == "blk.0.attn_k.weight.lora_b")
+            QCOMPARE(t.dims, (std::vector<int64_t>{run.lora.rank, config.numKvHeads * config.headDim}));
+}
+
 void TestGgufInterop::unsupportedMethodsFail()
 {
     if (m_runs.empty())
@@ -455,6 +556,16 @@ void TestGgufInterop::unsupportedMethodsFail()
     QVERIFY2(adapter.find("non-linear") != std::string::npos, adapter.c_str());
     const std::string prompt = exportError(m_runs.at("prompt"), path(QStringLiteral("bad/p.gguf")));
     QVERIFY2(prompt.find("soft prompt") != std::string::npos, prompt.c_str());
+    tb::ExportOptions lora;
+    lora.format = "gguf-lora";
+    lora.outDir = path(QStringLiteral("bad/full-adapter.gguf"));
+    try {
+        tb::exportRun(m_runs.at("full"), lora);
+        QFAIL("a full run exported as a LoRA adapter");
+    } catch (const tb::Error& e) {
+        QVERIFY2(std::string(e.what()).find("gguf-lora writes LoRA factors") != std::string::npos, e.what());
+    }
+    QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/full-adapter.gguf"))));
     const std::string folder = exportError(m_runs.at("lora"), path(QStringLiteral("bad/folder")));
     QVERIFY2(folder.find("ending in .gguf") != std::string::npos, folder.c_str());
     QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/a.gguf"))));

@@ -14,6 +14,7 @@
 #include "training_controller.h"
 
 #include "data/snapshot.h"
+#include "export/gguf.h"
 #include "data/store.h"
 #include "memory/estimator.h"
 #include "peft/trainable_count.h"
@@ -323,6 +324,16 @@ private Q_SLOTS:
             reread = reread || (check.startsWith(QStringLiteral("Re-read header (GGUF v3")) &&
                                 result.contains(QStringLiteral("valid")));
         QVERIFY(reread);
+        // And as a llama.cpp LoRA adapter: the header must say it is one.
+        exported.clear();
+        w->exportPage()->setFormat(QStringLiteral("gguf-lora"));
+        w->exportPage()->setGgufDtype(QStringLiteral("f32"));
+        w->exportPage()->setOutputDir(runs.path() + QStringLiteral("/gguf/adapter.gguf"));
+        w->exportPage()->exportSelected();
+        QVERIFY(exported.wait(30000));
+        QVERIFY2(exported.first().at(0).toBool(), qPrintable(w->exportPage()->outcome().message));
+        const QString adapterFile = runs.path() + QStringLiteral("/gguf/adapter.gguf");
+        QCOMPARE(tb::readGgufSummary(adapterFile.toStdString()).metadata.at("general.type"), std::string("adapter"));
 
         // Playground: base and fine-tuned side by side, streamed.
         w->showPage(QStringLiteral("Playground"));
