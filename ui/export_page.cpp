@@ -117,6 +117,7 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_dtype->addItem(tr("f32 (exact)"), QStringLiteral("f32"));
     m_dtype->addItem(tr("f16 (half the size)"), QStringLiteral("f16"));
     m_dtype->addItem(tr("bf16 (half the size)"), QStringLiteral("bf16"));
+    m_dtype->addItem(tr("q8_0 (8-bit blocks, about a quarter; not for LoRA adapters)"), QStringLiteral("q8_0"));
     auto* outRow = new QHBoxLayout();
     m_out = new QLineEdit(box);
     auto* browse = new QPushButton(tr("Browse…"), box);

@@ -51,7 +51,7 @@ commands:
   train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
   export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
                                                        PEFT adapter or merged Hugging Face folder
-  export    --run RUN_DIR --format gguf --out FILE.gguf [--dtype f32|f16|bf16] [--force] [--json]
+  export    --run RUN_DIR --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--force] [--json]
                                                        merged model as one GGUF file for llama.cpp
   export    --run RUN_DIR --format gguf-lora|gguf-base --out FILE.gguf [--dtype ...] [--json]
                                                        LoRA adapter for llama.cpp (--lora) / its base model
@@ -401,7 +401,7 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
     return events.diverged ? 2 : 0;
 }
 
-int cmdExport(const Args& args, std::ostream& out)
+int cmdExport(const Args& args, std::ostream& out, std::ostream& err)
 {
     args.allowOnly({"run", "format", "out", "force", "json", "dtype"});
     ExportOptions o;
@@ -420,10 +420,13 @@ int cmdExport(const Args& args, std::ostream& out)
         if (r.format.starts_with("gguf")) {
             j["dtype"] = o.dtype;
             j["bytes"] = r.bytes;
+            j["warnings"] = r.warnings;
         }
         out << j.dump() << "\n";
         return 0;
     }
+    for (const std::string& w : r.warnings)
+        err << "note: " << w << "\n";
     out << "exported " << r.checkpoint << " as " << r.format << " to " << r.outDir << " (" << r.tensors << " tensors";
     if (r.format.starts_with("gguf"))
         out << ", " << o.dtype << ", " << r.bytes << " bytes";
@@ -457,7 +460,7 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         if (cmd == "train")
             return cmdTrain(args, out, err);
         if (cmd == "export")
-            return cmdExport(args, out);
+            return cmdExport(args, out, err);
         if (cmd == "estimate")
             return cmdEstimate(args, out);
         if (cmd == "data")

@@ -178,8 +178,8 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         fail(gguf ? "export: missing output file (--out FILE.gguf)" : "export: missing output folder");
     if (gguf && !options.outDir.ends_with(".gguf"))
         fail("export: ", options.outDir, ": a GGUF export is one file; give a path ending in .gguf");
-    if (gguf && options.dtype != "f32" && options.dtype != "f16" && options.dtype != "bf16")
-        fail("export: unknown GGUF dtype '", options.dtype, "' (allowed: f32, f16, bf16)");
+    if (gguf && options.dtype != "f32" && options.dtype != "f16" && options.dtype != "bf16" && options.dtype != "q8_0")
+        fail("export: unknown GGUF dtype '", options.dtype, "' (allowed: f32, f16, bf16, q8_0)");
     RunStore store(runDir);
     const json info = store.readRunInfo();
     TrainConfig run = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));

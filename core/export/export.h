@@ -14,7 +14,7 @@ struct ExportOptions {
     std::string outDir;               // peft, merged: a folder; gguf*: the file to write (ends in .gguf)
     bool force = false;               // merged, gguf: export even when the weights equal the base model's
     int64_t maxShardBytes = 2000000000;  // merged: shard model.safetensors above this size
-    std::string dtype = "f32";        // gguf*: f32 | f16 | bf16 for 2-D weights and LoRA factors (norms stay f32)
+    std::string dtype = "f32";        // gguf*: f32 | f16 | bf16 | q8_0 (not gguf-lora) for 2-D weights (norms stay f32)
 };
 
 struct ExportReport {
@@ -25,6 +25,7 @@ struct ExportReport {
     int64_t tensors = 0;
     double maxAbsChange = 0;          // merged, gguf, gguf-lora: largest |tuned - base| over all weights
     int64_t bytes = 0;                // gguf*: file size
+    std::vector<std::string> warnings;  // gguf q8_0: matrices written f16 instead (rows not whole blocks)
 };
 
 // Loads the run's base model and its newest complete checkpoint and writes the export. Throws tb::Error

@@ -1,8 +1,9 @@
 // GGUF v3: the streaming writer, the header reader used for checks, and the Llama/Mistral/Qwen2
-// export.
+// exports (merged or base model, LoRA adapter).
 #include "export/gguf.h"
 
 #include "export/export.h"
+#include "export/gguf_quant.h"
 #include "export/gguf_vocab.h"
 #include "model/causal_lm.h"
 #include "model/config.h"
@@ -121,15 +122,26 @@ const char* ggufTensorTypeName(GgufTensorType type)
         return "F32";
     case GgufTensorType::F16:
         return "F16";
+    case GgufTensorType::Q8_0:
+        return "Q8_0";
     case GgufTensorType::BF16:
         return "BF16";
     }
     return "?";
 }
 
-size_t ggufTensorTypeSize(GgufTensorType type)
+GgufTypeLayout ggufTypeLayout(GgufTensorType type)
 {
-    return type == GgufTensorType::F32 ? 4 : 2;
+    switch (type) {
+    case GgufTensorType::F32:
+        return {1, 4};
+    case GgufTensorType::F16:
+    case GgufTensorType::BF16:
+        return {1, 2};
+    case GgufTensorType::Q8_0:
+        return {kQ8_0BlockSize, kQ8_0BlockBytes};
+    }
+    fail("GGUF: unknown tensor type ", static_cast<uint32_t>(type));
 }
 
 GgufValue GgufValue::u8(uint8_t v)
@@ -265,9 +277,13 @@ void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadat
         putLe<uint32_t>(head, static_cast<uint32_t>(t.shape.size()));
         for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) // fastest-varying first
             putLe<uint64_t>(head, static_cast<uint64_t>(*it));
+        const GgufTypeLayout layout = ggufTypeLayout(t.type);
+        if (t.shape.back() % layout.blockSize != 0)
+            fail(path, ": tensor '", t.name, "' has rows of ", t.shape.back(), " values, not whole ",
+                 ggufTensorTypeName(t.type), " blocks of ", layout.blockSize);
         putLe<uint32_t>(head, static_cast<uint32_t>(t.type));
         putLe<uint64_t>(head, offset);
-        sizes.push_back(numel * ggufTensorTypeSize(t.type));
+        sizes.push_back(numel / static_cast<uint64_t>(layout.blockSize) * static_cast<uint64_t>(layout.blockBytes));
         offset = alignUp(offset + sizes.back(), alignment);
     }
 
@@ -425,10 +441,16 @@ GgufSummary readGgufSummary(const std::string& path)
         uint64_t numel = 1;
         for (int64_t d : t.dims)
             numel *= static_cast<uint64_t>(d);
-        const uint64_t size = t.type == 0 ? 4 : (t.type == 1 || t.type == 30) ? 2 : 0;
-        if (size == 0)
-            continue; // quantised: block sizes not checked here
-        if (s.dataOffset + t.offset + numel * size > s.fileSize)
+        uint64_t bytes = 0;
+        if (t.type == 0)
+            bytes = numel * 4;
+        else if (t.type == 1 || t.type == 30)
+            bytes = numel * 2;
+        else if (t.type == 8) // Q8_0
+            bytes = numel / kQ8_0BlockSize * kQ8_0BlockBytes;
+        else
+            continue; // other quantised types: block sizes not checked here
+        if (s.dataOffset + t.offset + bytes > s.fileSize)
             fail(path, ": tensor '", t.name, "' ends past the end of the file");
     }
     return s;
@@ -480,6 +502,10 @@ torch::Tensor interleaveRopeRows(const torch::Tensor& w, int64_t heads)
 
 std::string tensorBytes(const torch::Tensor& t, GgufTensorType type)
 {
+    if (type == GgufTensorType::Q8_0) {
+        const torch::Tensor f = t.detach().to(torch::kCPU).to(torch::kFloat32).contiguous();
+        return quantizeQ8_0(f.data_ptr<float>(), f.numel());
+    }
     const auto dtype = type == GgufTensorType::F32   ? torch::kFloat32
                        : type == GgufTensorType::F16 ? torch::kFloat16
                                                      : torch::kBFloat16;
@@ -498,7 +524,9 @@ std::pair<GgufTensorType, uint32_t> ggufWeightType(const std::string& dtype)
         return {GgufTensorType::F16, 1};
     if (dtype == "bf16")
         return {GgufTensorType::BF16, 32};
-    fail("export: unknown GGUF dtype '", dtype, "' (allowed: f32, f16, bf16)");
+    if (dtype == "q8_0")
+        return {GgufTensorType::Q8_0, 7};  // LLAMA_FTYPE_MOSTLY_Q8_0
+    fail("export: unknown GGUF dtype '", dtype, "' (allowed: f32, f16, bf16, q8_0)");
 }
 
 // The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV heads),
@@ -620,6 +648,11 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         t.name = gguf;
         t.type = matrix ? weightType : GgufTensorType::F32;
         t.shape = value.sizes().vec();
+        if (matrix && t.shape.back() % ggufTypeLayout(t.type).blockSize != 0) {
+            t.type = GgufTensorType::F16;  // rows that are not whole blocks: f16, as llama.cpp's converter
+            report.warnings.push_back(gguf + ": rows of " + std::to_string(t.shape.back()) + " weights are not whole " +
+                                      ggufTensorTypeName(weightType) + " blocks; written F16");
+        }
         const int64_t heads = ropeHeads(c, gguf);
         t.data = [value, heads, type = t.type] {
             return tensorBytes(heads ? interleaveRopeRows(value, heads) : value, type);
@@ -639,6 +672,9 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
     checkGgufExportable(run);
     const ModelConfig& c = model.config();
     const auto [weightType, fileType] = ggufWeightType(o.dtype);
+    if (weightType == GgufTensorType::Q8_0)
+        fail("export: a LoRA adapter is written f32, f16 or bf16 (its rank-wide rows are not whole Q8_0 blocks, "
+             "and it is small); quantise the base model instead");
     const std::string arch = c.architecture == Architecture::Qwen2 ? "qwen2" : "llama";
 
     std::vector<GgufTensor> tensors;

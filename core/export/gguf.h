@@ -34,10 +34,16 @@ enum class GgufValueType : uint32_t {
     F64 = 12
 };
 // Tensor data types written here (ggml_type numbering).
-enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, BF16 = 30 };
+enum class GgufTensorType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, BF16 = 30 };
 
-const char* ggufTensorTypeName(GgufTensorType type); // "F32", "F16", "BF16"
-size_t ggufTensorTypeSize(GgufTensorType type);      // bytes per element
+const char* ggufTensorTypeName(GgufTensorType type); // "F32", "F16", "Q8_0", "BF16"
+// Storage in blocks along the fastest-varying dimension: elements and bytes per block (1 and 4 or 2 for the
+// float types, 32 and 34 for Q8_0). A row must hold whole blocks.
+struct GgufTypeLayout {
+    int64_t blockSize = 1;
+    int64_t blockBytes = 4;
+};
+GgufTypeLayout ggufTypeLayout(GgufTensorType type);
 
 // One metadata value, already encoded as GGUF lays it out after the type tag (little-endian).
 struct GgufValue {
@@ -117,7 +123,9 @@ GgufSummary readGgufSummary(const std::string& path);
 void checkGgufExportable(const TrainConfig& run);
 
 // Writes the merged (LoRA folded in) model as GGUF to options.outDir (a path ending in .gguf) with
-// options.dtype f32 | f16 | bf16 for 2-D weights (norms and biases stay f32). What
+// options.dtype f32 | f16 | bf16 | q8_0 for 2-D weights (norms and biases stay f32; under q8_0 a matrix whose
+// rows are not whole 32-weight blocks is written f16, as llama.cpp's converter does, and listed in
+// report.warnings). What
 // checkGgufExportable refuses throws tb::Error saying what is supported.
 void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
                      ExportReport& report);

@@ -1,12 +1,15 @@
 // GGUF writer: the byte layout of a tiny hand-made file parsed back by an independent reader
-// written here from the format description, and the cases a GGUF export refuses.
+// written here from the format description, Q8_0 blocks against hand arithmetic, and the cases a GGUF
+// export refuses.
 #include "export/gguf.h"
+#include "export/gguf_quant.h"
 #include "export/gguf_vocab.h"
 #include "model/config.h"
 #include "train/train_config.h"
 #include "util/error.h"
 
 #include <QtTest>
+#include <QtCore/qfloat16.h>
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +78,7 @@ class TestGguf : public QObject {
     void byteLayout();
     void badTensorLeavesNoFile();
     void unwritablePath();
+    void q8_0Blocks();
     void refusedModels();
     void bpePreTokenizerNames();
     void bpeVocabulary();
@@ -217,6 +221,65 @@ void TestGguf::badTensorLeavesNoFile()
     QVERIFY2(e.find("'w'") != std::string::npos && e.find("16") != std::string::npos, e.c_str());
     // Neither the file nor its temp file is left behind.
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList());
+}
+
+// Q8_0 as ggml's reference defines it: d = max|x| / 127 stored fp16, q = round(x / d) half away from zero.
+void TestGguf::q8_0Blocks()
+{
+    std::vector<float> x(64);
+    for (int j = 0; j < 32; ++j)
+        x[j] = (j - 16) * 0.25f;  // max |x| = 4 at j = 0
+    // Block 2: d = 127 / 127 = 1, so the halves show the rounding.
+    for (int j = 0; j < 32; ++j)
+        x[32 + j] = 0.0f;
+    x[32] = 127.0f;
+    x[33] = 2.5f;
+    x[34] = -2.5f;
+    x[35] = 0.5f;
+    x[36] = -0.49f;
+    const std::string q = tb::quantizeQ8_0(x.data(), 64);
+    QCOMPARE(q.size(), size_t(68));
+    auto scaleOf = [&](int block) {
+        uint16_t bits;
+        std::memcpy(&bits, q.data() + block * 34, 2);
+        return bits;
+    };
+    auto value = [&](int block, int j) { return int(static_cast<int8_t>(q[size_t(block * 34 + 2 + j)])); };
+    const qfloat16 d1(4.0f / 127.0f);
+    uint16_t d1bits;
+    std::memcpy(&d1bits, &d1, 2);
+    QCOMPARE(scaleOf(0), d1bits);
+    QCOMPARE(value(0, 0), -127);
+    QCOMPARE(value(0, 16), 0);
+    QCOMPARE(value(0, 17), 8);     // 0.25 * 127 / 4 = 7.94
+    QCOMPARE(value(0, 18), 16);    // 15.875
+    QCOMPARE(value(0, 31), 119);   // 3.75 * 31.75 = 119.06
+    const qfloat16 one(1.0f);
+    uint16_t oneBits;
+    std::memcpy(&oneBits, &one, 2);
+    QCOMPARE(scaleOf(1), oneBits);
+    QCOMPARE(value(1, 0), 127);
+    QCOMPARE(value(1, 1), 3);      // 2.5 rounds away from zero
+    QCOMPARE(value(1, 2), -3);
+    QCOMPARE(value(1, 3), 1);
+    QCOMPARE(value(1, 4), 0);
+    // An all-zero block stores d = 0 and zeros.
+    std::vector<float> zeros(32, 0.0f);
+    QCOMPARE(tb::quantizeQ8_0(zeros.data(), 32), std::string(34, '\0'));
+    // Back to floats: within half a step of each weight.
+    std::vector<float> back(64);
+    tb::dequantizeQ8_0(q, back.data(), 64);
+    for (int j = 0; j < 32; ++j)
+        QVERIFY(std::abs(back[j] - x[j]) <= 0.5f * 4.0f / 127.0f * 1.001f);
+    QCOMPARE(back[33], 3.0f);
+    // Whole blocks only: a length that is not, and a tensor whose rows are not, are refused by name.
+    QVERIFY(errorOf([&] { tb::quantizeQ8_0(x.data(), 40); }).find("32") != std::string::npos);
+    QTemporaryDir dir;
+    const std::string e = errorOf([&] {
+        tb::writeGguf(dir.filePath(QStringLiteral("q.gguf")).toStdString(), {},
+                      {{"blk.0.ffn_down.weight", tb::GgufTensorType::Q8_0, {2, 48}, [] { return std::string(); }}});
+    });
+    QVERIFY2(e.find("'blk.0.ffn_down.weight'") != std::string::npos && e.find("48") != std::string::npos, e.c_str());
 }
 
 void TestGguf::unwritablePath()

@@ -23,7 +23,9 @@ usage:
       safetensors file adds "llama_cpp_logits" (fp32 [T, vocab] for the case's ids, f32 KV cache) and the
       report adds "llama_cpp_ids" (llama.cpp's tokenizer on the texts, BOS as the file's add_bos_token
       says), "llama_cpp_greedy" (16 tokens llama.cpp picks greedily after the ids) and "llama_cpp_arch"
-      (the architecture llama.cpp read). A case with "adapter" (a LoRA adapter .gguf) and "adapter_base"
+      (the architecture llama.cpp read). A case with "quant_reference" (the f32 export of the same run) gets
+      "quant_same" (Q8_0 tensors equal to gguf-py quantising the f32 file's tensor, byte for byte),
+      "quant_differ" (names of those that are not) and "quant_kept" (matrices not in Q8_0). A case with "adapter" (a LoRA adapter .gguf) and "adapter_base"
       (the base model .gguf) also gets "llama_cpp_base_logits" (the base file alone) and
       "llama_cpp_adapter_logits" (the base file with the adapter, scale 1).
 """
@@ -128,6 +130,8 @@ def check_case(case, report):
         check_bpe_vocab(case, reader, tokens, types, report)
     else:
         check_sp_vocab(case, reader, tokens, types, report)
+    if "quant_reference" in case:
+        check_quantized(case, reader, report)
 
     folder, name = os.path.split(case["gguf"])
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).eval()
@@ -186,6 +190,26 @@ def llama_cpp_case(case, report):
     report["llama_cpp_greedy"] = greedy
     model.close()
     return out
+
+
+def check_quantized(case, reader, report):
+    """Each Q8_0 tensor of the file against gguf-py quantising the same tensor of the f32 export."""
+    reference = {t.name: t for t in gguf.GGUFReader(case["quant_reference"]).tensors}
+    same, differ, kept = 0, [], []
+    for t in reader.tensors:
+        if t.tensor_type != gguf.GGMLQuantizationType.Q8_0:
+            if len(t.shape) > 1 and int(t.shape[1]) > 1:
+                kept.append(t.name)
+            continue
+        source = np.array(reference[t.name].data, dtype=np.float32)
+        expected = gguf.quants.quantize(source, gguf.GGMLQuantizationType.Q8_0).reshape(-1)
+        if np.array_equal(expected, np.array(t.data).reshape(-1)):
+            same += 1
+        else:
+            differ.append(t.name)
+    report["quant_same"] = same
+    report["quant_differ"] = differ
+    report["quant_kept"] = kept  # matrices left unquantised
 
 
 def check_bpe_vocab(case, reader, tokens, types, report):
