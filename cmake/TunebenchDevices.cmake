@@ -8,4 +8,4 @@ if(CMAKE_CUDA_COMPILER)
 endif()
 set(TB_HAVE_TORCH_CUDA ${TB_TORCH_HAS_CUDA})
 message(STATUS "Tunebench device paths: cpu=ON libtorch-cuda=${TB_HAVE_TORCH_CUDA} cuda-toolkit=${TB_HAVE_CUDA_TOOLKIT}"
-               " (CUDA is used at run time when a GPU is present; kernels/ has no sources yet)")
+               " (CUDA is used at run time when a GPU is present; kernels/ has no custom kernels yet, see kernels/README.md)")
