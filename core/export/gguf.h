@@ -1,6 +1,6 @@
 // GGUF v3 files, the format llama.cpp loads: a streaming writer (metadata values, tensor infos,
 // aligned data, written to a temp file then fsync + rename), a validating reader of the header, and
-// the export of a merged Llama/Mistral/Qwen2 run (or its base model) with its sentencepiece or
+// the export of a merged Llama/Mistral/Qwen2/Qwen3 run (or its base model) with its sentencepiece or
 // byte-level BPE vocabulary, and of a LoRA run's factors as a llama.cpp LoRA adapter. Torch-free header.
 #pragma once
 
@@ -116,10 +116,10 @@ struct GgufSummary {
 GgufSummary readGgufSummary(const std::string& path);
 
 // Throws tb::Error unless the run's model can be written as GGUF: method full, partial or lora
-// (merged), architecture llama or mistral without biases, or qwen2 with its q/k/v biases only; no
-// rope scaling or qk-norm; a sentencepiece tokenizer.model or a byte-level BPE tokenizer.json whose
-// pre-tokenizer llama.cpp knows by name (GPT-2, Llama-3, Qwen2). Reads config.json and the
-// tokenizer files only.
+// (merged), architecture llama or mistral without biases (rope scaling: Llama 3's only), qwen2 with its
+// q/k/v biases only, or qwen3 with its q/k norms; a sentencepiece tokenizer.model or a byte-level BPE
+// tokenizer.json whose pre-tokenizer llama.cpp knows by name (GPT-2, Llama-3, Qwen2). Reads config.json
+// and the tokenizer files only.
 void checkGgufExportable(const TrainConfig& run);
 
 // Writes the merged (LoRA folded in) model as GGUF to options.outDir (a path ending in .gguf) with

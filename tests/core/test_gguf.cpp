@@ -7,6 +7,7 @@
 #include "model/config.h"
 #include "train/train_config.h"
 #include "util/error.h"
+#include "util/file_util.h"
 
 #include <QtTest>
 #include <QtCore/qfloat16.h>
@@ -304,7 +305,7 @@ void TestGguf::refusedModels()
     run.method = tb::Method::Lora;
     run.model = dir.filePath(QStringLiteral("gpt2")).toStdString();
     std::string e = errorOf([&] { tb::checkGgufExportable(run); });
-    QVERIFY2(e.find("supports llama, mistral and qwen2") != std::string::npos &&
+    QVERIFY2(e.find("supports llama, mistral, qwen2 and qwen3") != std::string::npos &&
                  e.find("gpt2") != std::string::npos,
              e.c_str());
 
@@ -317,6 +318,21 @@ void TestGguf::refusedModels()
     e = errorOf([&] { tb::checkGgufExportable(run); });
     QVERIFY2(e.find("soft prompt") != std::string::npos, e.c_str());
     run.method = tb::Method::Full;
+    QCOMPARE(errorOf([&] { tb::checkGgufExportable(run); }), std::string());
+
+    // Rope scaling: llama3's goes into the file (rope_freqs); linear is refused by name.
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("linear")));
+    auto config = nlohmann::json::parse(tb::readFile(TB_SOURCE_DIR "/datasets/models/stories260k/config.json"));
+    config["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+    writeText(dir.filePath(QStringLiteral("linear/config.json")), config.dump().c_str());
+    QFile::copy(QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k/tokenizer.model"),
+                dir.filePath(QStringLiteral("linear/tokenizer.model")));
+    run.model = dir.filePath(QStringLiteral("linear")).toStdString();
+    e = errorOf([&] { tb::checkGgufExportable(run); });
+    QVERIFY2(e.find("llama3 rope scaling") != std::string::npos && e.find("'linear'") != std::string::npos, e.c_str());
+    config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                              {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+    writeText(dir.filePath(QStringLiteral("linear/config.json")), config.dump().c_str());
     QCOMPARE(errorOf([&] { tb::checkGgufExportable(run); }), std::string());
 
     // A llama whose tokenizer is a BPE tokenizer.json.

@@ -9,7 +9,9 @@ usage:
   gguf_oracle.py make-bpe OUT_DIR
       Trains the Llama-3-style and Qwen2-style byte-level BPE tokenizers of tokenizer_oracle.py and writes
       OUT_DIR/llama3 (a random LlamaConfig model, untied) and OUT_DIR/qwen2 (a random Qwen2Config model with
-      q/k/v biases, tied), each with its tokenizer.json and a vocab_size equal to the tokenizer's size.
+      q/k/v biases, tied), each with its tokenizer.json and a vocab_size equal to the tokenizer's size; then
+      OUT_DIR/llama31 (llama3's tokenizer, Llama 3 rope scaling) and OUT_DIR/qwen3 (qwen2's tokenizer, a
+      random Qwen3Config model with q/k norms, tied).
   gguf_oracle.py check CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "gguf": path, "sp_model": tokenizer.model | "tokenizer_json": tokenizer.json,
       "ids": [int], "texts": [str]}]. For a tokenizer.json the report has "merges_match" and "hf_ids" (HF
@@ -18,7 +20,7 @@ usage:
       and prints one JSON object: {name: {"metadata": {key: value (scalars only)},
       "tensors": {name: {"shape": [...] (as stored), "type": int}}, "vocab_size", "pieces_match",
       "scores_match", "types_match", "first_mismatch", "gguf_ids": [[int]], "sp_ids": [[int]],
-      "tie_word_embeddings", "warnings"}}.
+      "tie_word_embeddings", "warnings", and "rope_freqs" (its values) when the file has that tensor}}.
       llama.cpp itself (llama-cpp-python, built from source by scripts/setup) loads each file too: the
       safetensors file adds "llama_cpp_logits" (fp32 [T, vocab] for the case's ids, f32 KV cache) and the
       report adds "llama_cpp_ids" (llama.cpp's tokenizer on the texts, BOS as the file's add_bos_token
@@ -86,6 +88,37 @@ def make_bpe(out):
                         proj.bias.normal_(0.0, 0.5)
         model.save_pretrained(folder)
 
+    # Around the same tokenizers: a Llama with Llama 3's rope scaling (theta 500000, so that the 4 rotary
+    # frequencies of head_dim 8 fall in all three bands: kept, smoothed, divided by the factor) and a Qwen3
+    # (q/k RMSNorms, no biases, tied head).
+    for name, source in (("llama31", "llama3"), ("qwen3", "qwen2")):
+        folder = os.path.join(out, name)
+        os.makedirs(folder, exist_ok=True)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(out, source, f), os.path.join(folder, f))
+        tok = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        with open(os.path.join(folder, "tokenizer_config.json")) as f:
+            tok_config = json.load(f)
+        vocab = tok.get_vocab_size(with_added_tokens=True)
+        bos = tok.token_to_id(tok_config["bos_token"]) if tok_config["bos_token"] else None
+        eos = tok.token_to_id(tok_config["eos_token"])
+        if name == "llama31":
+            cfg = transformers.LlamaConfig(**common, vocab_size=vocab, tie_word_embeddings=False, rms_norm_eps=1e-5,
+                                           bos_token_id=bos, eos_token_id=eos, rope_theta=500000.0,
+                                           rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                         "original_max_position_embeddings": 8192})
+            model = transformers.LlamaForCausalLM(cfg)
+        else:
+            cfg = transformers.Qwen3Config(**common, head_dim=8, vocab_size=vocab, tie_word_embeddings=True,
+                                           rms_norm_eps=1e-6, bos_token_id=bos, eos_token_id=eos)
+            model = transformers.Qwen3ForCausalLM(cfg)
+            with torch.no_grad():  # q/k norms away from 1, so that dropping or misplacing them shows
+                for layer in model.model.layers:
+                    layer.self_attn.q_norm.weight.uniform_(0.5, 1.5)
+                    layer.self_attn.k_norm.weight.uniform_(0.5, 1.5)
+        model.save_pretrained(folder)
+
 
 class _Collect(logging.Handler):
     def __init__(self, sink):
@@ -124,6 +157,9 @@ def check_case(case, report):
     report["metadata"] = {k: field_value(f) for k, f in reader.fields.items() if field_value(f) is not None}
     report["tensors"] = {t.name: {"shape": [int(d) for d in t.shape], "type": int(t.tensor_type)}
                          for t in reader.tensors}
+    for t in reader.tensors:
+        if t.name == "rope_freqs.weight":
+            report["rope_freqs"] = [float(v) for v in np.array(t.data, dtype=np.float32)]
     tokens = reader.fields["tokenizer.ggml.tokens"].contents()
     types = reader.fields["tokenizer.ggml.token_type"].contents()
     if "tokenizer_json" in case:
@@ -134,7 +170,15 @@ def check_case(case, report):
         check_quantized(case, reader, report)
 
     folder, name = os.path.split(case["gguf"])
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).eval()
+    extra = {}
+    if report["metadata"].get("general.architecture") == "qwen3":
+        # transformers' qwen3 GGUF mapping skips rope.dimension_count and falls back to head_dim 128 (right for
+        # the published Qwen3 models only): give it the file's own value.
+        config = transformers.AutoConfig.from_pretrained(folder, gguf_file=name)
+        config.head_dim = report["metadata"]["qwen3.rope.dimension_count"]
+        extra["config"] = config
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                                              **extra).eval()
     report["tie_word_embeddings"] = bool(model.config.tie_word_embeddings)
     ids = torch.tensor([case["ids"]], dtype=torch.int64)
     with torch.no_grad():

@@ -174,11 +174,12 @@ void TestGgufInterop::initTestCase()
                                   untied,                m_ids};
 
     // Byte-level BPE: random models around trained Llama-3-style and Qwen2-style tokenizers, tuned
-    // with LoRA on every projection (qwen2's q/k/v biases stay as they are and must be written).
+    // with LoRA on every projection (qwen2's q/k/v biases and qwen3's q/k norms stay as they are and must
+    // be written; llama31's rope scaling must reach llama.cpp).
     const std::string bpeDir = path(QStringLiteral("bpe"));
     runOracle({QStringLiteral("make-bpe"), QString::fromStdString(bpeDir)}, &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
-    for (const char* name : {"llama3", "qwen2"}) {
+    for (const char* name : {"llama3", "qwen2", "llama31", "qwen3"}) {
         const std::string model = bpeDir + "/" + name;
         const std::string run = train("lora", std::string("lora-") + name,
                                       {"lr=0.01", "model=" + model, "data.chat_template=plain",
@@ -195,7 +196,8 @@ void TestGgufInterop::initTestCase()
     }
 
     // LoRA runs also go out as a llama.cpp adapter plus the base model it applies to.
-    for (const char* name : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32"}) {
+    for (const char* name :
+         {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32"}) {
         Case& c = m_cases.at(name);
         c.adapter = path(QString::fromLatin1("gguf/%1-adapter.gguf").arg(QLatin1String(name)));
         c.adapterBase = path(QString::fromLatin1("gguf/%1-base.gguf").arg(QLatin1String(name)));
@@ -257,7 +259,7 @@ void TestGgufInterop::logitsMatchTransformers_data()
     QTest::addColumn<QString>("name");
     for (const char* n :
          {"lora_f32", "lora_f16", "lora_bf16", "lora_q8_0", "rslora_f32", "full_f32", "untied_f16",
-          "untied_lora_f32", "llama3_f32", "qwen2_f32"})
+          "untied_lora_f32", "llama3_f32", "qwen2_f32", "qwen3_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -388,20 +390,24 @@ void TestGgufInterop::tokenizerMatchesSentencePiece()
 void TestGgufInterop::bpeMetadataAndVocabulary_data()
 {
     QTest::addColumn<QString>("name");
-    QTest::newRow("llama3") << QStringLiteral("llama3");
-    QTest::newRow("qwen2") << QStringLiteral("qwen2");
+    for (const char* n : {"llama3", "qwen2", "llama31", "qwen3"})
+        QTest::newRow(n) << QString::fromLatin1(n);
 }
 
 void TestGgufInterop::bpeMetadataAndVocabulary()
 {
     QFETCH(QString, name);
-    const bool qwen2 = name == QStringLiteral("qwen2");
+    // The qwen tokenizer has no BOS and ties the head; qwen2 adds q/k/v biases, qwen3 q/k norms; llama31
+    // carries Llama 3's rope scaling as rope_freqs.
+    const bool qwen2 = name.startsWith(QStringLiteral("qwen"));
+    const bool qwen3 = name == QStringLiteral("qwen3");
+    const bool scaled = name == QStringLiteral("llama31");
     const Case& c = m_cases.at(name.toStdString() + "_f32");
     const auto& r = m_oracle.at(name.toStdString() + "_f32");
     const auto& md = r.at("metadata");
     const tb::ModelConfig config = tb::loadModelConfig(c.base);
     const auto ours = tb::loadTokenizer(c.base);
-    const std::string arch = qwen2 ? "qwen2" : "llama";
+    const std::string arch = qwen3 ? "qwen3" : qwen2 ? "qwen2" : "llama";
     QCOMPARE(md.at("general.architecture").get<std::string>(), arch);
     QCOMPARE(md.at(arch + ".block_count").get<int64_t>(), config.numLayers);
     QCOMPARE(md.at(arch + ".attention.head_count_kv").get<int64_t>(), config.numKvHeads);
@@ -424,13 +430,29 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
     QVERIFY(r.at("merges_match").get<bool>());
     QVERIFY(r.at("merges").get<int>() > 100);
 
-    // Tensors: qwen2 adds f32 q/k/v biases and ties its head; the Llama has an output.weight.
+    // Tensors: qwen2 adds f32 q/k/v biases and ties its head, qwen3 q/k norms; the Llamas have an
+    // output.weight, and llama31 rope_freqs, llama.cpp converter's divisors of the rotary frequencies.
     const auto& tensors = r.at("tensors");
-    const int64_t perBlock = qwen2 ? 12 : 9;
+    const int64_t perBlock = qwen3 ? 11 : qwen2 ? 12 : 9;
     QCOMPARE(static_cast<int64_t>(tensors.size()),
-             2 + perBlock * config.numLayers + (qwen2 ? 0 : 1));
+             2 + perBlock * config.numLayers + (qwen2 ? 0 : 1) + (scaled ? 1 : 0));
     QCOMPARE(r.at("tie_word_embeddings").get<bool>(), qwen2);
-    if (qwen2) {
+    QCOMPARE(tensors.contains("rope_freqs.weight"), scaled);
+    if (scaled) {
+        QCOMPARE(tensors.at("rope_freqs.weight").at("shape"), nlohmann::json({config.headDim / 2}));
+        // head_dim 8 at theta 500000: wavelengths 6.3, 167, 4450 and 118000 against 8192 / 4 and 8192 / 1.
+        const auto factors = r.at("rope_freqs").get<std::vector<double>>();
+        QCOMPARE(factors.size(), size_t(4));
+        QCOMPARE(factors[0], 1.0);
+        QCOMPARE(factors[1], 1.0);
+        QVERIFY(factors[2] > 1.0 && factors[2] < 8.0);
+        QCOMPARE(factors[3], 8.0);
+    }
+    if (qwen3) {
+        QCOMPARE(tensors.at("blk.1.attn_q_norm.weight").at("shape"), nlohmann::json({config.headDim}));
+        QCOMPARE(tensors.at("blk.1.attn_k_norm.weight").at("type").get<int>(), 0);
+        QVERIFY(!tensors.contains("blk.1.attn_q.bias"));
+    } else if (qwen2) {
         QCOMPARE(tensors.at("blk.1.attn_q.bias").at("shape"), nlohmann::json({config.hiddenSize}));
         QCOMPARE(tensors.at("blk.1.attn_k.bias").at("shape"),
                  nlohmann::json({config.numKvHeads * config.headDim}));
@@ -450,6 +472,8 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
 void TestGgufInterop::llamaCppRunsTheExport_data()
 {
     logitsMatchTransformers_data();
+    // transformers' GGUF reader drops rope_freqs (Llama 3's rope scaling): llama.cpp is the reference.
+    QTest::newRow("llama31_f32") << QStringLiteral("llama31_f32");
 }
 
 // llama.cpp itself loads each export: its logits for the prompt equal our tuned model's, every token of its
@@ -460,9 +484,9 @@ void TestGgufInterop::llamaCppRunsTheExport()
     QFETCH(QString, name);
     const Case& c = m_cases.at(name.toStdString());
     const auto& r = m_oracle.at(name.toStdString());
-    QCOMPARE(r.at("llama_cpp_arch").get<std::string>(), tb::loadModelConfig(c.base).modelType == "qwen2"
-                                                             ? std::string("qwen2")
-                                                             : std::string("llama"));
+    const std::string modelType = tb::loadModelConfig(c.base).modelType;
+    QCOMPARE(r.at("llama_cpp_arch").get<std::string>(),
+             modelType == "qwen2" || modelType == "qwen3" ? modelType : std::string("llama"));
     auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
     const tb::TensorInfo* info = file->find("llama_cpp_logits");
     QVERIFY(info && info->dtype == tb::DType::F32);
@@ -508,7 +532,8 @@ void TestGgufInterop::llamaCppRunsTheExport()
 void TestGgufInterop::llamaCppAppliesTheLoraAdapter_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32"})
+    for (const char* n :
+         {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 

@@ -1,0 +1,339 @@
+// GGUF exports: a merged Llama/Mistral/Qwen2/Qwen3 run (or its base model) with its vocabulary, and a LoRA
+// run's factors as a llama.cpp LoRA adapter; llama.cpp's tensor names, q/k row order and rope factors.
+#include "export/gguf.h"
+
+#include "export/export.h"
+#include "export/gguf_quant.h"
+#include "export/gguf_vocab.h"
+#include "model/causal_lm.h"
+#include "model/config.h"
+#include "tokenizer/tokenizer.h"
+#include "train/train_config.h"
+#include "util/error.h"
+
+#include <cmath>
+#include <map>
+#include <regex>
+
+namespace tb {
+
+namespace {
+
+// Our parameter name -> llama.cpp's tensor name, or "" when it has none.
+std::string ggufTensorName(const std::string& name)
+{
+    static const std::map<std::string, std::string> kTop = {
+        {"model.embed_tokens.weight", "token_embd.weight"},
+        {"model.norm.weight", "output_norm.weight"},
+        {"lm_head.weight", "output.weight"}};
+    static const std::map<std::string, std::string> kBlock = {
+        {"input_layernorm.weight", "attn_norm.weight"},
+        {"self_attn.q_proj.weight", "attn_q.weight"},
+        {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.q_proj.bias", "attn_q.bias"}, // qwen2
+        {"self_attn.k_proj.bias", "attn_k.bias"},
+        {"self_attn.v_proj.bias", "attn_v.bias"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"}, // qwen3
+        {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"post_attention_layernorm.weight", "ffn_norm.weight"},
+        {"mlp.gate_proj.weight", "ffn_gate.weight"},
+        {"mlp.up_proj.weight", "ffn_up.weight"},
+        {"mlp.down_proj.weight", "ffn_down.weight"}};
+    if (auto it = kTop.find(name); it != kTop.end())
+        return it->second;
+    static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
+    std::smatch m;
+    if (std::regex_match(name, m, kLayer))
+        if (auto it = kBlock.find(m[2].str()); it != kBlock.end())
+            return "blk." + m[1].str() + "." + it->second;
+    return {};
+}
+
+// HF's rotate-half layout of q/k rows -> GGML's interleaved pairs, per head (the inverse of what
+// transformers' GGUF loader undoes): rows [heads, 2, head_dim/2] -> [heads, head_dim/2, 2].
+// w: [heads * head_dim, in]
+torch::Tensor interleaveRopeRows(const torch::Tensor& w, int64_t heads)
+{
+    const int64_t rows = w.size(0);
+    return w.reshape({heads, 2, rows / heads / 2, w.size(1)})
+        .transpose(1, 2)
+        .reshape({rows, w.size(1)})
+        .contiguous();
+}
+
+std::string tensorBytes(const torch::Tensor& t, GgufTensorType type)
+{
+    if (type == GgufTensorType::Q8_0) {
+        const torch::Tensor f = t.detach().to(torch::kCPU).to(torch::kFloat32).contiguous();
+        return quantizeQ8_0(f.data_ptr<float>(), f.numel());
+    }
+    const auto dtype = type == GgufTensorType::F32   ? torch::kFloat32
+                       : type == GgufTensorType::F16 ? torch::kFloat16
+                                                     : torch::kBFloat16;
+    const torch::Tensor c = t.detach().to(torch::kCPU).to(dtype).contiguous();
+    return std::string(static_cast<const char*>(c.data_ptr()),
+                       static_cast<size_t>(c.numel()) * c.element_size());
+}
+
+// --dtype -> the type of 2-D weights and general.file_type (llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1,
+// MOSTLY_BF16 = 32).
+std::pair<GgufTensorType, uint32_t> ggufWeightType(const std::string& dtype)
+{
+    if (dtype == "f32")
+        return {GgufTensorType::F32, 0};
+    if (dtype == "f16")
+        return {GgufTensorType::F16, 1};
+    if (dtype == "bf16")
+        return {GgufTensorType::BF16, 32};
+    if (dtype == "q8_0")
+        return {GgufTensorType::Q8_0, 7};  // LLAMA_FTYPE_MOSTLY_Q8_0
+    fail("export: unknown GGUF dtype '", dtype, "' (allowed: f32, f16, bf16, q8_0)");
+}
+
+// llama.cpp's architecture name: Mistral is written as llama (as llama.cpp's converter does).
+std::string ggufArchitecture(const ModelConfig& c)
+{
+    return c.architecture == Architecture::Qwen2 ? "qwen2" : c.architecture == Architecture::Qwen3 ? "qwen3" : "llama";
+}
+
+// The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV heads),
+// else 0. qwen2 and qwen3 keep HF's rotate-half order (llama.cpp runs them with the NeoX rotary).
+int64_t ropeHeads(const ModelConfig& c, const std::string& gguf)
+{
+    if (c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3)
+        return 0;
+    return gguf.ends_with(".attn_q.weight") ? c.numHeads : gguf.ends_with(".attn_k.weight") ? c.numKvHeads : 0;
+}
+
+// Llama 3's rope scaling as llama.cpp takes it: a "rope_freqs" tensor of per-frequency divisors
+// [head_dim / 2], computed as llama.cpp's converter does (float32 base frequencies, the rest in double).
+std::vector<float> llama3RopeFactors(const ModelConfig& c)
+{
+    const RopeScaling& s = c.ropeScaling;
+    const double lowWavelen = s.originalMaxPositions / s.lowFreqFactor;
+    const double highWavelen = s.originalMaxPositions / s.highFreqFactor;
+    std::vector<float> factors;
+    for (int64_t i = 0; i < c.headDim; i += 2) {
+        const float freq = 1.0f / std::pow(static_cast<float>(c.ropeTheta),
+                                           static_cast<float>(i) / static_cast<float>(c.headDim));
+        const double wavelen = 2.0 * M_PI / static_cast<double>(freq);
+        double factor = 1.0;
+        if (wavelen > lowWavelen) {
+            factor = s.factor;
+        } else if (wavelen >= highWavelen) {
+            const double smooth = (s.originalMaxPositions / wavelen - s.lowFreqFactor) /
+                                  (s.highFreqFactor - s.lowFreqFactor);
+            factor = 1.0 / ((1.0 - smooth) / s.factor + smooth);
+        }
+        factors.push_back(static_cast<float>(factor));
+    }
+    return factors;
+}
+
+} // namespace
+
+void checkGgufExportable(const TrainConfig& run)
+{
+    if (run.method == Method::Adapter || run.method == Method::Prompt)
+        fail("export: a ", methodName(run.method), " run cannot be written as GGUF (",
+             run.method == Method::Adapter ? "bottleneck adapters add non-linear layers"
+                                           : "a soft prompt is an input, not a weight",
+             " that a merged model cannot hold); use --format peft");
+    const ModelConfig c = loadModelConfig(run.model);
+    const bool qwen2 = c.architecture == Architecture::Qwen2;
+    const bool qwen3 = c.architecture == Architecture::Qwen3;
+    const bool llama = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
+    if (!llama && !qwen2 && !qwen3)
+        fail("export: GGUF export supports llama, mistral, qwen2 and qwen3 models; ", c.sourcePath, " is ",
+             c.modelType, " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
+    if ((c.qkvBias && !qwen2) || c.oBias || c.mlpBias || (c.qkNorm && !qwen3))
+        fail("export: GGUF export supports llama/mistral without biases, qwen2 with its q/k/v biases and "
+             "qwen3 with its q/k norms; ",
+             c.sourcePath, " sets attention_bias or mlp_bias");
+    if (!c.ropeScaling.type.empty() && !(llama && c.ropeScaling.type == "llama3"))
+        fail("export: GGUF export writes llama3 rope scaling for llama models only; ", c.sourcePath, " uses '",
+             c.ropeScaling.type, "'");
+    if (c.hiddenAct != "silu")
+        fail("export: GGUF llama models use silu; ", c.sourcePath, " has hidden_act '", c.hiddenAct,
+             "'");
+    if (c.headDim % 2 != 0)
+        fail("export: head_dim ", c.headDim, " in ", c.sourcePath,
+             " is odd; rotary rows come in pairs");
+    if (qwen2 && c.headDim * c.numHeads != c.hiddenSize) // transformers' qwen2 GGUF reader
+        fail("export: GGUF qwen2 models need head_dim = hidden_size / heads; ", c.sourcePath,
+             " has head_dim ", c.headDim);
+    checkGgufTokenizer(run.model);
+}
+
+void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
+                     ExportReport& report)
+{
+    checkGgufExportable(run);
+    const ModelConfig& c = model.config();
+    const auto [weightType, fileType] = ggufWeightType(o.dtype);
+
+    // Vocabulary: sentencepiece pieces or byte-level BPE tokens; embedding rows beyond the
+    // tokenizer become unused [PAD<id>] tokens so that the token count equals the embedding rows.
+    const GgufVocab vocab = readGgufVocab(run.model, c);
+    // llama.cpp names Mistral "llama" too; qwen2 (q/k/v biases) and qwen3 (q/k norms) have their own
+    // architectures, with HF's rotary layout, so no q/k row permutation.
+    const std::string arch = ggufArchitecture(c);
+    auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+
+    std::vector<GgufKeyValue> kv = {
+        {"general.architecture", GgufValue::string(arch)},
+        {"general.name", GgufValue::string(run.name)},
+        {"general.alignment", GgufValue::u32(kGgufAlignment)},
+        {"general.file_type", GgufValue::u32(fileType)},
+        {"general.quantization_version", GgufValue::u32(2)},
+        {arch + ".context_length", u32(c.maxPositions)},
+        {arch + ".embedding_length", u32(c.hiddenSize)},
+        {arch + ".block_count", u32(c.numLayers)},
+        {arch + ".feed_forward_length", u32(c.intermediateSize)},
+        {arch + ".rope.dimension_count", u32(c.headDim)},
+        {arch + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.ropeTheta))},
+        {arch + ".attention.head_count", u32(c.numHeads)},
+        {arch + ".attention.head_count_kv", u32(c.numKvHeads)},
+        {arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.normEps))},
+        {arch + ".vocab_size", u32(c.vocabSize)},
+    };
+    if (c.headDim * c.numHeads != c.hiddenSize) { // llama.cpp assumes hidden / heads otherwise
+        kv.push_back({arch + ".attention.key_length", u32(c.headDim)});
+        kv.push_back({arch + ".attention.value_length", u32(c.headDim)});
+    }
+    kv.push_back({"tokenizer.ggml.model", GgufValue::string(vocab.model)});
+    if (!vocab.pre.empty())
+        kv.push_back({"tokenizer.ggml.pre", GgufValue::string(vocab.pre)});
+    kv.push_back({"tokenizer.ggml.tokens", GgufValue::strings(vocab.tokens)});
+    if (!vocab.scores.empty())
+        kv.push_back({"tokenizer.ggml.scores", GgufValue::f32s(vocab.scores)});
+    kv.push_back({"tokenizer.ggml.token_type", GgufValue::i32s(vocab.types)});
+    if (vocab.model == "gpt2")
+        kv.push_back({"tokenizer.ggml.merges", GgufValue::strings(vocab.merges)});
+    if (vocab.bos >= 0)
+        kv.push_back({"tokenizer.ggml.bos_token_id", u32(vocab.bos)});
+    if (vocab.eos >= 0)
+        kv.push_back({"tokenizer.ggml.eos_token_id", u32(vocab.eos)});
+    if (vocab.unk >= 0)
+        kv.push_back({"tokenizer.ggml.unknown_token_id", u32(vocab.unk)});
+    if (vocab.pad >= 0)
+        kv.push_back({"tokenizer.ggml.padding_token_id", u32(vocab.pad)});
+    kv.push_back({"tokenizer.ggml.add_bos_token", GgufValue::boolean(vocab.addBos)});
+    kv.push_back({"tokenizer.ggml.add_eos_token", GgufValue::boolean(vocab.addEos)});
+    if (!vocab.chatTemplate.empty())
+        kv.push_back({"tokenizer.chat_template", GgufValue::string(vocab.chatTemplate)});
+
+    // Tensors in the model's order (embedding, blocks, final norm, head); a tied head is not
+    // written. Llama 3's rope scaling goes first, as the divisors llama.cpp applies to each frequency.
+    std::vector<GgufTensor> tensors;
+    if (c.ropeScaling.type == "llama3") {
+        const std::vector<float> factors = llama3RopeFactors(c);
+        tensors.push_back({"rope_freqs.weight", GgufTensorType::F32, {static_cast<int64_t>(factors.size())},
+                           [factors] {
+                               return std::string(reinterpret_cast<const char*>(factors.data()),
+                                                  factors.size() * sizeof(float));
+                           }});
+    }
+    for (const auto& item : model.named_parameters()) {
+        const std::string& name = item.key();
+        if (name.find("lora_") != std::string::npos)
+            continue;
+        const std::string gguf = ggufTensorName(name);
+        if (gguf.empty())
+            fail("export: tensor '", name,
+                 "' has no GGUF name (GGUF export writes plain llama/mistral/qwen2/qwen3 weights)");
+        torch::Tensor value = item.value().detach();
+        const bool matrix = value.dim() == 2;
+        // Biases and norms stay f32, as llama.cpp keeps 1-D tensors.
+        GgufTensor t;
+        t.name = gguf;
+        t.type = matrix ? weightType : GgufTensorType::F32;
+        t.shape = value.sizes().vec();
+        if (matrix && t.shape.back() % ggufTypeLayout(t.type).blockSize != 0) {
+            t.type = GgufTensorType::F16;  // rows that are not whole blocks: f16, as llama.cpp's converter
+            report.warnings.push_back(gguf + ": rows of " + std::to_string(t.shape.back()) + " weights are not whole " +
+                                      ggufTensorTypeName(weightType) + " blocks; written F16");
+        }
+        const int64_t heads = ropeHeads(c, gguf);
+        t.data = [value, heads, type = t.type] {
+            return tensorBytes(heads ? interleaveRopeRows(value, heads) : value, type);
+        };
+        tensors.push_back(std::move(t));
+    }
+    writeGguf(o.outDir, kv, tensors);
+    report.files.push_back(o.outDir);
+    report.tensors = static_cast<int64_t>(tensors.size());
+}
+
+void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+{
+    if (run.method != Method::Lora)
+        fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
+             " run (use --format gguf for the merged model)");
+    checkGgufExportable(run);
+    const ModelConfig& c = model.config();
+    const auto [weightType, fileType] = ggufWeightType(o.dtype);
+    if (weightType == GgufTensorType::Q8_0)
+        fail("export: a LoRA adapter is written f32, f16 or bf16 (its rank-wide rows are not whole Q8_0 blocks, "
+             "and it is small); quantise the base model instead");
+    const std::string arch = ggufArchitecture(c);
+
+    std::vector<GgufTensor> tensors;
+    double scaling = 0;
+    int64_t rank = 0;
+    bool learned = false;
+    for (auto& [name, layer] : model.linearLayers()) {
+        if (!layer->hasLora())
+            continue;
+        const std::string gguf = ggufTensorName(name + ".weight");
+        if (gguf.empty() || (gguf == "output.weight" && c.tieWordEmbeddings))
+            fail("export: LoRA on '", name, "' has no llama.cpp tensor to adapt; use --format gguf for the merged "
+                 "model");
+        const torch::Tensor a = layer->lora_A->weight.detach(); // [rank, in]
+        const torch::Tensor b = layer->lora_B->weight.detach(); // [out, rank]
+        scaling = layer->loraScaling();
+        rank = a.size(0);
+        // As for a merged export: what the adapter changes in the fp32 weight it is added to.
+        const torch::Tensor w = layer->weight.detach();
+        const double change = ((w + layer->loraDelta()) - w).abs().max().item<double>();
+        learned = learned || change > 0;
+        report.maxAbsChange = std::max(report.maxAbsChange, change);
+        const int64_t heads = ropeHeads(c, gguf);
+        GgufTensor ta;
+        ta.name = gguf + ".lora_a";
+        ta.type = weightType;
+        ta.shape = a.sizes().vec();
+        ta.data = [a, type = weightType] { return tensorBytes(a, type); };
+        tensors.push_back(std::move(ta));
+        GgufTensor tb;
+        tb.name = gguf + ".lora_b";
+        tb.type = weightType;
+        tb.shape = b.sizes().vec();
+        tb.data = [b, heads, type = weightType] { return tensorBytes(heads ? interleaveRopeRows(b, heads) : b, type); };
+        tensors.push_back(std::move(tb));
+    }
+    if (tensors.empty())
+        fail("export: the run has no LoRA factors to write");
+    if (!learned && !o.force)
+        fail("export: the adapter leaves every base weight as it is (nothing was learned); pass --force to export "
+             "anyway");
+
+    const std::vector<GgufKeyValue> kv = {
+        {"general.architecture", GgufValue::string(arch)},
+        {"general.type", GgufValue::string("adapter")},
+        {"general.name", GgufValue::string(run.name)},
+        {"general.alignment", GgufValue::u32(kGgufAlignment)},
+        {"general.file_type", GgufValue::u32(fileType)},
+        {"general.quantization_version", GgufValue::u32(2)},
+        {"adapter.type", GgufValue::string("lora")},
+        // llama.cpp scales each product by alpha / rank: alpha = scaling x rank keeps ours (rsLoRA included).
+        {"adapter.lora.alpha", GgufValue::f32(static_cast<float>(scaling * static_cast<double>(rank)))},
+    };
+    writeGguf(o.outDir, kv, tensors);
+    report.files.push_back(o.outDir);
+    report.tensors = static_cast<int64_t>(tensors.size());
+}
+
+} // namespace tb
