@@ -25,7 +25,11 @@ std::string ggufTensorName(const std::string& name)
     static const std::map<std::string, std::string> kTop = {
         {"model.embed_tokens.weight", "token_embd.weight"},
         {"model.norm.weight", "output_norm.weight"},
-        {"lm_head.weight", "output.weight"}};
+        {"lm_head.weight", "output.weight"},
+        {"transformer.wte.weight", "token_embd.weight"}, // gpt2
+        {"transformer.wpe.weight", "position_embd.weight"},
+        {"transformer.ln_f.weight", "output_norm.weight"},
+        {"transformer.ln_f.bias", "output_norm.bias"}};
     static const std::map<std::string, std::string> kBlock = {
         {"input_layernorm.weight", "attn_norm.weight"},
         {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -40,10 +44,22 @@ std::string ggufTensorName(const std::string& name)
         {"post_attention_layernorm.weight", "ffn_norm.weight"},
         {"mlp.gate_proj.weight", "ffn_gate.weight"},
         {"mlp.up_proj.weight", "ffn_up.weight"},
-        {"mlp.down_proj.weight", "ffn_down.weight"}};
+        {"mlp.down_proj.weight", "ffn_down.weight"},
+        {"ln_1.weight", "attn_norm.weight"}, // gpt2
+        {"ln_1.bias", "attn_norm.bias"},
+        {"attn.c_attn.weight", "attn_qkv.weight"},
+        {"attn.c_attn.bias", "attn_qkv.bias"},
+        {"attn.c_proj.weight", "attn_output.weight"},
+        {"attn.c_proj.bias", "attn_output.bias"},
+        {"ln_2.weight", "ffn_norm.weight"},
+        {"ln_2.bias", "ffn_norm.bias"},
+        {"mlp.c_fc.weight", "ffn_up.weight"},
+        {"mlp.c_fc.bias", "ffn_up.bias"},
+        {"mlp.c_proj.weight", "ffn_down.weight"},
+        {"mlp.c_proj.bias", "ffn_down.bias"}};
     if (auto it = kTop.find(name); it != kTop.end())
         return it->second;
-    static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
+    static const std::regex kLayer(R"((?:model\.layers|transformer\.h)\.(\d+)\.(.+))");
     std::smatch m;
     if (std::regex_match(name, m, kLayer))
         if (auto it = kBlock.find(m[2].str()); it != kBlock.end())
@@ -95,7 +111,14 @@ std::pair<GgufTensorType, uint32_t> ggufWeightType(const std::string& dtype)
 // llama.cpp's architecture name: Mistral is written as llama (as llama.cpp's converter does).
 std::string ggufArchitecture(const ModelConfig& c)
 {
-    return c.architecture == Architecture::Qwen2 ? "qwen2" : c.architecture == Architecture::Qwen3 ? "qwen3" : "llama";
+    switch (c.architecture) {
+    case Architecture::Qwen2: return "qwen2";
+    case Architecture::Qwen3: return "qwen3";
+    case Architecture::Gpt2: return "gpt2";
+    case Architecture::Llama:
+    case Architecture::Mistral: break;
+    }
+    return "llama";
 }
 
 // The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV heads),
@@ -142,11 +165,19 @@ void checkGgufExportable(const TrainConfig& run)
                                            : "a soft prompt is an input, not a weight",
              " that a merged model cannot hold); use --format peft");
     const ModelConfig c = loadModelConfig(run.model);
+    if (c.architecture == Architecture::Gpt2) {
+        // llama.cpp's gpt2 graph: learned positions, LayerNorms with biases, biased fused qkv, tanh GELU.
+        if (c.hiddenAct != "gelu_new" && c.hiddenAct != "gelu_pytorch_tanh")
+            fail("export: llama.cpp's gpt2 uses the tanh GELU (gelu_new); ", c.sourcePath,
+                 " has activation_function '", c.hiddenAct, "'");
+        checkGgufTokenizer(run.model);
+        return;
+    }
     const bool qwen2 = c.architecture == Architecture::Qwen2;
     const bool qwen3 = c.architecture == Architecture::Qwen3;
     const bool llama = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
     if (!llama && !qwen2 && !qwen3)
-        fail("export: GGUF export supports llama, mistral, qwen2 and qwen3 models; ", c.sourcePath, " is ",
+        fail("export: GGUF export supports llama, mistral, qwen2, qwen3 and gpt2 models; ", c.sourcePath, " is ",
              c.modelType, " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
     if ((c.qkvBias && !qwen2) || c.oBias || c.mlpBias || (c.qkNorm && !qwen3))
         fail("export: GGUF export supports llama/mistral without biases, qwen2 with its q/k/v biases and "
@@ -182,6 +213,7 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
     const std::string arch = ggufArchitecture(c);
     auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
 
+    const bool gpt2 = c.architecture == Architecture::Gpt2;
     std::vector<GgufKeyValue> kv = {
         {"general.architecture", GgufValue::string(arch)},
         {"general.name", GgufValue::string(run.name)},
@@ -192,14 +224,18 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         {arch + ".embedding_length", u32(c.hiddenSize)},
         {arch + ".block_count", u32(c.numLayers)},
         {arch + ".feed_forward_length", u32(c.intermediateSize)},
-        {arch + ".rope.dimension_count", u32(c.headDim)},
-        {arch + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.ropeTheta))},
         {arch + ".attention.head_count", u32(c.numHeads)},
-        {arch + ".attention.head_count_kv", u32(c.numKvHeads)},
-        {arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.normEps))},
-        {arch + ".vocab_size", u32(c.vocabSize)},
     };
-    if (c.headDim * c.numHeads != c.hiddenSize) { // llama.cpp assumes hidden / heads otherwise
+    if (gpt2) { // learned positions and LayerNorm
+        kv.push_back({arch + ".attention.layer_norm_epsilon", GgufValue::f32(static_cast<float>(c.normEps))});
+    } else {
+        kv.push_back({arch + ".rope.dimension_count", u32(c.headDim)});
+        kv.push_back({arch + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.ropeTheta))});
+        kv.push_back({arch + ".attention.head_count_kv", u32(c.numKvHeads)});
+        kv.push_back({arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.normEps))});
+    }
+    kv.push_back({arch + ".vocab_size", u32(c.vocabSize)});
+    if (!gpt2 && c.headDim * c.numHeads != c.hiddenSize) { // llama.cpp assumes hidden / heads otherwise
         kv.push_back({arch + ".attention.key_length", u32(c.headDim)});
         kv.push_back({arch + ".attention.value_length", u32(c.headDim)});
     }
@@ -246,6 +282,11 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
                  "' has no GGUF name (GGUF export writes plain llama/mistral/qwen2/qwen3 weights)");
         torch::Tensor value = item.value().detach();
         const bool matrix = value.dim() == 2;
+        // GPT-2's Conv1D weights are stored [in, out]; llama.cpp takes nn.Linear's [out, in], as its
+        // converter transposes them.
+        if (gpt2 && matrix && (name.ends_with(".c_attn.weight") || name.ends_with(".c_proj.weight") ||
+                               name.ends_with(".c_fc.weight")))
+            value = value.t().contiguous();
         // Biases and norms stay f32, as llama.cpp keeps 1-D tensors.
         GgufTensor t;
         t.name = gguf;

@@ -12,6 +12,9 @@ usage:
       q/k/v biases, tied), each with its tokenizer.json and a vocab_size equal to the tokenizer's size; then
       OUT_DIR/llama31 (llama3's tokenizer, Llama 3 rope scaling) and OUT_DIR/qwen3 (qwen2's tokenizer, a
       random Qwen3Config model with q/k norms, tied).
+  gguf_oracle.py make-gpt2 TOKENIZER_DIR OUT_DIR
+      Writes OUT_DIR: a random GPT2LMHeadModel (2 layers, n_embd 64, tied, biases drawn with std 0.2)
+      with the GPT-2 tokenizer files of TOKENIZER_DIR.
   gguf_oracle.py check CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "gguf": path, "sp_model": tokenizer.model | "tokenizer_json": tokenizer.json,
       "ids": [int], "texts": [str]}]. For a tokenizer.json the report has "merges_match" and "hf_ids" (HF
@@ -171,11 +174,16 @@ def check_case(case, report):
 
     folder, name = os.path.split(case["gguf"])
     extra = {}
-    if report["metadata"].get("general.architecture") == "qwen3":
-        # transformers' qwen3 GGUF mapping skips rope.dimension_count and falls back to head_dim 128 (right for
-        # the published Qwen3 models only): give it the file's own value.
+    architecture = report["metadata"].get("general.architecture")
+    if architecture in ("qwen3", "gpt2"):
+        # Two gaps in transformers' GGUF mappings, right for the published models only: qwen3 skips
+        # rope.dimension_count (head_dim falls back to 128), gpt2 reads context_length into n_ctx, not
+        # n_positions (1024). Give it the file's own values.
         config = transformers.AutoConfig.from_pretrained(folder, gguf_file=name)
-        config.head_dim = report["metadata"]["qwen3.rope.dimension_count"]
+        if architecture == "qwen3":
+            config.head_dim = report["metadata"]["qwen3.rope.dimension_count"]
+        else:
+            config.n_positions = report["metadata"]["gpt2.context_length"]
         extra["config"] = config
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                                               **extra).eval()
@@ -234,6 +242,23 @@ def llama_cpp_case(case, report):
     report["llama_cpp_greedy"] = greedy
     model.close()
     return out
+
+
+def make_gpt2(tokenizer_dir, out):
+    """A random GPT-2 (tied head, tanh GELU) around the real GPT-2 tokenizer."""
+    os.makedirs(out, exist_ok=True)
+    for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json"):
+        shutil.copy(os.path.join(tokenizer_dir, f), os.path.join(out, f))
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=50257, n_embd=64, n_layer=2, n_head=4, n_positions=128,
+                                  initializer_range=0.25, tie_word_embeddings=True, bos_token_id=50256,
+                                  eos_token_id=50256)
+    model = transformers.GPT2LMHeadModel(cfg)
+    with torch.no_grad():  # biases and LayerNorm shifts large enough that dropping or misplacing them shows
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.normal_(0.0, 0.2)
+    model.save_pretrained(out)
 
 
 def check_quantized(case, reader, report):
@@ -320,10 +345,12 @@ def main():
         make_untied(sys.argv[2], sys.argv[3])
     elif mode == "make-bpe":
         make_bpe(sys.argv[2])
+    elif mode == "make-gpt2":
+        make_gpt2(sys.argv[2], sys.argv[3])
     elif mode == "check":
         check(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (make-untied | make-bpe | check)")
+        raise SystemExit(f"unknown mode {mode!r} (make-untied | make-bpe | make-gpt2 | check)")
 
 
 if __name__ == "__main__":

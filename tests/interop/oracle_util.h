@@ -29,7 +29,9 @@ inline QByteArray runOracleScript(const QString& script, const QStringList& args
         return {};
     }
     if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
-        *error = QStringLiteral("%1 %2 failed:\n%3").arg(script, args.value(0), QString::fromUtf8(p.readAllStandardError()));
+        // The end of stderr: a traceback's last lines say what failed (progress bars come before).
+        *error = QStringLiteral("%1 %2 failed:\n%3")
+                     .arg(script, args.value(0), QString::fromUtf8(p.readAllStandardError().right(1500)));
         return {};
     }
     return p.readAllStandardOutput();
