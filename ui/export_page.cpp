@@ -79,8 +79,9 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
             const GgufSummary s = readGgufSummary(r.outDir);
             const auto arch = s.metadata.find("general.architecture");
             const auto type = s.metadata.find("general.type");
-            const bool ok = static_cast<int64_t>(s.tensors.size()) == r.tensors && arch != s.metadata.end() &&
-                            (arch->second == "llama" || arch->second == "qwen2") &&
+            const bool knownArch = arch != s.metadata.end() && (arch->second == "llama" || arch->second == "qwen2" ||
+                                                                arch->second == "qwen3" || arch->second == "gpt2");
+            const bool ok = static_cast<int64_t>(s.tensors.size()) == r.tensors && knownArch &&
                             (adapter == (type != s.metadata.end() && type->second == "adapter"));
             out.results << qMakePair(QObject::tr("Re-read header (GGUF v%1, %2 keys, %3 tensors, architecture %4)")
                                          .arg(s.version)
@@ -89,6 +90,12 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
                                          .arg(arch != s.metadata.end() ? QString::fromStdString(arch->second)
                                                                        : QObject::tr("missing")),
                                      ok ? QObject::tr("✔ valid") : QObject::tr("✘ inconsistent"));
+            for (const std::string& w : r.warnings)
+                out.results << qMakePair(QObject::tr("Note"), QString::fromStdString(w));
+            if (adapter)
+                out.results << qMakePair(QObject::tr("Use with the base model (format “GGUF base model”)"),
+                                         QStringLiteral("llama-cli -m base.gguf --lora %1")
+                                             .arg(QFileInfo(QString::fromStdString(r.outDir)).fileName()));
             out.ok = ok;
             if (!ok)
                 out.message = QObject::tr("The GGUF file does not read back as written.");
