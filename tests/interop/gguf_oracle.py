@@ -11,7 +11,7 @@ usage:
       OUT_DIR/llama3 (a random LlamaConfig model, untied) and OUT_DIR/qwen2 (a random Qwen2Config model with
       q/k/v biases, tied), each with its tokenizer.json and a vocab_size equal to the tokenizer's size; then
       OUT_DIR/llama31 (llama3's tokenizer, Llama 3 rope scaling) and OUT_DIR/qwen3 (qwen2's tokenizer, a
-      random Qwen3Config model with q/k norms, tied).
+      random Qwen3Config model with q/k norms, head_dim 16 x 8 heads over hidden 64, tied).
   gguf_oracle.py make-gpt2 TOKENIZER_DIR OUT_DIR
       Writes OUT_DIR: a random GPT2LMHeadModel (2 layers, n_embd 64, tied, biases drawn with std 0.2)
       with the GPT-2 tokenizer files of TOKENIZER_DIR.
@@ -113,7 +113,9 @@ def make_bpe(out):
                                                          "original_max_position_embeddings": 8192})
             model = transformers.LlamaForCausalLM(cfg)
         else:
-            cfg = transformers.Qwen3Config(**common, head_dim=8, vocab_size=vocab, tie_word_embeddings=True,
+            # head_dim 16 with 8 heads of a 64-wide model: like the published Qwen3 models, the attention is
+            # wider than the hidden size, which only attention.key_length tells llama.cpp.
+            cfg = transformers.Qwen3Config(**common, head_dim=16, vocab_size=vocab, tie_word_embeddings=True,
                                            rms_norm_eps=1e-6, bos_token_id=bos, eos_token_id=eos)
             model = transformers.Qwen3ForCausalLM(cfg)
             with torch.no_grad():  # q/k norms away from 1, so that dropping or misplacing them shows

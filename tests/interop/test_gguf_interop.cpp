@@ -317,8 +317,8 @@ void TestGgufInterop::logitsMatchTransformers()
     QVERIFY2(diff <= tolerance,
              qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
     // Meaningful only when the tuned model is far from the base: much farther than the export is from it
-    // (quantised files are 1-2 % of the largest logit away; fine-tuning moves logits by more than half of it).
-    QVERIFY2(moved > 10 * std::max(diff, 1e-4) && moved > 0.3 * ref,
+    // (a quantised file is 1-2 % of the largest logit away).
+    QVERIFY2(moved > 10 * std::max(diff, 1e-4),
              qPrintable(QStringLiteral("tuned logits within %1 of the base model's").arg(moved)));
 }
 
@@ -491,6 +491,12 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
         QCOMPARE(factors[3], 8.0);
     }
     if (qwen3) {
+        // Attention wider than the model (8 heads x 16 > 64): the file says so in key/value_length.
+        QVERIFY(config.headDim * config.numHeads != config.hiddenSize);
+        QCOMPARE(md.at("qwen3.attention.key_length").get<int64_t>(), config.headDim);
+        QCOMPARE(md.at("qwen3.attention.value_length").get<int64_t>(), config.headDim);
+        QCOMPARE(tensors.at("blk.0.attn_q.weight").at("shape"),
+                 nlohmann::json({config.hiddenSize, config.numHeads * config.headDim}));
         QCOMPARE(tensors.at("blk.1.attn_q_norm.weight").at("shape"), nlohmann::json({config.headDim}));
         QCOMPARE(tensors.at("blk.1.attn_k_norm.weight").at("type").get<int>(), 0);
         QVERIFY(!tensors.contains("blk.1.attn_q.bias"));
