@@ -358,6 +358,11 @@ void MemoryPage::refresh()
            tr("%1 parameters, %2 trainable").arg(QString::fromStdString(groupDigits(e.parameters)),
                                                  QString::fromStdString(groupDigits(e.trainableParameters))),
            QString());
+    addRow(tr("For comparison: inference"), e.inference,
+           tr("Generating with the same model at the same batch and sequence length; training needs %1× that "
+              "(gradients, optimizer states and saved activations are training's own).")
+               .arg(double(e.total) / double(std::max<qint64>(e.inference, 1)), 0, 'f', 1),
+           QString::fromStdString(e.inferenceFormula));
 }
 
 QString MemoryPage::verdictText() const

@@ -168,6 +168,15 @@ void printTable(const ModelConfig& model, const TrainConfig& run, const Estimate
                 "    ", "    ");
     for (const auto& ph : e.phases)
         out << wrap(cat(formatBytes(ph.bytes), " at ", ph.what), "      ", "        ");
+    out << "\n" << row("inference", e.inference);
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.1f", double(e.total) / double(std::max<int64_t>(e.inference, 1)));
+    out << wrap(cat("For comparison: generating with the same model on one device at the same batch and sequence "
+                    "length. Training needs ", ratio, "x that: gradients, optimizer states and saved activations "
+                    "are training's own."),
+                "    ", "    ");
+    if (explain)
+        out << wrap(e.inferenceFormula, "    = ", "      ");
     if (e.fits) {
         const int64_t limit = *o.deviceMemory;
         out << "\nfits in " << formatBytes(limit) << ": "
@@ -257,6 +266,8 @@ int cmdEstimate(const Args& args, std::ostream& out)
         result["activations_no_checkpointing"] = e.activationsNoCheckpointing;
         result["step_workspace"] = e.stepWorkspace;
         result["primer"] = trainingMemoryPrimer();
+        result["inference_bytes"] = e.inference;  // beside the contract's keys, as the rest of --explain
+        result["inference_formula"] = e.inferenceFormula;
     }
     out << result.dump() << "\n";
     return 0;

@@ -678,6 +678,29 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
          o.cudaOverhead ? cat("512 MiB + ", groupDigits(beforeOverhead), " B / 20", eq(e.overhead))
                         : "0 B"});
 
+    // Inference on one device, for comparison: no gradients, no optimizer states, and instead of the
+    // saved activations only the KV cache and one block's temporaries.
+    {
+        const int64_t d = p.compute; // a model served in 16 bits, or fp32
+        const int64_t weights = e.parametersBase * d;
+        const int64_t kv = 2 * layers * model.numKvHeads * model.headDim * o.batch * o.seq * d;
+        const int64_t mlpFactor = gpt2 ? 2 : 3; // gpt2: fc output and GELU; gated: gate, up, product
+        const int64_t mlp = mlpFactor * o.batch * o.seq * model.intermediateSize * d;
+        const int64_t nextLogits = 4 * o.batch * v;
+        const int64_t before = weights + kv + mlp + nextLogits;
+        const int64_t overhead = o.cudaOverhead ? 512 * kMiB + before / 20 : 0;
+        e.inference = before + overhead;
+        e.inferenceFormula =
+            cat("weights ", groupDigits(e.parametersBase), " x ", d, " B = ", groupDigits(weights),
+                " B; KV cache 2 x ", layers, " layers x ", model.numKvHeads, " KV heads x ", model.headDim,
+                " head_dim x batch ", o.batch, " x seq ", o.seq, " x ", d, " B = ", groupDigits(kv),
+                " B; one MLP's temporaries ", mlpFactor, " x batch x seq x ", model.intermediateSize, " x ", d,
+                " B = ", groupDigits(mlp), " B; next-token logits 4 B x batch x ", groupDigits(v), " = ",
+                groupDigits(nextLogits), " B",
+                o.cudaOverhead ? cat("; overhead 512 MiB + 5 % = ", groupDigits(overhead), " B") : std::string(),
+                "; total ", groupDigits(e.inference), " B");
+    }
+
     if (o.deviceMemory) {
         e.fits = e.total <= *o.deviceMemory;
         if (!*e.fits && o.advise)

@@ -76,6 +76,13 @@ struct MemoryEstimate {
     std::string peakPhase; // the name of the largest phase
     std::vector<MemoryPhase> phases;
 
+    // For comparison, generating with the same model on one device at the same batch and sequence
+    // length: the checkpoint's weights in the compute width (4 B under fp32, 2 B under the 16-bit
+    // conventions), the KV cache, one MLP's temporaries for the prompt, the next position's fp32 logits,
+    // and the same overhead rule. What training adds on top is gradients, optimizer states and activations.
+    int64_t inference = 0;
+    std::string inferenceFormula;
+
     std::vector<MemoryItem> items;   // weights ... overhead, in that order
     std::optional<bool> fits;        // unset when no device memory was given
     std::vector<std::string> advice; // sentences, cheapest first; only changes that fit

@@ -115,6 +115,7 @@ class TestMemory : public QObject {
     void chunkedLossLowersLogits();
     void naiveAttentionAddsScores();
     void fitsAndAdvice();
+    void inferenceComparison();
     void badInputs();
     void byteSizes();
     void cliJson();
@@ -180,6 +181,51 @@ void TestMemory::sixteenBytesPerParameter()
         const auto e = tb::estimateMemory(c, method(tb::Method::Full), cpu());
         QCOMPARE(e.weights + e.gradients + e.optimizerStates, 16 * tb::parameterCount(c));
     }
+}
+
+// Generation with the same model, batch and sequence, beside the training estimate. TinyLlama: 22 layers,
+// 4 KV heads of 64, intermediate 5632, vocab 32000; batch 2 x seq 128.
+void TestMemory::inferenceComparison()
+{
+    const auto c = load("tinyllama-1.1b.json");
+    const auto full = tb::estimateMemory(c, method(tb::Method::Full), cpu(2, 128));
+    // weights 1,100,048,384 x 4 = 4,400,193,536; KV cache 2 x 22 x 4 x 64 x 2 x 128 x 4 = 11,534,336;
+    // MLP temporaries 3 x 2 x 128 x 5632 x 4 = 17,301,504; next-token logits 4 x 2 x 32000 = 256,000.
+    QCOMPARE(full.inference, int64_t(4429285376));
+    QVERIFY(full.inferenceFormula.find("11,534,336") != std::string::npos);
+    // The CLI shows it with --explain (the plain --json keeps the contract's five keys).
+    const auto r = cli({"estimate", "--model", kData + "tinyllama-1.1b.json", "--method", "full", "--batch", "2",
+                        "--seq", "128", "--explain", "--json"});
+    QCOMPARE(r.status, 0);
+    const auto j = nlohmann::json::parse(r.out);
+    QCOMPARE(j.at("inference_bytes").get<int64_t>(),
+             tb::estimateMemory(c, method(tb::Method::Full), [] {
+                 tb::EstimateOptions o;
+                 o.batch = 2;
+                 o.seq = 128;
+                 return o;
+             }()).inference);
+    const auto table = cli({"estimate", "--model", kData + "tinyllama-1.1b.json", "--method", "full"});
+    QVERIFY2(table.out.find("Training needs ") != std::string::npos, table.out.c_str());
+    // Full fp32 AdamW training holds 16 B per parameter before any activation: over 4x inference.
+    QVERIFY(full.total > 4 * full.inference);
+    // 16-bit conventions serve the model in 2 B: 2,200,096,768 + 5,767,168 + 8,650,752 + 256,000.
+    auto o = cpu(2, 128);
+    o.precision = "bf16-mixed";
+    QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), o).inference, int64_t(2214770688));
+    // The method does not change inference (a merged model), and LoRA training stays close to it in
+    // weights: its total is far below full training's.
+    tb::TrainConfig lora = method(tb::Method::Lora);
+    lora.lora.rank = 8;
+    lora.lora.targets = {"q_proj", "v_proj"};
+    const auto l = tb::estimateMemory(c, lora, cpu(2, 128));
+    QCOMPARE(l.inference, full.inference);
+    QVERIFY(l.total < full.total / 3);
+    // On CUDA, the same overhead rule: 512 MiB + 5 %.
+    auto g = cpu(2, 128);
+    g.cudaOverhead = true;
+    QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), g).inference,
+             int64_t(4429285376) + 512 * (int64_t(1) << 20) + int64_t(4429285376) / 20);
 }
 
 void TestMemory::fullFp32ClosedForm()
