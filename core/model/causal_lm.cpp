@@ -120,6 +120,15 @@ torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
     return torch::nn::functional::linear(h, tokenEmbeddingWeight());
 }
 
+torch::Tensor CausalLM::forwardLast(const torch::Tensor& ids, KVCache* cache)
+{
+    auto h = finalNorm(runBlocks(ids, cache));
+    h = h.select(1, h.size(1) - 1);  // [batch, hidden]
+    if (auto head = headLayer())
+        return head->forward(h);
+    return torch::nn::functional::linear(h, tokenEmbeddingWeight());
+}
+
 torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids)
 {
     return finalNorm(runBlocks(ids, nullptr));

@@ -132,6 +132,9 @@ public:
     // A soft prompt, when present, is prepended on the first pass; its positions are not in the result.
     // Returns logits [batch, seq, vocab] in the model dtype.
     torch::Tensor forward(const torch::Tensor& ids, KVCache* cache);
+    // The same, but the head runs on the last position only: logits [batch, vocab] (generation's prefill
+    // needs no [seq, vocab] logits for the prompt).
+    torch::Tensor forwardLast(const torch::Tensor& ids, KVCache* cache);
     // The final-normed hidden states [batch, seq, hidden] that the head turns into logits (no cache), for
     // losses that apply the head themselves (chunked cross-entropy).
     torch::Tensor forwardHidden(const torch::Tensor& ids);

@@ -80,7 +80,7 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
 
     auto t0 = Clock::now();
     auto input = torch::tensor(history, torch::kInt64).unsqueeze(0).to(m_impl->device);
-    auto last = module.forward(input, &cache).select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);
+    auto last = module.forwardLast(input, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
     auto t1 = Clock::now();
     result.prefillSeconds = std::chrono::duration<double>(t1 - t0).count();
 
@@ -92,7 +92,7 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
                 break;
             }
             auto next = torch::tensor({history.back()}, torch::kInt64).view({1, 1}).to(m_impl->device);
-            last = module.forward(next, &cache).select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat32);
+            last = module.forwardLast(next, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
         }
         const int64_t token = pickToken(last.clone(), o, history, gen);
         if (o.stopAtEos && eos.count(token)) {
