@@ -123,6 +123,12 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_deviceLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
     m_deviceLabel->setColor(QColor(0xc0, 0x39, 0x2b));
     m_deviceLabel->position->setType(QCPItemPosition::ptAxisRectRatio);
+    // Generating with the same model needs this much: what training adds shows above it.
+    m_inferenceLine = new QCPItemStraightLine(m_plot);
+    m_inferenceLine->setPen(QPen(palette().color(QPalette::WindowText), 1.5, Qt::DotLine));
+    m_inferenceLabel = new QCPItemText(m_plot);
+    m_inferenceLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    m_inferenceLabel->setColor(palette().color(QPalette::WindowText));
     right->addWidget(m_plot, 3);
 
     auto* verdictBox = new QGroupBox(tr("Verdict"), this);
@@ -316,7 +322,7 @@ void MemoryPage::refresh()
             columns.emplace_back(tr("Run\nmeasured"), measured);
         }
     }
-    drawChart(columns, double(device));
+    drawChart(columns, double(device), m_estimate ? double(m_estimate->inference) : 0.0);
 
     // Verdict, advice and the itemised table come straight from core's estimate.
     m_table->setRowCount(0);
@@ -371,11 +377,15 @@ QString MemoryPage::verdictText() const
         return {};
     const MemoryEstimate& e = *m_estimate;
     const QString total = bytesText(e.total);
+    const QString inference = tr(" Inference with the same model: %1 (training needs %2×).")
+                                  .arg(bytesText(e.inference))
+                                  .arg(double(e.total) / double(std::max<qint64>(e.inference, 1)), 0, 'f', 1);
     if (!e.fits)
-        return tr("Estimated peak: %1 per device.").arg(total);
+        return tr("Estimated peak: %1 per device.").arg(total) + inference;
     const QString device = bytesText(*m_options.deviceMemory);
-    return *e.fits ? tr("Fits: %1 of %2 per device.").arg(total, device)
-                   : tr("Does not fit: %1 needed, %2 per device.").arg(total, device);
+    return (*e.fits ? tr("Fits: %1 of %2 per device.").arg(total, device)
+                    : tr("Does not fit: %1 needed, %2 per device.").arg(total, device)) +
+           inference;
 }
 
 QStringList MemoryPage::adviceShown() const
@@ -400,7 +410,8 @@ double MemoryPage::barBytes(const QString& key, int column) const
     return 0;
 }
 
-void MemoryPage::drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns, double deviceBytes)
+void MemoryPage::drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns, double deviceBytes,
+                           double inferenceBytes)
 {
     double peak = 0;
     for (const auto& [name, values] : columns) {
@@ -440,6 +451,17 @@ void MemoryPage::drawChart(const std::vector<std::pair<QString, std::vector<doub
     if (lineShown)
         top = std::max(top, deviceBytes / m_scale * 1.1);
     m_plot->yAxis->setRange(0, top);
+    const bool inferenceShown = inferenceBytes > 0 && inferenceBytes / m_scale <= top;
+    m_inferenceLine->setVisible(inferenceShown);
+    m_inferenceLabel->setVisible(inferenceShown);
+    if (inferenceShown) {
+        const double y = inferenceBytes / m_scale;
+        m_inferenceLine->point1->setCoords(-1, y);
+        m_inferenceLine->point2->setCoords(1, y);
+        m_inferenceLabel->position->setType(QCPItemPosition::ptPlotCoords);
+        m_inferenceLabel->position->setCoords(double(columns.size()) - 0.45, y);
+        m_inferenceLabel->setText(tr("inference: %1").arg(bytesText(qint64(inferenceBytes))));
+    }
     m_deviceLine->setVisible(lineShown);
     m_deviceLabel->setVisible(deviceBytes > 0);
     if (deviceBytes > 0) {

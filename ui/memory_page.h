@@ -54,7 +54,9 @@ public Q_SLOTS:
 private:
     void buildControls(QWidget* box);
     void fromState();
-    void drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns, double deviceBytes);
+    // inferenceBytes: generation with the same model (a dotted reference line); 0 draws none.
+    void drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns, double deviceBytes,
+                   double inferenceBytes);
 
     StudioState* m_state;
     bool m_updating = false;
@@ -70,6 +72,8 @@ private:
     std::vector<QCPBars*> m_bars;  // one per component, stacked
     QCPItemStraightLine* m_deviceLine = nullptr;
     QCPItemText* m_deviceLabel = nullptr;
+    QCPItemStraightLine* m_inferenceLine = nullptr;
+    QCPItemText* m_inferenceLabel = nullptr;
     QLabel* m_verdict = nullptr;
     QLabel* m_advice = nullptr;
     QTableWidget* m_table = nullptr;

@@ -186,6 +186,11 @@ private Q_SLOTS:
                          e.items[i].key.c_str());
             }
             QCOMPARE(page->categories().size(), 5);
+            // Inference for comparison: the row after the total, and the verdict's ratio.
+            const int inferenceRow = int(e.items.size()) + 1;
+            QCOMPARE(page->table()->item(inferenceRow, 1)->data(Qt::UserRole).toLongLong(), e.inference);
+            QVERIFY2(page->verdictText().contains(QStringLiteral("Inference with the same model")),
+                     qPrintable(page->verdictText()));
             QStringList advice;
             for (const auto& a : e.advice)
                 advice << QString::fromStdString(a);
