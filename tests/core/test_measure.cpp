@@ -3,6 +3,7 @@
 #include "memory/estimator.h"
 #include "memory/measure.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "train/train_bench.h"
 #include "train/job.h"
 #include "train/train_config.h"
@@ -33,6 +34,38 @@ private Q_SLOTS:
         QVERIFY(after.peak - before.current >= 18000000);
         tb::resetMemoryPeak("cpu");
         QCOMPARE(tb::memorySnapshot("cpu").peak, after.current);
+    }
+
+    void inferencePeakNearEstimate()
+    {
+        // Greedy generation on the random 26.5M Llama, a 200-token prompt and 56 new tokens (256 in all):
+        // the tracked peak against the planner's inference figure for batch 1 x seq 256.
+        tb::installCpuMemoryTracking();
+        const tb::ModelConfig config = tb::randomLlama25mConfig();
+        const int64_t before = tb::memorySnapshot("cpu").current;
+        const auto model = tb::Model::createRandom(config, {"fp32", "cpu"}, 1);
+        tb::resetMemoryPeak("cpu");
+        std::vector<int32_t> prompt(200);
+        for (size_t i = 0; i < prompt.size(); ++i)
+            prompt[i] = int32_t(3 + (i * 7919) % 31000);
+        tb::GenerateOptions g;
+        g.greedy = true;
+        g.maxNewTokens = 56;
+        g.stopAtEos = false;
+        const auto out = model->generate(prompt, g);
+        QCOMPARE(out.tokens.size(), size_t(56));
+        const int64_t measured = tb::memorySnapshot("cpu").peak - before;
+        tb::EstimateOptions e;
+        e.batch = 1;
+        e.seq = 256;
+        e.cudaOverhead = false;
+        tb::TrainConfig run;
+        run.method = tb::Method::Full;
+        const int64_t estimated = tb::estimateMemory(config, run, e).inference;
+        const double ratio = double(measured) / double(estimated);
+        qInfo("generation: measured peak %lld, inference estimate %lld (%.4f)", static_cast<long long>(measured),
+              static_cast<long long>(estimated), ratio);
+        QVERIFY2(ratio > 0.9 && ratio < 1.1, qPrintable(QString::number(ratio)));
     }
 
     void phasesOfAFullFineTuningStep()
