@@ -92,6 +92,13 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
                                      ok ? QObject::tr("✔ valid") : QObject::tr("✘ inconsistent"));
             for (const std::string& w : r.warnings)
                 out.results << qMakePair(QObject::tr("Note"), QString::fromStdString(w));
+            if (r.lossTokens > 0)
+                out.results << qMakePair(QObject::tr("What Q8_0 costs (loss on %1 validation tokens)").arg(r.lossTokens),
+                                         QObject::tr("%1 fp32 → %2 Q8_0 (%3%4)")
+                                             .arg(r.lossFp32, 0, 'f', 4)
+                                             .arg(r.lossQuantized, 0, 'f', 4)
+                                             .arg(r.lossQuantized >= r.lossFp32 ? QStringLiteral("+") : QString())
+                                             .arg(r.lossQuantized - r.lossFp32, 0, 'f', 4));
             if (adapter)
                 out.results << qMakePair(QObject::tr("Use with the base model (format “GGUF base model”)"),
                                          QStringLiteral("llama-cli -m base.gguf --lora %1")

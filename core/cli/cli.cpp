@@ -421,6 +421,8 @@ int cmdExport(const Args& args, std::ostream& out, std::ostream& err)
             j["dtype"] = o.dtype;
             j["bytes"] = r.bytes;
             j["warnings"] = r.warnings;
+            if (r.lossTokens > 0)
+                j["quantization"] = {{"loss_fp32", r.lossFp32}, {"loss_q8_0", r.lossQuantized}, {"tokens", r.lossTokens}};
         }
         out << j.dump() << "\n";
         return 0;
@@ -431,6 +433,12 @@ int cmdExport(const Args& args, std::ostream& out, std::ostream& err)
     if (r.format.starts_with("gguf"))
         out << ", " << o.dtype << ", " << r.bytes << " bytes";
     out << ")\n";
+    if (r.lossTokens > 0)
+        out << "Q8_0 costs: loss " << r.lossFp32 << " (fp32) -> " << r.lossQuantized << " (Q8_0) on "
+            << r.lossTokens << " validation tokens\n";
+    if (r.format == "gguf-lora")
+        out << "use it with the run's base model: tunebench export --run " << args.value("run")
+            << " --format gguf-base --out base.gguf; llama-cli -m base.gguf --lora " << r.outDir << "\n";
     return 0;
 }
 

@@ -108,6 +108,60 @@ void mergeAndMeasure(CausalLM& model, const TrainConfig& run, const ExportOption
         fail("export: the merged weights equal the base model's (nothing was learned); pass --force to export anyway");
 }
 
+// Mean loss per loss-carrying token of `set`'s first sequences, up to kQuantLossTokens of those tokens.
+constexpr int64_t kQuantLossTokens = 8192;
+double sampleLoss(CausalLM& model, const SequenceSet& set, int32_t pad, int64_t batch, int64_t* tokensOut)
+{
+    torch::NoGradGuard noGrad;
+    double sum = 0;
+    int64_t tokens = 0;
+    std::vector<int64_t> idx;
+    auto flush = [&] {
+        if (idx.empty())
+            return;
+        const TokenBatch b = makeBatch(set, idx, pad);
+        idx.clear();
+        if (b.lossTokens == 0)
+            return;
+        auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width});
+        auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width});
+        sum += tokenLoss(model.forward(ids, nullptr), labels, 1.0).item<double>();
+        tokens += b.lossTokens;
+    };
+    int64_t planned = 0;
+    for (size_t i = 0; i < set.sequences.size() && planned < kQuantLossTokens; ++i) {
+        idx.push_back(static_cast<int64_t>(i));
+        for (int32_t label : set.sequences[i].labels)
+            planned += label >= 0 ? 1 : 0;
+        if (static_cast<int64_t>(idx.size()) == batch)
+            flush();
+    }
+    flush();
+    *tokensOut = tokens;
+    return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;
+}
+
+// What Q8_0 costs: the loss on the run's validation sequences before and after the quantisation round
+// trip (the model is changed in place; call it last).
+void measureQuantisationLoss(CausalLM& model, const TrainConfig& run, const Tokenizer& tokenizer,
+                             ExportReport& report)
+{
+    PreparedData data;
+    try {
+        data = prepareData(run, tokenizer);
+    } catch (const Error& e) {
+        report.warnings.push_back(std::string("the quantisation's cost was not measured: ") + e.what());
+        return;
+    }
+    const SequenceSet& set = data.val.sequences.empty() ? data.train : data.val;
+    const int32_t pad = tokenizer.eosId().value_or(0);
+    int64_t tokens = 0;
+    report.lossFp32 = sampleLoss(model, set, pad, run.batchSize, &tokens);
+    roundTripGgufQ8_0(model);
+    report.lossQuantized = sampleLoss(model, set, pad, run.batchSize, &tokens);
+    report.lossTokens = tokens;
+}
+
 void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
 {
     mergeAndMeasure(model, run, o, report);
@@ -235,6 +289,8 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         mergeAndMeasure(model, run, options, report);
         exportGgufModel(model, run, options, report);
         report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
+        if (options.dtype == "q8_0")
+            measureQuantisationLoss(model, run, *prepared.tokenizer, report);
     }
     return report;
 }

@@ -130,6 +130,11 @@ void checkGgufExportable(const TrainConfig& run);
 void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
                      ExportReport& report);
 
+// Replaces, in place, every weight that a q8_0 export writes as Q8_0 by what the file gives back
+// (quantise, dequantise), so that the model computes as the exported file does. Returns the tensors
+// changed.
+int64_t roundTripGgufQ8_0(CausalLM& model);
+
 // Writes a LoRA run's factors as a llama.cpp LoRA adapter (`llama-cli -m BASE.gguf --lora FILE.gguf`):
 // general.type "adapter", adapter.type "lora", adapter.lora.alpha = scaling x rank (llama.cpp scales by
 // alpha / rank, so rsLoRA's alpha / sqrt(rank) comes through exactly); per adapted weight

@@ -155,6 +155,13 @@ std::vector<float> llama3RopeFactors(const ModelConfig& c)
     return factors;
 }
 
+// GPT-2's Conv1D weights are stored [in, out]; llama.cpp takes nn.Linear's [out, in], as its converter
+// transposes them.
+bool isConv1dWeight(const std::string& name)
+{
+    return name.ends_with(".c_attn.weight") || name.ends_with(".c_proj.weight") || name.ends_with(".c_fc.weight");
+}
+
 } // namespace
 
 void checkGgufExportable(const TrainConfig& run)
@@ -282,10 +289,7 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
                  "' has no GGUF name (GGUF export writes plain llama/mistral/qwen2/qwen3 weights)");
         torch::Tensor value = item.value().detach();
         const bool matrix = value.dim() == 2;
-        // GPT-2's Conv1D weights are stored [in, out]; llama.cpp takes nn.Linear's [out, in], as its
-        // converter transposes them.
-        if (gpt2 && matrix && (name.ends_with(".c_attn.weight") || name.ends_with(".c_proj.weight") ||
-                               name.ends_with(".c_fc.weight")))
+        if (gpt2 && matrix && isConv1dWeight(name))
             value = value.t().contiguous();
         // Biases and norms stay f32, as llama.cpp keeps 1-D tensors.
         GgufTensor t;
@@ -375,6 +379,29 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
     writeGguf(o.outDir, kv, tensors);
     report.files.push_back(o.outDir);
     report.tensors = static_cast<int64_t>(tensors.size());
+}
+
+int64_t roundTripGgufQ8_0(CausalLM& model)
+{
+    // The same choice as exportGgufModel: 2-D weights with a GGUF name whose rows (in llama.cpp's layout)
+    // are whole 32-weight blocks. Rows are quantised independently, so the q/k row order does not matter.
+    const bool gpt2 = model.config().architecture == Architecture::Gpt2;
+    torch::NoGradGuard noGrad;
+    int64_t changed = 0;
+    for (auto& item : model.named_parameters()) {
+        const std::string& name = item.key();
+        torch::Tensor& p = item.value();
+        if (name.find("lora_") != std::string::npos || p.dim() != 2 || ggufTensorName(name).empty())
+            continue;
+        const bool transposed = gpt2 && isConv1dWeight(name);
+        torch::Tensor rows = (transposed ? p.detach().t() : p.detach()).to(torch::kCPU, torch::kFloat32).contiguous();
+        if (rows.size(1) % kQ8_0BlockSize != 0)
+            continue;
+        roundTripQ8_0(rows.data_ptr<float>(), rows.numel());
+        p.copy_(transposed ? rows.t() : rows);
+        ++changed;
+    }
+    return changed;
 }
 
 } // namespace tb

@@ -45,4 +45,9 @@ void dequantizeQ8_0(const std::string& blocks, float* out, int64_t n)
     }
 }
 
+void roundTripQ8_0(float* x, int64_t n)
+{
+    dequantizeQ8_0(quantizeQ8_0(x, n), x, n);
+}
+
 } // namespace tb

@@ -18,4 +18,7 @@ std::string quantizeQ8_0(const float* x, int64_t n);
 // The weights a block stores, back as floats (d x q): for tests and error checks. n as for quantizeQ8_0.
 void dequantizeQ8_0(const std::string& blocks, float* out, int64_t n);
 
+// x replaced by what a Q8_0 file gives back for it (quantise, then dequantise), in place.
+void roundTripQ8_0(float* x, int64_t n);
+
 } // namespace tb

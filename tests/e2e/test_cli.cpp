@@ -178,6 +178,16 @@ void TestCli::trainResumeExport()
         (QLatin1String(format) == QLatin1String("gguf-lora") ? adapterBytes : baseBytes) = x["bytes"].get<int64_t>();
     }
     QVERIFY(adapterBytes > 0 && adapterBytes < baseBytes / 2);
+    // Q8_0: the JSON says what the quantisation costs on the validation set, and which matrices stayed f16.
+    Run q8 = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir, QStringLiteral("--format"),
+                        QStringLiteral("gguf"), QStringLiteral("--out"), m_dir.filePath(QStringLiteral("q8.gguf")),
+                        QStringLiteral("--dtype"), QStringLiteral("q8_0"), QStringLiteral("--json")});
+    QVERIFY2(q8.exitCode == 0, q8.err.constData());
+    const auto qj = nlohmann::json::parse(q8.out.trimmed().toStdString());
+    QVERIFY(qj.at("quantization").at("tokens").get<int64_t>() > 0);
+    QVERIFY(qj.at("quantization").at("loss_q8_0").get<double>() != qj.at("quantization").at("loss_fp32").get<double>());
+    QCOMPARE(qj.at("warnings").size(), size_t(5));  // stories260k's five ffn_down (rows of 172)
+    QVERIFY(qj.at("warnings").at(0).get<std::string>().find("ffn_down") != std::string::npos);
     Run dtype = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir, QStringLiteral("--format"),
                            QStringLiteral("peft"), QStringLiteral("--out"), m_dir.filePath(QStringLiteral("x")),
                            QStringLiteral("--dtype"), QStringLiteral("f16")});

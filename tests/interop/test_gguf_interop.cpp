@@ -387,6 +387,21 @@ void TestGgufInterop::metadataAndVocabulary()
         QCOMPARE(tensors.at("blk.0.ffn_down.weight").at("type").get<int>(), downKept ? 1 : matrixType);
         QCOMPARE(static_cast<int64_t>(c.report.warnings.size()), downKept ? config.numLayers : int64_t(0));
         if (c.dtype == "q8_0") {
+            // What Q8_0 costs, measured on the run's validation set: the fp32 side is the trainer's own last
+            // evaluation (metrics.jsonl), and the round trip moves the loss, a little.
+            double valLoss = -1;
+            std::ifstream metrics(c.run + "/metrics.jsonl");
+            for (std::string line; std::getline(metrics, line);) {
+                const auto row = nlohmann::json::parse(line);
+                if (row.value("type", "") == "eval" && row.contains("val_loss") && row["val_loss"].is_number())
+                    valLoss = row["val_loss"].get<double>();
+            }
+            qInfo("q8_0: loss %.6f fp32 -> %.6f Q8_0 on %lld tokens; the run's last val_loss %.6f", c.report.lossFp32,
+                  c.report.lossQuantized, static_cast<long long>(c.report.lossTokens), valLoss);
+            QVERIFY(c.report.lossTokens > 0);
+            QVERIFY2(std::abs(c.report.lossFp32 - valLoss) < 1e-4, qPrintable(QString::number(valLoss)));
+            QVERIFY(c.report.lossQuantized != c.report.lossFp32);
+            QVERIFY(std::abs(c.report.lossQuantized - c.report.lossFp32) < 0.05 * c.report.lossFp32);
             QVERIFY2(r.at("quant_differ").empty(), r.at("quant_differ").dump().c_str());
             QCOMPARE(r.at("quant_same").get<int64_t>(), 1 + 6 * config.numLayers);  // embedding + 6 per block
             QCOMPARE(static_cast<int64_t>(r.at("quant_kept").size()), config.numLayers);
