@@ -1,4 +1,4 @@
-// The tunebench command line: info, tokenize, generate, convert llama2c, bench generate.
+// The tunebench command line: info, tokenize, generate, convert (llama2c, gguf), bench generate.
 #include "cli/cli.h"
 
 #include "cli/args.h"
@@ -43,6 +43,8 @@ commands:
                                                        continue a prompt, streaming tokens to stdout
                                                        (--run: the fine-tuned model of a training run)
   convert llama2c --checkpoint F --tokenizer F --out DIR   llama2.c model -> Hugging Face folder
+  convert gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--json]
+                                                       Hugging Face folder -> GGUF file for llama.cpp
   bench generate [--model DIR] [--prompt-tokens N] [--new-tokens N] [--repeats R] [--json]
                                                        prefill and decode tokens/s
   bench train [--model DIR|random-llama-25m] [--method lora|full|adapter|prompt] [--batch B] [--seq S] [--steps N]
@@ -172,11 +174,32 @@ int cmdGenerate(const Args& args, std::ostream& out)
     return 0;
 }
 
-int cmdConvert(const Args& args, std::ostream& out)
+int cmdConvert(const Args& args, std::ostream& out, std::ostream& err)
 {
+    if (args.positional().size() >= 2 && args.positional()[1] == "gguf") {
+        args.allowOnly({"model", "out", "dtype", "json"});
+        ExportOptions o;
+        o.outDir = args.value("out");
+        if (args.has("dtype"))
+            o.dtype = args.value("dtype");
+        const ExportReport r = exportModelGguf(args.value("model"), o);
+        if (args.flag("json")) {
+            out << json{{"out", r.outDir}, {"dtype", o.dtype}, {"tensors", r.tensors}, {"bytes", r.bytes},
+                        {"warnings", r.warnings}}
+                       .dump()
+                << "\n";
+            return 0;
+        }
+        for (const std::string& w : r.warnings)
+            err << "note: " << w << "\n";
+        out << "wrote " << r.outDir << " from " << r.checkpoint << " (" << r.tensors << " tensors, " << o.dtype << ", "
+            << r.bytes << " bytes)\n";
+        return 0;
+    }
     args.allowOnly({"checkpoint", "tokenizer", "out", "json"});
     if (args.positional().size() < 2 || args.positional()[1] != "llama2c")
-        fail("convert: unknown source format (supported: convert llama2c --checkpoint F --tokenizer F --out DIR)");
+        fail("convert: unknown source format (supported: convert llama2c --checkpoint F --tokenizer F --out DIR; "
+             "convert gguf --model DIR --out FILE.gguf)");
     auto r = convertLlama2c(args.value("checkpoint"), args.value("tokenizer"), args.value("out"));
     if (args.flag("json")) {
         out << json{{"out", args.value("out")}, {"parameters", r.parameters}, {"layers", r.layers},
@@ -462,7 +485,7 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         if (cmd == "generate")
             return cmdGenerate(args, out);
         if (cmd == "convert")
-            return cmdConvert(args, out);
+            return cmdConvert(args, out, err);
         if (cmd == "bench")
             return cmdBench(args, out);
         if (cmd == "train")

@@ -222,7 +222,9 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
 
 } // namespace
 
-ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
+namespace {
+
+void checkExportOptions(const ExportOptions& options)
 {
     const std::string& format = options.format;
     if (format != "peft" && format != "merged" && format != "gguf" && format != "gguf-lora" && format != "gguf-base")
@@ -234,25 +236,53 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         fail("export: ", options.outDir, ": a GGUF export is one file; give a path ending in .gguf");
     if (gguf && options.dtype != "f32" && options.dtype != "f16" && options.dtype != "bf16" && options.dtype != "q8_0")
         fail("export: unknown GGUF dtype '", options.dtype, "' (allowed: f32, f16, bf16, q8_0)");
+}
+
+// The model of `run` as it was before training (any method), as GGUF.
+ExportReport exportBaseGguf(TrainConfig run, const ExportOptions& options)
+{
+    run.method = Method::Full;
+    run.device = "cpu";
+    checkGgufExportable(run);
+    PreparedModel prepared = prepareModel(run);
+    prepared.module->eval();
+    ExportReport report;
+    report.outDir = options.outDir;
+    report.format = options.format;
+    report.checkpoint = run.model;
+    torch::NoGradGuard noGrad;
+    exportGgufModel(*prepared.module, run, options, report);
+    report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
+    return report;
+}
+
+} // namespace
+
+ExportReport exportModelGguf(const std::string& modelDir, const ExportOptions& options)
+{
+    ExportOptions o = options;
+    o.format = "gguf-base";
+    checkExportOptions(o);
+    TrainConfig run;
+    run.model = modelDir;
+    run.sourcePath = joinPath(modelDir, "config.json");
+    run.name = std::filesystem::path(modelDir).lexically_normal().filename().string();
+    if (run.name.empty())
+        run.name = std::filesystem::path(modelDir).lexically_normal().parent_path().filename().string();
+    return exportBaseGguf(run, o);
+}
+
+ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
+{
+    checkExportOptions(options);
+    const std::string& format = options.format;
+    const bool gguf = format.starts_with("gguf");
     RunStore store(runDir);
     const json info = store.readRunInfo();
     TrainConfig run = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));
     run.device = "cpu";
-    if (format == "gguf-base") {
-        // The run's base model as it was before training (any method): the file a gguf-lora adapter goes with.
-        run.method = Method::Full;
-        checkGgufExportable(run);
-        PreparedModel prepared = prepareModel(run);
-        prepared.module->eval();
-        ExportReport report;
-        report.outDir = options.outDir;
-        report.format = format;
-        report.checkpoint = run.model;
-        torch::NoGradGuard noGrad;
-        exportGgufModel(*prepared.module, run, options, report);
-        report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
-        return report;
-    }
+    if (format == "gguf-base") // the file a gguf-lora adapter goes with
+        return exportBaseGguf(run, options);
     if (format == "gguf-lora" && run.method != Method::Lora)
         fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
              " run (use --format gguf for the merged model)");

@@ -39,4 +39,8 @@ struct ExportReport {
 // or when a merged export would equal the base model and `force` is off.
 ExportReport exportRun(const std::string& runDir, const ExportOptions& options);
 
+// A model folder (no run) as one GGUF file, as --format gguf-base writes a run's base model; options.outDir
+// is the file, options.dtype f32 | f16 | bf16 | q8_0 (options.format is ignored).
+ExportReport exportModelGguf(const std::string& modelDir, const ExportOptions& options);
+
 } // namespace tb

@@ -1,5 +1,7 @@
 // The tunebench CLI contract (JSON shapes other parts rely on) and its error behaviour: one clear line on
 // stderr naming the file and problem, non-zero exit, no crash.
+#include "export/gguf.h"
+
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -178,6 +180,24 @@ void TestCli::trainResumeExport()
         (QLatin1String(format) == QLatin1String("gguf-lora") ? adapterBytes : baseBytes) = x["bytes"].get<int64_t>();
     }
     QVERIFY(adapterBytes > 0 && adapterBytes < baseBytes / 2);
+    // A model folder straight to GGUF, without a run: the bundled model, named after its folder.
+    const QString converted = m_dir.filePath(QStringLiteral("stories.gguf"));
+    Run conv = tunebench({QStringLiteral("convert"), QStringLiteral("gguf"), QStringLiteral("--model"),
+                          QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"), QStringLiteral("--out"), converted,
+                          QStringLiteral("--json")});
+    QVERIFY2(conv.exitCode == 0, conv.err.constData());
+    const auto cj = nlohmann::json::parse(conv.out.trimmed().toStdString());
+    QCOMPARE(cj.at("tensors").get<int64_t>(), int64_t(47));  // 2 + 9 per block x 5, the head tied
+    const tb::GgufSummary summary = tb::readGgufSummary(converted.toStdString());
+    QCOMPARE(summary.metadata.at("general.name"), std::string("stories260k"));
+    QCOMPARE(summary.metadata.at("general.architecture"), std::string("llama"));
+    QCOMPARE(int64_t(summary.fileSize), cj.at("bytes").get<int64_t>());
+    Run badOut = tunebench({QStringLiteral("convert"), QStringLiteral("gguf"), QStringLiteral("--model"),
+                            QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"), QStringLiteral("--out"),
+                            m_dir.filePath(QStringLiteral("stories.bin"))});
+    QVERIFY(badOut.exitCode != 0);
+    QVERIFY2(badOut.err.contains("ending in .gguf"), badOut.err.constData());
+
     // Q8_0: the JSON says what the quantisation costs on the validation set, and which matrices stayed f16.
     Run q8 = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir, QStringLiteral("--format"),
                         QStringLiteral("gguf"), QStringLiteral("--out"), m_dir.filePath(QStringLiteral("q8.gguf")),
