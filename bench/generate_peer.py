@@ -1,13 +1,15 @@
-"""Side-by-side generation benchmark: `tunebench bench generate` against Hugging Face transformers on the
-same models, prompt length and token budget, in the same run on the same machine.
+"""Side-by-side generation benchmark: `tunebench bench generate` against Hugging Face transformers and against
+llama.cpp (llama-cpp-python, on the f32 GGUF that `tunebench convert gguf` writes) on the same models, prompt
+length and token budget, in the same run on the same machine.
 
 usage: python bench/generate_peer.py [--tunebench build/bin/tunebench] [--prompt-tokens 128] [--new-tokens 128]
 Models: the bundled stories260k and a random ~25M-parameter Llama (created here with transformers and saved,
-so both sides load the same weights). Prints prefill and decode tokens/s for both and the ratio (ours / peer).
+so every side loads the same weights). Prints prefill and decode tokens/s and the ratios (ours / peer).
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,6 +43,22 @@ def peer(path, prompt_tokens, new_tokens, repeats):
     return statistics.median(prefill), statistics.median(decode)
 
 
+def llama_cpp_peer(binary, path, tmp, prompt_tokens, new_tokens, repeats):
+    """llama.cpp on the same weights (the f32 GGUF `tunebench convert gguf` writes), as many threads as the
+    others, in a process of its own (bench/llama_cpp_peer.py)."""
+    if not any(os.path.exists(os.path.join(path, f)) for f in ("tokenizer.model", "tokenizer.json")):
+        # GGUF carries a vocabulary: the random model's 32,000 ids get the Llama 2 sentencepiece model's pieces
+        # (the benchmark feeds token ids, so which pieces they are does not matter).
+        shutil.copy(os.path.join(ROOT, "tests", "data", "tokenizers", "llama2", "tokenizer.model"), path)
+    gguf = os.path.join(tmp, os.path.basename(path) + ".gguf")
+    subprocess.run([binary, "convert", "gguf", "--model", path, "--out", gguf], check=True, capture_output=True)
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llama_cpp_peer.py"), gguf, str(prompt_tokens),
+                          str(new_tokens), str(repeats), str(torch.get_num_threads())],
+                         check=True, capture_output=True, text=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["prefill_tokens_per_s"], r["decode_tokens_per_s"]
+
+
 def ours(binary, path, prompt_tokens, new_tokens, repeats):
     out = subprocess.run([binary, "bench", "generate", "--model", path, "--prompt-tokens", str(prompt_tokens),
                           "--new-tokens", str(new_tokens), "--repeats", str(repeats), "--device", "cpu", "--json"],
@@ -62,12 +80,15 @@ def main():
         rnd = os.path.join(tmp, "random-llama-25m")
         random_llama(rnd)
         models = [("stories260k", os.path.join(ROOT, "datasets", "models", "stories260k")), ("random-llama-25m", rnd)]
-        print(f"{'model':<18} {'phase':<8} {'tunebench tok/s':>16} {'transformers tok/s':>19} {'ratio':>7}")
+        print(f"{'model':<18} {'phase':<8} {'tunebench tok/s':>16} {'transformers tok/s':>19} {'ratio':>7} "
+              f"{'llama.cpp tok/s':>16} {'ratio':>7}")
         for name, path in models:
             o = ours(a.tunebench, path, a.prompt_tokens, a.new_tokens, a.repeats)
             p = peer(path, a.prompt_tokens, a.new_tokens, a.repeats)
-            for phase, x, y in (("prefill", o[0], p[0]), ("decode", o[1], p[1])):
-                print(f"{name:<18} {phase:<8} {x:>16.0f} {y:>19.0f} {x / y:>7.2f}")
+            g = llama_cpp_peer(a.tunebench, path, tmp, a.prompt_tokens, a.new_tokens, a.repeats)
+            for k, phase in enumerate(("prefill", "decode")):
+                x, y, z = o[k], p[k], g[k]
+                print(f"{name:<18} {phase:<8} {x:>16.0f} {y:>19.0f} {x / y:>7.2f} {z:>16.0f} {x / z:>7.2f}")
     return 0
 
 
