@@ -5,6 +5,7 @@
 #include "cli/data_command.h"
 #include "cli/estimate_command.h"
 #include "export/export.h"
+#include "export/gguf.h"
 #include "model/config.h"
 #include "model/llama2c.h"
 #include "model/model.h"
@@ -35,7 +36,8 @@ using nlohmann::json;
 const char* kUsage = R"(usage: tunebench <command> [options]
 
 commands:
-  info      --model PATH [--json]                      architecture and parameter count (PATH: folder or config.json)
+  info      --model PATH [--json]                      architecture and parameter count (PATH: folder or config.json;
+                                                       a .gguf file: its header, tensor types, adapter or model)
   tokenize  --model DIR --text T [--json]              token ids of a text
   generate  --model DIR --prompt T [--max-new-tokens N] [--greedy] [--temperature X] [--top-k K]
             [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR] [--dtype fp32|bf16|fp16]
@@ -76,9 +78,52 @@ LoadOptions loadOptions(const Args& args)
     return o;
 }
 
+// A GGUF file's header: what llama.cpp will see (architecture, whether it is an adapter, tensor types).
+int ggufInfo(const std::string& path, bool asJson, std::ostream& out)
+{
+    const GgufSummary s = readGgufSummary(path);
+    auto meta = [&s](const std::string& key) {
+        const auto it = s.metadata.find(key);
+        return it == s.metadata.end() ? std::string() : it->second;
+    };
+    const std::map<uint32_t, std::string> names = {{0, "F32"}, {1, "F16"}, {8, "Q8_0"}, {30, "BF16"}};
+    std::map<std::string, int64_t> types;
+    for (const GgufTensorInfo& t : s.tensors) {
+        const auto it = names.find(t.type);
+        ++types[it == names.end() ? "type " + std::to_string(t.type) : it->second];
+    }
+    const std::string kind = meta("general.type").empty() ? "model" : meta("general.type");
+    if (asJson) {
+        json tensors = json::array();
+        for (const GgufTensorInfo& t : s.tensors)
+            tensors.push_back({{"name", t.name}, {"dims", t.dims}, {"type", t.type}});
+        out << json{{"gguf_version", s.version}, {"bytes", s.fileSize}, {"architecture", meta("general.architecture")},
+                    {"name", meta("general.name")}, {"type", kind}, {"tensor_count", s.tensors.size()},
+                    {"tensor_types", types}, {"metadata", s.metadata}, {"tensors", tensors}}
+                   .dump()
+            << "\n";
+        return 0;
+    }
+    out << "GGUF          v" << s.version << ", " << s.fileSize << " bytes\n"
+        << "architecture  " << meta("general.architecture") << "\n"
+        << "name          " << meta("general.name") << "\n"
+        << "type          " << kind << "\n"
+        << "tensors       " << s.tensors.size() << " (";
+    bool first = true;
+    for (const auto& [type, count] : types) {
+        out << (first ? "" : ", ") << count << " " << type;
+        first = false;
+    }
+    out << ")\n"
+        << "metadata      " << s.metadata.size() << " keys\n";
+    return 0;
+}
+
 int cmdInfo(const Args& args, std::ostream& out)
 {
     args.allowOnly({"model", "json"});
+    if (args.has("model") && args.value("model").ends_with(".gguf"))
+        return ggufInfo(args.value("model"), args.flag("json"), out);
     ModelConfig c = loadModelConfig(modelArg(args));
     const int64_t params = parameterCount(c);
     if (args.flag("json")) {

@@ -192,6 +192,19 @@ void TestCli::trainResumeExport()
     QCOMPARE(summary.metadata.at("general.name"), std::string("stories260k"));
     QCOMPARE(summary.metadata.at("general.architecture"), std::string("llama"));
     QCOMPARE(int64_t(summary.fileSize), cj.at("bytes").get<int64_t>());
+    // `info` reads a GGUF file's header: the converted model, and the LoRA adapter exported above.
+    Run info = tunebench({QStringLiteral("info"), QStringLiteral("--model"), converted, QStringLiteral("--json")});
+    QVERIFY2(info.exitCode == 0, info.err.constData());
+    const auto ij = nlohmann::json::parse(info.out.trimmed().toStdString());
+    QCOMPARE(ij.at("architecture").get<std::string>(), std::string("llama"));
+    QCOMPARE(ij.at("type").get<std::string>(), std::string("model"));
+    QCOMPARE(ij.at("tensor_count").get<int64_t>(), int64_t(47));
+    QCOMPARE(ij.at("tensor_types").at("F32").get<int64_t>(), int64_t(47));
+    Run adapterInfo = tunebench({QStringLiteral("info"), QStringLiteral("--model"),
+                                 m_dir.filePath(QStringLiteral("export-gguf-lora.gguf"))});
+    QVERIFY2(adapterInfo.exitCode == 0, adapterInfo.err.constData());
+    QVERIFY2(adapterInfo.out.contains("type          adapter") && adapterInfo.out.contains("F16"),
+             adapterInfo.out.constData());
     Run badOut = tunebench({QStringLiteral("convert"), QStringLiteral("gguf"), QStringLiteral("--model"),
                             QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"), QStringLiteral("--out"),
                             m_dir.filePath(QStringLiteral("stories.bin"))});
