@@ -65,6 +65,13 @@ if(EXISTS "${_tb_lib}/libtorch_cuda.so")
   set(TB_TORCH_HAS_CUDA ON)
   list(APPEND _tb_torch_libs "${_tb_lib}/libtorch_cuda.so" "${_tb_lib}/libc10_cuda.so")
 endif()
+# The wheel's own OpenMP runtime: code of ours that uses at::parallel_for (inline OpenMP in LibTorch's
+# headers) is compiled with -fopenmp and calls into this one, never a second runtime.
+if(EXISTS "${_tb_lib}/libgomp.so.1")
+  set(TB_TORCH_OPENMP "${_tb_lib}/libgomp.so.1" CACHE INTERNAL "LibTorch's OpenMP runtime")
+else()
+  unset(TB_TORCH_OPENMP CACHE)
+endif()
 # --no-as-needed: nothing calls into libtorch_cuda directly, but loading it registers the CUDA backend.
 target_link_libraries(tb_torch INTERFACE "-Wl,--no-as-needed" ${_tb_torch_libs} "-Wl,--as-needed")
 target_link_options(tb_torch INTERFACE "-Wl,-rpath,${_tb_lib}")

@@ -126,7 +126,7 @@ torch::Tensor CausalLM::forwardLast(const torch::Tensor& ids, KVCache* cache)
     h = h.select(1, h.size(1) - 1);  // [batch, hidden]
     if (auto head = headLayer())
         return head->forward(h);
-    return torch::nn::functional::linear(h, tokenEmbeddingWeight());
+    return linearForward(h, tokenEmbeddingWeight());
 }
 
 torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids)

@@ -45,6 +45,10 @@ struct KVCache {
     }
 };
 
+// y = x W^T + b, as torch's linear; one fp32 row on the CPU without autograd (a decoding step) splits W's
+// rows over the intra-op threads, since a matrix-vector product is bound by reading W.
+torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {});
+
 // A linear layer with Hugging Face naming (weight, bias) and an optional LoRA branch (lora_A, lora_B).
 // transposed = false: W stored [out, in] as nn.Linear; true: [in, out] as GPT-2's Conv1D.
 class LinearImpl : public torch::nn::Module {

@@ -7,6 +7,52 @@
 
 namespace tb {
 
+namespace {
+
+// Decoding feeds one token at a time: y = W x is a matrix-vector product bound by reading W, and MKL's sgemv
+// keeps it to one core. Splitting W's rows over the intra-op threads reads it with every core. Only for one
+// fp32 row on the CPU without autograd, and matrices of at least 1 MiB, where the split pays for its
+// synchronisation. (This file is compiled with OpenMP where LibTorch's own runtime is found, which is what
+// makes at::parallel_for parallel here: its OpenMP code is inline in the header.)
+bool rowParallelCase(const torch::Tensor& x, const torch::Tensor& w)
+{
+    return x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && w.scalar_type() == torch::kFloat32 &&
+           x.numel() == w.size(1) && w.numel() >= (int64_t(1) << 18) && at::get_num_threads() > 1 &&
+           !(torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
+}
+
+// y = W x (+ b) for one row x, W's rows split over the threads; each part is one single-threaded sgemv.
+torch::Tensor rowParallelLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
+{
+    // Detached, and the mode set again inside: the worker threads do not inherit this thread's grad or
+    // inference mode.
+    const torch::Tensor v = x.detach().reshape({w.size(1)}).contiguous();
+    const torch::Tensor wc = w.detach().contiguous();
+    const torch::Tensor bias = b.defined() ? b.detach() : b;
+    torch::Tensor y = torch::empty({w.size(0)}, x.options());
+    const int64_t rows = w.size(0);
+    const int64_t grain = (rows + at::get_num_threads() - 1) / at::get_num_threads();
+    const bool inference = c10::InferenceMode::is_enabled();
+    at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+        c10::InferenceMode mode(inference);  // this thread's mode, as the caller's
+        torch::NoGradGuard noGrad;
+        auto part = y.narrow(0, begin, end - begin);
+        at::mv_out(part, wc.narrow(0, begin, end - begin), v);
+        if (bias.defined())
+            part.add_(bias.narrow(0, begin, end - begin));
+    });
+    auto shape = x.sizes().vec();
+    shape.back() = w.size(0);
+    return y.view(shape);
+}
+
+} // namespace
+
+torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
+{
+    return rowParallelCase(x, w) ? rowParallelLinear(x, w, b) : torch::nn::functional::linear(x, w, b);
+}
+
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias, bool isTransposed)
     : inFeatures(in), outFeatures(out), transposed(isTransposed)
 {
@@ -25,7 +71,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x)
         shape.back() = outFeatures;
         y = y.view(shape);
     } else {
-        y = torch::nn::functional::linear(x, weight, bias);
+        y = linearForward(x, weight, bias);
     }
     if (lora_A && !m_merged) {
         auto in = m_dropout > 0 ? torch::dropout(x, m_dropout, is_training()) : x;

@@ -107,19 +107,32 @@ void TestModel::convertedFolderIsReproducible()
 void TestModel::cacheMatchesFullRecompute_data()
 {
     QTest::addColumn<int>("arch");
-    QTest::newRow("llama") << static_cast<int>(tb::Architecture::Llama);
-    QTest::newRow("qwen3") << static_cast<int>(tb::Architecture::Qwen3);
-    QTest::newRow("gpt2") << static_cast<int>(tb::Architecture::Gpt2);
+    QTest::addColumn<bool>("wide");
+    QTest::newRow("llama") << static_cast<int>(tb::Architecture::Llama) << false;
+    QTest::newRow("qwen3") << static_cast<int>(tb::Architecture::Qwen3) << false;
+    QTest::newRow("gpt2") << static_cast<int>(tb::Architecture::Gpt2) << false;
+    // Matrices of 1 MiB and more: a decoding step splits their rows over the threads (linearForward).
+    QTest::newRow("llama wide") << static_cast<int>(tb::Architecture::Llama) << true;
+    QTest::newRow("gpt2 wide") << static_cast<int>(tb::Architecture::Gpt2) << true;
 }
 
 void TestModel::cacheMatchesFullRecompute()
 {
     QFETCH(int, arch);
+    QFETCH(bool, wide);
     auto config = tinyConfig(static_cast<tb::Architecture>(arch));
     if (config.architecture == tb::Architecture::Qwen3)
         config.qkNorm = true;
+    if (wide) {  // head 4096 x 128 (2 MiB), MLP 2048 x 128 (1 MiB) each
+        config.vocabSize = 4096;
+        config.hiddenSize = 128;
+        config.intermediateSize = 2048;
+        config.headDim = 32;
+    }
     auto model = tb::Model::createRandom(config, {"fp32", "cpu"}, 42);
     std::vector<int32_t> prompt{3, 14, 15, 92, 65, 35};
+    if (wide)  // ids across the vocabulary, so that every part of the split head is where greedy picks
+        prompt = {3, 3014, 15, 2092, 4065, 1035, 3500, 2600};
     tb::GenerateOptions o;
     o.greedy = true;
     o.stopAtEos = false;
