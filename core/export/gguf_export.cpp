@@ -162,6 +162,32 @@ bool isConv1dWeight(const std::string& name)
     return name.ends_with(".c_attn.weight") || name.ends_with(".c_proj.weight") || name.ends_with(".c_fc.weight");
 }
 
+// How a parameter goes into the file, for the export and for the Q8_0 round trip alike: transposed to
+// llama.cpp's layout (GPT-2's Conv1D weights; q/k rows are reordered only when written, which moves whole
+// rows), and its type under `weightType`: 1-D tensors F32, 2-D ones in weightType when their rows are whole
+// blocks of it, else F16 (`fellBack`), as llama.cpp's converter does.
+struct GgufPlacement {
+    bool transposed = false;
+    GgufTensorType type = GgufTensorType::F32;
+    bool fellBack = false;
+};
+
+GgufPlacement ggufPlacement(const ModelConfig& c, const std::string& name, const torch::Tensor& p,
+                            GgufTensorType weightType)
+{
+    GgufPlacement out;
+    if (p.dim() != 2)
+        return out;
+    out.transposed = c.architecture == Architecture::Gpt2 && isConv1dWeight(name);
+    const int64_t rowLength = out.transposed ? p.size(0) : p.size(1);
+    out.type = weightType;
+    if (rowLength % ggufTypeLayout(weightType).blockSize != 0) {
+        out.type = GgufTensorType::F16;
+        out.fellBack = true;
+    }
+    return out;
+}
+
 } // namespace
 
 void checkGgufExportable(const TrainConfig& run)
@@ -287,20 +313,16 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         if (gguf.empty())
             fail("export: tensor '", name,
                  "' has no GGUF name (GGUF export writes plain llama/mistral/qwen2/qwen3 weights)");
-        torch::Tensor value = item.value().detach();
-        const bool matrix = value.dim() == 2;
-        if (gpt2 && matrix && isConv1dWeight(name))
-            value = value.t().contiguous();
-        // Biases and norms stay f32, as llama.cpp keeps 1-D tensors.
+        const GgufPlacement placement = ggufPlacement(c, name, item.value(), weightType);
+        const torch::Tensor value =
+            placement.transposed ? item.value().detach().t().contiguous() : item.value().detach();
         GgufTensor t;
         t.name = gguf;
-        t.type = matrix ? weightType : GgufTensorType::F32;
+        t.type = placement.type;
         t.shape = value.sizes().vec();
-        if (matrix && t.shape.back() % ggufTypeLayout(t.type).blockSize != 0) {
-            t.type = GgufTensorType::F16;  // rows that are not whole blocks: f16, as llama.cpp's converter
+        if (placement.fellBack)
             report.warnings.push_back(gguf + ": rows of " + std::to_string(t.shape.back()) + " weights are not whole " +
                                       ggufTensorTypeName(weightType) + " blocks; written F16");
-        }
         const int64_t heads = ropeHeads(c, gguf);
         t.data = [value, heads, type = t.type] {
             return tensorBytes(heads ? interleaveRopeRows(value, heads) : value, type);
@@ -383,22 +405,22 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
 
 int64_t roundTripGgufQ8_0(CausalLM& model)
 {
-    // The same choice as exportGgufModel: 2-D weights with a GGUF name whose rows (in llama.cpp's layout)
-    // are whole 32-weight blocks. Rows are quantised independently, so the q/k row order does not matter.
-    const bool gpt2 = model.config().architecture == Architecture::Gpt2;
+    // The tensors a q8_0 export writes as Q8_0 (ggufPlacement, as exportGgufModel); rows are quantised
+    // independently, so the q/k row order does not matter.
     torch::NoGradGuard noGrad;
     int64_t changed = 0;
     for (auto& item : model.named_parameters()) {
         const std::string& name = item.key();
         torch::Tensor& p = item.value();
-        if (name.find("lora_") != std::string::npos || p.dim() != 2 || ggufTensorName(name).empty())
+        if (name.find("lora_") != std::string::npos || ggufTensorName(name).empty())
             continue;
-        const bool transposed = gpt2 && isConv1dWeight(name);
-        torch::Tensor rows = (transposed ? p.detach().t() : p.detach()).to(torch::kCPU, torch::kFloat32).contiguous();
-        if (rows.size(1) % kQ8_0BlockSize != 0)
+        const GgufPlacement placement = ggufPlacement(model.config(), name, p, GgufTensorType::Q8_0);
+        if (placement.type != GgufTensorType::Q8_0)
             continue;
+        torch::Tensor rows =
+            (placement.transposed ? p.detach().t() : p.detach()).to(torch::kCPU, torch::kFloat32).contiguous();
         roundTripQ8_0(rows.data_ptr<float>(), rows.numel());
-        p.copy_(transposed ? rows.t() : rows);
+        p.copy_(placement.transposed ? rows.t() : rows);
         ++changed;
     }
     return changed;
