@@ -115,28 +115,12 @@ double sampleLoss(CausalLM& model, const SequenceSet& set, int32_t pad, int64_t 
     torch::NoGradGuard noGrad;
     double sum = 0;
     int64_t tokens = 0;
-    std::vector<int64_t> idx;
-    auto flush = [&] {
-        if (idx.empty())
-            return;
-        const TokenBatch b = makeBatch(set, idx, pad);
-        idx.clear();
-        if (b.lossTokens == 0)
-            return;
+    forEachEvalBatch(set, batch, pad, kQuantLossTokens, [&](const TokenBatch& b) {
         auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width});
         auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width});
         sum += tokenLoss(model.forward(ids, nullptr), labels, 1.0).item<double>();
         tokens += b.lossTokens;
-    };
-    int64_t planned = 0;
-    for (size_t i = 0; i < set.sequences.size() && planned < kQuantLossTokens; ++i) {
-        idx.push_back(static_cast<int64_t>(i));
-        for (int32_t label : set.sequences[i].labels)
-            planned += label >= 0 ? 1 : 0;
-        if (static_cast<int64_t>(idx.size()) == batch)
-            flush();
-    }
-    flush();
+    });
     *tokensOut = tokens;
     return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;
 }

@@ -256,6 +256,30 @@ TokenBatch makeBatch(const SequenceSet& set, const std::vector<int64_t>& indices
     return batch;
 }
 
+void forEachEvalBatch(const SequenceSet& set, int64_t batchSize, int32_t padId, int64_t maxLossTokens,
+                      const std::function<void(const TokenBatch&)>& f)
+{
+    std::vector<int64_t> indices;
+    auto flush = [&] {
+        if (indices.empty())
+            return;
+        const TokenBatch b = makeBatch(set, indices, padId);
+        indices.clear();
+        if (b.lossTokens > 0)
+            f(b);
+    };
+    int64_t planned = 0;
+    for (size_t i = 0; i < set.sequences.size() && (maxLossTokens < 0 || planned < maxLossTokens); ++i) {
+        indices.push_back(static_cast<int64_t>(i));
+        if (maxLossTokens >= 0)
+            for (int32_t label : set.sequences[i].labels)
+                planned += label >= 0 ? 1 : 0;
+        if (static_cast<int64_t>(indices.size()) == batchSize)
+            flush();
+    }
+    flush();
+}
+
 std::vector<int64_t> epochOrder(int64_t count, uint64_t seed, int64_t epoch)
 {
     std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(count, 0)));

@@ -6,6 +6,7 @@
 #include "tokenizer/chat_template.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,12 @@ struct TokenBatch {
     int64_t lossTokens = 0;
 };
 TokenBatch makeBatch(const SequenceSet& set, const std::vector<int64_t>& indices, int32_t padId);
+
+// The batches an evaluation reads: consecutive runs of up to batchSize sequences in order, padded with
+// padId, those without loss-carrying tokens skipped. With maxLossTokens >= 0, no sequence is added once
+// that many loss-carrying tokens are planned (a bounded sample); -1 reads the whole set.
+void forEachEvalBatch(const SequenceSet& set, int64_t batchSize, int32_t padId, int64_t maxLossTokens,
+                      const std::function<void(const TokenBatch&)>& f);
 
 // Seeded order of sequence indices for one epoch: the same seed and epoch always give the same order,
 // independent of platform (uses its own PRNG, not std::shuffle).

@@ -420,18 +420,12 @@ double Trainer::meanLoss(const SequenceSet& set)
     const int32_t pad = m_model.tokenizer->eosId().value_or(0);
     double sum = 0;
     int64_t tokens = 0;
-    for (size_t start = 0; start < set.sequences.size(); start += static_cast<size_t>(m_config.batchSize)) {
-        std::vector<int64_t> idx;
-        for (size_t i = start; i < std::min(set.sequences.size(), start + static_cast<size_t>(m_config.batchSize)); ++i)
-            idx.push_back(static_cast<int64_t>(i));
-        TokenBatch b = makeBatch(set, idx, pad);
-        if (b.lossTokens == 0)
-            continue;
+    forEachEvalBatch(set, m_config.batchSize, pad, -1, [&](const TokenBatch& b) {
         auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
         auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width}).to(m_model.device);
         sum += batchLoss(ids, labels, 1.0).item<double>();
         tokens += b.lossTokens;
-    }
+    });
     if (wasTraining)
         model.train();
     return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;

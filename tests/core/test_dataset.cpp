@@ -84,6 +84,7 @@ private Q_SLOTS:
     void sequencesShiftLabels();
     void packingBoundaries();
     void batchPadding();
+    void evalBatches();
     void epochOrderDeterministic();
     void bundledDatasets();
 
@@ -568,6 +569,37 @@ void TestDataset::bundledDatasets()
         qInfo("longest bundled example with the %s template: %zu tokens",
               tb::chatTemplateName(family), longest);
     }
+}
+
+// Evaluation's batches: consecutive runs of batch-size sequences, loss-free ones skipped, and a token cap
+// that stops adding sequences once reached.
+void TestDataset::evalBatches()
+{
+    tb::SequenceSet set;
+    for (int i = 0; i < 5; ++i) {
+        tb::Sequence s;
+        s.ids = {1, 2, 3, 4};
+        s.labels = i == 2 ? std::vector<int32_t>(4, -100) : std::vector<int32_t>{-100, 5, 6, 7};  // #2: no loss
+        s.length = 4;
+        set.sequences.push_back(s);
+    }
+    std::vector<int64_t> rows, losses;
+    auto record = [&](const tb::TokenBatch& b) {
+        rows.push_back(b.rows);
+        losses.push_back(b.lossTokens);
+    };
+    tb::forEachEvalBatch(set, 2, 0, -1, record);
+    QCOMPARE(rows, (std::vector<int64_t>{2, 2, 1}));  // [0 1] [2 3] [4]
+    QCOMPARE(losses, (std::vector<int64_t>{6, 3, 3}));
+    rows.clear();
+    losses.clear();
+    tb::forEachEvalBatch(set, 1, 0, -1, record);
+    QCOMPARE(rows.size(), size_t(4));  // the loss-free sequence alone is skipped
+    rows.clear();
+    losses.clear();
+    tb::forEachEvalBatch(set, 4, 0, 5, record);  // 3 planned after #0, 6 after #1: stop there
+    QCOMPARE(rows, (std::vector<int64_t>{2}));
+    QCOMPARE(losses, (std::vector<int64_t>{6}));
 }
 
 QTEST_GUILESS_MAIN(TestDataset)
