@@ -24,13 +24,20 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 
-def make_gpt2(out_dir, tokenizer_dir):
+def make_gpt2(out_dir, tokenizer_dir, n_embd=32, n_head=2, initializer_range=0.1, bias_std=0.0):
+    """A random 2-layer GPT-2 (tied head) around the GPT-2 tokenizer files of tokenizer_dir; bias_std > 0 draws
+    every bias (LayerNorms' included) from N(0, bias_std), so that dropping or misplacing one shows."""
     torch.manual_seed(0)
-    cfg = transformers.GPT2Config(vocab_size=50257, n_embd=32, n_layer=2, n_head=2, n_positions=128,
-                                  initializer_range=0.1, bos_token_id=50256, eos_token_id=50256,
+    cfg = transformers.GPT2Config(vocab_size=50257, n_embd=n_embd, n_layer=2, n_head=n_head, n_positions=128,
+                                  initializer_range=initializer_range, bos_token_id=50256, eos_token_id=50256,
                                   tie_word_embeddings=True)
     cfg.dtype = torch.float32
     model = transformers.GPT2LMHeadModel(cfg).eval()
+    if bias_std > 0:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith(".bias"):
+                    p.normal_(0.0, bias_std)
     model.save_pretrained(out_dir, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(os.path.join(tokenizer_dir, f), os.path.join(out_dir, f))
