@@ -1,5 +1,5 @@
-// Small helpers shared by the test executables: the tb::Error message of a call, substring checks, and
-// files written into a temporary folder.
+// Small helpers shared by the test executables: the tb::Error message of a call, substring checks,
+// and files written into a temporary folder.
 #pragma once
 
 #include "util/error.h"
@@ -29,11 +29,12 @@ inline bool contains(const std::string& text, const std::string& part)
 }
 
 // Writes `text` (bytes as given) to dir/name and returns the path.
-inline std::string writeText(const QTemporaryDir& dir, const std::string& name, const std::string& text)
+inline std::string writeText(const QTemporaryDir& dir, const std::string& name,
+                             const std::string& text)
 {
     const std::string path = dir.filePath(QString::fromStdString(name)).toStdString();
     std::ofstream(path, std::ios::binary) << text;
     return path;
 }
 
-} // namespace tbtest
+}  // namespace tbtest

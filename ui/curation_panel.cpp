@@ -1,10 +1,11 @@
-// Curation tab of the Data page: dedup clusters, the leak/PII scan and chunking, each run by core on a worker.
+// Curation tab of the Data page: dedup clusters, the leak/PII scan and chunking, each run by core
+// on a worker.
 #include "data_jobs.h"
 #include "data_panels.h"
 #include "record_table_model.h"
 
-#include "data/ingest.h"
-#include "data/store.h"
+#include "data/ingest/ingest.h"
+#include "data/store/store.h"
 #include "tokenizer/tokenizer.h"
 
 #include <QDoubleSpinBox>
@@ -15,8 +16,8 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QTableWidget>
 #include <QStandardItemModel>
+#include <QTableWidget>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -25,9 +26,10 @@ namespace tb {
 namespace {
 const int kClustersShown = 300;
 const int kFlagsShown = 2000;
-}
+}  // namespace
 
-CurationPanel::CurationPanel(DataContext context, QWidget* parent) : QWidget(parent), m_ctx(std::move(context))
+CurationPanel::CurationPanel(DataContext context, QWidget* parent)
+    : QWidget(parent), m_ctx(std::move(context))
 {
     auto* layout = new QVBoxLayout(this);
 
@@ -40,8 +42,9 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent) : QWidget(par
     m_near->setDecimals(2);
     m_near->setValue(0.8);
     m_near->setSpecialValueText(tr("exact only"));
-    m_near->setToolTip(tr("Near duplicates: MinHash + exact Jaccard over 3-word shingles at or above this "
-                          "similarity (0: exact duplicates only)"));
+    m_near->setToolTip(
+        tr("Near duplicates: MinHash + exact Jaccard over 3-word shingles at or above this "
+           "similarity (0: exact duplicates only)"));
     m_find = new QPushButton(tr("Find"), dedupBox);
     m_apply = new QPushButton(tr("Remove duplicates"), dedupBox);
     m_undo = new QPushButton(tr("Undo"), dedupBox);
@@ -52,7 +55,8 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent) : QWidget(par
     dedupRow->addWidget(m_apply);
     dedupRow->addWidget(m_undo);
     dedupLayout->addLayout(dedupRow);
-    m_dedupSummary = new QLabel(tr("Find shows clusters of duplicates; the first record of each is kept."), dedupBox);
+    m_dedupSummary = new QLabel(
+        tr("Find shows clusters of duplicates; the first record of each is kept."), dedupBox);
     m_dedupSummary->setWordWrap(true);
     dedupLayout->addWidget(m_dedupSummary);
     m_clusters = new QStandardItemModel(0, 2, this);
@@ -68,14 +72,16 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent) : QWidget(par
     auto* scanBox = new QGroupBox(tr("Leaks and personal data"), this);
     auto* scanLayout = new QVBoxLayout(scanBox);
     auto* scanRow = new QHBoxLayout();
-    m_scanSummary = new QLabel(tr("Keys, tokens, passwords in URLs, emails, phone, card and IBAN numbers."), scanBox);
+    m_scanSummary = new QLabel(
+        tr("Keys, tokens, passwords in URLs, emails, phone, card and IBAN numbers."), scanBox);
     m_scanSummary->setWordWrap(true);
     auto* scanButton = new QPushButton(tr("Scan"), scanBox);
     scanRow->addWidget(m_scanSummary, 1);
     scanRow->addWidget(scanButton);
     scanLayout->addLayout(scanRow);
     m_flags = new QTableWidget(0, 4, scanBox);
-    m_flags->setHorizontalHeaderLabels({tr("Record"), tr("Kind"), tr("Field"), tr("Match (masked)")});
+    m_flags->setHorizontalHeaderLabels(
+        {tr("Record"), tr("Kind"), tr("Field"), tr("Match (masked)")});
     m_flags->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_flags->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_flags->verticalHeader()->setVisible(false);
@@ -107,7 +113,8 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent) : QWidget(par
     chunkRow->addWidget(m_chunkApply);
     chunkRow->addWidget(m_chunkUndo);
     chunkLayout->addLayout(chunkRow);
-    m_chunkSummary = new QLabel(tr("Splits text records longer than the limit by the model's tokens."), chunkBox);
+    m_chunkSummary = new QLabel(
+        tr("Splits text records longer than the limit by the model's tokens."), chunkBox);
     m_chunkSummary->setWordWrap(true);
     chunkLayout->addWidget(m_chunkSummary);
     layout->addWidget(chunkBox);
@@ -162,16 +169,19 @@ void CurationPanel::updateButtons()
     m_chunkUndo->setEnabled(m_chunkOp > 0);
 }
 
-void CurationPanel::showDedup(const DedupReport& r, const std::vector<std::vector<QString>>& previews)
+void CurationPanel::showDedup(const DedupReport& r,
+                              const std::vector<std::vector<QString>>& previews)
 {
     m_dedup = r;
     m_clusters->removeRows(0, m_clusters->rowCount());
     for (size_t c = 0; c < r.clusterIds.size() && c < previews.size(); ++c) {
         auto* top = new QStandardItem(tr("Cluster %1").arg(c + 1));
-        m_clusters->appendRow({top, new QStandardItem(tr("%n record(s)", nullptr, int(r.clusterIds[c].size())))});
+        m_clusters->appendRow(
+            {top, new QStandardItem(tr("%n record(s)", nullptr, int(r.clusterIds[c].size())))});
         for (size_t i = 0; i < r.clusterIds[c].size() && i < previews[c].size(); ++i) {
             const qint64 id = r.clusterIds[c][i];
-            auto* record = new QStandardItem(i == 0 ? tr("#%1 (kept)").arg(id) : QStringLiteral("#%1").arg(id));
+            auto* record = new QStandardItem(i == 0 ? tr("#%1 (kept)").arg(id)
+                                                    : QStringLiteral("#%1").arg(id));
             record->setData(id, Qt::UserRole);
             if (i > 0)
                 record->setForeground(RecordTableModel::statusColor(ReviewStatus::Rejected));
@@ -179,11 +189,16 @@ void CurationPanel::showDedup(const DedupReport& r, const std::vector<std::vecto
         }
     }
     const QString counts = tr("%1 records: %2 exact and %3 near duplicates in %4 clusters")
-                               .arg(r.records).arg(r.exactDuplicates).arg(r.nearDuplicates).arg(r.clusters);
-    m_dedupSummary->setText(r.operationId > 0 ? tr("Removed %1 (operation %2). %3.").arg(r.removed).arg(r.operationId).arg(counts)
-                                              : counts + (r.clusters > qint64(previews.size())
-                                                              ? tr(" (the first %1 shown).").arg(previews.size())
-                                                              : QStringLiteral(".")));
+                               .arg(r.records)
+                               .arg(r.exactDuplicates)
+                               .arg(r.nearDuplicates)
+                               .arg(r.clusters);
+    m_dedupSummary->setText(
+        r.operationId > 0
+            ? tr("Removed %1 (operation %2). %3.").arg(r.removed).arg(r.operationId).arg(counts)
+            : counts + (r.clusters > qint64(previews.size())
+                            ? tr(" (the first %1 shown).").arg(previews.size())
+                            : QStringLiteral(".")));
     updateButtons();
 }
 
@@ -191,17 +206,21 @@ bool CurationPanel::findDuplicates()
 {
     const std::optional<double> near = nearThreshold();
     const std::string who = m_ctx.who(false).toStdString();
-    return m_ctx.jobs->run(tr("Find duplicates"), [this, near, who](DataStore& store, const CurateProgress& progress)
-                                                      -> DataJobs::Finish {
-        DedupReport r = dedupRecords(store, near, false, who.empty() ? "studio" : who, progress);
-        std::vector<std::vector<QString>> previews;
-        for (size_t c = 0; c < r.clusterIds.size() && c < size_t(kClustersShown); ++c) {
-            previews.emplace_back();
-            for (int64_t id : r.clusterIds[c])
-                previews.back().push_back(RecordTableModel::previewText(store.record(id), 120));
-        }
-        return [this, r = std::move(r), previews = std::move(previews)] { showDedup(r, previews); };
-    });
+    return m_ctx.jobs->run(
+        tr("Find duplicates"),
+        [this, near, who](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
+            DedupReport r =
+                dedupRecords(store, near, false, who.empty() ? "studio" : who, progress);
+            std::vector<std::vector<QString>> previews;
+            for (size_t c = 0; c < r.clusterIds.size() && c < size_t(kClustersShown); ++c) {
+                previews.emplace_back();
+                for (int64_t id : r.clusterIds[c])
+                    previews.back().push_back(RecordTableModel::previewText(store.record(id), 120));
+            }
+            return [this, r = std::move(r), previews = std::move(previews)] {
+                showDedup(r, previews);
+            };
+        });
 }
 
 bool CurationPanel::applyDedup()
@@ -210,21 +229,22 @@ bool CurationPanel::applyDedup()
     if (who.isEmpty())
         return false;
     const std::optional<double> near = nearThreshold();
-    return m_ctx.jobs->run(tr("Remove duplicates"), [this, near, who](DataStore& store, const CurateProgress& progress)
-                                                        -> DataJobs::Finish {
-        DedupReport r = dedupRecords(store, near, true, who.toStdString(), progress);
-        std::vector<std::vector<QString>> previews;
-        for (size_t c = 0; c < r.clusterIds.size() && c < size_t(kClustersShown); ++c) {
-            previews.emplace_back();
-            for (int64_t id : r.clusterIds[c])
-                previews.back().push_back(RecordTableModel::previewText(store.record(id), 120));
-        }
-        return [this, r = std::move(r), previews = std::move(previews)] {
-            m_dedupOp = r.operationId;
-            showDedup(r, previews);
-            m_ctx.message(tr("Removed %1 duplicates; Undo brings them back").arg(r.removed));
-        };
-    });
+    return m_ctx.jobs->run(
+        tr("Remove duplicates"),
+        [this, near, who](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
+            DedupReport r = dedupRecords(store, near, true, who.toStdString(), progress);
+            std::vector<std::vector<QString>> previews;
+            for (size_t c = 0; c < r.clusterIds.size() && c < size_t(kClustersShown); ++c) {
+                previews.emplace_back();
+                for (int64_t id : r.clusterIds[c])
+                    previews.back().push_back(RecordTableModel::previewText(store.record(id), 120));
+            }
+            return [this, r = std::move(r), previews = std::move(previews)] {
+                m_dedupOp = r.operationId;
+                showDedup(r, previews);
+                m_ctx.message(tr("Removed %1 duplicates; Undo brings them back").arg(r.removed));
+            };
+        });
 }
 
 bool CurationPanel::undoDedup()
@@ -233,42 +253,51 @@ bool CurationPanel::undoDedup()
     if (who.isEmpty() || m_dedupOp <= 0)
         return false;
     const qint64 op = m_dedupOp;
-    return m_ctx.jobs->run(tr("Undo dedup"), [this, op, who](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
-        store.undo(op, who.toStdString());
-        return [this, op] {
-            m_dedupOp = 0;
-            m_dedup.reset();
-            m_clusters->clear();
-            m_dedupSummary->setText(tr("Operation %1 undone: the duplicates are back.").arg(op));
-            updateButtons();
-        };
-    });
+    return m_ctx.jobs->run(
+        tr("Undo dedup"),
+        [this, op, who](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+            store.undo(op, who.toStdString());
+            return [this, op] {
+                m_dedupOp = 0;
+                m_dedup.reset();
+                m_clusters->clear();
+                m_dedupSummary->setText(
+                    tr("Operation %1 undone: the duplicates are back.").arg(op));
+                updateButtons();
+            };
+        });
 }
 
 bool CurationPanel::scan()
 {
     const QString who = m_ctx.who(false);
-    return m_ctx.jobs->run(tr("Scan"), [this, who](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
-        ScanReport r = scanRecords(store, who.isEmpty() ? "studio" : who.toStdString(), progress);
-        return [this, r = std::move(r)] {
-            m_scan = r;
-            QStringList kinds;
-            for (const auto& [kind, n] : r.byKind)
-                kinds << QStringLiteral("%1 %2").arg(n).arg(QString::fromStdString(kind));
-            m_scanSummary->setText(r.flagged == 0 ? tr("%1 records scanned: nothing found.").arg(r.records)
-                                                  : tr("%1 of %2 records flagged: %3.")
-                                                        .arg(r.flagged).arg(r.records).arg(kinds.join(QStringLiteral(", "))));
-            const int shown = int(std::min<size_t>(r.flags.size(), kFlagsShown));
-            m_flags->setRowCount(shown);
-            for (int i = 0; i < shown; ++i) {
-                const ScanFlag& f = r.flags[size_t(i)];
-                m_flags->setItem(i, 0, new QTableWidgetItem(QString::number(f.recordId)));
-                m_flags->setItem(i, 1, new QTableWidgetItem(QString::fromStdString(f.kind)));
-                m_flags->setItem(i, 2, new QTableWidgetItem(QString::fromStdString(f.field)));
-                m_flags->setItem(i, 3, new QTableWidgetItem(QString::fromStdString(f.masked)));
-            }
-        };
-    });
+    return m_ctx.jobs->run(
+        tr("Scan"),
+        [this, who](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
+            ScanReport r =
+                scanRecords(store, who.isEmpty() ? "studio" : who.toStdString(), progress);
+            return [this, r = std::move(r)] {
+                m_scan = r;
+                QStringList kinds;
+                for (const auto& [kind, n] : r.byKind)
+                    kinds << QStringLiteral("%1 %2").arg(n).arg(QString::fromStdString(kind));
+                m_scanSummary->setText(r.flagged == 0
+                                           ? tr("%1 records scanned: nothing found.").arg(r.records)
+                                           : tr("%1 of %2 records flagged: %3.")
+                                                 .arg(r.flagged)
+                                                 .arg(r.records)
+                                                 .arg(kinds.join(QStringLiteral(", "))));
+                const int shown = int(std::min<size_t>(r.flags.size(), kFlagsShown));
+                m_flags->setRowCount(shown);
+                for (int i = 0; i < shown; ++i) {
+                    const ScanFlag& f = r.flags[size_t(i)];
+                    m_flags->setItem(i, 0, new QTableWidgetItem(QString::number(f.recordId)));
+                    m_flags->setItem(i, 1, new QTableWidgetItem(QString::fromStdString(f.kind)));
+                    m_flags->setItem(i, 2, new QTableWidgetItem(QString::fromStdString(f.field)));
+                    m_flags->setItem(i, 3, new QTableWidgetItem(QString::fromStdString(f.masked)));
+                }
+            };
+        });
 }
 
 bool CurationPanel::previewChunks()
@@ -277,18 +306,22 @@ bool CurationPanel::previewChunks()
     o.maxTokens = m_chunkMax->value();
     o.overlapTokens = m_chunkOverlap->value();
     const std::string modelDir = m_ctx.modelDir().toStdString();
-    return m_ctx.jobs->run(tr("Chunk preview"), [this, o, modelDir](DataStore& store, const CurateProgress&)
-                                                    -> DataJobs::Finish {
-        const std::unique_ptr<Tokenizer> tokenizer = loadTokenizer(modelDir);
-        const ChunkReport r = chunkStoreRecords(store, *tokenizer, o, false, "studio");
-        return [this, r, o] {
-            m_chunkPreviewed = r.records > 0;
-            m_chunkSummary->setText(r.records == 0 ? tr("No text record is longer than %1 tokens.").arg(o.maxTokens)
-                                                   : tr("%1 text records over %2 tokens would become %3 chunks.")
-                                                         .arg(r.records).arg(o.maxTokens).arg(r.chunks));
-            updateButtons();
-        };
-    });
+    return m_ctx.jobs->run(
+        tr("Chunk preview"),
+        [this, o, modelDir](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+            const std::unique_ptr<Tokenizer> tokenizer = loadTokenizer(modelDir);
+            const ChunkReport r = chunkStoreRecords(store, *tokenizer, o, false, "studio");
+            return [this, r, o] {
+                m_chunkPreviewed = r.records > 0;
+                m_chunkSummary->setText(
+                    r.records == 0 ? tr("No text record is longer than %1 tokens.").arg(o.maxTokens)
+                                   : tr("%1 text records over %2 tokens would become %3 chunks.")
+                                         .arg(r.records)
+                                         .arg(o.maxTokens)
+                                         .arg(r.chunks));
+                updateButtons();
+            };
+        });
 }
 
 bool CurationPanel::applyChunks()
@@ -300,18 +333,21 @@ bool CurationPanel::applyChunks()
     o.maxTokens = m_chunkMax->value();
     o.overlapTokens = m_chunkOverlap->value();
     const std::string modelDir = m_ctx.modelDir().toStdString();
-    return m_ctx.jobs->run(tr("Chunk"), [this, o, modelDir, who](DataStore& store, const CurateProgress&)
-                                            -> DataJobs::Finish {
-        const std::unique_ptr<Tokenizer> tokenizer = loadTokenizer(modelDir);
-        const ChunkReport r = chunkStoreRecords(store, *tokenizer, o, true, who.toStdString());
-        return [this, r] {
-            m_chunkOp = r.operationId;
-            m_chunkPreviewed = false;
-            m_chunkSummary->setText(tr("%1 records replaced by %2 chunks (operation %3).")
-                                        .arg(r.records).arg(r.chunks).arg(r.operationId));
-            updateButtons();
-        };
-    });
+    return m_ctx.jobs->run(
+        tr("Chunk"),
+        [this, o, modelDir, who](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+            const std::unique_ptr<Tokenizer> tokenizer = loadTokenizer(modelDir);
+            const ChunkReport r = chunkStoreRecords(store, *tokenizer, o, true, who.toStdString());
+            return [this, r] {
+                m_chunkOp = r.operationId;
+                m_chunkPreviewed = false;
+                m_chunkSummary->setText(tr("%1 records replaced by %2 chunks (operation %3).")
+                                            .arg(r.records)
+                                            .arg(r.chunks)
+                                            .arg(r.operationId));
+                updateButtons();
+            };
+        });
 }
 
 bool CurationPanel::undoChunks()
@@ -320,15 +356,17 @@ bool CurationPanel::undoChunks()
     if (who.isEmpty() || m_chunkOp <= 0)
         return false;
     const qint64 op = m_chunkOp;
-    return m_ctx.jobs->run(tr("Undo chunking"), [this, op, who](DataStore& store, const CurateProgress&)
-                                                    -> DataJobs::Finish {
-        store.undo(op, who.toStdString());
-        return [this, op] {
-            m_chunkOp = 0;
-            m_chunkSummary->setText(tr("Operation %1 undone: the original records are back.").arg(op));
-            updateButtons();
-        };
-    });
+    return m_ctx.jobs->run(
+        tr("Undo chunking"),
+        [this, op, who](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+            store.undo(op, who.toStdString());
+            return [this, op] {
+                m_chunkOp = 0;
+                m_chunkSummary->setText(
+                    tr("Operation %1 undone: the original records are back.").arg(op));
+                updateButtons();
+            };
+        });
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,94 +1,64 @@
-// DataJobs: QtConcurrent worker + QFutureWatcher; progress shared through a mutex and polled every 100 ms.
+// DataJobs: QtConcurrent workers with their own store connection; progress, results and reads come
+// back through one EventBuffer and finish on the GUI thread.
 #include "data_jobs.h"
 
-#include "data/store.h"
+#include "data/store/store.h"
 
-#include <QPointer>
-#include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
-#include <atomic>
+#include <algorithm>
 #include <exception>
-#include <mutex>
 
 namespace tb {
 
-struct DataJobs::Shared {
-    std::atomic<bool> cancel{false};
-    std::mutex mutex;
-    QString phase;
-    double fraction = 0;
-};
-
-DataJobs::DataJobs(QObject* parent) : QObject(parent)
+DataJobs::DataJobs(QObject* parent)
+    : QObject(parent), m_events(this, [this](Batch&& b) { drain(std::move(b)); })
 {
-    m_poll = new QTimer(this);
-    m_poll->setInterval(100);
-    connect(m_poll, &QTimer::timeout, this, [this] {
-        if (!m_shared)
-            return;
-        QString phase;
-        double fraction = 0;
-        {
-            std::lock_guard<std::mutex> lock(m_shared->mutex);
-            phase = m_shared->phase;
-            fraction = m_shared->fraction;
-        }
-        Q_EMIT progress(phase, fraction);
-    });
-    connect(&m_watcher, &QFutureWatcher<Result>::finished, this, [this] {
-        m_poll->stop();
-        const Result r = m_watcher.result();
-        const QString what = m_what;
-        m_busy = false;
-        m_shared.reset();
-        QString error = r.error;
-        if (error.isEmpty() && r.finish) {
-            try {
-                r.finish();
-            } catch (const std::exception& e) {
-                error = QString::fromUtf8(e.what());
-            }
-        }
-        m_what.clear();
-        Q_EMIT finished(what, error);
-    });
 }
 
 DataJobs::~DataJobs()
 {
-    // The worker keeps only its own connection and the shared progress block; let it stop early.
-    if (m_shared)
-        m_shared->cancel = true;
+    // Workers add to m_events until they return: let the job stop early, then wait for all of them.
+    cancel();
+    m_job.waitForFinished();
+    for (QFuture<void>& f : m_reads)
+        f.waitForFinished();
+}
+
+DataJobs::Result DataJobs::runWork(const std::string& path, const Work& work,
+                                   const CurateProgress& progress)
+{
+    Result r;
+    try {
+        const std::unique_ptr<DataStore> store = DataStore::open(path, false);
+        r.finish = work(*store, progress);
+    } catch (const std::exception& e) {
+        r.error = QString::fromUtf8(e.what());
+    }
+    return r;
 }
 
 bool DataJobs::run(const QString& what, Work work)
 {
     if (m_busy || m_storePath.isEmpty())
         return false;
+    m_job.waitForFinished();  // the last job reported; its worker is returning
     m_busy = true;
     m_what = what;
-    m_shared = std::make_shared<Shared>();
-    auto shared = m_shared;
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
     const std::string path = m_storePath.toStdString();
     Q_EMIT started(what);
-    m_poll->start();
-    m_watcher.setFuture(QtConcurrent::run([shared, path, work = std::move(work)]() -> Result {
-        Result r;
-        try {
-            const std::unique_ptr<DataStore> store = DataStore::open(path, false);
-            const CurateProgress progress = [shared](const std::string& phase, double fraction) {
-                std::lock_guard<std::mutex> lock(shared->mutex);
-                shared->phase = QString::fromStdString(phase);
-                shared->fraction = fraction;
-                return !shared->cancel.load();
+    m_job =
+        QtConcurrent::run([cancel = m_cancel, path, work = std::move(work), events = &m_events] {
+            const CurateProgress progress = [cancel, events](const std::string& phase,
+                                                             double fraction) {
+                const QString p = QString::fromStdString(phase);
+                events->add([&](Batch& b) { b.progress = std::pair{p, fraction}; });
+                return !cancel->load();
             };
-            r.finish = work(*store, progress);
-        } catch (const std::exception& e) {
-            r.error = QString::fromUtf8(e.what());
-        }
-        return r;
-    }));
+            Result r = runWork(path, work, progress);
+            events->add([&](Batch& b) { b.done = std::move(r); });
+        });
     return true;
 }
 
@@ -96,40 +66,59 @@ void DataJobs::read(QObject* receiver, Work work)
 {
     if (m_storePath.isEmpty())
         return;
-    // The watcher belongs to the receiver: when the receiver goes, so does the notification.
-    auto* watcher = new QFutureWatcher<Result>(receiver);
-    QPointer<DataJobs> self(this);
-    connect(watcher, &QFutureWatcher<Result>::finished, receiver, [self, watcher] {
-        const Result r = watcher->result();
-        watcher->deleteLater();
-        QString error = r.error;
-        if (error.isEmpty() && r.finish) {
-            try {
-                r.finish();
-            } catch (const std::exception& e) {
-                error = QString::fromUtf8(e.what());
-            }
-        }
-        if (!error.isEmpty() && self)
-            Q_EMIT self->readFailed(error);
-    });
+    std::erase_if(m_reads, [](const QFuture<void>& f) { return f.isFinished(); });
     const std::string path = m_storePath.toStdString();
-    watcher->setFuture(QtConcurrent::run([path, work = std::move(work)]() -> Result {
-        Result r;
-        try {
-            const std::unique_ptr<DataStore> store = DataStore::open(path, false);
-            r.finish = work(*store, [](const std::string&, double) { return true; });
-        } catch (const std::exception& e) {
-            r.error = QString::fromUtf8(e.what());
-        }
-        return r;
-    }));
+    // The receiver is checked at the drain: when it is gone, so is the notification.
+    m_reads.push_back(QtConcurrent::run(
+        [receiver = QPointer<QObject>(receiver), path, work = std::move(work), events = &m_events] {
+            Result r = runWork(path, work, [](const std::string&, double) { return true; });
+            events->add([&](Batch& b) { b.reads.push_back({receiver, std::move(r)}); });
+        }));
 }
 
 void DataJobs::cancel()
 {
-    if (m_shared)
-        m_shared->cancel = true;
+    if (m_cancel)
+        *m_cancel = true;
 }
 
-} // namespace tb
+void DataJobs::drain(Batch&& batch)
+{
+    for (ReadResult& read : batch.reads) {
+        if (!read.receiver)
+            continue;
+        QString error = read.result.error;
+        if (error.isEmpty() && read.result.finish) {
+            try {
+                read.result.finish();
+            } catch (const std::exception& e) {
+                error = QString::fromUtf8(e.what());
+            }
+        }
+        if (!error.isEmpty())
+            Q_EMIT readFailed(error);
+    }
+    if (batch.progress && !batch.done)
+        Q_EMIT progress(batch.progress->first, batch.progress->second);
+    if (batch.done)
+        finishJob(*batch.done);
+}
+
+void DataJobs::finishJob(const Result& r)
+{
+    const QString what = m_what;
+    m_busy = false;
+    m_cancel.reset();
+    QString error = r.error;
+    if (error.isEmpty() && r.finish) {
+        try {
+            r.finish();
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+    }
+    m_what.clear();
+    Q_EMIT finished(what, error);
+}
+
+}  // namespace tb

@@ -1,4 +1,5 @@
-// Data page: toolbar, filters, the record table and editor, review shortcuts, the side tabs and the job bar.
+// Data page: toolbar, filters, the record table and editor, review shortcuts, the side tabs and the
+// job bar.
 #include "data_page.h"
 
 #include "data_jobs.h"
@@ -9,8 +10,8 @@
 #include "studio_state.h"
 #include "synth_dialog.h"
 
-#include "data/ingest.h"
-#include "data/snapshot.h"
+#include "data/ingest/ingest.h"
+#include "data/store/snapshot.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -60,11 +61,13 @@ QToolButton* toolButton(const QString& text, const QString& tip, QWidget* parent
     return b;
 }
 
-// Creates the bundled store at `path` (through a temporary file, so a half-made store never appears there).
+// Creates the bundled store at `path` (through a temporary file, so a half-made store never appears
+// there).
 QString createBundledStore(const QString& path)
 {
     const QString partial = path + QStringLiteral(".partial");
-    for (const QString& f : QStringList{partial, partial + QStringLiteral("-wal"), partial + QStringLiteral("-shm")})
+    for (const QString& f :
+         QStringList{partial, partial + QStringLiteral("-wal"), partial + QStringLiteral("-shm")})
         QFile::remove(f);
     try {
         QDir().mkpath(QFileInfo(path).absolutePath());
@@ -84,34 +87,36 @@ QString createBundledStore(const QString& path)
     return {};
 }
 
-} // namespace
+}  // namespace
 
 DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_state(state)
 {
     m_annotator = QSettings().value(kAnnotatorKey).toString();
     m_jobs = new DataJobs(this);
     m_model = new RecordTableModel(this);
-    // Filters, sorts and refreshes read the ordered ids on a worker (100,000 rows sorted by tokens take
-    // ~100 ms); the table keeps its rows until they arrive.
-    m_model->setIdLoader([this](const RecordQuery& query, std::function<void(std::vector<int64_t>)> deliver) {
+    // Filters, sorts and refreshes read the ordered ids on a worker (100,000 rows sorted by tokens
+    // take ~100 ms); the table keeps its rows until they arrive.
+    m_model->setIdLoader([this](const RecordQuery& query,
+                                std::function<void(std::vector<int64_t>)> deliver) {
         if (m_jobs->storePath().isEmpty()) {
             deliver({});
             return;
         }
-        m_jobs->read(m_model, [query, deliver](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
-            std::vector<int64_t> ids;
-            std::string error;
-            try {
-                ids = store.recordIds(query);
-            } catch (const std::exception& e) {
-                error = e.what();
-            }
-            return [deliver, ids = std::move(ids), error]() mutable {
-                deliver(std::move(ids));
-                if (!error.empty())
-                    throw Error(error);  // reported through readFailed
-            };
-        });
+        m_jobs->read(m_model,
+                     [query, deliver](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+                         std::vector<int64_t> ids;
+                         std::string error;
+                         try {
+                             ids = store.recordIds(query);
+                         } catch (const std::exception& e) {
+                             error = e.what();
+                         }
+                         return [deliver, ids = std::move(ids), error]() mutable {
+                             deliver(std::move(ids));
+                             if (!error.empty())
+                                 throw Error(error);  // reported through readFailed
+                         };
+                     });
     });
     connect(m_model, &RecordTableModel::idsLoaded, this, &DataPage::afterIds);
 
@@ -162,15 +167,18 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
         reviewRow->addWidget(b);
         return b;
     };
-    addButton(tr("Accept (A)"), tr("Your decision: keep this record"), [this] { reviewCurrent(QStringLiteral("accept")); })
-        ->setStyleSheet(QStringLiteral("color:#27ae60; font-weight:bold"));
-    addButton(tr("Reject (R)"), tr("Your decision: leave this record out"), [this] { reviewCurrent(QStringLiteral("reject")); })
-        ->setStyleSheet(QStringLiteral("color:#c0392b; font-weight:bold"));
+    addButton(tr("Accept (A)"), tr("Your decision: keep this record"), [this] {
+        reviewCurrent(QStringLiteral("accept"));
+    })->setStyleSheet(QStringLiteral("color:#27ae60; font-weight:bold"));
+    addButton(tr("Reject (R)"), tr("Your decision: leave this record out"), [this] {
+        reviewCurrent(QStringLiteral("reject"));
+    })->setStyleSheet(QStringLiteral("color:#c0392b; font-weight:bold"));
     addButton(tr("Edit (E)"), tr("Edit the fields below"), [this] { m_editor->focusFirstField(); });
     reviewRow->addSpacing(12);
     reviewRow->addWidget(new QLabel(tr("Rate"), editorBox));
     for (int r = 1; r <= 5; ++r) {
-        auto* b = addButton(QString::number(r), tr("Rate %1 of 5 (key %1)").arg(r), [this, r] { reviewCurrent(QString(), r); });
+        auto* b = addButton(QString::number(r), tr("Rate %1 of 5 (key %1)").arg(r),
+                            [this, r] { reviewCurrent(QString(), r); });
         b->setMaximumWidth(32);
     }
     reviewRow->addSpacing(12);
@@ -178,7 +186,8 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
     addButton(tr("Next (J) ▶"), tr("Next record"), [this] { moveCurrent(1); });
     m_advance = new QCheckBox(tr("next after A/R"), editorBox);
     m_advance->setChecked(QSettings().value(kAdvanceKey, true).toBool());
-    connect(m_advance, &QCheckBox::toggled, this, [](bool on) { QSettings().setValue(kAdvanceKey, on); });
+    connect(m_advance, &QCheckBox::toggled, this,
+            [](bool on) { QSettings().setValue(kAdvanceKey, on); });
     reviewRow->addWidget(m_advance);
     reviewRow->addStretch(1);
     editorLayout->addLayout(reviewRow);
@@ -196,7 +205,8 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
     ctx.modelDir = [this] { return modelDir(); };
     // Token statistics render records as the run will, so the truncation count is the trainer's.
     ctx.chatTemplate = [this] {
-        return m_state ? QString::fromStdString(m_state->config().data.chatTemplate) : QStringLiteral("auto");
+        return m_state ? QString::fromStdString(m_state->config().data.chatTemplate)
+                       : QStringLiteral("auto");
     };
     ctx.changed = [this] { refreshAll(); };
     ctx.showRecord = [this](qint64 id) { showRecordById(id); };
@@ -234,17 +244,21 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
     if (m_state) {
         m_stats->setMaxLength(int(m_state->config().data.maxLength));
         connect(m_stats, &StatsPanel::maxLengthChanged, this, [this](int tokens) {
-            m_state->updateConfig([tokens](TrainConfig& c) { c.data.maxLength = tokens; });
+            m_state->updateConfig([tokens](TrainConfig& c) { c.data.maxLength = tokens; }, this);
         });
-        connect(m_state, &StudioState::configChanged, this, [this] { m_stats->setMaxLength(int(m_state->config().data.maxLength)); });
+        connect(m_state, &StudioState::configChanged, this, [this](QObject* origin) {
+            if (origin != this)  // the panel's own change is already on screen
+                m_stats->setMaxLength(int(m_state->config().data.maxLength));
+        });
         connect(m_state, &StudioState::storePathChanged, this, [this](const QString& path) {
             if (!path.isEmpty() && (!m_store || QString::fromStdString(m_store->path()) != path))
                 openStore(path);
         });
     }
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-            [this](const QModelIndex& current, const QModelIndex& previous) {
-                if (previous.isValid() && m_editor->modified() && m_editor->recordId() == m_model->idAt(previous.row()))
+            [this](const QModelIndex&, const QModelIndex& previous) {
+                if (previous.isValid() && m_editor->modified() &&
+                    m_editor->recordId() == m_model->idAt(previous.row()))
                     saveEdits();  // moving on keeps what was typed
                 showCurrent();
             });
@@ -274,7 +288,8 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
             setMessage(tr("%1: done").arg(what));
         refreshAll();
     });
-    connect(m_jobs, &DataJobs::readFailed, this, [this](const QString& error) { setMessage(error, true); });
+    connect(m_jobs, &DataJobs::readFailed, this,
+            [this](const QString& error) { setMessage(error, true); });
     m_panelDelay = new QTimer(this);
     m_panelDelay->setSingleShot(true);
     m_panelDelay->setInterval(400);
@@ -293,21 +308,34 @@ void DataPage::buildToolbar()
     row->setContentsMargins(0, 0, 0, 0);
     auto* open = toolButton(tr("Open store…"), tr("Open a dataset store (.tbstore)"), m_toolbar);
     auto* create = toolButton(tr("New store…"), tr("Create an empty dataset store"), m_toolbar);
-    auto* import = toolButton(tr("Import…"), tr("Import JSONL, JSON, CSV/TSV or documents into the store"), m_toolbar);
-    auto* dedup = toolButton(tr("Find duplicates"), tr("Exact and near duplicates (Curation tab)"), m_toolbar);
+    auto* import = toolButton(
+        tr("Import…"), tr("Import JSONL, JSON, CSV/TSV or documents into the store"), m_toolbar);
+    auto* dedup = toolButton(tr("Find duplicates"), tr("Exact and near duplicates (Curation tab)"),
+                             m_toolbar);
     auto* scan = toolButton(tr("Scan"), tr("Leaks and personal data (Curation tab)"), m_toolbar);
-    auto* stats = toolButton(tr("Token stats"), tr("Token lengths with the model's tokenizer (Statistics tab)"), m_toolbar);
-    auto* snap = toolButton(tr("Snapshot"), tr("Freeze records for training (content-hashed, recorded by runs)"), m_toolbar);
+    auto* stats =
+        toolButton(tr("Token stats"),
+                   tr("Token lengths with the model's tokenizer (Statistics tab)"), m_toolbar);
+    auto* snap =
+        toolButton(tr("Snapshot"),
+                   tr("Freeze records for training (content-hashed, recorded by runs)"), m_toolbar);
     auto* menu = new QMenu(snap);
-    menu->addAction(tr("train: accepted records"), this, [this] { snapshot(QStringLiteral("train"), true); });
-    menu->addAction(tr("train: accepted and pending"), this, [this] { snapshot(QStringLiteral("train"), false); });
-    menu->addAction(tr("validation: accepted records"), this, [this] { snapshot(QStringLiteral("validation"), true); });
-    menu->addAction(tr("validation: accepted and pending"), this, [this] { snapshot(QStringLiteral("validation"), false); });
+    menu->addAction(tr("train: accepted records"), this,
+                    [this] { snapshot(QStringLiteral("train"), true); });
+    menu->addAction(tr("train: accepted and pending"), this,
+                    [this] { snapshot(QStringLiteral("train"), false); });
+    menu->addAction(tr("validation: accepted records"), this,
+                    [this] { snapshot(QStringLiteral("validation"), true); });
+    menu->addAction(tr("validation: accepted and pending"), this,
+                    [this] { snapshot(QStringLiteral("validation"), false); });
     snap->setMenu(menu);
     snap->setPopupMode(QToolButton::InstantPopup);
-    auto* synth = toolButton(tr("Generate…"), tr("Synthetic examples written by the model from seed records "
-                                                 "(stored pending review)"), m_toolbar);
-    auto* undo = toolButton(tr("Undo last"), tr("Reverse the newest operation that is not undone yet"), m_toolbar);
+    auto* synth = toolButton(tr("Generate…"),
+                             tr("Synthetic examples written by the model from seed records "
+                                "(stored pending review)"),
+                             m_toolbar);
+    auto* undo = toolButton(tr("Undo last"),
+                            tr("Reverse the newest operation that is not undone yet"), m_toolbar);
     m_storeLabel = new QLabel(m_toolbar);
     m_storeLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_annotatorButton = new QPushButton(m_toolbar);
@@ -324,14 +352,16 @@ void DataPage::buildToolbar()
     setAnnotator(m_annotator);
 
     connect(open, &QToolButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open dataset store"), QString(),
-                                                          tr("Dataset stores (*.tbstore);;All files (*)"));
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Open dataset store"), QString(),
+                                         tr("Dataset stores (*.tbstore);;All files (*)"));
         QString error;
         if (!path.isEmpty() && !openStore(path, false, &error))
             setMessage(error, true);
     });
     connect(create, &QToolButton::clicked, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("New dataset store"), QStringLiteral("project.tbstore"),
+        const QString path = QFileDialog::getSaveFileName(this, tr("New dataset store"),
+                                                          QStringLiteral("project.tbstore"),
                                                           tr("Dataset stores (*.tbstore)"));
         QString error;
         if (!path.isEmpty() && !openStore(path, true, &error))
@@ -354,8 +384,10 @@ void DataPage::buildToolbar()
     connect(synth, &QToolButton::clicked, this, &DataPage::openSynthDialog);
     connect(m_annotatorButton, &QPushButton::clicked, this, [this] {
         bool ok = false;
-        const QString name = QInputDialog::getText(this, tr("Annotator"), tr("Your name for reviews and edits:"),
-                                                   QLineEdit::Normal, m_annotator, &ok).trimmed();
+        const QString name =
+            QInputDialog::getText(this, tr("Annotator"), tr("Your name for reviews and edits:"),
+                                  QLineEdit::Normal, m_annotator, &ok)
+                .trimmed();
         if (ok && !name.isEmpty())
             setAnnotator(name);
     });
@@ -367,7 +399,8 @@ void DataPage::buildFilterBar()
     m_statusFilter->addItem(tr("all"), QString());
     for (ReviewStatus s : {ReviewStatus::Pending, ReviewStatus::Accepted, ReviewStatus::Rejected,
                            ReviewStatus::NeedsAdjudication})
-        m_statusFilter->addItem(QString::fromLatin1(reviewStatusName(s)), QString::fromLatin1(reviewStatusName(s)));
+        m_statusFilter->addItem(QString::fromLatin1(reviewStatusName(s)),
+                                QString::fromLatin1(reviewStatusName(s)));
     m_splitFilter = new QComboBox(this);
     m_splitFilter->addItem(tr("all"), QString());
     for (const char* s : {"train", "validation", "general"})
@@ -406,7 +439,8 @@ void DataPage::buildShortcuts()
     // Leave the editor and go back to the table (the shortcuts work again there).
     auto* back = new QShortcut(QKeySequence(Qt::Key_Escape), this);
     back->setContext(Qt::WidgetWithChildrenShortcut);
-    connect(back, &QShortcut::activated, this, [this] { m_table->setFocus(Qt::ShortcutFocusReason); });
+    connect(back, &QShortcut::activated, this,
+            [this] { m_table->setFocus(Qt::ShortcutFocusReason); });
 }
 
 QString DataPage::defaultStorePath()
@@ -477,8 +511,9 @@ void DataPage::showEvent(QShowEvent* event)
     if (m_triedDefault || m_store)
         return;
     m_triedDefault = true;
-    const QString last = m_state && !m_state->storePath().isEmpty() ? m_state->storePath()
-                                                                    : QSettings().value(kStoreKey).toString();
+    const QString last = m_state && !m_state->storePath().isEmpty()
+                             ? m_state->storePath()
+                             : QSettings().value(kStoreKey).toString();
     if (!last.isEmpty() && QFile::exists(last) && openStore(last))
         return;
     openBundledStore();
@@ -489,16 +524,18 @@ void DataPage::setAnnotator(const QString& name)
     m_annotator = name.trimmed();
     if (!m_annotator.isEmpty())
         QSettings().setValue(kAnnotatorKey, m_annotator);
-    m_annotatorButton->setText(m_annotator.isEmpty() ? tr("Set annotator…") : tr("Annotator: %1").arg(m_annotator));
+    m_annotatorButton->setText(m_annotator.isEmpty() ? tr("Set annotator…")
+                                                     : tr("Annotator: %1").arg(m_annotator));
 }
 
 QString DataPage::ensureAnnotator(bool ask)
 {
     if (m_annotator.isEmpty() && ask) {
         bool ok = false;
-        const QString name = QInputDialog::getText(this, tr("Annotator"),
-                                                   tr("Your name, recorded with each review and edit (asked once):"),
-                                                   QLineEdit::Normal, qEnvironmentVariable("USER"), &ok);
+        const QString name =
+            QInputDialog::getText(this, tr("Annotator"),
+                                  tr("Your name, recorded with each review and edit (asked once):"),
+                                  QLineEdit::Normal, qEnvironmentVariable("USER"), &ok);
         if (ok)
             setAnnotator(name);
     }
@@ -527,7 +564,8 @@ void DataPage::applyFilter()
 
 void DataPage::setStatusFilter(std::optional<ReviewStatus> status)
 {
-    const int i = status ? m_statusFilter->findData(QString::fromLatin1(reviewStatusName(*status))) : 0;
+    const int i =
+        status ? m_statusFilter->findData(QString::fromLatin1(reviewStatusName(*status))) : 0;
     m_statusFilter->setCurrentIndex(std::max(i, 0));
 }
 
@@ -548,7 +586,8 @@ void DataPage::selectRow(int row)
     if (row < 0 || row >= m_model->rowCount())
         return;
     const QModelIndex index = m_model->index(row, RecordTableModel::ColId);
-    m_table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect |
+                                                          QItemSelectionModel::Rows);
     m_table->scrollTo(index);
 }
 
@@ -657,11 +696,13 @@ void DataPage::openImportDialog()
     if (!m_store)
         return;
     const QString who = ensureAnnotator(true);
-    ImportDialog dialog(QString::fromStdString(m_store->path()), who.isEmpty() ? QStringLiteral("studio") : who,
-                        modelDir(), this);
+    ImportDialog dialog(QString::fromStdString(m_store->path()),
+                        who.isEmpty() ? QStringLiteral("studio") : who, modelDir(), this);
     connect(&dialog, &ImportDialog::imported, this, [this](const ImportOutcome& o) {
         if (o.error.isEmpty()) {
-            setMessage(tr("Imported %1 records (%2 rows rejected)").arg(o.imported).arg(o.rejected.size()));
+            setMessage(tr("Imported %1 records (%2 rows rejected)")
+                           .arg(o.imported)
+                           .arg(o.rejected.size()));
             refreshAll();
         }
     });
@@ -673,19 +714,22 @@ bool DataPage::undoLastOperation()
     const QString who = ensureAnnotator(true);
     if (who.isEmpty())
         return false;
-    return m_jobs->run(tr("Undo"), [this, who](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
-        const std::vector<OperationInfo> ops = store.operations();
-        for (auto it = ops.rbegin(); it != ops.rend(); ++it)
-            if (!it->undone && it->kind != "undo" && it->changes > 0) {
-                const OperationInfo op = *it;
-                store.undo(op.id, who.toStdString());
-                return [this, op] {
-                    setMessage(tr("Undid operation %1 (%2 by %3)").arg(op.id).arg(QString::fromStdString(op.kind),
-                                                                                  QString::fromStdString(op.who)));
-                };
-            }
-        return [this] { setMessage(tr("Nothing to undo")); };
-    });
+    return m_jobs->run(tr("Undo"),
+                       [this, who](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+                           const std::vector<OperationInfo> ops = store.operations();
+                           for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+                               if (!it->undone && it->kind != "undo" && it->changes > 0) {
+                                   const OperationInfo op = *it;
+                                   store.undo(op.id, who.toStdString());
+                                   return [this, op] {
+                                       setMessage(tr("Undid operation %1 (%2 by %3)")
+                                                      .arg(op.id)
+                                                      .arg(QString::fromStdString(op.kind),
+                                                           QString::fromStdString(op.who)));
+                                   };
+                               }
+                           return [this] { setMessage(tr("Nothing to undo")); };
+                       });
 }
 
 bool DataPage::snapshot(const QString& split, bool acceptedOnly)
@@ -698,19 +742,23 @@ bool DataPage::snapshot(const QString& split, bool acceptedOnly)
     if (m_state)
         o.templateInfo = {{"chat_template", m_state->config().data.chatTemplate},
                           {"max_length", m_state->config().data.maxLength}};
-    return m_jobs->run(tr("Snapshot"), [this, o](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
-        const SnapshotInfo s = createSnapshot(store, o);
-        return [this, s] {
-            setMessage(tr("Snapshot %1: %2 records, sha256 %3… — train on it with \"snapshot\": \"%1\"")
-                           .arg(QString::fromStdString(s.id)).arg(s.records)
-                           .arg(QString::fromStdString(s.sha256).left(12)));
-        };
-    });
+    return m_jobs->run(tr("Snapshot"),
+                       [this, o](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+                           const SnapshotInfo s = createSnapshot(store, o);
+                           return [this, s] {
+                               setMessage(tr("Snapshot %1: %2 records, sha256 %3… — train on it "
+                                             "with \"snapshot\": \"%1\"")
+                                              .arg(QString::fromStdString(s.id))
+                                              .arg(s.records)
+                                              .arg(QString::fromStdString(s.sha256).left(12)));
+                           };
+                       });
 }
 
 void DataPage::openSynthDialog()
 {
-    SynthDialog dialog(m_state ? QString::fromStdString(m_state->config().data.chatTemplate) : QStringLiteral("auto"),
+    SynthDialog dialog(m_state ? QString::fromStdString(m_state->config().data.chatTemplate)
+                               : QStringLiteral("auto"),
                        currentRecordId(), this);
     if (dialog.exec() == QDialog::Accepted)
         generateSynthetic(dialog.request(modelDir()));
@@ -720,14 +768,16 @@ bool DataPage::generateSynthetic(const SynthRequest& request)
 {
     return runSynthetic(m_jobs, request, [this](const SynthReport& r) {
         setMessage(tr("Generated %1 synthetic records from %2 seeds; they are pending review.")
-                       .arg(r.generated).arg(r.seeds));
+                       .arg(r.generated)
+                       .arg(r.seeds));
     });
 }
 
 void DataPage::refreshAll()
 {
     // Stay on the same record when it is still listed, else at the same place in the list.
-    m_reselect = Reselect{currentRecordId(), m_table->currentIndex().isValid() ? m_table->currentIndex().row() : 0};
+    m_reselect = Reselect{currentRecordId(),
+                          m_table->currentIndex().isValid() ? m_table->currentIndex().row() : 0};
     m_model->refresh();
     refreshVisiblePanel();
 }
@@ -767,4 +817,4 @@ QString DataPage::message() const
     return m_message->text();
 }
 
-} // namespace tb
+}  // namespace tb

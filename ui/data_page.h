@@ -1,9 +1,10 @@
-// The Data page: the project's dataset store as a lazily read table with filters, a detail editor, the
-// annotator's keyboard flow (A accept, R reject, E edit, 1-5 rate, J/K next/previous), and side tabs for
-// review agreement, curation, token statistics and history. Long work runs on workers (DataJobs).
+// The Data page: the project's dataset store as a lazily read table with filters, a detail editor,
+// the annotator's keyboard flow (A accept, R reject, E edit, 1-5 rate, J/K next/previous), and side
+// tabs for review agreement, curation, token statistics and history. Long work runs on workers
+// (DataJobs).
 #pragma once
 
-#include "data/store.h"
+#include "data/store/store.h"
 
 #include <QWidget>
 
@@ -41,8 +42,9 @@ public:
 
     // Opens (or with create, creates) a store on the GUI thread; false with the reason in *error.
     bool openStore(const QString& path, bool create = false, QString* error = nullptr);
-    // Opens the store at `path`, first creating it from datasets/tiny (train.jsonl as train, val.jsonl as
-    // validation) on a worker when it does not exist; storeOpened follows. Empty path: the default location.
+    // Opens the store at `path`, first creating it from datasets/tiny (train.jsonl as train,
+    // val.jsonl as validation) on a worker when it does not exist; storeOpened follows. Empty path:
+    // the default location.
     void openBundledStore(const QString& path = QString());
     static QString defaultStorePath();  // <app data>/tiny.tbstore
     DataStore* store() const { return m_store.get(); }
@@ -51,7 +53,8 @@ public:
     QString annotator() const { return m_annotator; }
     void setAnnotator(const QString& name);
 
-    // The annotator's actions on the current record (as the shortcuts do); false when nothing happened.
+    // The annotator's actions on the current record (as the shortcuts do); false when nothing
+    // happened.
     bool reviewCurrent(const QString& decision, std::optional<int> rating = std::nullopt);
     bool moveCurrent(int delta);  // J: +1, K: -1
     bool saveEdits();
@@ -60,7 +63,8 @@ public:
     void setAdvanceAfterDecision(bool on);
 
     void setStatusFilter(std::optional<ReviewStatus> status);
-    void setSearchText(const QString& text);  // applied at once (the search box waits for typing to pause)
+    void setSearchText(
+        const QString& text);  // applied at once (the search box waits for typing to pause)
     void openImportDialog();
     bool undoLastOperation();
     bool snapshot(const QString& split, bool acceptedOnly);
@@ -100,7 +104,8 @@ private:
     QString ensureAnnotator(bool ask);
     QString modelDir() const;
     void updateCount();
-    // Once the table's ids arrive: select the record `id` when still listed, else row `row` (clamped).
+    // Once the table's ids arrive: select the record `id` when still listed, else row `row`
+    // (clamped).
     void afterIds();
 
     StudioState* m_state = nullptr;
@@ -137,4 +142,4 @@ private:
     std::optional<Reselect> m_reselect;  // what to select when the table's ids arrive
 };
 
-} // namespace tb
+}  // namespace tb

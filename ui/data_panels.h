@@ -1,11 +1,12 @@
-// The Data page's side panel tabs: Review (agreement per annotator pair, adjudication queue), Curation
-// (dedup clusters, leak/PII scan, chunking, each with apply and undo), Statistics (token-length histogram
-// with the max-length cutoff and the truncated count) and History (operations with undo). All numbers come
-// from core (data/curate.h, data/review.h) computed on worker threads.
+// The Data page's side panel tabs: Review (agreement per annotator pair, adjudication queue),
+// Curation (dedup clusters, leak/PII scan, chunking, each with apply and undo), Statistics
+// (token-length histogram with the max-length cutoff and the truncated count) and History
+// (operations with undo). All numbers come from core (data/curate.h, data/review.h) computed on
+// worker threads.
 #pragma once
 
-#include "data/curate.h"
-#include "data/review.h"
+#include "data/curate/curate.h"
+#include "data/curate/review.h"
 
 #include <QWidget>
 
@@ -30,15 +31,17 @@ namespace tb {
 class DataJobs;
 class DataStore;
 
-// What a panel needs from the page: the GUI-thread store, the job runner, the annotator, the model folder.
+// What a panel needs from the page: the GUI-thread store, the job runner, the annotator, the model
+// folder.
 struct DataContext {
-    std::function<DataStore*()> store;          // nullptr when none is open
+    std::function<DataStore*()> store;  // nullptr when none is open
     DataJobs* jobs = nullptr;
-    std::function<QString(bool ask)> who;       // the annotator ("" when ask is false and none is set)
-    std::function<QString()> modelDir;          // tokenizer for statistics and chunking
-    std::function<QString()> chatTemplate;      // the run's template for statistics ("auto": the model's)
-    std::function<void()> changed;              // records changed: refresh the table and the panels
-    std::function<void(qint64)> showRecord;     // open a record in the detail editor
+    std::function<QString(bool ask)> who;  // the annotator ("" when ask is false and none is set)
+    std::function<QString()> modelDir;     // tokenizer for statistics and chunking
+    std::function<QString()>
+        chatTemplate;               // the run's template for statistics ("auto": the model's)
+    std::function<void()> changed;  // records changed: refresh the table and the panels
+    std::function<void(qint64)> showRecord;       // open a record in the detail editor
     std::function<void(const QString&)> message;  // status line
 };
 
@@ -81,7 +84,10 @@ public:
     qint64 dedupOperation() const { return m_dedupOp; }
     const std::optional<ScanReport>& scanReport() const { return m_scan; }
     QTreeView* clusterTree() const { return m_clusterView; }
-    QStandardItemModel* clusterModel() const { return m_clusters; }  // cluster rows; their records as children
+    QStandardItemModel* clusterModel() const
+    {
+        return m_clusters;
+    }  // cluster rows; their records as children
     QTableWidget* scanTable() const { return m_flags; }
 
 private:
@@ -153,4 +159,4 @@ private:
     int m_generation = 0;
 };
 
-} // namespace tb
+}  // namespace tb

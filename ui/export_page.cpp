@@ -1,4 +1,5 @@
-// Export page: run, format (and GGUF dtype) choice, a worker running exportRun, and a tree of the checks' results.
+// Export page: run, format (and GGUF dtype) choice, a worker running exportRun, and a tree of the
+// checks' results.
 #include "export_page.h"
 
 #include "studio_state.h"
@@ -34,8 +35,9 @@ namespace tb {
 
 namespace {
 
-// Runs core's export; for a merged folder, also reloads it and compares its logits with the tuned model's;
-// for a GGUF file, re-reads its header and checks the tensors and architecture it declares.
+// Runs core's export; for a merged folder, also reloads it and compares its logits with the tuned
+// model's; for a GGUF file, re-reads its header and checks the tensors and architecture it
+// declares.
 ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
 {
     ExportOutcome out;
@@ -43,7 +45,8 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
         const ExportReport r = exportRun(runDir.toStdString(), options);
         out.ok = true;
         out.results << qMakePair(QObject::tr("Format"), QString::fromStdString(r.format));
-        out.results << qMakePair(QObject::tr("Checkpoint exported"), QString::fromStdString(r.checkpoint));
+        out.results << qMakePair(QObject::tr("Checkpoint exported"),
+                                 QString::fromStdString(r.checkpoint));
         out.results << qMakePair(QObject::tr("Tensors written"), QString::number(r.tensors));
         const bool gguf = r.format.starts_with("gguf");
         out.results << qMakePair(gguf ? QObject::tr("File") : QObject::tr("Folder"),
@@ -51,7 +54,8 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
         for (const std::string& f : r.files)
             out.files << QString::fromStdString(f);
         if (r.format == "merged") {
-            out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"), QString::number(r.maxAbsChange, 'g', 4));
+            out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"),
+                                     QString::number(r.maxAbsChange, 'g', 4));
             // The merged folder must behave like base + method: same logits on a short prompt.
             const auto merged = Model::load(r.outDir, {"fp32", "cpu"});
             const auto tuned = loadTunedModel(runDir.toStdString(), {"fp32", "cpu"});
@@ -61,48 +65,58 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
             for (size_t i = 0; i < a.size() && i < b.size(); ++i)
                 diff = std::max(diff, double(std::abs(a[i] - b[i])));
             const bool same = a.size() == b.size() && diff < 1e-3;
-            out.results << qMakePair(QObject::tr("Reloaded merged model vs tuned model (max |Δlogit|)"),
-                                     QStringLiteral("%1 %2").arg(diff, 0, 'g', 3).arg(same ? QObject::tr("✔ match")
-                                                                                            : QObject::tr("✘ differ")));
+            out.results << qMakePair(
+                QObject::tr("Reloaded merged model vs tuned model (max |Δlogit|)"),
+                QStringLiteral("%1 %2")
+                    .arg(diff, 0, 'g', 3)
+                    .arg(same ? QObject::tr("✔ match") : QObject::tr("✘ differ")));
             out.ok = same;
             if (!same)
-                out.message = QObject::tr("The merged model's logits differ from the tuned model's.");
+                out.message =
+                    QObject::tr("The merged model's logits differ from the tuned model's.");
         } else if (gguf) {
             const bool adapter = r.format == "gguf-lora";
-            out.results << qMakePair(adapter ? QObject::tr("LoRA factors dtype") : QObject::tr("Weights dtype (norms stay f32)"),
+            out.results << qMakePair(adapter ? QObject::tr("LoRA factors dtype")
+                                             : QObject::tr("Weights dtype (norms stay f32)"),
                                      QString::fromStdString(options.dtype));
-            out.results << qMakePair(QObject::tr("File size"), QLocale().formattedDataSize(r.bytes));
+            out.results << qMakePair(QObject::tr("File size"),
+                                     QLocale().formattedDataSize(r.bytes));
             if (r.format != "gguf-base")
-                out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"), QString::number(r.maxAbsChange, 'g', 4));
-            // The file must read back: GGUF v3, every tensor in bounds and aligned, an architecture the export
-            // writes, and an adapter that says it is one.
+                out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"),
+                                         QString::number(r.maxAbsChange, 'g', 4));
+            // The file must read back: GGUF v3, every tensor in bounds and aligned, an architecture
+            // the export writes, and an adapter that says it is one.
             const GgufSummary s = readGgufSummary(r.outDir);
             const auto arch = s.metadata.find("general.architecture");
             const auto type = s.metadata.find("general.type");
-            const bool knownArch = arch != s.metadata.end() && (arch->second == "llama" || arch->second == "qwen2" ||
-                                                                arch->second == "qwen3" || arch->second == "gpt2");
+            const bool knownArch =
+                arch != s.metadata.end() && (arch->second == "llama" || arch->second == "qwen2" ||
+                                             arch->second == "qwen3" || arch->second == "gpt2");
             const bool ok = static_cast<int64_t>(s.tensors.size()) == r.tensors && knownArch &&
                             (adapter == (type != s.metadata.end() && type->second == "adapter"));
-            out.results << qMakePair(QObject::tr("Re-read header (GGUF v%1, %2 keys, %3 tensors, architecture %4)")
-                                         .arg(s.version)
-                                         .arg(s.metadata.size())
-                                         .arg(s.tensors.size())
-                                         .arg(arch != s.metadata.end() ? QString::fromStdString(arch->second)
-                                                                       : QObject::tr("missing")),
-                                     ok ? QObject::tr("✔ valid") : QObject::tr("✘ inconsistent"));
+            out.results << qMakePair(
+                QObject::tr("Re-read header (GGUF v%1, %2 keys, %3 tensors, architecture %4)")
+                    .arg(s.version)
+                    .arg(s.metadata.size())
+                    .arg(s.tensors.size())
+                    .arg(arch != s.metadata.end() ? QString::fromStdString(arch->second)
+                                                  : QObject::tr("missing")),
+                ok ? QObject::tr("✔ valid") : QObject::tr("✘ inconsistent"));
             for (const std::string& w : r.warnings)
                 out.results << qMakePair(QObject::tr("Note"), QString::fromStdString(w));
             if (r.lossTokens > 0)
-                out.results << qMakePair(QObject::tr("What Q8_0 costs (loss on %1 validation tokens)").arg(r.lossTokens),
-                                         QObject::tr("%1 fp32 → %2 Q8_0 (%3%4)")
-                                             .arg(r.lossFp32, 0, 'f', 4)
-                                             .arg(r.lossQuantized, 0, 'f', 4)
-                                             .arg(r.lossQuantized >= r.lossFp32 ? QStringLiteral("+") : QString())
-                                             .arg(r.lossQuantized - r.lossFp32, 0, 'f', 4));
+                out.results << qMakePair(
+                    QObject::tr("What Q8_0 costs (loss on %1 validation tokens)").arg(r.lossTokens),
+                    QObject::tr("%1 fp32 → %2 Q8_0 (%3%4)")
+                        .arg(r.lossFp32, 0, 'f', 4)
+                        .arg(r.lossQuantized, 0, 'f', 4)
+                        .arg(r.lossQuantized >= r.lossFp32 ? QStringLiteral("+") : QString())
+                        .arg(r.lossQuantized - r.lossFp32, 0, 'f', 4));
             if (adapter)
-                out.results << qMakePair(QObject::tr("Use with the base model (format “GGUF base model”)"),
-                                         QStringLiteral("llama-cli -m base.gguf --lora %1")
-                                             .arg(QFileInfo(QString::fromStdString(r.outDir)).fileName()));
+                out.results << qMakePair(
+                    QObject::tr("Use with the base model (format “GGUF base model”)"),
+                    QStringLiteral("llama-cli -m base.gguf --lora %1")
+                        .arg(QFileInfo(QString::fromStdString(r.outDir)).fileName()));
             out.ok = ok;
             if (!ok)
                 out.message = QObject::tr("The GGUF file does not read back as written.");
@@ -113,7 +127,7 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
     return out;
 }
 
-} // namespace
+}  // namespace
 
 ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m_state(state)
 {
@@ -122,16 +136,19 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     auto* form = new QFormLayout(box);
     m_run = new QComboBox(box);
     m_format = new QComboBox(box);
-    m_format->addItem(tr("PEFT adapter (adapter_config.json + adapter_model.safetensors)"), QStringLiteral("peft"));
+    m_format->addItem(tr("PEFT adapter (adapter_config.json + adapter_model.safetensors)"),
+                      QStringLiteral("peft"));
     m_format->addItem(tr("Merged model (Hugging Face folder)"), QStringLiteral("merged"));
     m_format->addItem(tr("GGUF merged model (llama.cpp)"), QStringLiteral("gguf"));
     m_format->addItem(tr("GGUF LoRA adapter (llama.cpp --lora)"), QStringLiteral("gguf-lora"));
-    m_format->addItem(tr("GGUF base model, for the adapter (llama.cpp)"), QStringLiteral("gguf-base"));
+    m_format->addItem(tr("GGUF base model, for the adapter (llama.cpp)"),
+                      QStringLiteral("gguf-base"));
     m_dtype = new QComboBox(box);
     m_dtype->addItem(tr("f32 (exact)"), QStringLiteral("f32"));
     m_dtype->addItem(tr("f16 (half the size)"), QStringLiteral("f16"));
     m_dtype->addItem(tr("bf16 (half the size)"), QStringLiteral("bf16"));
-    m_dtype->addItem(tr("q8_0 (8-bit blocks, about a quarter; not for LoRA adapters)"), QStringLiteral("q8_0"));
+    m_dtype->addItem(tr("q8_0 (8-bit blocks, about a quarter; not for LoRA adapters)"),
+                     QStringLiteral("q8_0"));
     auto* outRow = new QHBoxLayout();
     m_out = new QLineEdit(box);
     auto* browse = new QPushButton(tr("Browse…"), box);
@@ -166,10 +183,11 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
 
     connect(m_export, &QPushButton::clicked, this, &ExportPage::exportSelected);
     connect(browse, &QPushButton::clicked, this, [this] {
-        const QString path = m_format->currentData().toString().startsWith(QStringLiteral("gguf"))
-                                 ? QFileDialog::getSaveFileName(this, tr("Export to GGUF file"), m_out->text(),
-                                                                tr("GGUF files (*.gguf)"))
-                                 : QFileDialog::getExistingDirectory(this, tr("Export to folder"), m_out->text());
+        const QString path =
+            m_format->currentData().toString().startsWith(QStringLiteral("gguf"))
+                ? QFileDialog::getSaveFileName(this, tr("Export to GGUF file"), m_out->text(),
+                                               tr("GGUF files (*.gguf)"))
+                : QFileDialog::getExistingDirectory(this, tr("Export to folder"), m_out->text());
         if (!path.isEmpty())
             setOutputDir(path);
     });
@@ -187,7 +205,10 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     refreshRuns();
 }
 
-ExportPage::~ExportPage() { m_watcher.waitForFinished(); }
+ExportPage::~ExportPage()
+{
+    m_watcher.waitForFinished();
+}
 
 void ExportPage::refreshRuns()
 {
@@ -215,14 +236,21 @@ void ExportPage::suggestOutput()
     const QString format = m_format->currentData().toString();
     if (gguf)
         m_out->setText(run + QStringLiteral("/export-gguf/") + QFileInfo(run).fileName() +
-                       (format == QStringLiteral("gguf") ? QString() : format.mid(4)) + QStringLiteral(".gguf"));
+                       (format == QStringLiteral("gguf") ? QString() : format.mid(4)) +
+                       QStringLiteral(".gguf"));
     else
         m_out->setText(run + QStringLiteral("/export-") + m_format->currentData().toString());
 }
 
-void ExportPage::setFormat(const QString& format) { m_format->setCurrentIndex(std::max(0, m_format->findData(format))); }
+void ExportPage::setFormat(const QString& format)
+{
+    m_format->setCurrentIndex(std::max(0, m_format->findData(format)));
+}
 
-void ExportPage::setGgufDtype(const QString& dtype) { m_dtype->setCurrentIndex(std::max(0, m_dtype->findData(dtype))); }
+void ExportPage::setGgufDtype(const QString& dtype)
+{
+    m_dtype->setCurrentIndex(std::max(0, m_dtype->findData(dtype)));
+}
 
 void ExportPage::setOutputDir(const QString& dir)
 {
@@ -249,7 +277,8 @@ void ExportPage::showOutcome()
 {
     m_results->removeRows(0, m_results->rowCount());
     m_status->setText(m_outcome.ok ? tr("✔ Exported.") : tr("✘ %1").arg(m_outcome.message));
-    m_status->setStyleSheet(m_outcome.ok ? QStringLiteral("color: #27ae60;") : QStringLiteral("color: #c0392b;"));
+    m_status->setStyleSheet(m_outcome.ok ? QStringLiteral("color: #27ae60;")
+                                         : QStringLiteral("color: #c0392b;"));
     for (const auto& [check, result] : m_outcome.results)
         m_results->appendRow({new QStandardItem(check), new QStandardItem(result)});
     if (!m_outcome.files.isEmpty()) {
@@ -261,4 +290,4 @@ void ExportPage::showOutcome()
     }
 }
 
-} // namespace tb
+}  // namespace tb

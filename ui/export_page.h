@@ -1,6 +1,6 @@
-// The Export page: a run's PEFT adapter, merged model folder or GGUF file through core's exportRun on a
-// worker thread, with the engine's checks and their results (a merged model's logits comparison, a GGUF
-// file's re-read header).
+// The Export page: a run's PEFT adapter, merged model folder or GGUF file through core's exportRun
+// on a worker thread, with the engine's checks and their results (a merged model's logits
+// comparison, a GGUF file's re-read header).
 #pragma once
 
 #include <QFutureWatcher>
@@ -20,8 +20,8 @@ class StudioState;
 
 struct ExportOutcome {
     bool ok = false;
-    QString message;                          // the error, when not ok
-    QList<QPair<QString, QString>> results;   // check or property -> value
+    QString message;                         // the error, when not ok
+    QList<QPair<QString, QString>> results;  // check or property -> value
     QStringList files;
 };
 
@@ -31,7 +31,7 @@ public:
     explicit ExportPage(StudioState* state, QWidget* parent = nullptr);
     ~ExportPage() override;
 
-    void setFormat(const QString& format);  // "peft" | "merged" | "gguf"
+    void setFormat(const QString& format);    // "peft" | "merged" | "gguf"
     void setGgufDtype(const QString& dtype);  // "f32" | "f16" | "bf16"
     void setOutputDir(const QString& dir);
     void exportSelected();
@@ -60,4 +60,4 @@ private:
     bool m_outEdited = false;
 };
 
-} // namespace tb
+}  // namespace tb

@@ -1,12 +1,13 @@
-// ImportDialog: preview through core's importFile on the first lines; the import through importIntoStore.
+// ImportDialog: preview through core's importFile on the first lines; the import through
+// importIntoStore.
 #include "import_dialog.h"
 
 #include "record_table_model.h"
 
-#include "data/csv_reader.h"
-#include "data/ingest.h"
-#include "data/line_reader.h"
-#include "data/store.h"
+#include "data/ingest/csv_reader.h"
+#include "data/ingest/ingest.h"
+#include "data/ingest/line_reader.h"
+#include "data/store/store.h"
 #include "tokenizer/tokenizer.h"
 
 #include <QComboBox>
@@ -21,8 +22,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
-#include <QRegularExpression>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -37,7 +38,8 @@ namespace tb {
 
 namespace {
 
-const char* const kMappedFields[] = {"instruction", "input", "output", "prompt", "completion", "text"};
+const char* const kMappedFields[] = {"instruction", "input",      "output",
+                                     "prompt",      "completion", "text"};
 
 bool needsTokenizer(const QString& path, ImportFormat format)
 {
@@ -45,23 +47,26 @@ bool needsTokenizer(const QString& path, ImportFormat format)
         return true;
     const QString suffix = QFileInfo(path).suffix().toLower();
     return format == ImportFormat::Auto &&
-           (suffix == QLatin1String("txt") || suffix == QLatin1String("md") || suffix == QLatin1String("markdown"));
+           (suffix == QLatin1String("txt") || suffix == QLatin1String("md") ||
+            suffix == QLatin1String("markdown"));
 }
 
 bool isCsv(const QString& path, ImportFormat format)
 {
     const QString suffix = QFileInfo(path).suffix().toLower();
     return format == ImportFormat::Csv ||
-           (format == ImportFormat::Auto && (suffix == QLatin1String("csv") || suffix == QLatin1String("tsv")));
+           (format == ImportFormat::Auto &&
+            (suffix == QLatin1String("csv") || suffix == QLatin1String("tsv")));
 }
 
-} // namespace
+}  // namespace
 
 ImportPreview previewImport(const QString& path, const ImportOptions& options, int maxLines)
 {
     ImportPreview p;
     try {
-        // Core reads a copy of the first lines exactly as it reads the whole file (same suffix, same rules).
+        // Core reads a copy of the first lines exactly as it reads the whole file (same suffix,
+        // same rules).
         QFile in(path);
         if (!in.open(QIODevice::ReadOnly)) {
             p.error = QStringLiteral("%1: cannot open (%2)").arg(path, in.errorString());
@@ -82,28 +87,30 @@ ImportPreview previewImport(const QString& path, const ImportOptions& options, i
             BlockReader blocks(copy.toStdString(), {});
             LineReader lines(blocks, kImportRowLimit);
             const char delimiter = options.delimiter ? options.delimiter
-                                   : QFileInfo(path).suffix().toLower() == QLatin1String("tsv") ? '\t' : ',';
+                                   : QFileInfo(path).suffix().toLower() == QLatin1String("tsv")
+                                       ? '\t'
+                                       : ',';
             CsvReader csv(lines, delimiter, kImportRowLimit);
             CsvRecord header;
             if (csv.next(header))
                 for (const std::string& h : header.fields)
                     p.columns << QString::fromStdString(h).trimmed();
         }
-        const ImportSummary s = importFile(copy.toStdString(), o, [&](ImportedRecord&& r) {
-            p.records.push_back(std::move(r));
-        });
+        const ImportSummary s = importFile(
+            copy.toStdString(), o, [&](ImportedRecord&& r) { p.records.push_back(std::move(r)); });
         p.format = QString::fromLatin1(importFormatName(s.format));
         p.rejected = s.rejected;
     } catch (const std::exception& e) {
         // Name the user's file, not the preview copy.
-        p.error = QString::fromUtf8(e.what()).replace(QRegularExpression(QStringLiteral("^[^:]*preview\\.[A-Za-z]*")),
-                                                       path);
+        p.error = QString::fromUtf8(e.what()).replace(
+            QRegularExpression(QStringLiteral("^[^:]*preview\\.[A-Za-z]*")), path);
         p.records.clear();
     }
     return p;
 }
 
-ImportDialog::ImportDialog(const QString& storePath, const QString& who, const QString& modelDir, QWidget* parent)
+ImportDialog::ImportDialog(const QString& storePath, const QString& who, const QString& modelDir,
+                           QWidget* parent)
     : QDialog(parent), m_storePath(storePath), m_who(who), m_modelDir(modelDir)
 {
     setWindowTitle(tr("Import a dataset"));
@@ -120,8 +127,9 @@ ImportDialog::ImportDialog(const QString& storePath, const QString& who, const Q
     fileRow->addWidget(browse);
     form->addRow(tr("File"), fileRow);
     m_format = new QComboBox(source);
-    for (ImportFormat f : {ImportFormat::Auto, ImportFormat::Alpaca, ImportFormat::Chat, ImportFormat::ShareGpt,
-                           ImportFormat::PromptCompletion, ImportFormat::Text, ImportFormat::Csv, ImportFormat::Documents})
+    for (ImportFormat f : {ImportFormat::Auto, ImportFormat::Alpaca, ImportFormat::Chat,
+                           ImportFormat::ShareGpt, ImportFormat::PromptCompletion,
+                           ImportFormat::Text, ImportFormat::Csv, ImportFormat::Documents})
         m_format->addItem(QString::fromLatin1(importFormatName(f)), int(f));
     m_detected = new QLabel(source);
     auto* formatRow = new QHBoxLayout();
@@ -129,7 +137,8 @@ ImportDialog::ImportDialog(const QString& storePath, const QString& who, const Q
     formatRow->addWidget(m_detected, 1);
     form->addRow(tr("Format"), formatRow);
     m_split = new QComboBox(source);
-    m_split->addItems({QStringLiteral("train"), QStringLiteral("validation"), QStringLiteral("general")});
+    m_split->addItems(
+        {QStringLiteral("train"), QStringLiteral("validation"), QStringLiteral("general")});
     form->addRow(tr("Split"), m_split);
     layout->addWidget(source);
 
@@ -238,7 +247,8 @@ ImportDialog::ImportDialog(const QString& storePath, const QString& who, const Q
 
 ImportDialog::~ImportDialog()
 {
-    m_file->disconnect(this);  // QDialog's destructor hides the dialog, and the line edit's focus-out follows
+    m_file->disconnect(
+        this);  // QDialog's destructor hides the dialog, and the line edit's focus-out follows
     if (m_cancelFlag)
         *m_cancelFlag = true;  // a running import rolls back; its worker owns everything it touches
 }
@@ -303,7 +313,8 @@ void ImportDialog::refreshPreview()
                 tokenizer = loadTokenizer(modelDir);
             } catch (const std::exception& e) {
                 ImportPreview p;
-                p.error = QObject::tr("documents are chunked by the model's tokens: %1").arg(QString::fromUtf8(e.what()));
+                p.error = QObject::tr("documents are chunked by the model's tokens: %1")
+                              .arg(QString::fromUtf8(e.what()));
                 return p;
             }
             options.tokenizer = tokenizer.get();
@@ -330,7 +341,8 @@ void ImportDialog::showPreview()
     m_previewTable->clear();
     m_previewTable->setRowCount(0);
     if (!p.error.isEmpty()) {
-        m_detected->setText(QStringLiteral("<span style=\"color:#c0392b\">%1</span>").arg(p.error.toHtmlEscaped()));
+        m_detected->setText(
+            QStringLiteral("<span style=\"color:#c0392b\">%1</span>").arg(p.error.toHtmlEscaped()));
         setRejections({});
         return;
     }
@@ -346,15 +358,18 @@ void ImportDialog::showPreview()
     m_previewTable->setRowCount(int(p.records.size()));
     for (int row = 0; row < int(p.records.size()); ++row) {
         const ImportedRecord& r = p.records[size_t(row)];
-        m_previewTable->setItem(row, 0, new QTableWidgetItem(r.line > 0 ? QString::number(r.line)
-                                                                        : tr("chunk %1").arg(r.chunkIndex)));
+        m_previewTable->setItem(row, 0,
+                                new QTableWidgetItem(r.line > 0
+                                                         ? QString::number(r.line)
+                                                         : tr("chunk %1").arg(r.chunkIndex)));
         m_previewTable->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(r.kind)));
         for (int k = 0; k < keys.size(); ++k) {
             const std::string key = keys[k].toStdString();
             if (!r.fields.contains(key))
                 continue;
             const auto& v = r.fields[key];
-            QString text = v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString::fromStdString(v.dump());
+            QString text = v.is_string() ? QString::fromStdString(v.get<std::string>())
+                                         : QString::fromStdString(v.dump());
             text = text.simplified();
             auto* item = new QTableWidgetItem(text.left(200));
             item->setToolTip(text.left(2000));
@@ -365,7 +380,8 @@ void ImportDialog::showPreview()
         m_previewTable->setColumnWidth(c, c < 2 ? 70 : 220);
     setRejections(p.rejected);
     m_summary->setText(tr("%1 of the first rows would be imported, %2 rejected.")
-                           .arg(p.records.size()).arg(p.rejected.size()));
+                           .arg(p.records.size())
+                           .arg(p.rejected.size()));
     m_import->setEnabled(!m_running);
 }
 
@@ -378,7 +394,8 @@ void ImportDialog::setRejections(const std::vector<ImportRejection>& rows)
         auto* line = new QTableWidgetItem;
         line->setData(Qt::DisplayRole, qint64(rows[size_t(i)].line));
         m_rejections->setItem(i, 0, line);
-        m_rejections->setItem(i, 1, new QTableWidgetItem(QString::fromStdString(rows[size_t(i)].reason)));
+        m_rejections->setItem(i, 1,
+                              new QTableWidgetItem(QString::fromStdString(rows[size_t(i)].reason)));
     }
 }
 
@@ -400,12 +417,14 @@ bool ImportDialog::startImport()
     auto cancel = m_cancelFlag;
     auto done = m_done;
     auto total = m_total;
-    const std::string store = m_storePath.toStdString(), file = path.toStdString(), who = m_who.toStdString(),
-                      modelDir = m_modelDir.toStdString(), split = m_split->currentText().toStdString();
+    const std::string store = m_storePath.toStdString(), file = path.toStdString(),
+                      who = m_who.toStdString(), modelDir = m_modelDir.toStdString(),
+                      split = m_split->currentText().toStdString();
     m_importWatcher.setFuture(QtConcurrent::run([=]() {
         ImportOutcome out;
         try {
-            // SQLite connections belong to their thread: the import writes through a connection of its own.
+            // SQLite connections belong to their thread: the import writes through a connection of
+            // its own.
             const std::unique_ptr<DataStore> s = DataStore::open(store, true);
             ImportOptions options = o;
             std::unique_ptr<Tokenizer> tokenizer;
@@ -413,11 +432,12 @@ bool ImportDialog::startImport()
                 tokenizer = loadTokenizer(modelDir);
                 options.tokenizer = tokenizer.get();
             }
-            const StoreImportReport r = importIntoStore(*s, file, options, split, who, [&](int64_t d, int64_t t) {
-                *done = d;
-                *total = t;
-                return !cancel->load();
-            });
+            const StoreImportReport r =
+                importIntoStore(*s, file, options, split, who, [&](int64_t d, int64_t t) {
+                    *done = d;
+                    *total = t;
+                    return !cancel->load();
+                });
             out.format = QString::fromLatin1(importFormatName(r.summary.format));
             out.imported = r.summary.imported;
             out.rejected = r.summary.rejected;
@@ -443,15 +463,20 @@ void ImportDialog::showOutcome()
     const ImportOutcome& o = m_outcome;
     if (!o.error.isEmpty()) {
         m_progress->setValue(0);
-        m_summary->setText(QStringLiteral("<span style=\"color:#c0392b\">%1</span> %2")
-                               .arg(o.error.toHtmlEscaped(), tr("Nothing was written to the store.")));
+        m_summary->setText(
+            QStringLiteral("<span style=\"color:#c0392b\">%1</span> %2")
+                .arg(o.error.toHtmlEscaped(), tr("Nothing was written to the store.")));
         return;
     }
     m_progress->setValue(1000);
-    m_summary->setText(tr("Imported <b>%1</b> records as %2; <b>%3</b> rows rejected (listed above with their "
-                          "lines). Undo it from the History tab (operation %4).")
-                           .arg(o.imported).arg(o.format).arg(o.rejected.size()).arg(o.operationId));
+    m_summary->setText(
+        tr("Imported <b>%1</b> records as %2; <b>%3</b> rows rejected (listed above with their "
+           "lines). Undo it from the History tab (operation %4).")
+            .arg(o.imported)
+            .arg(o.format)
+            .arg(o.rejected.size())
+            .arg(o.operationId));
     setRejections(o.rejected);
 }
 
-} // namespace tb
+}  // namespace tb

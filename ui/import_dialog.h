@@ -1,9 +1,10 @@
-// ImportDialog: picks a file, previews its first rows as core imports them (detected format, records,
-// rejected lines), maps CSV columns to fields, then imports into the store on a worker thread (its own
-// DataStore connection) with progress and cancel, and lists every rejected row with its line and reason.
+// ImportDialog: picks a file, previews its first rows as core imports them (detected format,
+// records, rejected lines), maps CSV columns to fields, then imports into the store on a worker
+// thread (its own DataStore connection) with progress and cancel, and lists every rejected row with
+// its line and reason.
 #pragma once
 
-#include "data/import.h"
+#include "data/ingest/import.h"
 
 #include <QDialog>
 #include <QFutureWatcher>
@@ -23,16 +24,16 @@ namespace tb {
 
 // The first rows of a file as core would import them (read from a copy of its first lines).
 struct ImportPreview {
-    QString error;                      // a whole-file problem (then nothing else is set)
-    QString format;                     // detected (or chosen) format name
-    QStringList columns;                // CSV header
+    QString error;        // a whole-file problem (then nothing else is set)
+    QString format;       // detected (or chosen) format name
+    QStringList columns;  // CSV header
     std::vector<ImportedRecord> records;
     std::vector<ImportRejection> rejected;
 };
 ImportPreview previewImport(const QString& path, const ImportOptions& options, int maxLines = 50);
 
 struct ImportOutcome {
-    QString error;                      // the import failed or was cancelled: nothing was written
+    QString error;  // the import failed or was cancelled: nothing was written
     QString format;
     qint64 imported = 0;
     std::vector<ImportRejection> rejected;
@@ -43,14 +44,16 @@ class ImportDialog : public QDialog {
     Q_OBJECT
 public:
     // modelDir: the tokenizer for documents (.txt/.md are chunked by its tokens).
-    ImportDialog(const QString& storePath, const QString& who, const QString& modelDir, QWidget* parent = nullptr);
+    ImportDialog(const QString& storePath, const QString& who, const QString& modelDir,
+                 QWidget* parent = nullptr);
     ~ImportDialog() override;
 
-    void setFile(const QString& path);   // and previews it
-    void setSplit(const QString& split); // train | validation | general
-    void setColumn(const QString& field, const QString& header);  // CSV mapping; empty header: by name
+    void setFile(const QString& path);    // and previews it
+    void setSplit(const QString& split);  // train | validation | general
+    void setColumn(const QString& field,
+                   const QString& header);  // CSV mapping; empty header: by name
     ImportOptions options() const;
-    bool startImport();                  // false when an import runs or no file is set
+    bool startImport();  // false when an import runs or no file is set
     void cancelImport();
     bool running() const { return m_running; }
 
@@ -96,6 +99,6 @@ private:
     bool m_previewAgain = false;
 };
 
-} // namespace tb
+}  // namespace tb
 
 Q_DECLARE_METATYPE(tb::ImportOutcome)

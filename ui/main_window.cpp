@@ -35,7 +35,7 @@ namespace tb {
 namespace {
 const char* const kPages[] = {"Model", "Data", "Method", "Memory", "Train", "Playground", "Export"};
 const int kMaxRecent = 8;
-}
+}  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 {
@@ -65,16 +65,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         m_sidebar->addItem(tr(name));
         const QLatin1String n(name);
         QWidget* page = nullptr;
-        const std::pair<const char*, QWidget*> known[] = {{"Model", m_modelPage},     {"Method", m_methodPage},
-                                                          {"Data", m_dataPage},
-                                                          {"Memory", m_memoryPage},   {"Train", m_trainPage},
-                                                          {"Playground", m_playgroundPage}, {"Export", m_exportPage}};
+        const std::pair<const char*, QWidget*> known[] = {
+            {"Model", m_modelPage},   {"Method", m_methodPage}, {"Data", m_dataPage},
+            {"Memory", m_memoryPage}, {"Train", m_trainPage},   {"Playground", m_playgroundPage},
+            {"Export", m_exportPage}};
         for (const auto& [key, widget] : known)
             if (n == QLatin1String(key))
                 page = widget;
         if (!page) {
-            auto* placeholder = new QLabel(tr("The %1 page arrives with the dataset store.\nTraining uses the "
-                                              "files set on the Train page.").arg(tr(name)), m_pages);
+            auto* placeholder =
+                new QLabel(tr("The %1 page arrives with the dataset store.\nTraining uses the "
+                              "files set on the Train page.")
+                               .arg(tr(name)),
+                           m_pages);
             placeholder->setAlignment(Qt::AlignCenter);
             page = placeholder;
         }
@@ -86,10 +89,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     connect(m_modelPage, &ModelPage::modelOpened, this, [this](const ModelSummary& s) {
         m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt);
     });
-    connect(m_controller, &TrainingController::eventsArrived, m_memoryPage, [this](const JobEventBatch& b) {
-        if (!b.memoryReports.empty())
-            m_memoryPage->showMeasured(b.memoryReports.back());
-    });
+    connect(m_controller, &TrainingController::eventsArrived, m_memoryPage,
+            [this](const JobEventBatch& b) {
+                if (!b.memoryReports.empty())
+                    m_memoryPage->showMeasured(b.memoryReports.back());
+            });
     connect(m_controller, &TrainingController::ended, this, [this] {
         if (m_closeAfterStop)
             close();
@@ -103,11 +107,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     statusBar()->addPermanentWidget(m_device);
     statusBar()->addPermanentWidget(m_memory);
     statusBar()->addPermanentWidget(m_job);
-    connect(m_state, &StudioState::jobStateChanged, this, [this](StudioJobState s) { m_job->setText(jobStateName(s)); });
-    connect(m_state, &StudioState::memoryNowChanged, this, [this](qint64 bytes, const QString& source) {
-        m_memory->setText(tr("Memory: %1 (%2)").arg(QString::fromStdString(formatBytes(bytes)), source));
-    });
-    // Between runs, the process's tensor memory as core measures it (CUDA allocated, or tracked CPU).
+    connect(m_state, &StudioState::jobStateChanged, this,
+            [this](StudioJobState s) { m_job->setText(jobStateName(s)); });
+    connect(m_state, &StudioState::memoryNowChanged, this,
+            [this](qint64 bytes, const QString& source) {
+                m_memory->setText(
+                    tr("Memory: %1 (%2)").arg(QString::fromStdString(formatBytes(bytes)), source));
+            });
+    // Between runs, the process's tensor memory as core measures it (CUDA allocated, or tracked
+    // CPU).
     installCpuMemoryTracking();
     auto pollMemory = [this, device] {
         if (m_controller->active())
@@ -145,14 +153,16 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Save"), QKeySequence::Save, this, [this] {
         QString path = m_projectPath;
         if (path.isEmpty())
-            path = QFileDialog::getSaveFileName(this, tr("Save project"), QStringLiteral("project.tunebench"),
+            path = QFileDialog::getSaveFileName(this, tr("Save project"),
+                                                QStringLiteral("project.tunebench"),
                                                 tr("Tunebench projects (*.tunebench)"));
         QString error;
         if (!path.isEmpty() && !saveProject(path, &error))
             QMessageBox::warning(this, tr("Save project"), error);
     });
     file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Save project"), QStringLiteral("project.tunebench"),
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save project"),
+                                                          QStringLiteral("project.tunebench"),
                                                           tr("Tunebench projects (*.tunebench)"));
         QString error;
         if (!path.isEmpty() && !saveProject(path, &error))
@@ -168,11 +178,14 @@ void MainWindow::rebuildRecentMenu()
     m_recent->clear();
     const QStringList recent = QSettings().value(QStringLiteral("projects/recent")).toStringList();
     for (const QString& path : recent)
-        m_recent->addAction(QFileInfo(path).fileName(), this, [this, path] {
-            QString error;
-            if (!openProject(path, &error))
-                QMessageBox::warning(this, tr("Open project"), error);
-        })->setToolTip(path);
+        m_recent
+            ->addAction(QFileInfo(path).fileName(), this,
+                        [this, path] {
+                            QString error;
+                            if (!openProject(path, &error))
+                                QMessageBox::warning(this, tr("Open project"), error);
+                        })
+            ->setToolTip(path);
     m_recent->setEnabled(!recent.isEmpty());
 }
 
@@ -229,8 +242,9 @@ bool MainWindow::saveProject(const QString& path, QString* error)
 
 void MainWindow::updateTitle()
 {
-    setWindowTitle(m_projectPath.isEmpty() ? tr("Tunebench Studio")
-                                           : tr("%1 — Tunebench Studio").arg(QFileInfo(m_projectPath).fileName()));
+    setWindowTitle(m_projectPath.isEmpty()
+                       ? tr("Tunebench Studio")
+                       : tr("%1 — Tunebench Studio").arg(QFileInfo(m_projectPath).fileName()));
 }
 
 QStringList MainWindow::pageNames() const
@@ -250,18 +264,20 @@ void MainWindow::showPage(const QString& name)
 
 QString MainWindow::statusText() const
 {
-    return m_device->text() + QStringLiteral(" | ") + m_memory->text() + QStringLiteral(" | ") + m_job->text();
+    return m_device->text() + QStringLiteral(" | ") + m_memory->text() + QStringLiteral(" | ") +
+           m_job->text();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
     if (m_controller->active()) {
         if (!m_closeAfterStop) {
-            const bool stop = m_askClose ? m_askClose()
-                                         : QMessageBox::question(this, tr("Training in progress"),
-                                                                 tr("A run is in progress. Stop it (its last "
-                                                                    "checkpoint is saved) and close?")) ==
-                                               QMessageBox::Yes;
+            const bool stop =
+                m_askClose ? m_askClose()
+                           : QMessageBox::question(this, tr("Training in progress"),
+                                                   tr("A run is in progress. Stop it (its last "
+                                                      "checkpoint is saved) and close?")) ==
+                                 QMessageBox::Yes;
             if (!stop) {
                 event->ignore();
                 return;
@@ -279,4 +295,4 @@ void MainWindow::closeEvent(QCloseEvent* event)
     QMainWindow::closeEvent(event);
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,5 +1,5 @@
-// The studio's main window: a sidebar of pages, a project menu (open, save, recent) and a status bar
-// with the device, current memory and the job state.
+// The studio's main window: a sidebar of pages, a project menu (open, save, recent) and a status
+// bar with the device, current memory and the job state.
 #pragma once
 
 #include <QMainWindow>
@@ -45,7 +45,8 @@ public:
     bool openProject(const QString& path, QString* error = nullptr);
     bool saveProject(const QString& path, QString* error = nullptr);
     QString projectPath() const { return m_projectPath; }
-    // Asked when closing during training; returns true to stop the run and close (default: a dialog).
+    // Asked when closing during training; returns true to stop the run and close (default: a
+    // dialog).
     void setCloseQuestion(std::function<bool()> ask) { m_askClose = std::move(ask); }
 
 protected:
@@ -77,4 +78,4 @@ private:
     bool m_closeAfterStop = false;
 };
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// Memory page: controls -> EstimateOptions -> core's estimateMemory for each method -> stacked bars.
+// Memory page: controls -> EstimateOptions -> core's estimateMemory for each method -> stacked
+// bars.
 #include "memory_page.h"
 
 #include "plot_style.h"
@@ -33,22 +34,30 @@ namespace {
 
 const char* const kComponents[] = {"weights",     "gradients", "optimizer_states", "master_weights",
                                    "activations", "logits",    "overhead"};
-const char* const kComponentTitles[] = {"Weights",     "Gradients", "Optimizer states", "Master weights",
-                                        "Activations", "Logits",    "Overhead"};
-const QColor kColors[] = {QColor(0x34, 0x6d, 0xb3), QColor(0xe0, 0x7b, 0x39), QColor(0x5a, 0xa4, 0x69),
-                          QColor(0x8c, 0x6b, 0xb1), QColor(0xd1, 0x4f, 0x5a), QColor(0xc9, 0xa2, 0x27),
+const char* const kComponentTitles[] = {"Weights",        "Gradients",   "Optimizer states",
+                                        "Master weights", "Activations", "Logits",
+                                        "Overhead"};
+const QColor kColors[] = {QColor(0x34, 0x6d, 0xb3), QColor(0xe0, 0x7b, 0x39),
+                          QColor(0x5a, 0xa4, 0x69), QColor(0x8c, 0x6b, 0xb1),
+                          QColor(0xd1, 0x4f, 0x5a), QColor(0xc9, 0xa2, 0x27),
                           QColor(0x8c, 0x8c, 0x8c)};
-const Method kMethods[] = {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt};
+const Method kMethods[] = {Method::Full, Method::Partial, Method::Lora, Method::Adapter,
+                           Method::Prompt};
 constexpr int kComponentCount = 7;
 
 QString methodLabel(Method m)
 {
     switch (m) {
-    case Method::Full: return QObject::tr("Full");
-    case Method::Partial: return QObject::tr("Partial");
-    case Method::Lora: return QObject::tr("LoRA");
-    case Method::Adapter: return QObject::tr("Adapter");
-    case Method::Prompt: return QObject::tr("Prompt");
+    case Method::Full:
+        return QObject::tr("Full");
+    case Method::Partial:
+        return QObject::tr("Partial");
+    case Method::Lora:
+        return QObject::tr("LoRA");
+    case Method::Adapter:
+        return QObject::tr("Adapter");
+    case Method::Prompt:
+        return QObject::tr("Prompt");
     }
     return {};
 }
@@ -63,20 +72,25 @@ std::vector<double> componentBytes(const MemoryEstimate& e)
     return values;
 }
 
-QString bytesText(qint64 bytes) { return QString::fromStdString(formatBytes(bytes)); }
+QString bytesText(qint64 bytes)
+{
+    return QString::fromStdString(formatBytes(bytes));
+}
 
-} // namespace
+}  // namespace
 
 std::vector<std::pair<QString, qint64>> deviceMemoryPresets()
 {
     std::vector<std::pair<QString, qint64>> presets;
     presets.emplace_back(QObject::tr("None"), 0);
     for (int gb : {8, 12, 16, 24, 32, 40, 48, 80, 141})
-        presets.emplace_back(QStringLiteral("%1 GB").arg(gb), parseByteSize(std::to_string(gb) + "GB"));
+        presets.emplace_back(QStringLiteral("%1 GB").arg(gb),
+                             parseByteSize(std::to_string(gb) + "GB"));
     const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && pageSize > 0)
-        presets.emplace_back(QObject::tr("This machine (%1 RAM)").arg(bytesText(qint64(pages) * pageSize)),
-                             qint64(pages) * pageSize);
+        presets.emplace_back(
+            QObject::tr("This machine (%1 RAM)").arg(bytesText(qint64(pages) * pageSize)),
+            qint64(pages) * pageSize);
     return presets;
 }
 
@@ -95,7 +109,8 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_plot->yAxis->setLabel(tr("Memory per device"));
     m_plot->legend->setVisible(true);
     m_plot->legend->setFont(font());
-    // The legend sits beside the plot, not over the bars (seven entries would hide the tallest ones).
+    // The legend sits beside the plot, not over the bars (seven entries would hide the tallest
+    // ones).
     m_plot->axisRect()->insetLayout()->take(m_plot->legend);
     m_plot->axisRect()->insetLayout()->simplify();
     auto* legendColumn = new QCPLayoutGrid;
@@ -155,7 +170,11 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_table->setWordWrap(false);
     right->addWidget(m_table, 2);
 
-    connect(m_state, &StudioState::configChanged, this, &MemoryPage::fromState);
+    connect(m_state, &StudioState::configChanged, this, [this](QObject* origin) {
+        if (origin !=
+            this)  // our own change: the controls show it already (toState refreshed the estimate)
+            fromState();
+    });
     connect(m_state, &StudioState::modelChanged, this, &MemoryPage::clearMeasured);
     fromState();
 }
@@ -202,20 +221,23 @@ void MemoryPage::buildControls(QWidget* box)
     for (const auto& [name, bytes] : deviceMemoryPresets())
         m_device->addItem(name, bytes);
     // Without a GPU, this machine's memory (and no CUDA overhead) is the useful default.
-    m_device->setCurrentIndex(cudaAvailable() ? m_device->findText(QStringLiteral("24 GB")) : m_device->count() - 1);
+    m_device->setCurrentIndex(cudaAvailable() ? m_device->findText(QStringLiteral("24 GB"))
+                                              : m_device->count() - 1);
     form->addRow(tr("Device memory:"), m_device);
 
     auto toState = [this] {
         if (m_updating)
             return;
-        m_state->updateConfig([this](TrainConfig& c) {
-            c.batchSize = 1 << m_batch->value();
-            c.data.maxLength = 16 * m_seq->value();
-            c.lora.rank = 1 << m_rank->value();
-            c.precision = m_precision->currentData().toString().toStdString();
-            c.gradientCheckpointing = m_checkpointing->isChecked();
-            c.loss = m_chunkedLoss->isChecked() ? "chunked" : "full";
-        });
+        m_state->updateConfig(
+            [this](TrainConfig& c) {
+                c.batchSize = 1 << m_batch->value();
+                c.data.maxLength = 16 * m_seq->value();
+                c.lora.rank = 1 << m_rank->value();
+                c.precision = m_precision->currentData().toString().toStdString();
+                c.gradientCheckpointing = m_checkpointing->isChecked();
+                c.loss = m_chunkedLoss->isChecked() ? "chunked" : "full";
+            },
+            this);
         refresh();
     };
     for (QSlider* s : {m_batch, m_seq, m_rank})
@@ -243,7 +265,8 @@ void MemoryPage::fromState()
     m_batch->setValue(log2(c.batchSize));
     m_seq->setValue(std::max(1, c.data.maxLength / 16));
     m_rank->setValue(log2(c.lora.rank));
-    m_precision->setCurrentIndex(std::max(0, m_precision->findData(QString::fromStdString(c.precision))));
+    m_precision->setCurrentIndex(
+        std::max(0, m_precision->findData(QString::fromStdString(c.precision))));
     m_checkpointing->setChecked(c.gradientCheckpointing);
     m_chunkedLoss->setChecked(c.loss == "chunked");
     m_updating = false;
@@ -293,7 +316,8 @@ void MemoryPage::refresh()
     if (model) {
         try {
             m_estimate = estimateMemory(*model, run, m_options);
-            columns.emplace_back(tr("%1\n(chosen)").arg(methodLabel(run.method)), componentBytes(*m_estimate));
+            columns.emplace_back(tr("%1\n(chosen)").arg(methodLabel(run.method)),
+                                 componentBytes(*m_estimate));
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
@@ -305,9 +329,11 @@ void MemoryPage::refresh()
             TrainConfig other = run;
             other.method = m;
             try {
-                columns.emplace_back(methodLabel(m), componentBytes(estimateMemory(*model, other, quick)));
+                columns.emplace_back(methodLabel(m),
+                                     componentBytes(estimateMemory(*model, other, quick)));
             } catch (const std::exception&) {
-                columns.emplace_back(tr("%1\n(n/a)").arg(methodLabel(m)), std::vector<double>(kComponentCount, 0.0));
+                columns.emplace_back(tr("%1\n(n/a)").arg(methodLabel(m)),
+                                     std::vector<double>(kComponentCount, 0.0));
             }
         }
         if (m_measured) {
@@ -327,13 +353,14 @@ void MemoryPage::refresh()
     // Verdict, advice and the itemised table come straight from core's estimate.
     m_table->setRowCount(0);
     if (!m_estimate) {
-        m_verdict->setText(model ? tr("No estimate: %1").arg(error) : tr("Open a model to estimate its memory."));
+        m_verdict->setText(model ? tr("No estimate: %1").arg(error)
+                                 : tr("Open a model to estimate its memory."));
         m_advice->clear();
         return;
     }
     const MemoryEstimate& e = *m_estimate;
     m_verdict->setText(verdictText());
-    m_verdict->setStyleSheet(!e.fits ? QString()
+    m_verdict->setStyleSheet(!e.fits   ? QString()
                              : *e.fits ? QStringLiteral("color: #27ae60;")
                                        : QStringLiteral("color: #c0392b;"));
     QString advice;
@@ -341,7 +368,8 @@ void MemoryPage::refresh()
         advice += QStringLiteral("<li>%1</li>").arg(a.toHtmlEscaped());
     m_advice->setText(advice.isEmpty() ? QString() : tr("What would fit:<ul>%1</ul>").arg(advice));
     m_advice->setVisible(!advice.isEmpty());
-    auto addRow = [this](const QString& name, qint64 bytes, const QString& why, const QString& formula) {
+    auto addRow = [this](const QString& name, qint64 bytes, const QString& why,
+                         const QString& formula) {
         const int row = m_table->rowCount();
         m_table->insertRow(row);
         m_table->setItem(row, 0, new QTableWidgetItem(name));
@@ -358,14 +386,17 @@ void MemoryPage::refresh()
         for (int i = 0; i < kComponentCount; ++i)
             if (item.key == kComponents[i])
                 title = tr(kComponentTitles[i]);
-        addRow(title, item.bytes, QString::fromStdString(item.explanation), QString::fromStdString(item.formula));
+        addRow(title, item.bytes, QString::fromStdString(item.explanation),
+               QString::fromStdString(item.formula));
     }
     addRow(tr("Total (peak: %1)").arg(QString::fromStdString(e.peakPhase)), e.total,
-           tr("%1 parameters, %2 trainable").arg(QString::fromStdString(groupDigits(e.parameters)),
-                                                 QString::fromStdString(groupDigits(e.trainableParameters))),
+           tr("%1 parameters, %2 trainable")
+               .arg(QString::fromStdString(groupDigits(e.parameters)),
+                    QString::fromStdString(groupDigits(e.trainableParameters))),
            QString());
     addRow(tr("For comparison: inference"), e.inference,
-           tr("Generating with the same model at the same batch and sequence length; training needs %1× that "
+           tr("Generating with the same model at the same batch and sequence length; training "
+              "needs %1× that "
               "(gradients, optimizer states and saved activations are training's own).")
                .arg(double(e.total) / double(std::max<qint64>(e.inference, 1)), 0, 'f', 1),
            QString::fromStdString(e.inferenceFormula));
@@ -377,9 +408,10 @@ QString MemoryPage::verdictText() const
         return {};
     const MemoryEstimate& e = *m_estimate;
     const QString total = bytesText(e.total);
-    const QString inference = tr(" Inference with the same model: %1 (training needs %2×).")
-                                  .arg(bytesText(e.inference))
-                                  .arg(double(e.total) / double(std::max<qint64>(e.inference, 1)), 0, 'f', 1);
+    const QString inference =
+        tr(" Inference with the same model: %1 (training needs %2×).")
+            .arg(bytesText(e.inference))
+            .arg(double(e.total) / double(std::max<qint64>(e.inference, 1)), 0, 'f', 1);
     if (!e.fits)
         return tr("Estimated peak: %1 per device.").arg(total) + inference;
     const QString device = bytesText(*m_options.deviceMemory);
@@ -410,8 +442,8 @@ double MemoryPage::barBytes(const QString& key, int column) const
     return 0;
 }
 
-void MemoryPage::drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns, double deviceBytes,
-                           double inferenceBytes)
+void MemoryPage::drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns,
+                           double deviceBytes, double inferenceBytes)
 {
     double peak = 0;
     for (const auto& [name, values] : columns) {
@@ -493,4 +525,4 @@ void MemoryPage::clearMeasured()
     refresh();
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,6 +1,6 @@
-// The Memory page (the instructor's view): core's memory estimate as stacked bars for the chosen setup
-// and every other method, a device-memory line with core's verdict and advice, controls that redraw
-// at once, and measured bars beside the estimated ones once a run has done its first step.
+// The Memory page (the instructor's view): core's memory estimate as stacked bars for the chosen
+// setup and every other method, a device-memory line with core's verdict and advice, controls that
+// redraw at once, and measured bars beside the estimated ones once a run has done its first step.
 #pragma once
 
 #include "memory/estimator.h"
@@ -36,11 +36,13 @@ public:
     const std::optional<MemoryEstimate>& estimate() const { return m_estimate; }
     QString verdictText() const;
     QStringList adviceShown() const;
-    // Bytes drawn for one component (weights ... overhead) in category `column` (0: the chosen method).
+    // Bytes drawn for one component (weights ... overhead) in category `column` (0: the chosen
+    // method).
     double barBytes(const QString& key, int column) const;
     QStringList categories() const { return m_categories; }
     QTableWidget* table() const { return m_table; }
     QCustomPlot* plot() const { return m_plot; }
+    QSlider* batchSlider() const { return m_batch; }  // log2 of the micro-batch
 
     // Device presets: bytes (0 = none); "This machine" is the physical memory of this computer.
     void setDeviceMemory(qint64 bytes);
@@ -55,8 +57,8 @@ private:
     void buildControls(QWidget* box);
     void fromState();
     // inferenceBytes: generation with the same model (a dotted reference line); 0 draws none.
-    void drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns, double deviceBytes,
-                   double inferenceBytes);
+    void drawChart(const std::vector<std::pair<QString, std::vector<double>>>& columns,
+                   double deviceBytes, double inferenceBytes);
 
     StudioState* m_state;
     bool m_updating = false;
@@ -88,4 +90,4 @@ private:
 // "8 GB" ... "141 GB" device presets and this machine's physical memory, bytes.
 std::vector<std::pair<QString, qint64>> deviceMemoryPresets();
 
-} // namespace tb
+}  // namespace tb

@@ -28,16 +28,22 @@ namespace tb {
 
 namespace {
 
-const Method kMethods[] = {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt};
+const Method kMethods[] = {Method::Full, Method::Partial, Method::Lora, Method::Adapter,
+                           Method::Prompt};
 
 QString methodTitle(Method m)
 {
     switch (m) {
-    case Method::Full: return QObject::tr("Full fine-tuning");
-    case Method::Partial: return QObject::tr("Partial (last blocks)");
-    case Method::Lora: return QObject::tr("LoRA");
-    case Method::Adapter: return QObject::tr("Bottleneck adapters");
-    case Method::Prompt: return QObject::tr("Prompt tuning");
+    case Method::Full:
+        return QObject::tr("Full fine-tuning");
+    case Method::Partial:
+        return QObject::tr("Partial (last blocks)");
+    case Method::Lora:
+        return QObject::tr("LoRA");
+    case Method::Adapter:
+        return QObject::tr("Bottleneck adapters");
+    case Method::Prompt:
+        return QObject::tr("Prompt tuning");
     }
     return {};
 }
@@ -45,18 +51,31 @@ QString methodTitle(Method m)
 QString methodBlurb(Method m)
 {
     switch (m) {
-    case Method::Full: return QObject::tr("Every weight trains. Needs gradients and optimizer states for the whole model.");
-    case Method::Partial: return QObject::tr("Only the last transformer blocks (and optionally embeddings, head, norms) train; the rest is frozen.");
-    case Method::Lora: return QObject::tr("Frozen weights plus low-rank updates B·A on the chosen linear layers; scaled by alpha / rank.");
-    case Method::Adapter: return QObject::tr("Small bottleneck MLPs inserted after attention and/or the MLP of every block.");
-    case Method::Prompt: return QObject::tr("A few trainable virtual token embeddings prepended to every input; the model is frozen.");
+    case Method::Full:
+        return QObject::tr(
+            "Every weight trains. Needs gradients and optimizer states for the whole model.");
+    case Method::Partial:
+        return QObject::tr("Only the last transformer blocks (and optionally embeddings, head, "
+                           "norms) train; the rest is frozen.");
+    case Method::Lora:
+        return QObject::tr("Frozen weights plus low-rank updates B·A on the chosen linear layers; "
+                           "scaled by alpha / rank.");
+    case Method::Adapter:
+        return QObject::tr(
+            "Small bottleneck MLPs inserted after attention and/or the MLP of every block.");
+    case Method::Prompt:
+        return QObject::tr("A few trainable virtual token embeddings prepended to every input; the "
+                           "model is frozen.");
     }
     return {};
 }
 
-QString formatCount(qint64 n) { return QString::fromStdString(groupDigits(n)); }
+QString formatCount(qint64 n)
+{
+    return QString::fromStdString(groupDigits(n));
+}
 
-} // namespace
+}  // namespace
 
 void MethodComparisonModel::setRows(std::vector<Row> rows)
 {
@@ -76,7 +95,10 @@ int MethodComparisonModel::rowCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
 }
 
-int MethodComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : 3; }
+int MethodComparisonModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : 3;
+}
 
 QVariant MethodComparisonModel::data(const QModelIndex& index, int role) const
 {
@@ -85,9 +107,12 @@ QVariant MethodComparisonModel::data(const QModelIndex& index, int role) const
     const Row& r = m_rows[index.row()];
     if (role == Qt::DisplayRole) {
         switch (index.column()) {
-        case 0: return r.chosen ? tr("%1 (chosen)").arg(r.method) : r.method;
-        case 1: return r.trainable < 0 ? tr("n/a") : formatCount(r.trainable);
-        case 2: return r.trainable < 0 ? QString() : QStringLiteral("%1 %").arg(r.percent, 0, 'g', 3);
+        case 0:
+            return r.chosen ? tr("%1 (chosen)").arg(r.method) : r.method;
+        case 1:
+            return r.trainable < 0 ? tr("n/a") : formatCount(r.trainable);
+        case 2:
+            return r.trainable < 0 ? QString() : QStringLiteral("%1 %").arg(r.percent, 0, 'g', 3);
         }
     } else if (role == Qt::ToolTipRole) {
         return r.error.isEmpty() ? QVariant() : QVariant(r.error);
@@ -107,9 +132,12 @@ QVariant MethodComparisonModel::headerData(int section, Qt::Orientation orientat
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
-    case 0: return tr("Method");
-    case 1: return tr("Trainable parameters");
-    case 2: return tr("Share of model");
+    case 0:
+        return tr("Method");
+    case 1:
+        return tr("Trainable parameters");
+    case 2:
+        return tr("Share of model");
     }
     return {};
 }
@@ -180,7 +208,11 @@ MethodPage::MethodPage(StudioState* state, QWidget* parent) : QWidget(parent), m
         rebuildLoraTargets();
         fromState();
     });
-    connect(m_state, &StudioState::configChanged, this, &MethodPage::fromState);
+    connect(m_state, &StudioState::configChanged, this, [this](QObject* origin) {
+        if (origin !=
+            this)  // our own change: the widgets show it already (toState refreshed the counts)
+            fromState();
+    });
     rebuildLoraTargets();
     fromState();
 }
@@ -304,7 +336,8 @@ void MethodPage::fromState()
         m_blocks->setMaximum(static_cast<int>(model->numLayers));
     m_blocks->setValue(c.partial.trainableBlocks);
     auto hasModule = [&c](const char* m) {
-        return std::find(c.partial.modules.begin(), c.partial.modules.end(), m) != c.partial.modules.end();
+        return std::find(c.partial.modules.begin(), c.partial.modules.end(), m) !=
+               c.partial.modules.end();
     };
     m_partialEmbeddings->setChecked(hasModule("embeddings"));
     m_partialHead->setChecked(hasModule("lm_head"));
@@ -313,13 +346,10 @@ void MethodPage::fromState()
     m_loraAlpha->setValue(c.lora.alpha);
     m_loraDropout->setValue(c.lora.dropout);
     m_rslora->setChecked(c.lora.rslora);
-    if (const auto& model = m_state->modelConfig()) {
-        const auto targets = resolvedLoraTargets(*model, c.lora);
-        for (QCheckBox* box : m_targets)
-            box->setChecked(std::find(targets.begin(), targets.end(), box->text().toStdString()) != targets.end());
-    }
+    showLoraTargets();
     m_adapterKind->setCurrentIndex(m_adapterKind->findData(QString::fromStdString(c.adapter.kind)));
-    m_adapterActivation->setCurrentIndex(m_adapterActivation->findData(QString::fromStdString(c.adapter.activation)));
+    m_adapterActivation->setCurrentIndex(
+        m_adapterActivation->findData(QString::fromStdString(c.adapter.activation)));
     m_adapterSize->setValue(c.adapter.size);
     m_adapterReduction->setValue(c.adapter.reductionFactor);
     m_promptTokens->setValue(c.prompt.numTokens);
@@ -328,37 +358,55 @@ void MethodPage::fromState()
     refreshCounts();
 }
 
+void MethodPage::showLoraTargets()
+{
+    if (const auto& model = m_state->modelConfig()) {
+        const auto targets = resolvedLoraTargets(*model, m_state->config().lora);
+        for (QCheckBox* box : m_targets)
+            box->setChecked(std::find(targets.begin(), targets.end(), box->text().toStdString()) !=
+                            targets.end());
+    }
+}
+
 void MethodPage::toState()
 {
     if (m_updating)
         return;
-    m_state->updateConfig([this](TrainConfig& c) {
-        c.method = static_cast<Method>(m_methods->checkedId());
-        c.partial.trainableBlocks = m_blocks->value();
-        c.partial.modules.clear();
-        if (m_partialEmbeddings->isChecked())
-            c.partial.modules.push_back("embeddings");
-        if (m_partialHead->isChecked())
-            c.partial.modules.push_back("lm_head");
-        if (m_partialNorms->isChecked())
-            c.partial.modules.push_back("norms");
-        c.lora.rank = m_loraRank->value();
-        c.lora.alpha = m_loraAlpha->value();
-        c.lora.dropout = m_loraDropout->value();
-        c.lora.rslora = m_rslora->isChecked();
-        if (!m_targets.empty()) {
-            c.lora.targets.clear();
-            for (QCheckBox* box : m_targets)
-                if (box->isChecked())
-                    c.lora.targets.push_back(box->text().toStdString());
-        }
-        c.adapter.kind = m_adapterKind->currentData().toString().toStdString();
-        c.adapter.activation = m_adapterActivation->currentData().toString().toStdString();
-        c.adapter.size = m_adapterSize->value();
-        c.adapter.reductionFactor = m_adapterReduction->value();
-        c.prompt.numTokens = m_promptTokens->value();
-        c.prompt.initText = m_promptInit->text().toStdString();
-    });
+    m_state->updateConfig(
+        [this](TrainConfig& c) {
+            c.method = static_cast<Method>(m_methods->checkedId());
+            c.partial.trainableBlocks = m_blocks->value();
+            c.partial.modules.clear();
+            if (m_partialEmbeddings->isChecked())
+                c.partial.modules.push_back("embeddings");
+            if (m_partialHead->isChecked())
+                c.partial.modules.push_back("lm_head");
+            if (m_partialNorms->isChecked())
+                c.partial.modules.push_back("norms");
+            c.lora.rank = m_loraRank->value();
+            c.lora.alpha = m_loraAlpha->value();
+            c.lora.dropout = m_loraDropout->value();
+            c.lora.rslora = m_rslora->isChecked();
+            if (!m_targets.empty()) {
+                c.lora.targets.clear();
+                for (QCheckBox* box : m_targets)
+                    if (box->isChecked())
+                        c.lora.targets.push_back(box->text().toStdString());
+            }
+            c.adapter.kind = m_adapterKind->currentData().toString().toStdString();
+            c.adapter.activation = m_adapterActivation->currentData().toString().toStdString();
+            c.adapter.size = m_adapterSize->value();
+            c.adapter.reductionFactor = m_adapterReduction->value();
+            c.prompt.numTokens = m_promptTokens->value();
+            c.prompt.initText = m_promptInit->text().toStdString();
+        },
+        this);
+    if (!m_targets.empty() && m_state->config().lora.targets.empty()) {
+        // The last target unchecked: the config falls back to core's defaults; the boxes show them.
+        m_updating = true;
+        showLoraTargets();
+        m_updating = false;
+    }
     refreshCounts();
 }
 
@@ -408,4 +456,4 @@ QString MethodPage::summaryText() const
         .arg(m_percent, 0, 'g', 3);
 }
 
-} // namespace tb
+}  // namespace tb

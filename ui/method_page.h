@@ -1,5 +1,6 @@
-// The Method page: full, partial, LoRA, adapter or prompt tuning with their options, and the trainable
-// parameters of each method (core's trainableParameterCount) updating as the options change.
+// The Method page: full, partial, LoRA, adapter or prompt tuning with their options, and the
+// trainable parameters of each method (core's trainableParameterCount) updating as the options
+// change.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -23,7 +24,8 @@ namespace tb {
 
 class StudioState;
 
-// Every method's trainable parameters with the current options (rows: full, partial, lora, adapter, prompt).
+// Every method's trainable parameters with the current options (rows: full, partial, lora, adapter,
+// prompt).
 class MethodComparisonModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -51,18 +53,21 @@ class MethodPage : public QWidget {
 public:
     explicit MethodPage(StudioState* state, QWidget* parent = nullptr);
 
-    // Shown numbers (from core): trainable parameters of the chosen method, and their share of the model.
+    // Shown numbers (from core): trainable parameters of the chosen method, and their share of the
+    // model.
     qint64 trainableParameters() const { return m_trainable; }
     double trainablePercent() const { return m_percent; }
     QString summaryText() const;
     MethodComparisonModel* comparison() const { return m_comparison; }
     void chooseMethod(const QString& name);  // "full", "partial", "lora", "adapter", "prompt"
     QSpinBox* loraRankBox() const { return m_loraRank; }
+    QLineEdit* promptInitEdit() const { return m_promptInit; }
 
 private:
     void buildOptions(QStackedWidget* stack);
-    void fromState();  // state -> widgets
-    void toState();    // widgets -> state
+    void fromState();        // state -> widgets
+    void toState();          // widgets -> state
+    void showLoraTargets();  // the config's targets (core's defaults when it names none)
     void refreshCounts();
     void rebuildLoraTargets();
 
@@ -94,4 +99,4 @@ private:
     double m_percent = 0;
 };
 
-} // namespace tb
+}  // namespace tb

@@ -12,15 +12,15 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QMimeData>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMimeData>
 #include <QPushButton>
+#include <QSplitter>
 #include <QStandardItemModel>
 #include <QTreeView>
-#include <QSplitter>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -83,7 +83,8 @@ ModelPage::ModelPage(StudioState* state, QWidget* parent) : QWidget(parent), m_s
     m_infoView->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     split->addWidget(m_infoView);
     m_tensors = new QStandardItemModel(0, 4, this);
-    m_tensors->setHorizontalHeaderLabels({tr("Module / tensor"), tr("Shape"), tr("Parameters"), tr("Under the method")});
+    m_tensors->setHorizontalHeaderLabels(
+        {tr("Module / tensor"), tr("Shape"), tr("Parameters"), tr("Under the method")});
     m_tensorView = new QTreeView(split);
     m_tensorView->setModel(m_tensors);
     m_tensorView->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -99,7 +100,8 @@ ModelPage::ModelPage(StudioState* state, QWidget* parent) : QWidget(parent), m_s
     layout->addWidget(m_status);
 
     connect(m_browse, &QPushButton::clicked, this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model folder"), m_path->text());
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Open model folder"), m_path->text());
         if (!dir.isEmpty())
             openModel(dir);
     });
@@ -121,7 +123,8 @@ void ModelPage::dropEvent(QDropEvent* event)
 {
     QString path = event->mimeData()->urls().first().toLocalFile();
     if (QFileInfo(path).isFile())
-        path = QFileInfo(path).absolutePath();  // a dropped config.json or weight file opens its folder
+        path = QFileInfo(path)
+                   .absolutePath();  // a dropped config.json or weight file opens its folder
     openModel(path);
     event->acceptProposedAction();
 }
@@ -154,8 +157,8 @@ void ModelPage::showSummary(const ModelSummary& s)
     add(tr("Stored dtype"), s.dtype);
     add(tr("Tokenizer"), s.tokenizer);
     add(tr("Tensors"), QString::number(s.tensors.size()));
-    // The module tree: one node per dotted prefix, tensors as leaves with their shapes. Every row has all
-    // four columns (empty where a module has no value), as a tree model should.
+    // The module tree: one node per dotted prefix, tensors as leaves with their shapes. Every row
+    // has all four columns (empty where a module has no value), as a tree model should.
     QHash<QString, QStandardItem*> nodes;
     auto appendRow = [this](QStandardItem* parent, const QList<QStandardItem*>& row) {
         if (parent)
@@ -172,7 +175,8 @@ void ModelPage::showSummary(const ModelSummary& s)
             QStandardItem*& node = nodes[prefix];
             if (!node) {
                 node = new QStandardItem(parts[i]);
-                appendRow(parent, {node, new QStandardItem(), new QStandardItem(), new QStandardItem()});
+                appendRow(parent,
+                          {node, new QStandardItem(), new QStandardItem(), new QStandardItem()});
             }
             parent = node;
         }
@@ -186,7 +190,9 @@ void ModelPage::showSummary(const ModelSummary& s)
         leaf->setData(t.name, Qt::UserRole);
         auto* params = new QStandardItem(QLocale().toString(numel));
         params->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-        appendRow(parent, {leaf, new QStandardItem(QStringLiteral("[%1] %2").arg(dims.join(QStringLiteral(", ")), t.dtype)),
+        appendRow(parent, {leaf,
+                           new QStandardItem(QStringLiteral("[%1] %2").arg(
+                               dims.join(QStringLiteral(", ")), t.dtype)),
                            params, new QStandardItem()});
     }
     // Open the outer modules and the first block, so the tensors and their roles show at a glance.
@@ -205,12 +211,14 @@ void ModelPage::showTensors()
 {
     if (!m_state || !m_summary.config)
         return;
-    // Core decides which checkpoint tensors train under the chosen method; a module shows its tensors' roles.
+    // Core decides which checkpoint tensors train under the chosen method; a module shows its
+    // tensors' roles.
     const TrainConfig& run = m_state->config();
     const QColor trains(0x27, 0xae, 0x60), lora(0xe0, 0x7b, 0x39);
     // Column 3 of a row: the item beside `item` under the same parent.
     auto roleItem = [this](QStandardItem* item) {
-        return item->parent() ? item->parent()->child(item->row(), 3) : m_tensors->item(item->row(), 3);
+        return item->parent() ? item->parent()->child(item->row(), 3)
+                              : m_tensors->item(item->row(), 3);
     };
     std::function<QString(QStandardItem*)> mark = [&](QStandardItem* item) -> QString {
         QString role;
@@ -226,12 +234,13 @@ void ModelPage::showTensors()
         QStandardItem* cell = roleItem(item);
         cell->setText(role);
         cell->setForeground(role == QLatin1String("trains") ? trains
-                            : role == QLatin1String("LoRA") ? lora
-                                                            : palette().color(QPalette::PlaceholderText));
+                            : role == QLatin1String("LoRA")
+                                ? lora
+                                : palette().color(QPalette::PlaceholderText));
         return role;
     };
     for (int i = 0; i < m_tensors->rowCount(); ++i)
         mark(m_tensors->item(i, 0));
 }
 
-} // namespace tb
+}  // namespace tb

@@ -18,18 +18,19 @@ namespace tb {
 
 struct ModelSummary {
     QString path;
-    QString error;         // empty when loading succeeded
+    QString error;  // empty when loading succeeded
     QString architecture;
     qint64 parameters = 0;
     qint64 layers = 0, hiddenSize = 0, vocabSize = 0, context = 0, heads = 0, kvHeads = 0;
     QString dtype;
-    QString tokenizer;     // "sentencepiece" / "bpe"
+    QString tokenizer;  // "sentencepiece" / "bpe"
     std::optional<ModelConfig> config;
     struct Tensor {
         QString name, dtype;
         QVector<qint64> shape;
     };
-    QVector<Tensor> tensors;  // the checkpoint's tensors (names and shapes from the safetensors headers)
+    QVector<Tensor>
+        tensors;  // the checkpoint's tensors (names and shapes from the safetensors headers)
 };
 
 // Reads config.json and the tokenizer of a folder (runs on a worker thread).
@@ -58,8 +59,9 @@ private:
     void showSummary(const ModelSummary& s);
     QLineEdit* m_path = nullptr;
     QPushButton* m_browse = nullptr;
-    QStandardItemModel* m_info = nullptr;     // property -> value
-    QStandardItemModel* m_tensors = nullptr;  // module tree: name, shape, parameters, role under the method
+    QStandardItemModel* m_info = nullptr;  // property -> value
+    QStandardItemModel* m_tensors =
+        nullptr;  // module tree: name, shape, parameters, role under the method
     QTreeView* m_infoView = nullptr;
     QTreeView* m_tensorView = nullptr;
     StudioState* m_state = nullptr;
@@ -69,4 +71,4 @@ private:
     ModelSummary m_summary;
 };
 
-} // namespace tb
+}  // namespace tb

@@ -1,12 +1,9 @@
-// Playground page: prompt and sampling settings; a worker loads the models (cached) and streams tokens.
+// Playground page: prompt and sampling settings; the GenerationController's batches fill the two
+// outputs.
 #include "playground_page.h"
 
+#include "generation_controller.h"
 #include "studio_state.h"
-
-#include "model/model.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
-#include "train/tuned_model.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -20,13 +17,13 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
-#include <exception>
+#include <algorithm>
 
 namespace tb {
 
-PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent) : QWidget(parent), m_state(state)
+PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
+    : QWidget(parent), m_state(state), m_controller(new GenerationController(this))
 {
     auto* layout = new QVBoxLayout(this);
     auto* top = new QHBoxLayout();
@@ -116,13 +113,7 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent) : QWidget(pa
                            static_cast<QWidget*>(m_topP), static_cast<QWidget*>(m_seed)})
             w->setEnabled(!on);
     });
-    connect(&m_watcher, &QFutureWatcher<QString>::finished, this, [this] {
-        const QString message = m_watcher.result();
-        m_status->setText(message);
-        m_generate->setEnabled(true);
-        m_stop->setEnabled(false);
-        Q_EMIT generationFinished(message);
-    });
+    connect(m_controller, &GenerationController::batchArrived, this, &PlaygroundPage::onBatch);
     connect(m_run, &QComboBox::currentIndexChanged, this, [this] {
         if (m_run->currentIndex() >= 0)
             m_state->setSelectedRun(m_run->currentData().toString());
@@ -130,7 +121,8 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent) : QWidget(pa
     connect(m_state, &StudioState::runsChanged, this, &PlaygroundPage::refreshRuns);
     connect(m_state, &StudioState::selectedRunChanged, this, &PlaygroundPage::refreshRuns);
     connect(m_state, &StudioState::configChanged, this, [this] {
-        const int i = m_template->findData(QString::fromStdString(m_state->config().data.chatTemplate));
+        const int i =
+            m_template->findData(QString::fromStdString(m_state->config().data.chatTemplate));
         if (i >= 0)
             m_template->setCurrentIndex(i);
     });
@@ -139,10 +131,12 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent) : QWidget(pa
     refreshRuns();
 }
 
-PlaygroundPage::~PlaygroundPage()
+PlaygroundPage::~PlaygroundPage() =
+    default;  // the controller (a child) cancels and waits for its worker
+
+bool PlaygroundPage::busy() const
 {
-    cancel();
-    m_watcher.waitForFinished();
+    return m_controller->busy();
 }
 
 void PlaygroundPage::refreshRuns()
@@ -155,36 +149,63 @@ void PlaygroundPage::refreshRuns()
     m_run->setCurrentIndex(std::max(0, m_run->findData(m_state->selectedRun())));
 }
 
-void PlaygroundPage::setPrompt(const QString& prompt) { m_prompt->setPlainText(prompt); }
-QString PlaygroundPage::baseText() const { return m_base->toPlainText(); }
-QString PlaygroundPage::tunedText() const { return m_tuned->toPlainText(); }
+void PlaygroundPage::setPrompt(const QString& prompt)
+{
+    m_prompt->setPlainText(prompt);
+}
+QString PlaygroundPage::baseText() const
+{
+    return m_base->toPlainText();
+}
+QString PlaygroundPage::tunedText() const
+{
+    return m_tuned->toPlainText();
+}
 
 void PlaygroundPage::cancel()
 {
-    if (m_cancel)
-        *m_cancel = true;
+    m_controller->cancel();
 }
 
-void PlaygroundPage::appendToken(int side, const QString& text)
+void PlaygroundPage::onBatch(const GenerationBatch& batch)
 {
-    QPlainTextEdit* edit = side == 0 ? m_base : m_tuned;
-    edit->moveCursor(QTextCursor::End);
-    edit->insertPlainText(text);
-    ++m_tokens;
-    Q_EMIT tokenArrived(side, text);
+    // One insertion per side per batch; the per-token signal keeps its meaning for listeners.
+    QString text[2];
+    for (const auto& [side, piece] : batch.pieces) {
+        const QString t = QString::fromStdString(piece);
+        text[side] += t;
+        ++m_tokens;
+        Q_EMIT tokenArrived(side, t);
+    }
+    for (int side : {0, 1}) {
+        if (text[side].isEmpty())
+            continue;
+        QPlainTextEdit* edit = side == 0 ? m_base : m_tuned;
+        edit->moveCursor(QTextCursor::End);
+        edit->insertPlainText(text[side]);
+    }
+    if (batch.status)
+        m_status->setText(*batch.status);
+    if (batch.finished) {
+        m_status->setText(*batch.finished);
+        m_generate->setEnabled(true);
+        m_stop->setEnabled(false);
+        Q_EMIT generationFinished(*batch.finished);
+    }
 }
 
 void PlaygroundPage::generate()
 {
     if (busy())
         return;
-    const QString modelPath = m_state->modelPath();
-    const QString runDir = m_run->currentData().toString();
-    if (modelPath.isEmpty()) {
+    GenerationRequest request;
+    request.modelPath = m_state->modelPath();
+    request.runDir = m_run->currentData().toString();
+    if (request.modelPath.isEmpty()) {
         m_status->setText(tr("Open a model first."));
         return;
     }
-    GenerateOptions options;
+    GenerateOptions& options = request.options;
     options.maxNewTokens = m_maxTokens->value();
     options.greedy = m_greedy->isChecked();
     options.temperature = m_temperature->value();
@@ -192,61 +213,21 @@ void PlaygroundPage::generate()
     options.topP = m_topP->value();
     options.repetitionPenalty = m_repetition->value();
     options.seed = uint64_t(m_seed->value());
-    const QString templateName = m_template->currentData().toString();
-    const std::string prompt = m_prompt->toPlainText().toStdString();
+    request.chatTemplate = m_template->currentData().toString();
+    request.prompt = m_prompt->toPlainText().toStdString();
 
     m_base->clear();
     m_tuned->clear();
     m_tokens = 0;
-    m_tunedTitle->setText(runDir.isEmpty() ? tr("Fine-tuned (choose a run)") : tr("Fine-tuned: %1").arg(QFileInfo(runDir).fileName()));
+    const QString& runDir = request.runDir;
+    m_tunedTitle->setText(runDir.isEmpty()
+                              ? tr("Fine-tuned (choose a run)")
+                              : tr("Fine-tuned: %1").arg(QFileInfo(runDir).fileName()));
+    if (!m_controller->start(request))
+        return;
     m_generate->setEnabled(false);
     m_stop->setEnabled(true);
     m_status->setText(tr("Loading models…"));
-    m_cancel = std::make_shared<std::atomic<bool>>(false);
-    auto cancel = m_cancel;
-
-    // Runs on a pool thread; widgets are touched only through queued calls back to the GUI thread.
-    m_watcher.setFuture(QtConcurrent::run([this, modelPath, runDir, options, templateName, prompt, cancel]() -> QString {
-        try {
-            if (!m_baseModel || m_baseModelPath != modelPath) {
-                m_baseModel = Model::load(modelPath.toStdString(), {"fp32", "auto"});
-                m_baseModelPath = modelPath;
-            }
-            if (!runDir.isEmpty() && (!m_tunedModel || m_tunedModelRun != runDir)) {
-                m_tunedModel = loadTunedModel(runDir.toStdString(), {"fp32", "auto"});
-                m_tunedModelRun = runDir;
-            }
-            const auto tokenizer = loadTokenizer(modelPath.toStdString());
-            std::string text = prompt;
-            if (!templateName.isEmpty())
-                if (auto family = parseChatTemplateName(templateName.toStdString()))
-                    text = renderChatText(*family, {{"user", prompt}}, true);
-            const std::vector<int32_t> ids = tokenizer->encode(text, true);
-            QMetaObject::invokeMethod(this, [this] { m_status->setText(tr("Generating…")); }, Qt::QueuedConnection);
-            QString summary;
-            const std::pair<int, std::shared_ptr<Model>> sides[] = {{0, m_baseModel}, {1, runDir.isEmpty() ? nullptr : m_tunedModel}};
-            for (const auto& [side, model] : sides) {
-                if (!model || *cancel)
-                    continue;
-                const GenerateResult r = model->generate(ids, options, tokenizer.get(), [this, side, cancel](int32_t, const std::string& piece) {
-                    if (!piece.empty()) {
-                        const QString t = QString::fromStdString(piece);
-                        QMetaObject::invokeMethod(this, [this, side, t] { appendToken(side, t); }, Qt::QueuedConnection);
-                    }
-                    return !cancel->load();
-                });
-                const double rate = r.decodeSeconds > 0 ? double(r.tokens.size()) / r.decodeSeconds : 0;
-                summary += tr("%1: %2 tokens, %3 tok/s, stop: %4.  ")
-                               .arg(side == 0 ? tr("base") : tr("fine-tuned"))
-                               .arg(r.tokens.size())
-                               .arg(rate, 0, 'f', 0)
-                               .arg(QString::fromStdString(r.stopReason));
-            }
-            return summary.trimmed();
-        } catch (const std::exception& e) {
-            return tr("Error: %1").arg(QString::fromUtf8(e.what()));
-        }
-    }));
 }
 
-} // namespace tb
+}  // namespace tb

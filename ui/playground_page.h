@@ -1,12 +1,9 @@
-// The Playground: one prompt, the base model's and the fine-tuned model's continuations side by side,
-// streamed token by token from a worker thread (Model::generate's TokenCallback), with sampling settings.
+// The Playground: one prompt, the base model's and the fine-tuned model's continuations side by
+// side, streamed from a worker (GenerationController) in ~40 ms batches of tokens, with sampling
+// settings.
 #pragma once
 
-#include <QFutureWatcher>
 #include <QWidget>
-
-#include <atomic>
-#include <memory>
 
 class QCheckBox;
 class QComboBox;
@@ -18,7 +15,8 @@ class QSpinBox;
 
 namespace tb {
 
-class Model;
+class GenerationController;
+struct GenerationBatch;
 class StudioState;
 
 class PlaygroundPage : public QWidget {
@@ -30,20 +28,24 @@ public:
     void setPrompt(const QString& prompt);
     void generate();  // base, then fine-tuned (when a run is selected), on a worker thread
     void cancel();
-    bool busy() const { return m_watcher.isRunning(); }
+    bool busy() const;
     QString baseText() const;
     QString tunedText() const;
     int tokensStreamed() const { return m_tokens; }
     QComboBox* runBox() const { return m_run; }
+    GenerationController* controller() const { return m_controller; }
+    // Sampling settings (the screenshot tour and tests set them through these).
+    QSpinBox* maxTokensBox() const { return m_maxTokens; }
+    QCheckBox* greedyBox() const { return m_greedy; }
+    QComboBox* templateBox() const { return m_template; }
 
 Q_SIGNALS:
-    void tokenArrived(int side, const QString& text);  // side 0: base, 1: fine-tuned
+    void tokenArrived(int side, const QString& text);  // per token, side 0: base, 1: fine-tuned
     void generationFinished(const QString& message);
 
 private:
-    struct Job;
     void refreshRuns();
-    void appendToken(int side, const QString& text);
+    void onBatch(const GenerationBatch& batch);
 
     StudioState* m_state;
     QPlainTextEdit* m_prompt = nullptr;
@@ -56,12 +58,8 @@ private:
     QPlainTextEdit *m_base = nullptr, *m_tuned = nullptr;
     QLabel *m_baseTitle = nullptr, *m_tunedTitle = nullptr;
     QLabel* m_status = nullptr;
-    QFutureWatcher<QString> m_watcher;
-    std::shared_ptr<std::atomic<bool>> m_cancel;
-    // Loaded models, reused while their source is unchanged; touched only by the (single) worker.
-    std::shared_ptr<Model> m_baseModel, m_tunedModel;
-    QString m_baseModelPath, m_tunedModelRun;
+    GenerationController* m_controller = nullptr;
     int m_tokens = 0;
 };
 
-} // namespace tb
+}  // namespace tb

@@ -36,4 +36,4 @@ void applyPlotPalette(QCustomPlot* plot, const QPalette& palette)
             title->setTextColor(text);
 }
 
-} // namespace tb
+}  // namespace tb

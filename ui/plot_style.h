@@ -1,5 +1,5 @@
-// One look for every QCustomPlot of the studio: colours from the widget's palette, so plots follow the
-// system's light or dark theme like the rest of the window.
+// One look for every QCustomPlot of the studio: colours from the widget's palette, so plots follow
+// the system's light or dark theme like the rest of the window.
 #pragma once
 
 class QCustomPlot;
@@ -10,4 +10,4 @@ namespace tb {
 // Background, axes, tick labels, grid, legend and text elements from `palette` (Base, Text, Mid).
 void applyPlotPalette(QCustomPlot* plot, const QPalette& palette);
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// Project files: {"tunebench_project": 1, "model", "dataset": {...}, "config": <run config>, "runs": [...]}.
+// Project files: {"tunebench_project": 1, "model", "dataset": {...}, "config": <run config>,
+// "runs": [...]}.
 #include "project.h"
 
 #include <QFile>
@@ -19,7 +20,8 @@ bool writeProject(const QString& path, const Project& project, QString* error)
     nlohmann::json j;
     j["tunebench_project"] = kVersion;
     j["model"] = project.modelPath.toStdString();
-    j["dataset"] = {{"train_file", project.trainFile.toStdString()}, {"val_file", project.valFile.toStdString()},
+    j["dataset"] = {{"train_file", project.trainFile.toStdString()},
+                    {"val_file", project.valFile.toStdString()},
                     {"store", project.storePath.toStdString()}};
     j["config"] = toJson(project.config);
     j["runs"] = nlohmann::json::array();
@@ -27,8 +29,8 @@ bool writeProject(const QString& path, const Project& project, QString* error)
         j["runs"].push_back(r.toStdString());
     QSaveFile file(path);
     const std::string text = j.dump(2) + "\n";
-    if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), qint64(text.size())) != qint64(text.size()) ||
-        !file.commit()) {
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(text.data(), qint64(text.size())) != qint64(text.size()) || !file.commit()) {
         if (error)
             *error = QObject::tr("%1: cannot write (%2)").arg(path, file.errorString());
         return false;
@@ -73,4 +75,4 @@ bool readProject(const QString& path, Project* project, QString* error)
     }
 }
 
-} // namespace tb
+}  // namespace tb

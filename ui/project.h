@@ -21,4 +21,4 @@ struct Project {
 bool writeProject(const QString& path, const Project& project, QString* error);
 bool readProject(const QString& path, Project* project, QString* error);
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// RecordEditor: a form of QPlainTextEdits rebuilt per record; JSON fields are validated before any write.
+// RecordEditor: a form of QPlainTextEdits rebuilt per record; JSON fields are validated before any
+// write.
 #include "record_editor.h"
 
 #include "record_table_model.h"
@@ -44,7 +45,8 @@ RecordEditor::RecordEditor(QWidget* parent) : QWidget(parent)
     layout->addWidget(scroll, 1);
     auto* buttons = new QHBoxLayout();
     m_save = new QPushButton(tr("Save edits"), this);
-    m_save->setToolTip(tr("Writes each changed field to the store's history under your annotator name"));
+    m_save->setToolTip(
+        tr("Writes each changed field to the store's history under your annotator name"));
     m_revert = new QPushButton(tr("Revert"), this);
     buttons->addStretch(1);
     buttons->addWidget(m_revert);
@@ -102,7 +104,8 @@ void RecordEditor::showRecord(const std::optional<StoredRecord>& record, const D
     if (store) {
         try {
             for (const AnnotatorLabel& l : store->labels(r.id)) {
-                QString s = QString::fromStdString(l.annotator).toHtmlEscaped() + QStringLiteral(": ");
+                QString s =
+                    QString::fromStdString(l.annotator).toHtmlEscaped() + QStringLiteral(": ");
                 s += l.decision.empty() ? tr("(no decision)") : QString::fromStdString(l.decision);
                 if (l.rating)
                     s += tr(", rated %1").arg(*l.rating);
@@ -121,12 +124,14 @@ void RecordEditor::showRecord(const std::optional<StoredRecord>& record, const D
         Field f;
         f.name = QString::fromStdString(it.key());
         f.json = !it.value().is_string();
-        f.original = f.json ? QString::fromStdString(it.value().dump(2)) : QString::fromStdString(it.value().get<std::string>());
+        f.original = f.json ? QString::fromStdString(it.value().dump(2))
+                            : QString::fromStdString(it.value().get<std::string>());
         f.edit = new QPlainTextEdit(m_fieldsBox);
         f.edit->setObjectName(QStringLiteral("field_") + f.name);
         f.edit->setPlainText(f.original);
         f.edit->setTabChangesFocus(true);
-        const int lines = qBound(2, int(f.original.count(QLatin1Char('\n'))) + 1 + int(f.original.size() / 80), 10);
+        const int lines = qBound(
+            2, int(f.original.count(QLatin1Char('\n'))) + 1 + int(f.original.size() / 80), 10);
         f.edit->setMinimumHeight(f.edit->fontMetrics().lineSpacing() * lines + 12);
         connect(f.edit, &QPlainTextEdit::textChanged, this, [this] {
             const bool m = modified();
@@ -202,4 +207,4 @@ void RecordEditor::setSaveEnabled(bool enabled)
     m_save->setEnabled(enabled && modified());
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,9 +1,9 @@
-// RecordEditor: one record in detail: where it came from, its review labels and scan flags, and its fields
-// as editable text areas (text fields as text, others as JSON); saving writes one history entry per
-// changed field through DataStore::editField.
+// RecordEditor: one record in detail: where it came from, its review labels and scan flags, and its
+// fields as editable text areas (text fields as text, others as JSON); saving writes one history
+// entry per changed field through DataStore::editField.
 #pragma once
 
-#include "data/store.h"
+#include "data/store/store.h"
 
 #include <QWidget>
 
@@ -26,8 +26,8 @@ public:
     void showRecord(const std::optional<StoredRecord>& record, const DataStore* store);
     std::optional<int64_t> recordId() const;
     bool modified() const;
-    // Writes every changed field as `who`; returns the names of the fields written, or throws tb::Error
-    // (a field that must be JSON and does not parse names the field).
+    // Writes every changed field as `who`; returns the names of the fields written, or throws
+    // tb::Error (a field that must be JSON and does not parse names the field).
     QStringList save(DataStore& store, const std::string& who);
     void focusFirstField();
     QPlainTextEdit* fieldEditor(const QString& field) const;
@@ -58,4 +58,4 @@ private:
     bool m_saveEnabled = true;
 };
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// RecordTableModel: ordered ids from DataStore::recordIds, rows from DataStore::record page by page.
+// RecordTableModel: ordered ids from DataStore::recordIds, rows from DataStore::record page by
+// page.
 #include "record_table_model.h"
 
 #include <QColor>
@@ -16,17 +17,24 @@ namespace {
 std::optional<RecordOrder> orderOf(int column)
 {
     switch (column) {
-    case RecordTableModel::ColId: return RecordOrder::Id;
-    case RecordTableModel::ColStatus: return RecordOrder::Status;
-    case RecordTableModel::ColSplit: return RecordOrder::Split;
-    case RecordTableModel::ColKind: return RecordOrder::Kind;
-    case RecordTableModel::ColTokens: return RecordOrder::TokenCount;
-    case RecordTableModel::ColSynthetic: return RecordOrder::Synthetic;
-    default: return std::nullopt;
+    case RecordTableModel::ColId:
+        return RecordOrder::Id;
+    case RecordTableModel::ColStatus:
+        return RecordOrder::Status;
+    case RecordTableModel::ColSplit:
+        return RecordOrder::Split;
+    case RecordTableModel::ColKind:
+        return RecordOrder::Kind;
+    case RecordTableModel::ColTokens:
+        return RecordOrder::TokenCount;
+    case RecordTableModel::ColSynthetic:
+        return RecordOrder::Synthetic;
+    default:
+        return std::nullopt;
     }
 }
 
-} // namespace
+}  // namespace
 
 RecordTableModel::RecordTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -69,7 +77,8 @@ RecordQuery RecordTableModel::idQuery() const
 
 void RecordTableModel::requestIds(bool reset)
 {
-    // A reorder requested while a reset is still on its way must apply as a reset: the rows may differ.
+    // A reorder requested while a reset is still on its way must apply as a reset: the rows may
+    // differ.
     const bool asReset = reset || m_pending == Pending::Reset;
     const uint64_t generation = ++m_generation;
     if (!m_store) {
@@ -82,7 +91,8 @@ void RecordTableModel::requestIds(bool reset)
         try {
             ids = m_store->recordIds(idQuery());
         } catch (const std::exception&) {
-            ids.clear();  // an unreadable store shows as empty; the page reports the error when it opens it
+            ids.clear();  // an unreadable store shows as empty; the page reports the error when it
+                          // opens it
         }
         m_pending = Pending::None;
         applyIds(std::move(ids), asReset);
@@ -110,7 +120,8 @@ void RecordTableModel::applyIds(std::vector<int64_t> ids, bool reset)
         Q_EMIT idsLoaded();
         return;
     }
-    // The same records in a new order: anything holding an index (the selection) follows its record.
+    // The same records in a new order: anything holding an index (the selection) follows its
+    // record.
     Q_EMIT layoutAboutToBeChanged({}, QAbstractItemModel::VerticalSortHint);
     const QModelIndexList before = persistentIndexList();
     std::vector<int64_t> idsBefore;
@@ -168,7 +179,8 @@ const std::vector<StoredRecord>* RecordTableModel::page(int64_t index) const
         try {
             rows.push_back(m_store->record(m_ids[i]));
         } catch (const std::exception&) {
-            StoredRecord gone;  // deleted underneath us (never by Tunebench, which only marks removal)
+            StoredRecord
+                gone;  // deleted underneath us (never by Tunebench, which only marks removal)
             gone.id = m_ids[i];
             gone.removed = true;
             rows.push_back(std::move(gone));
@@ -216,10 +228,14 @@ int RecordTableModel::columnCount(const QModelIndex& parent) const
 QString RecordTableModel::statusText(ReviewStatus status)
 {
     switch (status) {
-    case ReviewStatus::Pending: return tr("pending");
-    case ReviewStatus::Accepted: return tr("accepted");
-    case ReviewStatus::Rejected: return tr("rejected");
-    case ReviewStatus::NeedsAdjudication: return tr("adjudicate");
+    case ReviewStatus::Pending:
+        return tr("pending");
+    case ReviewStatus::Accepted:
+        return tr("accepted");
+    case ReviewStatus::Rejected:
+        return tr("rejected");
+    case ReviewStatus::NeedsAdjudication:
+        return tr("adjudicate");
     }
     return {};
 }
@@ -227,10 +243,14 @@ QString RecordTableModel::statusText(ReviewStatus status)
 QColor RecordTableModel::statusColor(ReviewStatus status)
 {
     switch (status) {
-    case ReviewStatus::Accepted: return QColor(0x27, 0xae, 0x60);
-    case ReviewStatus::Rejected: return QColor(0xc0, 0x39, 0x2b);
-    case ReviewStatus::NeedsAdjudication: return QColor(0xe6, 0x9b, 0x00);
-    case ReviewStatus::Pending: break;
+    case ReviewStatus::Accepted:
+        return QColor(0x27, 0xae, 0x60);
+    case ReviewStatus::Rejected:
+        return QColor(0xc0, 0x39, 0x2b);
+    case ReviewStatus::NeedsAdjudication:
+        return QColor(0xe6, 0x9b, 0x00);
+    case ReviewStatus::Pending:
+        break;
     }
     return {};
 }
@@ -241,7 +261,8 @@ QString RecordTableModel::previewText(const StoredRecord& r, int maxChars)
     std::string text;
     const auto& f = r.fields;
     auto take = [&](const char* key) {
-        if (f.contains(key) && f[key].is_string() && !f[key].get_ref<const std::string&>().empty()) {
+        if (f.contains(key) && f[key].is_string() &&
+            !f[key].get_ref<const std::string&>().empty()) {
             if (!text.empty())
                 text += " → ";
             text += f[key].get<std::string>();
@@ -249,7 +270,8 @@ QString RecordTableModel::previewText(const StoredRecord& r, int maxChars)
     };
     if (r.kind == "chat" && f.contains("messages") && f["messages"].is_array()) {
         for (const auto& m : f["messages"])
-            if (m.is_object() && m.contains("content") && m["content"].is_string() && m.value("role", "") != "system") {
+            if (m.is_object() && m.contains("content") && m["content"].is_string() &&
+                m.value("role", "") != "system") {
                 if (!text.empty())
                     text += " → ";
                 text += m["content"].get<std::string>();
@@ -276,7 +298,8 @@ QVariant RecordTableModel::data(const QModelIndex& index, int role) const
     if (role == Qt::TextAlignmentRole) {
         const int c = index.column();
         const bool number = c == ColId || c == ColTokens || c == ColRating;
-        return QVariant::fromValue(Qt::Alignment((number ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter));
+        return QVariant::fromValue(
+            Qt::Alignment((number ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter));
     }
     const StoredRecord* r = recordAt(index.row());
     if (!r)
@@ -308,21 +331,30 @@ QVariant RecordTableModel::data(const QModelIndex& index, int role) const
         return {};
     }
     switch (index.column()) {
-    case ColId: return qint64(r->id);
-    case ColStatus: return statusText(r->status);
-    case ColSplit: return QString::fromStdString(r->split);
-    case ColKind: return QString::fromStdString(r->kind);
-    case ColPreview: return previewText(*r);
-    case ColTokens: return r->tokenCount >= 0 ? QVariant(qint64(r->tokenCount)) : QVariant(QStringLiteral("–"));
-    case ColRating: return r->rating ? QVariant(*r->rating) : QVariant(QString());
-    case ColSynthetic: return r->synthetic ? tr("synthetic") : QString();
+    case ColId:
+        return qint64(r->id);
+    case ColStatus:
+        return statusText(r->status);
+    case ColSplit:
+        return QString::fromStdString(r->split);
+    case ColKind:
+        return QString::fromStdString(r->kind);
+    case ColPreview:
+        return previewText(*r);
+    case ColTokens:
+        return r->tokenCount >= 0 ? QVariant(qint64(r->tokenCount)) : QVariant(QStringLiteral("–"));
+    case ColRating:
+        return r->rating ? QVariant(*r->rating) : QVariant(QString());
+    case ColSynthetic:
+        return r->synthetic ? tr("synthetic") : QString();
     case ColFlags: {
         QStringList flags;
         for (const std::string& f : r->flags)
             flags << QString::fromStdString(f);
         return flags.join(QStringLiteral(", "));
     }
-    default: return {};
+    default:
+        return {};
     }
 }
 
@@ -333,16 +365,26 @@ QVariant RecordTableModel::headerData(int section, Qt::Orientation orientation, 
     if (orientation == Qt::Vertical)
         return section + 1;
     switch (section) {
-    case ColId: return tr("Id");
-    case ColStatus: return tr("Status");
-    case ColSplit: return tr("Split");
-    case ColKind: return tr("Kind");
-    case ColPreview: return tr("Text");
-    case ColTokens: return tr("Tokens");
-    case ColRating: return tr("Rating");
-    case ColSynthetic: return tr("Synthetic");
-    case ColFlags: return tr("Scan flags");
-    default: return {};
+    case ColId:
+        return tr("Id");
+    case ColStatus:
+        return tr("Status");
+    case ColSplit:
+        return tr("Split");
+    case ColKind:
+        return tr("Kind");
+    case ColPreview:
+        return tr("Text");
+    case ColTokens:
+        return tr("Tokens");
+    case ColRating:
+        return tr("Rating");
+    case ColSynthetic:
+        return tr("Synthetic");
+    case ColFlags:
+        return tr("Scan flags");
+    default:
+        return {};
     }
 }
 
@@ -357,4 +399,4 @@ void RecordTableModel::sort(int column, Qt::SortOrder order)
     requestIds(false);  // the same records in the new order
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,9 +1,10 @@
-// Statistics tab of the Data page: core's token statistics as a QCustomPlot histogram with the cutoff.
+// Statistics tab of the Data page: core's token statistics as a QCustomPlot histogram with the
+// cutoff.
 #include "data_jobs.h"
 #include "data_panels.h"
 #include "plot_style.h"
 
-#include "data/store.h"
+#include "data/store/store.h"
 
 #include <QHBoxLayout>
 #include <QLabel>
@@ -16,7 +17,8 @@
 
 namespace tb {
 
-StatsPanel::StatsPanel(DataContext context, QWidget* parent) : QWidget(parent), m_ctx(std::move(context))
+StatsPanel::StatsPanel(DataContext context, QWidget* parent)
+    : QWidget(parent), m_ctx(std::move(context))
 {
     auto* layout = new QVBoxLayout(this);
     auto* row = new QHBoxLayout();
@@ -24,10 +26,12 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent) : QWidget(parent), 
     m_maxLength->setRange(1, 1 << 20);
     m_maxLength->setValue(256);
     m_maxLength->setSuffix(tr(" tokens"));
-    m_maxLength->setToolTip(tr("The run's maximum sequence length: longer examples are truncated in training"));
+    m_maxLength->setToolTip(
+        tr("The run's maximum sequence length: longer examples are truncated in training"));
     auto* compute = new QPushButton(tr("Count tokens"), this);
-    compute->setToolTip(tr("Tokenizes every record's training text with the model's tokenizer and chat template "
-                           "(counts are stored and reused)"));
+    compute->setToolTip(
+        tr("Tokenizes every record's training text with the model's tokenizer and chat template "
+           "(counts are stored and reused)"));
     row->addWidget(new QLabel(tr("Max length"), this));
     row->addWidget(m_maxLength);
     row->addStretch(1);
@@ -91,35 +95,44 @@ bool StatsPanel::compute()
 {
     const std::string modelDir = m_ctx.modelDir().toStdString();
     const int64_t maxLength = m_maxLength->value();
-    const std::string chatTemplate = m_ctx.chatTemplate ? m_ctx.chatTemplate().toStdString() : std::string("auto");
-    return m_ctx.jobs->run(tr("Token statistics"), [this, modelDir, maxLength, chatTemplate](
-                                                       DataStore& store, const CurateProgress& progress)
-                                                       -> DataJobs::Finish {
-        TokenStatsReport r = tokenStats(store, modelDir, maxLength, chatTemplate, 20, progress);
-        return [this, r = std::move(r)] {
-            m_report = r;
-            showReport();
-            if (r.counted > 0)
-                m_ctx.changed();  // the table's token column
-        };
-    });
+    const std::string chatTemplate =
+        m_ctx.chatTemplate ? m_ctx.chatTemplate().toStdString() : std::string("auto");
+    return m_ctx.jobs->run(
+        tr("Token statistics"),
+        [this, modelDir, maxLength,
+         chatTemplate](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
+            TokenStatsReport r = tokenStats(store, modelDir, maxLength, chatTemplate, 20, progress);
+            return [this, r = std::move(r)] {
+                m_report = r;
+                showReport();
+                if (r.counted > 0)
+                    m_ctx.changed();  // the table's token column
+            };
+        });
 }
 
 void StatsPanel::showReport()
 {
     const TokenStatsReport& r = *m_report;
     const LengthStats& t = r.tokens;
-    m_summary->setText(tr("%1 records, template %2: min %3, median %4, p95 %5, max %6, mean %7 tokens.")
-                           .arg(r.records)
-                           .arg(QString::fromStdString(r.chatTemplate))
-                           .arg(t.min).arg(t.median).arg(t.p95).arg(t.max)
-                           .arg(t.mean, 0, 'f', 1));
-    const QString truncated = r.truncated == 0
-                                  ? tr("No record is longer than %1 tokens.").arg(r.maxLength)
-                                  : tr("%1 of %2 records (%3%) are longer than %4 tokens and will be truncated.")
-                                        .arg(r.truncated).arg(r.records)
-                                        .arg(100.0 * double(r.truncated) / double(std::max<int64_t>(r.records, 1)), 0, 'f', 1)
-                                        .arg(r.maxLength);
+    m_summary->setText(
+        tr("%1 records, template %2: min %3, median %4, p95 %5, max %6, mean %7 tokens.")
+            .arg(r.records)
+            .arg(QString::fromStdString(r.chatTemplate))
+            .arg(t.min)
+            .arg(t.median)
+            .arg(t.p95)
+            .arg(t.max)
+            .arg(t.mean, 0, 'f', 1));
+    const QString truncated =
+        r.truncated == 0
+            ? tr("No record is longer than %1 tokens.").arg(r.maxLength)
+            : tr("%1 of %2 records (%3%) are longer than %4 tokens and will be truncated.")
+                  .arg(r.truncated)
+                  .arg(r.records)
+                  .arg(100.0 * double(r.truncated) / double(std::max<int64_t>(r.records, 1)), 0,
+                       'f', 1)
+                  .arg(r.maxLength);
     m_truncated->setText(truncated);
     m_truncated->setStyleSheet(r.truncated > 0 ? QStringLiteral("color:#c0392b") : QString());
 
@@ -146,7 +159,8 @@ void StatsPanel::showReport()
     m_cutoffLabel->position->setCoords(cutoff, 0.02);
     // The label sits inside the plot: right of the line, or left of it near the right edge.
     const double lo = std::min(left, cutoff) - width, hi = std::max(right, cutoff) + width;
-    m_cutoffLabel->setPositionAlignment((cutoff > (lo + hi) / 2 ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
+    m_cutoffLabel->setPositionAlignment((cutoff > (lo + hi) / 2 ? Qt::AlignRight : Qt::AlignLeft) |
+                                        Qt::AlignTop);
     m_cutoffLabel->setText(tr("max length %1\n%2 truncated").arg(r.maxLength).arg(r.truncated));
     m_cutoffLabel->setVisible(true);
     // Keep the cutoff in view even when every record is far shorter (or longer).
@@ -172,4 +186,4 @@ QString StatsPanel::truncatedText() const
     return m_truncated->text();
 }
 
-} // namespace tb
+}  // namespace tb

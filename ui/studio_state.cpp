@@ -11,12 +11,18 @@ namespace tb {
 QString jobStateName(StudioJobState state)
 {
     switch (state) {
-    case StudioJobState::Idle: return QObject::tr("Idle");
-    case StudioJobState::Running: return QObject::tr("Training");
-    case StudioJobState::Paused: return QObject::tr("Paused");
-    case StudioJobState::Stopping: return QObject::tr("Stopping");
-    case StudioJobState::Finished: return QObject::tr("Finished");
-    case StudioJobState::Failed: return QObject::tr("Failed");
+    case StudioJobState::Idle:
+        return QObject::tr("Idle");
+    case StudioJobState::Running:
+        return QObject::tr("Training");
+    case StudioJobState::Paused:
+        return QObject::tr("Paused");
+    case StudioJobState::Stopping:
+        return QObject::tr("Stopping");
+    case StudioJobState::Finished:
+        return QObject::tr("Finished");
+    case StudioJobState::Failed:
+        return QObject::tr("Failed");
     }
     return {};
 }
@@ -53,22 +59,22 @@ void StudioState::setModel(const QString& path, const std::optional<ModelConfig>
     m_modelConfig = config;
     m_config.model = path.toStdString();
     Q_EMIT modelChanged();
-    Q_EMIT configChanged();
+    Q_EMIT configChanged(nullptr);
 }
 
-void StudioState::setConfig(const TrainConfig& config)
+void StudioState::setConfig(const TrainConfig& config, QObject* origin)
 {
     if (config == m_config)
         return;
     m_config = config;
-    Q_EMIT configChanged();
+    Q_EMIT configChanged(origin);
 }
 
-void StudioState::updateConfig(const std::function<void(TrainConfig&)>& change)
+void StudioState::updateConfig(const std::function<void(TrainConfig&)>& change, QObject* origin)
 {
     TrainConfig c = m_config;
     change(c);
-    setConfig(c);
+    setConfig(c, origin);
 }
 
 void StudioState::setRuns(const QStringList& runDirs)
@@ -117,4 +123,4 @@ void StudioState::setMemoryNow(qint64 bytes, const QString& source)
     Q_EMIT memoryNowChanged(bytes, source);
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,5 +1,13 @@
-// StudioState: the session every page shares (model, method and hyperparameters, dataset files, runs,
-// job state); pages read it and announce changes through its signals, never through each other.
+// StudioState: the session every page shares (model, method and hyperparameters, dataset files,
+// runs, job state); pages read it and announce changes through its signals, never through each
+// other.
+//
+// One owner, no echo: a page changes the config through updateConfig(change, this); configChanged
+// carries that origin, and the page that made the change does not rewrite its widgets in answer
+// (they already show the value, and rewriting them would reset the user's cursor and uncommitted
+// edits); it only refreshes what it derives from the config. Every other page (origin != itself)
+// rewrites its widgets. Changes from outside any page (a project opened, the model, tests) have no
+// origin: everyone updates.
 #pragma once
 
 #include "model/config.h"
@@ -22,7 +30,8 @@ class StudioState : public QObject {
 public:
     explicit StudioState(QObject* parent = nullptr);
 
-    // The run config the studio starts from: LoRA on the bundled model and tiny dataset, a short run.
+    // The run config the studio starts from: LoRA on the bundled model and tiny dataset, a short
+    // run.
     static TrainConfig defaultConfig();
 
     const QString& modelPath() const { return m_modelPath; }
@@ -31,29 +40,32 @@ public:
 
     // The method, hyperparameters, dataset files and run shape (config.model follows setModel).
     const TrainConfig& config() const { return m_config; }
-    void setConfig(const TrainConfig& config);
-    void updateConfig(const std::function<void(TrainConfig&)>& change);
+    void setConfig(const TrainConfig& config, QObject* origin = nullptr);
+    void updateConfig(const std::function<void(TrainConfig&)>& change, QObject* origin = nullptr);
 
-    // Run directories known to this session (newest last) and the one the Playground and Export use.
+    // Run directories known to this session (newest last) and the one the Playground and Export
+    // use.
     const QStringList& runs() const { return m_runs; }
     void setRuns(const QStringList& runDirs);
     void addRun(const QString& runDir);
     QString selectedRun() const { return m_selectedRun; }
     void setSelectedRun(const QString& runDir);
 
-    // The project's dataset store (a .tbstore file) that the Data page shows; empty until one is open.
+    // The project's dataset store (a .tbstore file) that the Data page shows; empty until one is
+    // open.
     const QString& storePath() const { return m_storePath; }
     void setStorePath(const QString& path);
 
     StudioJobState jobState() const { return m_jobState; }
     void setJobState(StudioJobState state);
 
-    // Tensor memory right now or at the last step (bytes) and where it was measured, for the status bar.
+    // Tensor memory right now or at the last step (bytes) and where it was measured, for the status
+    // bar.
     void setMemoryNow(qint64 bytes, const QString& source);
 
 Q_SIGNALS:
     void modelChanged();
-    void configChanged();
+    void configChanged(QObject* origin);  // origin: the page that changed it, or nullptr
     void runsChanged();
     void selectedRunChanged();
     void jobStateChanged(tb::StudioJobState state);
@@ -70,4 +82,4 @@ private:
     StudioJobState m_jobState = StudioJobState::Idle;
 };
 
-} // namespace tb
+}  // namespace tb

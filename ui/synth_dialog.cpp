@@ -1,9 +1,10 @@
-// The synthetic-examples dialog and its job: seeds from the store, generation with the loaded model.
+// The synthetic-examples dialog and its job: seeds from the store, generation with the loaded
+// model.
 #include "synth_dialog.h"
 
 #include "data_jobs.h"
 
-#include "data/store.h"
+#include "data/store/store.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -25,8 +26,10 @@ SynthDialog::SynthDialog(const QString& chatTemplate, qint64 selectedId, QWidget
 {
     setWindowTitle(tr("Generate synthetic examples"));
     auto* layout = new QVBoxLayout(this);
-    auto* note = new QLabel(tr("The loaded model writes new examples from seed records. They are stored as "
-                               "synthetic and pending review, with the seed's id in \"seed_id\"."), this);
+    auto* note =
+        new QLabel(tr("The loaded model writes new examples from seed records. They are stored as "
+                      "synthetic and pending review, with the seed's id in \"seed_id\"."),
+                   this);
     note->setWordWrap(true);
     layout->addWidget(note);
     auto* form = new QFormLayout();
@@ -35,7 +38,8 @@ SynthDialog::SynthDialog(const QString& chatTemplate, qint64 selectedId, QWidget
     m_seeds->addItem(tr("pending records"), QStringLiteral("pending"));
     m_seeds->addItem(tr("all records"), QStringLiteral("all"));
     if (selectedId > 0)
-        m_seeds->addItem(tr("the selected record (#%1)").arg(selectedId), QStringLiteral("selected"));
+        m_seeds->addItem(tr("the selected record (#%1)").arg(selectedId),
+                         QStringLiteral("selected"));
     m_limit = new QSpinBox(this);
     m_limit->setRange(1, 100000);
     m_limit->setValue(20);
@@ -53,8 +57,9 @@ SynthDialog::SynthDialog(const QString& chatTemplate, qint64 selectedId, QWidget
     m_seed = new QSpinBox(this);
     m_seed->setRange(0, 1 << 30);
     m_template = new QPlainTextEdit(this);
-    m_template->setPlaceholderText(tr("Optional, e.g. \"Write another question like: {instruction}\". Empty: answer "
-                                      "each seed's prompt anew (the reply replaces its response)."));
+    m_template->setPlaceholderText(
+        tr("Optional, e.g. \"Write another question like: {instruction}\". Empty: answer "
+           "each seed's prompt anew (the reply replaces its response)."));
     m_template->setMaximumHeight(80);
     form->addRow(tr("Seeds:"), m_seeds);
     form->addRow(tr("At most:"), m_limit);
@@ -83,7 +88,8 @@ SynthRequest SynthDialog::request(const QString& modelDir) const
     // The run's template, when it names one; the model's own otherwise (plain when it has none).
     const std::string chat = m_chatTemplate.toStdString();
     const auto family = chatTemplateOrPlain(chat, modelDir.toStdString());
-    r.options.chatTemplate = family ? chatTemplateName(*family) : chat;  // generateSynthetic names a bad one
+    r.options.chatTemplate =
+        family ? chatTemplateName(*family) : chat;  // generateSynthetic names a bad one
     r.options.generate.maxNewTokens = m_maxTokens->value();
     r.options.generate.greedy = m_temperature->value() == 0;
     r.options.generate.temperature = m_temperature->value();
@@ -92,35 +98,38 @@ SynthRequest SynthDialog::request(const QString& modelDir) const
     return r;
 }
 
-bool runSynthetic(DataJobs* jobs, const SynthRequest& request, const std::function<void(const SynthReport&)>& onDone)
+bool runSynthetic(DataJobs* jobs, const SynthRequest& request,
+                  const std::function<void(const SynthReport&)>& onDone)
 {
-    return jobs->run(QObject::tr("Generate synthetic examples"),
-                     [request, onDone](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
-                         std::vector<int64_t> seeds;
-                         if (request.seeds == QLatin1String("selected")) {
-                             seeds.push_back(request.selectedId);
-                         } else {
-                             RecordQuery q;
-                             if (request.seeds != QLatin1String("all"))
-                                 q.status = parseReviewStatus(request.seeds.toStdString());
-                             q.synthetic = false;  // seeds are real examples
-                             q.limit = request.limit;
-                             seeds = store.recordIds(q);
-                         }
-                         progress("loading the model", 0);
-                         const auto model = Model::load(request.modelDir.toStdString());
-                         const auto tokenizer = loadTokenizer(request.modelDir.toStdString());
-                         SynthOptions o = request.options;
-                         o.who = "synthetic";
-                         const SynthReport report = generateSynthetic(
-                             store, *model, *tokenizer, seeds, o, [&progress](int64_t done, int64_t total) {
-                                 return !progress || progress("generating", total > 0 ? double(done) / double(total) : 1);
-                             });
-                         return [report, onDone] {
-                             if (onDone)
-                                 onDone(report);
-                         };
-                     });
+    return jobs->run(
+        QObject::tr("Generate synthetic examples"),
+        [request, onDone](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
+            std::vector<int64_t> seeds;
+            if (request.seeds == QLatin1String("selected")) {
+                seeds.push_back(request.selectedId);
+            } else {
+                RecordQuery q;
+                if (request.seeds != QLatin1String("all"))
+                    q.status = parseReviewStatus(request.seeds.toStdString());
+                q.synthetic = false;  // seeds are real examples
+                q.limit = request.limit;
+                seeds = store.recordIds(q);
+            }
+            progress("loading the model", 0);
+            const auto model = Model::load(request.modelDir.toStdString());
+            const auto tokenizer = loadTokenizer(request.modelDir.toStdString());
+            SynthOptions o = request.options;
+            o.who = "synthetic";
+            const SynthReport report = generateSynthetic(
+                store, *model, *tokenizer, seeds, o, [&progress](int64_t done, int64_t total) {
+                    return !progress ||
+                           progress("generating", total > 0 ? double(done) / double(total) : 1);
+                });
+            return [report, onDone] {
+                if (onDone)
+                    onDone(report);
+            };
+        });
 }
 
-} // namespace tb
+}  // namespace tb

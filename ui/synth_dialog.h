@@ -1,9 +1,9 @@
-// Synthetic examples from the Data page: a dialog for the generation settings, and the job that has the
-// model write N examples per seed record on a worker (core's generateSynthetic); the new records arrive
-// flagged synthetic and pending review.
+// Synthetic examples from the Data page: a dialog for the generation settings, and the job that has
+// the model write N examples per seed record on a worker (core's generateSynthetic); the new
+// records arrive flagged synthetic and pending review.
 #pragma once
 
-#include "data/synthetic.h"
+#include "data/curate/synthetic.h"
 
 #include <QDialog>
 #include <QString>
@@ -43,8 +43,9 @@ private:
     QPlainTextEdit* m_template = nullptr;
 };
 
-// Starts the generation on `jobs` (false when a job runs or no store is open). onDone gets the report on
-// the GUI thread.
-bool runSynthetic(DataJobs* jobs, const SynthRequest& request, const std::function<void(const SynthReport&)>& onDone);
+// Starts the generation on `jobs` (false when a job runs or no store is open). onDone gets the
+// report on the GUI thread.
+bool runSynthetic(DataJobs* jobs, const SynthRequest& request,
+                  const std::function<void(const SynthReport&)>& onDone);
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// TrainPlots: four QCustomPlots fed in batches; memory in MiB, learning rate and loss as logged by core.
+// TrainPlots: four QCustomPlots fed in batches; memory in MiB, learning rate and loss as logged by
+// core.
 #include "train_plots.h"
 
 #include "plot_style.h"
@@ -24,7 +25,8 @@ QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& x, c
     auto* p = new QCustomPlot(parent);
     p->setMinimumSize(280, 180);
     p->plotLayout()->insertRow(0);
-    auto* t = new QCPTextElement(p, title, QFont(parent->font().family(), parent->font().pointSize(), QFont::Bold));
+    auto* t = new QCPTextElement(
+        p, title, QFont(parent->font().family(), parent->font().pointSize(), QFont::Bold));
     p->plotLayout()->addElement(0, 0, t);
     p->xAxis->setLabel(x);
     p->yAxis->setLabel(y);
@@ -51,7 +53,7 @@ QCPGraph* makeGraph(QCustomPlot* p, const QString& name, const QColor& color, bo
     return g;
 }
 
-} // namespace
+}  // namespace
 
 TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
 {
@@ -89,7 +91,8 @@ TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
     m_speed->yAxis2->setVisible(true);
     m_speed->yAxis2->setLabel(tr("gradient norm (before clipping)"));
     m_tokens = makeGraph(m_speed, tr("tokens / s"), QColor(0x5a, 0xa4, 0x69));
-    m_gradNorm = makeGraph(m_speed, tr("gradient norm"), QColor(0x8c, 0x6b, 0xb1), false, m_speed->yAxis2);
+    m_gradNorm =
+        makeGraph(m_speed, tr("gradient norm"), QColor(0x8c, 0x6b, 0xb1), false, m_speed->yAxis2);
 }
 
 void TrainPlots::clear()
@@ -99,9 +102,10 @@ void TrainPlots::clear()
     m_ema = 0;
     for (QCustomPlot* p : plots())
         for (int i = 0; i < p->graphCount(); ++i)
-            if (p->graph(i) != m_lrPlanned && std::find(m_overlays.begin(), m_overlays.end(), p->graph(i)) == m_overlays.end())
+            if (p->graph(i) != m_lrPlanned &&
+                std::find(m_overlays.begin(), m_overlays.end(), p->graph(i)) == m_overlays.end())
                 p->graph(i)->data()->clear();
-    replotAll();
+    scheduleReplot();
 }
 
 void TrainPlots::setPlannedSchedule(const std::vector<double>& lrPerStep)
@@ -112,7 +116,7 @@ void TrainPlots::setPlannedSchedule(const std::vector<double>& lrPerStep)
         y << lrPerStep[i];
     }
     m_lrPlanned->setData(x, y, true);
-    replotAll();
+    scheduleReplot();
 }
 
 void TrainPlots::appendSteps(const std::vector<StepMetrics>& steps)
@@ -136,7 +140,14 @@ void TrainPlots::appendSteps(const std::vector<StepMetrics>& steps)
         m_tokens->addData(x, m.tokensPerSecond);
         m_gradNorm->addData(x, m.gradNorm);
     }
-    replotAll();
+    scheduleReplot();
+}
+
+void TrainPlots::appendBatch(const std::vector<StepMetrics>& steps,
+                             const std::vector<EvalMetrics>& evals)
+{
+    appendSteps(steps);
+    appendEvals(evals);
 }
 
 void TrainPlots::appendEvals(const std::vector<EvalMetrics>& evals)
@@ -147,7 +158,7 @@ void TrainPlots::appendEvals(const std::vector<EvalMetrics>& evals)
         m_evals.push_back(e);
         m_lossVal->addData(double(e.step), e.valLoss);
     }
-    replotAll();
+    scheduleReplot();
 }
 
 void TrainPlots::setOverlays(const std::vector<RunCurve>& runs)
@@ -155,8 +166,9 @@ void TrainPlots::setOverlays(const std::vector<RunCurve>& runs)
     for (QCPGraph* g : m_overlays)
         m_loss->removeGraph(g);
     m_overlays.clear();
-    static const QColor palette[] = {QColor(0x5a, 0xa4, 0x69), QColor(0xc9, 0xa2, 0x27), QColor(0x8c, 0x6b, 0xb1),
-                                     QColor(0x8c, 0x8c, 0x8c), QColor(0xe0, 0x7b, 0x39)};
+    static const QColor palette[] = {QColor(0x5a, 0xa4, 0x69), QColor(0xc9, 0xa2, 0x27),
+                                     QColor(0x8c, 0x6b, 0xb1), QColor(0x8c, 0x8c, 0x8c),
+                                     QColor(0xe0, 0x7b, 0x39)};
     for (size_t i = 0; i < runs.size(); ++i) {
         QColor c = palette[i % 5];
         c.setAlpha(170);
@@ -165,7 +177,7 @@ void TrainPlots::setOverlays(const std::vector<RunCurve>& runs)
         g->setData(runs[i].steps, runs[i].losses, true);
         m_overlays.push_back(g);
     }
-    replotAll();
+    scheduleReplot();
 }
 
 void TrainPlots::setLogScale(bool on)
@@ -175,14 +187,14 @@ void TrainPlots::setLogScale(bool on)
         m_loss->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
     else
         m_loss->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    replotAll();
+    scheduleReplot();
 }
 
 void TrainPlots::setSmoothing(double factor)
 {
     m_smoothing = std::clamp(factor, 0.0, 0.999);
     recomputeSmoothing();
-    replotAll();
+    scheduleReplot();
 }
 
 void TrainPlots::recomputeSmoothing()
@@ -199,7 +211,8 @@ void TrainPlots::recomputeSmoothing()
 void TrainPlots::setMemorySource(const QString& source)
 {
     const bool cuda = source == QLatin1String("cuda");
-    m_memory->yAxis->setLabel(cuda ? tr("GPU memory (MiB)") : tr("CPU tensor memory, tracked (MiB)"));
+    m_memory->yAxis->setLabel(cuda ? tr("GPU memory (MiB)")
+                                   : tr("CPU tensor memory, tracked (MiB)"));
     m_memCurrent->setName(cuda ? tr("allocated after step") : tr("after step"));
     m_memReserved->setVisible(cuda);
     if (cuda)
@@ -208,8 +221,20 @@ void TrainPlots::setMemorySource(const QString& source)
         m_memReserved->removeFromLegend();
 }
 
+void TrainPlots::scheduleReplot()
+{
+    if (m_replotPending)
+        return;
+    m_replotPending = true;
+    QMetaObject::invokeMethod(
+        this, [this] { replotAll(); }, Qt::QueuedConnection);
+}
+
 void TrainPlots::replotAll()
 {
+    if (!m_replotPending)
+        return;  // brought forward by an export
+    m_replotPending = false;
     for (QCustomPlot* p : plots()) {
         p->rescaleAxes(true);
         // Keep a little head room so the newest point is not on the frame.
@@ -218,18 +243,23 @@ void TrainPlots::replotAll()
                 continue;
             QCPRange r = axis->range();
             const double pad = std::max(r.size() * 0.08, std::abs(r.upper) * 0.02 + 1e-12);
-            axis->setRange(std::min(0.0, r.lower) < 0 ? r.lower - pad : std::max(0.0, r.lower - pad), r.upper + pad);
+            axis->setRange(std::min(0.0, r.lower) < 0 ? r.lower - pad
+                                                      : std::max(0.0, r.lower - pad),
+                           r.upper + pad);
         }
         p->replot(QCustomPlot::rpQueuedReplot);
     }
     ++m_replots;
 }
 
-bool TrainPlots::exportPng(const QString& dir, QStringList* written) const
+bool TrainPlots::exportPng(const QString& dir, QStringList* written)
 {
+    replotAll();  // the axes as a drawn plot would show them
     QDir().mkpath(dir);
-    const std::pair<QCustomPlot*, const char*> files[] = {
-        {m_loss, "loss.png"}, {m_lr, "learning-rate.png"}, {m_memory, "memory.png"}, {m_speed, "throughput.png"}};
+    const std::pair<QCustomPlot*, const char*> files[] = {{m_loss, "loss.png"},
+                                                          {m_lr, "learning-rate.png"},
+                                                          {m_memory, "memory.png"},
+                                                          {m_speed, "throughput.png"}};
     bool ok = true;
     for (const auto& [plot, name] : files) {
         const QString path = dir + QLatin1Char('/') + QLatin1String(name);
@@ -246,7 +276,8 @@ bool TrainPlots::exportCsv(const QString& file) const
     if (!out.open(QIODevice::WriteOnly | QIODevice::Text))
         return false;
     QTextStream s(&out);
-    s << "step,loss,val_loss,lr,grad_norm,tokens_per_s,memory_bytes,memory_peak_bytes,memory_reserved_bytes,seconds\n";
+    s << "step,loss,val_loss,lr,grad_norm,tokens_per_s,memory_bytes,memory_peak_bytes,memory_"
+         "reserved_bytes,seconds\n";
     size_t e = 0;
     for (const StepMetrics& m : m_steps) {
         QString val;
@@ -254,19 +285,35 @@ bool TrainPlots::exportCsv(const QString& file) const
             ++e;
         if (e < m_evals.size() && m_evals[e].step == m.step)
             val = QString::number(m_evals[e].valLoss, 'g', 8);
-        s << m.step << ',' << QString::number(m.loss, 'g', 8) << ',' << val << ',' << QString::number(m.lr, 'g', 8)
-          << ',' << QString::number(m.gradNorm, 'g', 8) << ',' << QString::number(m.tokensPerSecond, 'g', 8) << ','
-          << m.memoryCurrent << ',' << m.memoryPeak << ',' << m.memoryReserved << ','
-          << QString::number(m.seconds, 'g', 8) << '\n';
+        s << m.step << ',' << QString::number(m.loss, 'g', 8) << ',' << val << ','
+          << QString::number(m.lr, 'g', 8) << ',' << QString::number(m.gradNorm, 'g', 8) << ','
+          << QString::number(m.tokensPerSecond, 'g', 8) << ',' << m.memoryCurrent << ','
+          << m.memoryPeak << ',' << m.memoryReserved << ',' << QString::number(m.seconds, 'g', 8)
+          << '\n';
     }
     s.flush();
     return out.commit();
 }
 
-int TrainPlots::lossPoints() const { return m_lossRaw->dataCount(); }
-int TrainPlots::valPoints() const { return m_lossVal->dataCount(); }
-int TrainPlots::memoryPoints() const { return m_memCurrent->dataCount(); }
-int TrainPlots::lrPoints() const { return m_lrActual->dataCount(); }
-int TrainPlots::plannedPoints() const { return m_lrPlanned->dataCount(); }
+int TrainPlots::lossPoints() const
+{
+    return m_lossRaw->dataCount();
+}
+int TrainPlots::valPoints() const
+{
+    return m_lossVal->dataCount();
+}
+int TrainPlots::memoryPoints() const
+{
+    return m_memCurrent->dataCount();
+}
+int TrainPlots::lrPoints() const
+{
+    return m_lrActual->dataCount();
+}
+int TrainPlots::plannedPoints() const
+{
+    return m_lrPlanned->dataCount();
+}
 
-} // namespace tb
+}  // namespace tb

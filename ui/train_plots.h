@@ -1,6 +1,8 @@
-// The Train page's live plots: loss (train, smoothed, validation, past runs overlaid), learning rate
-// (planned curve and actual points), memory over time with phase markers, tokens/s and gradient norm.
-// Points arrive in batches; each batch ends in one queued replot.
+// The Train page's live plots: loss (train, smoothed, validation, past runs overlaid), learning
+// rate (planned curve and actual points), memory over time with phase markers, tokens/s and
+// gradient norm. Points arrive in batches; every change only marks the plots stale, and one
+// deferred pass (queued to the event loop) rescales and replots them all: a drain that brings a
+// plan, steps and evals redraws once.
 #pragma once
 
 #include "train/job.h"
@@ -28,12 +30,14 @@ public:
     void setPlannedSchedule(const std::vector<double>& lrPerStep);  // index = 0-based step
     void appendSteps(const std::vector<StepMetrics>& steps);
     void appendEvals(const std::vector<EvalMetrics>& evals);
+    void appendBatch(const std::vector<StepMetrics>& steps, const std::vector<EvalMetrics>& evals);
     void setOverlays(const std::vector<RunCurve>& runs);
     void setLogScale(bool on);
     void setSmoothing(double factor);  // exponential moving average weight of the past, [0, 1)
     void setMemorySource(const QString& source);  // "cpu-tracked" | "cuda"
 
-    bool exportPng(const QString& dir, QStringList* written = nullptr) const;
+    bool exportPng(const QString& dir,
+                   QStringList* written = nullptr);  // brings a pending replot forward
     bool exportCsv(const QString& file) const;
 
     int lossPoints() const;
@@ -41,18 +45,23 @@ public:
     int memoryPoints() const;
     int lrPoints() const;
     int plannedPoints() const;
-    int replots() const { return m_replots; }
+    int replots() const
+    {
+        return m_replots;
+    }  // rescale-and-replot passes so far (tests count them)
+    bool replotPending() const { return m_replotPending; }
     QList<QCustomPlot*> plots() const { return {m_loss, m_lr, m_memory, m_speed}; }
 
 private:
+    void scheduleReplot();  // at most one pending pass
     void replotAll();
     void recomputeSmoothing();
 
     QCustomPlot *m_loss = nullptr, *m_lr = nullptr, *m_memory = nullptr, *m_speed = nullptr;
     QCPGraph *m_lossRaw = nullptr, *m_lossSmooth = nullptr, *m_lossVal = nullptr;
     QCPGraph *m_lrPlanned = nullptr, *m_lrActual = nullptr;
-    QCPGraph *m_memCurrent = nullptr, *m_memPeak = nullptr, *m_memForward = nullptr, *m_memBackward = nullptr,
-             *m_memOptimizer = nullptr, *m_memReserved = nullptr;
+    QCPGraph *m_memCurrent = nullptr, *m_memPeak = nullptr, *m_memForward = nullptr,
+             *m_memBackward = nullptr, *m_memOptimizer = nullptr, *m_memReserved = nullptr;
     QCPGraph *m_tokens = nullptr, *m_gradNorm = nullptr;
     std::vector<QCPGraph*> m_overlays;
     std::vector<StepMetrics> m_steps;
@@ -60,6 +69,7 @@ private:
     double m_smoothing = 0.8;
     double m_ema = 0;
     int m_replots = 0;
+    bool m_replotPending = false;
 };
 
-} // namespace tb
+}  // namespace tb

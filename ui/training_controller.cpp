@@ -1,72 +1,70 @@
-// TrainingController: JobEvents sink with a buffer, coalesced notification and a 40 ms drain timer.
+// TrainingController: a JobEvents sink feeding an EventBuffer; the drain updates the job state and
+// hands the batch on.
 #include "training_controller.h"
 
 #include "util/error.h"
 
 #include <QDir>
-#include <QMetaObject>
 
-#include <atomic>
 #include <exception>
+#include <utility>
 
 namespace tb {
 
-// Receives the job's callbacks on its thread; only appends under the mutex and posts one notification.
+// Receives the job's callbacks on its thread; only adds to the controller's buffer.
 class TrainingController::Sink : public JobEvents {
 public:
-    explicit Sink(TrainingController* owner) : m_owner(owner) {}
-    JobEventBatch take()
+    explicit Sink(EventBuffer<JobEventBatch>* events) : m_events(events) {}
+    void onStarted(const RunPlan& p) override
     {
-        std::lock_guard lock(m_mutex);
-        JobEventBatch out = std::move(m_batch);
-        m_batch = {};
-        m_notified = false;
-        return out;
+        add([&](JobEventBatch& b) { b.plan = p; });
     }
-    void onStep(const StepMetrics& m) override { add([&](JobEventBatch& b) { b.steps.push_back(m); }); }
-    void onEval(const EvalMetrics& m) override { add([&](JobEventBatch& b) { b.evals.push_back(m); }); }
+    void onStep(const StepMetrics& m) override
+    {
+        add([&](JobEventBatch& b) { b.steps.push_back(m); });
+    }
+    void onEval(const EvalMetrics& m) override
+    {
+        add([&](JobEventBatch& b) { b.evals.push_back(m); });
+    }
     void onCheckpoint(int64_t step, const std::string& dir) override
     {
-        add([&](JobEventBatch& b) { b.messages.push_back("step " + std::to_string(step) + ": checkpoint " + dir); });
+        add([&](JobEventBatch& b) {
+            b.messages.push_back("step " + std::to_string(step) + ": checkpoint " + dir);
+        });
     }
     void onWarning(const std::string& message) override
     {
         add([&](JobEventBatch& b) { b.messages.push_back("warning: " + message); });
     }
-    void onDiverged(const Diagnosis& d) override { add([&](JobEventBatch& b) { b.divergences.push_back(d); }); }
+    void onDiverged(const Diagnosis& d) override
+    {
+        add([&](JobEventBatch& b) { b.divergences.push_back(d); });
+    }
     void onMemoryReport(const MemoryReport& r) override
     {
         add([&](JobEventBatch& b) { b.memoryReports.push_back(r); });
     }
-    void onFinished(const TrainSummary& s) override { add([&](JobEventBatch& b) { b.finished = s; }); }
-    void onFailed(const std::string& message) override { add([&](JobEventBatch& b) { b.failed = message; }); }
+    void onFinished(const TrainSummary& s) override
+    {
+        add([&](JobEventBatch& b) { b.finished = s; });
+    }
+    void onFailed(const std::string& message) override
+    {
+        add([&](JobEventBatch& b) { b.failed = message; });
+    }
 
 private:
-    template <class F> void add(F&& f)
-    {
-        bool first = false;
-        {
-            std::lock_guard lock(m_mutex);
-            f(m_batch);
-            first = !m_notified;
-            m_notified = true;
-        }
-        if (first)
-            QMetaObject::invokeMethod(m_owner, [o = m_owner] { o->notify(); }, Qt::QueuedConnection);
-    }
-    TrainingController* m_owner;
-    std::mutex m_mutex;
-    JobEventBatch m_batch;
-    bool m_notified = false;
+    template <class F> void add(F&& f) { m_events->add(std::forward<F>(f)); }
+    EventBuffer<JobEventBatch>* m_events;
 };
 
 TrainingController::TrainingController(StudioState* state, QObject* parent)
-    : QObject(parent), m_state(state), m_sink(std::make_unique<Sink>(this))
+    : QObject(parent), m_state(state),
+      m_events(this, [this](JobEventBatch&& b) { drain(std::move(b)); }),
+      m_sink(std::make_unique<Sink>(&m_events))
 {
     qRegisterMetaType<tb::JobEventBatch>();
-    m_timer.setSingleShot(true);
-    m_timer.setInterval(40);
-    connect(&m_timer, &QTimer::timeout, this, &TrainingController::drain);
 }
 
 TrainingController::~TrainingController()
@@ -80,7 +78,8 @@ TrainingController::~TrainingController()
 bool TrainingController::active() const
 {
     const StudioJobState s = m_state->jobState();
-    return s == StudioJobState::Running || s == StudioJobState::Paused || s == StudioJobState::Stopping;
+    return s == StudioJobState::Running || s == StudioJobState::Paused ||
+           s == StudioJobState::Stopping;
 }
 
 bool TrainingController::start(const TrainConfig& config, QString* error)
@@ -93,7 +92,8 @@ bool TrainingController::start(const TrainConfig& config, QString* error)
     TrainConfig checked;
     try {
         // Core's validation: the same messages as a run file would get, naming the key.
-        checked = parseTrainConfig(toJson(config), config.sourcePath.empty() ? "studio" : config.sourcePath);
+        checked = parseTrainConfig(toJson(config),
+                                   config.sourcePath.empty() ? "studio" : config.sourcePath);
     } catch (const std::exception& e) {
         if (error)
             *error = QString::fromUtf8(e.what());
@@ -103,7 +103,7 @@ bool TrainingController::start(const TrainConfig& config, QString* error)
         m_job->wait();
         m_job.reset();
     }
-    m_sink->take();
+    m_events.discard();
     m_runDir = QDir::cleanPath(QString::fromStdString(checked.outputDir + "/" + checked.name));
     m_job = std::make_unique<TrainingJob>(checked, m_sink.get());
     m_state->setJobState(StudioJobState::Running);
@@ -136,16 +136,8 @@ void TrainingController::stop()
     }
 }
 
-void TrainingController::notify()
+void TrainingController::drain(JobEventBatch&& batch)
 {
-    if (!m_timer.isActive())
-        m_timer.start();
-}
-
-void TrainingController::drain()
-{
-    JobEventBatch batch = m_sink->take();
-    ++m_drains;
     if (!batch.divergences.empty())
         m_state->setJobState(StudioJobState::Paused);  // the guard paused the job itself
     if (!batch.steps.empty())
@@ -164,9 +156,10 @@ void TrainingController::drain()
         Q_EMIT this->ended(false, QString::fromStdString(*batch.failed));
     } else {
         m_state->setJobState(StudioJobState::Finished);
-        Q_EMIT this->ended(true, batch.finished->stopped ? tr("Stopped at step %1.").arg(batch.finished->steps)
-                                                         : tr("Finished %1 steps.").arg(batch.finished->steps));
+        Q_EMIT this->ended(true, batch.finished->stopped
+                                     ? tr("Stopped at step %1.").arg(batch.finished->steps)
+                                     : tr("Finished %1 steps.").arg(batch.finished->steps));
     }
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,22 +1,24 @@
-// TrainingController: owns a core TrainingJob on the GUI thread. Job events arrive on the job's thread
-// into a mutex-guarded buffer; one coalesced notification arms a ~40 ms timer that drains the buffer and
-// hands the pages one batch (so plots redraw at most ~25 times a second at any step rate).
+// TrainingController: owns a core TrainingJob on the GUI thread. Job events arrive on the job's
+// thread into an EventBuffer (mutex-guarded; one coalesced notification arms a ~40 ms timer) that
+// drains and hands the pages one batch (so plots redraw at most ~25 times a second at any step
+// rate).
 #pragma once
 
+#include "event_buffer.h"
 #include "studio_state.h"
 #include "train/job.h"
 
 #include <QObject>
-#include <QTimer>
 
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <vector>
 
 namespace tb {
 
 // Everything that happened since the last drain, in arrival order per kind.
 struct JobEventBatch {
+    std::optional<RunPlan> plan;  // the run's plan, once, before its first step
     std::vector<StepMetrics> steps;
     std::vector<EvalMetrics> evals;
     std::vector<MemoryReport> memoryReports;
@@ -32,8 +34,8 @@ public:
     explicit TrainingController(StudioState* state, QObject* parent = nullptr);
     ~TrainingController() override;  // stops a running job and joins it
 
-    // Validates the config through core (parseTrainConfig) and starts the job; false with a message when
-    // the config is invalid or a job is active.
+    // Validates the config through core (parseTrainConfig) and starts the job; false with a message
+    // when the config is invalid or a job is active.
     bool start(const TrainConfig& config, QString* error = nullptr);
     void pause();
     void resume();
@@ -41,8 +43,8 @@ public:
     bool active() const;  // running, paused or stopping
     StudioJobState state() const { return m_state->jobState(); }
     QString runDir() const { return m_runDir; }
-    int drainIntervalMs() const { return m_timer.interval(); }
-    int drains() const { return m_drains; }
+    int drainIntervalMs() const { return m_events.intervalMs(); }
+    int drains() const { return m_events.drains(); }
 
 Q_SIGNALS:
     void started(const QString& runDir, qint64 totalSteps);
@@ -51,17 +53,15 @@ Q_SIGNALS:
 
 private:
     class Sink;
-    void notify();  // from any thread: arm the drain timer once
-    void drain();
+    void drain(JobEventBatch&& batch);
 
     StudioState* m_state;
+    EventBuffer<JobEventBatch> m_events;
     std::unique_ptr<Sink> m_sink;
     std::unique_ptr<TrainingJob> m_job;
-    QTimer m_timer;
     QString m_runDir;
-    int m_drains = 0;
 };
 
-} // namespace tb
+}  // namespace tb
 
 Q_DECLARE_METATYPE(tb::JobEventBatch)

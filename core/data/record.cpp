@@ -79,7 +79,7 @@ std::optional<std::string> checkChat(const json& fields)
             return cat(where, ".content is ", withArticle(*content), ", expected a string");
         if (content->get_ref<const std::string&>().empty() && r != "system")
             return cat(where,
-                       ".content is empty"); // an empty system prompt is dropped, not an error
+                       ".content is empty");  // an empty system prompt is dropped, not an error
         hasAssistant = hasAssistant || r == "assistant";
     }
     if (!hasAssistant)
@@ -94,7 +94,7 @@ std::string text(const json& fields, const char* key)
     return it != fields.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-} // namespace
+}  // namespace
 
 bool isRecordKind(const std::string& kind)
 {
@@ -144,7 +144,7 @@ Example recordToExample(const std::string& kind, const json& fields)
         }
     } else if (kind == "prompt-completion") {
         ex.messages = {{"user", text(fields, "prompt")}, {"assistant", text(fields, "completion")}};
-    } else { // text
+    } else {  // text
         ex.messages = {{"assistant", text(fields, "text")}};
         ex.plainText = true;
     }
@@ -219,4 +219,4 @@ std::string recordText(const std::string& kind, const json& fields)
     return out;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -2,7 +2,7 @@
 // of a record that training (Example), token statistics, leak scans and dedup use.
 #pragma once
 
-#include "train/dataset.h"
+#include "data/example.h"
 
 #include <nlohmann/json.hpp>
 
@@ -48,4 +48,4 @@ std::vector<std::pair<std::string, std::string>> recordFieldTexts(const std::str
 // order differ).
 std::string recordText(const std::string& kind, const nlohmann::json& fields);
 
-} // namespace tb
+}  // namespace tb

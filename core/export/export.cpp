@@ -1,12 +1,15 @@
-// Writes PEFT adapter folders (LoRA with PEFT's key names; prompt tuning) and merged Hugging Face model folders.
+// Writes PEFT adapter folders (LoRA with PEFT's key names; prompt tuning) and merged Hugging Face
+// model folders.
 #include "export/export.h"
 
 #include "export/gguf.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
 #include "peft/trainable_count.h"
+#include "train/checkpoint.h"
+#include "train/losses.h"
 #include "train/optimizer.h"
-#include "train/trainer.h"
+#include "train/setup.h"
 #include "util/error.h"
 #include "util/file_util.h"
 
@@ -26,7 +29,8 @@ void writeJson(const std::string& path, const json& j, ExportReport& report)
     report.files.push_back(path);
 }
 
-void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
+                ExportReport& report)
 {
     const auto& c = model.config();
     json config;
@@ -35,9 +39,12 @@ void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
         for (auto& [name, layer] : model.linearLayers()) {
             if (!layer->hasLora())
                 continue;
-            // PEFT saves "base_model.model.<module>.lora_A.weight" (the adapter name is dropped on save).
-            tensors.push_back(tensorToBlob("base_model.model." + name + ".lora_A.weight", layer->lora_A->weight));
-            tensors.push_back(tensorToBlob("base_model.model." + name + ".lora_B.weight", layer->lora_B->weight));
+            // PEFT saves "base_model.model.<module>.lora_A.weight" (the adapter name is dropped on
+            // save).
+            tensors.push_back(
+                tensorToBlob("base_model.model." + name + ".lora_A.weight", layer->lora_A->weight));
+            tensors.push_back(
+                tensorToBlob("base_model.model." + name + ".lora_B.weight", layer->lora_B->weight));
         }
         config = {{"peft_type", "LORA"},
                   {"task_type", "CAUSAL_LM"},
@@ -64,13 +71,19 @@ void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
                   {"num_attention_heads", c.numHeads},
                   {"num_layers", c.numLayers},
                   {"prompt_tuning_init", run.prompt.initText.empty() ? "RANDOM" : "TEXT"},
-                  {"prompt_tuning_init_text", run.prompt.initText.empty() ? json(nullptr) : json(run.prompt.initText)},
-                  {"tokenizer_name_or_path", run.prompt.initText.empty() ? json(nullptr) : json(run.model)},
+                  {"prompt_tuning_init_text",
+                   run.prompt.initText.empty() ? json(nullptr) : json(run.prompt.initText)},
+                  {"tokenizer_name_or_path",
+                   run.prompt.initText.empty() ? json(nullptr) : json(run.model)},
                   {"inference_mode", true}};
     } else {
-        fail("export: a ", methodName(run.method), " run has no PEFT format (PEFT export covers lora and prompt "
-             "runs); use --format merged", run.method == Method::Adapter ? " is not possible either: bottleneck "
-             "adapters are not linear and cannot be folded into the base weights" : "");
+        fail("export: a ", methodName(run.method),
+             " run has no PEFT format (PEFT export covers lora and prompt "
+             "runs); use --format merged",
+             run.method == Method::Adapter
+                 ? " is not possible either: bottleneck "
+                   "adapters are not linear and cannot be folded into the base weights"
+                 : "");
     }
     writeSafetensors(joinPath(o.outDir, "adapter_model.safetensors"), tensors, {{"format", "pt"}});
     report.files.push_back(joinPath(o.outDir, "adapter_model.safetensors"));
@@ -79,15 +92,17 @@ void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
 }
 
 // Folds LoRA into the base weights and measures how far the merged weights moved from the base
-// checkpoint's (report.maxAbsChange); refuses methods a plain model cannot hold, and an unchanged model
-// unless forced.
-void mergeAndMeasure(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+// checkpoint's (report.maxAbsChange); refuses methods a plain model cannot hold, and an unchanged
+// model unless forced.
+void mergeAndMeasure(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
+                     ExportReport& report)
 {
     if (run.method == Method::Adapter || run.method == Method::Prompt)
         fail("export: a ", methodName(run.method), " run cannot be merged into a plain model (",
              run.method == Method::Adapter ? "bottleneck adapters add non-linear layers"
                                            : "a soft prompt is an input, not a weight",
-             "); use --format peft", run.method == Method::Prompt ? "" : " or keep the run's checkpoint");
+             "); use --format peft",
+             run.method == Method::Prompt ? "" : " or keep the run's checkpoint");
     mergeLora(model);
     Checkpoint base = Checkpoint::open(run.model);
     for (const auto& item : model.named_parameters()) {
@@ -99,18 +114,24 @@ void mergeAndMeasure(CausalLM& model, const TrainConfig& run, const ExportOption
             entry = base.find(name.substr(12));
         if (entry) {
             auto view = tensorView(*entry->file, *entry->info);
-            const double change = (item.value().detach().cpu().to(torch::kFloat32) - view.to(torch::kFloat32))
-                                      .abs().max().item<double>();
+            const double change =
+                (item.value().detach().cpu().to(torch::kFloat32) - view.to(torch::kFloat32))
+                    .abs()
+                    .max()
+                    .item<double>();
             report.maxAbsChange = std::max(report.maxAbsChange, change);
         }
     }
     if (report.maxAbsChange == 0.0 && !o.force)
-        fail("export: the merged weights equal the base model's (nothing was learned); pass --force to export anyway");
+        fail("export: the merged weights equal the base model's (nothing was learned); pass "
+             "--force to export anyway");
 }
 
-// Mean loss per loss-carrying token of `set`'s first sequences, up to kQuantLossTokens of those tokens.
+// Mean loss per loss-carrying token of `set`'s first sequences, up to kQuantLossTokens of those
+// tokens.
 constexpr int64_t kQuantLossTokens = 8192;
-double sampleLoss(CausalLM& model, const SequenceSet& set, int32_t pad, int64_t batch, int64_t* tokensOut)
+double sampleLoss(CausalLM& model, const SequenceSet& set, int32_t pad, int64_t batch,
+                  int64_t* tokensOut)
 {
     torch::NoGradGuard noGrad;
     double sum = 0;
@@ -125,8 +146,8 @@ double sampleLoss(CausalLM& model, const SequenceSet& set, int32_t pad, int64_t 
     return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;
 }
 
-// What Q8_0 costs: the loss on the run's validation sequences before and after the quantisation round
-// trip (the model is changed in place; call it last).
+// What Q8_0 costs: the loss on the run's validation sequences before and after the quantisation
+// round trip (the model is changed in place; call it last).
 void measureQuantisationLoss(CausalLM& model, const TrainConfig& run, const Tokenizer& tokenizer,
                              ExportReport& report)
 {
@@ -134,7 +155,8 @@ void measureQuantisationLoss(CausalLM& model, const TrainConfig& run, const Toke
     try {
         data = prepareData(run, tokenizer);
     } catch (const Error& e) {
-        report.warnings.push_back(std::string("the quantisation's cost was not measured: ") + e.what());
+        report.warnings.push_back(std::string("the quantisation's cost was not measured: ") +
+                                  e.what());
         return;
     }
     const SequenceSet& set = data.val.sequences.empty() ? data.train : data.val;
@@ -146,7 +168,8 @@ void measureQuantisationLoss(CausalLM& model, const TrainConfig& run, const Toke
     report.lossTokens = tokens;
 }
 
-void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
+                  ExportReport& report)
 {
     mergeAndMeasure(model, run, o, report);
     std::vector<TensorBlob> tensors;
@@ -158,7 +181,8 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
         tensors.push_back(tensorToBlob(name, item.value()));
         total += static_cast<int64_t>(tensors.back().bytes.size());
     }
-    report.tensors = static_cast<int64_t>(tensors.size());  // the LoRA factors folded in are not written
+    report.tensors =
+        static_cast<int64_t>(tensors.size());  // the LoRA factors folded in are not written
 
     // Shards of at most maxShardBytes, with an index, as transformers writes them.
     std::vector<std::vector<TensorBlob>> shards(1);
@@ -179,7 +203,8 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
         json weightMap = json::object();
         for (size_t i = 0; i < shards.size(); ++i) {
             char name[64];
-            std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+            std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1,
+                          shards.size());
             for (const auto& t : shards[i])
                 weightMap[t.name] = name;
             writeSafetensors(joinPath(o.outDir, name), shards[i], {{"format", "pt"}});
@@ -188,14 +213,16 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
         writeJson(joinPath(o.outDir, "model.safetensors.index.json"),
                   {{"metadata", {{"total_size", total}}}, {"weight_map", weightMap}}, report);
     }
-    // config.json states the dtype written (fp32); tokenizer and generation files are copied as they are.
+    // config.json states the dtype written (fp32); tokenizer and generation files are copied as
+    // they are.
     json config = json::parse(readFile(joinPath(run.model, "config.json")));
     config["torch_dtype"] = "float32";
     if (config.contains("dtype"))
         config["dtype"] = "float32";
     writeJson(joinPath(o.outDir, "config.json"), config, report);
-    for (const char* f : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                          "generation_config.json", "chat_template.jinja"}) {
+    for (const char* f :
+         {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+          "generation_config.json", "chat_template.jinja"}) {
         const std::string from = joinPath(run.model, f);
         if (fileExists(from)) {
             writeFileAtomic(joinPath(o.outDir, f), readFile(from));
@@ -204,21 +231,26 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
     }
 }
 
-} // namespace
+}  // namespace
 
 namespace {
 
 void checkExportOptions(const ExportOptions& options)
 {
     const std::string& format = options.format;
-    if (format != "peft" && format != "merged" && format != "gguf" && format != "gguf-lora" && format != "gguf-base")
-        fail("export: unknown format '", format, "' (allowed: peft, merged, gguf, gguf-lora, gguf-base)");
+    if (format != "peft" && format != "merged" && format != "gguf" && format != "gguf-lora" &&
+        format != "gguf-base")
+        fail("export: unknown format '", format,
+             "' (allowed: peft, merged, gguf, gguf-lora, gguf-base)");
     const bool gguf = format.starts_with("gguf");
     if (options.outDir.empty())
-        fail(gguf ? "export: missing output file (--out FILE.gguf)" : "export: missing output folder");
+        fail(gguf ? "export: missing output file (--out FILE.gguf)"
+                  : "export: missing output folder");
     if (gguf && !options.outDir.ends_with(".gguf"))
-        fail("export: ", options.outDir, ": a GGUF export is one file; give a path ending in .gguf");
-    if (gguf && options.dtype != "f32" && options.dtype != "f16" && options.dtype != "bf16" && options.dtype != "q8_0")
+        fail("export: ", options.outDir,
+             ": a GGUF export is one file; give a path ending in .gguf");
+    if (gguf && options.dtype != "f32" && options.dtype != "f16" && options.dtype != "bf16" &&
+        options.dtype != "q8_0")
         fail("export: unknown GGUF dtype '", options.dtype, "' (allowed: f32, f16, bf16, q8_0)");
 }
 
@@ -240,7 +272,7 @@ ExportReport exportBaseGguf(TrainConfig run, const ExportOptions& options)
     return report;
 }
 
-} // namespace
+}  // namespace
 
 ExportReport exportModelGguf(const std::string& modelDir, const ExportOptions& options)
 {
@@ -252,7 +284,8 @@ ExportReport exportModelGguf(const std::string& modelDir, const ExportOptions& o
     run.sourcePath = joinPath(modelDir, "config.json");
     run.name = std::filesystem::path(modelDir).lexically_normal().filename().string();
     if (run.name.empty())
-        run.name = std::filesystem::path(modelDir).lexically_normal().parent_path().filename().string();
+        run.name =
+            std::filesystem::path(modelDir).lexically_normal().parent_path().filename().string();
     return exportBaseGguf(run, o);
 }
 
@@ -265,7 +298,7 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     const json info = store.readRunInfo();
     TrainConfig run = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));
     run.device = "cpu";
-    if (format == "gguf-base") // the file a gguf-lora adapter goes with
+    if (format == "gguf-base")  // the file a gguf-lora adapter goes with
         return exportBaseGguf(run, options);
     if (format == "gguf-lora" && run.method != Method::Lora)
         fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
@@ -277,7 +310,8 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         fail(runDir, ": no complete checkpoint to export");
     PreparedModel prepared = prepareModel(run);
     auto& model = *prepared.module;
-    loadTrainableTensors(trainableParameters(model), tensorFile(*checkpoint, "trainable"), checkpoint->dir);
+    loadTrainableTensors(trainableParameters(model), tensorFile(*checkpoint, "trainable"),
+                         checkpoint->dir);
     model.eval();
 
     // A GGUF export is a file: its folder is created by the writer.
@@ -309,4 +343,4 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     return report;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// GGUF v3: the streaming writer and the header reader used for checks (the exports are in gguf_export.cpp).
+// GGUF v3: the streaming writer and the header reader used for checks (the exports are in
+// gguf_export.cpp).
 #include "export/gguf.h"
 
 #include "export/gguf_quant.h"
@@ -20,7 +21,7 @@ template <typename T> void putLe(std::string& out, T v)
 {
     static_assert(std::is_trivially_copyable_v<T>);
     char raw[sizeof(T)];
-    std::memcpy(raw, &v, sizeof(T)); // x86-64 and aarch64 are little-endian, as GGUF is
+    std::memcpy(raw, &v, sizeof(T));  // x86-64 and aarch64 are little-endian, as GGUF is
     out.append(raw, sizeof(T));
 }
 
@@ -45,7 +46,7 @@ uint64_t alignUp(uint64_t n, uint64_t alignment)
 
 // A temp file written in order and renamed into place; removed when destroyed before commit().
 class AtomicFile {
-  public:
+public:
     explicit AtomicFile(std::string path)
         : m_path(std::move(path)), m_tmp(m_path + ".tmp." + std::to_string(::getpid()))
     {
@@ -97,14 +98,14 @@ class AtomicFile {
         m_committed = true;
     }
 
-  private:
+private:
     std::string m_path, m_tmp;
     int m_fd = -1;
     uint64_t m_written = 0;
     bool m_committed = false;
 };
 
-} // namespace
+}  // namespace
 
 const char* ggufTensorTypeName(GgufTensorType type)
 {
@@ -266,15 +267,17 @@ void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadat
         }
         putString(head, t.name);
         putLe<uint32_t>(head, static_cast<uint32_t>(t.shape.size()));
-        for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) // fastest-varying first
+        for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it)  // fastest-varying first
             putLe<uint64_t>(head, static_cast<uint64_t>(*it));
         const GgufTypeLayout layout = ggufTypeLayout(t.type);
         if (t.shape.back() % layout.blockSize != 0)
-            fail(path, ": tensor '", t.name, "' has rows of ", t.shape.back(), " values, not whole ",
-                 ggufTensorTypeName(t.type), " blocks of ", layout.blockSize);
+            fail(path, ": tensor '", t.name, "' has rows of ", t.shape.back(),
+                 " values, not whole ", ggufTensorTypeName(t.type), " blocks of ",
+                 layout.blockSize);
         putLe<uint32_t>(head, static_cast<uint32_t>(t.type));
         putLe<uint64_t>(head, offset);
-        sizes.push_back(numel / static_cast<uint64_t>(layout.blockSize) * static_cast<uint64_t>(layout.blockBytes));
+        sizes.push_back(numel / static_cast<uint64_t>(layout.blockSize) *
+                        static_cast<uint64_t>(layout.blockBytes));
         offset = alignUp(offset + sizes.back(), alignment);
     }
 
@@ -437,14 +440,14 @@ GgufSummary readGgufSummary(const std::string& path)
             bytes = numel * 4;
         else if (t.type == 1 || t.type == 30)
             bytes = numel * 2;
-        else if (t.type == 8) // Q8_0
+        else if (t.type == 8)  // Q8_0
             bytes = numel / kQ8_0BlockSize * kQ8_0BlockBytes;
         else
-            continue; // other quantised types: block sizes not checked here
+            continue;  // other quantised types: block sizes not checked here
         if (s.dataOffset + t.offset + bytes > s.fileSize)
             fail(path, ": tensor '", t.name, "' ends past the end of the file");
     }
     return s;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,5 +1,6 @@
-// GGUF exports: a merged Llama/Mistral/Qwen2/Qwen3 run (or its base model) with its vocabulary, and a LoRA
-// run's factors as a llama.cpp LoRA adapter; llama.cpp's tensor names, q/k row order and rope factors.
+// GGUF exports: a merged Llama/Mistral/Qwen2/Qwen3 run (or its base model) with its vocabulary, and
+// a LoRA run's factors as a llama.cpp LoRA adapter; llama.cpp's tensor names, q/k row order and
+// rope factors.
 #include "export/gguf.h"
 
 #include "export/export.h"
@@ -26,7 +27,7 @@ std::string ggufTensorName(const std::string& name)
         {"model.embed_tokens.weight", "token_embd.weight"},
         {"model.norm.weight", "output_norm.weight"},
         {"lm_head.weight", "output.weight"},
-        {"transformer.wte.weight", "token_embd.weight"}, // gpt2
+        {"transformer.wte.weight", "token_embd.weight"},  // gpt2
         {"transformer.wpe.weight", "position_embd.weight"},
         {"transformer.ln_f.weight", "output_norm.weight"},
         {"transformer.ln_f.bias", "output_norm.bias"}};
@@ -35,17 +36,17 @@ std::string ggufTensorName(const std::string& name)
         {"self_attn.q_proj.weight", "attn_q.weight"},
         {"self_attn.k_proj.weight", "attn_k.weight"},
         {"self_attn.v_proj.weight", "attn_v.weight"},
-        {"self_attn.q_proj.bias", "attn_q.bias"}, // qwen2
+        {"self_attn.q_proj.bias", "attn_q.bias"},  // qwen2
         {"self_attn.k_proj.bias", "attn_k.bias"},
         {"self_attn.v_proj.bias", "attn_v.bias"},
-        {"self_attn.q_norm.weight", "attn_q_norm.weight"}, // qwen3
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"},  // qwen3
         {"self_attn.k_norm.weight", "attn_k_norm.weight"},
         {"self_attn.o_proj.weight", "attn_output.weight"},
         {"post_attention_layernorm.weight", "ffn_norm.weight"},
         {"mlp.gate_proj.weight", "ffn_gate.weight"},
         {"mlp.up_proj.weight", "ffn_up.weight"},
         {"mlp.down_proj.weight", "ffn_down.weight"},
-        {"ln_1.weight", "attn_norm.weight"}, // gpt2
+        {"ln_1.weight", "attn_norm.weight"},  // gpt2
         {"ln_1.bias", "attn_norm.bias"},
         {"attn.c_attn.weight", "attn_qkv.weight"},
         {"attn.c_attn.bias", "attn_qkv.bias"},
@@ -93,8 +94,8 @@ std::string tensorBytes(const torch::Tensor& t, GgufTensorType type)
                        static_cast<size_t>(c.numel()) * c.element_size());
 }
 
-// --dtype -> the type of 2-D weights and general.file_type (llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1,
-// MOSTLY_BF16 = 32).
+// --dtype -> the type of 2-D weights and general.file_type (llama_ftype: ALL_F32 = 0, MOSTLY_F16 =
+// 1, MOSTLY_BF16 = 32).
 std::pair<GgufTensorType, uint32_t> ggufWeightType(const std::string& dtype)
 {
     if (dtype == "f32")
@@ -112,26 +113,34 @@ std::pair<GgufTensorType, uint32_t> ggufWeightType(const std::string& dtype)
 std::string ggufArchitecture(const ModelConfig& c)
 {
     switch (c.architecture) {
-    case Architecture::Qwen2: return "qwen2";
-    case Architecture::Qwen3: return "qwen3";
-    case Architecture::Gpt2: return "gpt2";
+    case Architecture::Qwen2:
+        return "qwen2";
+    case Architecture::Qwen3:
+        return "qwen3";
+    case Architecture::Gpt2:
+        return "gpt2";
     case Architecture::Llama:
-    case Architecture::Mistral: break;
+    case Architecture::Mistral:
+        break;
     }
     return "llama";
 }
 
-// The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV heads),
-// else 0. qwen2 and qwen3 keep HF's rotate-half order (llama.cpp runs them with the NeoX rotary).
+// The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV
+// heads), else 0. qwen2 and qwen3 keep HF's rotate-half order (llama.cpp runs them with the NeoX
+// rotary).
 int64_t ropeHeads(const ModelConfig& c, const std::string& gguf)
 {
     if (c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3)
         return 0;
-    return gguf.ends_with(".attn_q.weight") ? c.numHeads : gguf.ends_with(".attn_k.weight") ? c.numKvHeads : 0;
+    return gguf.ends_with(".attn_q.weight")   ? c.numHeads
+           : gguf.ends_with(".attn_k.weight") ? c.numKvHeads
+                                              : 0;
 }
 
 // Llama 3's rope scaling as llama.cpp takes it: a "rope_freqs" tensor of per-frequency divisors
-// [head_dim / 2], computed as llama.cpp's converter does (float32 base frequencies, the rest in double).
+// [head_dim / 2], computed as llama.cpp's converter does (float32 base frequencies, the rest in
+// double).
 std::vector<float> llama3RopeFactors(const ModelConfig& c)
 {
     const RopeScaling& s = c.ropeScaling;
@@ -155,17 +164,18 @@ std::vector<float> llama3RopeFactors(const ModelConfig& c)
     return factors;
 }
 
-// GPT-2's Conv1D weights are stored [in, out]; llama.cpp takes nn.Linear's [out, in], as its converter
-// transposes them.
+// GPT-2's Conv1D weights are stored [in, out]; llama.cpp takes nn.Linear's [out, in], as its
+// converter transposes them.
 bool isConv1dWeight(const std::string& name)
 {
-    return name.ends_with(".c_attn.weight") || name.ends_with(".c_proj.weight") || name.ends_with(".c_fc.weight");
+    return name.ends_with(".c_attn.weight") || name.ends_with(".c_proj.weight") ||
+           name.ends_with(".c_fc.weight");
 }
 
-// How a parameter goes into the file, for the export and for the Q8_0 round trip alike: transposed to
-// llama.cpp's layout (GPT-2's Conv1D weights; q/k rows are reordered only when written, which moves whole
-// rows), and its type under `weightType`: 1-D tensors F32, 2-D ones in weightType when their rows are whole
-// blocks of it, else F16 (`fellBack`), as llama.cpp's converter does.
+// How a parameter goes into the file, for the export and for the Q8_0 round trip alike: transposed
+// to llama.cpp's layout (GPT-2's Conv1D weights; q/k rows are reordered only when written, which
+// moves whole rows), and its type under `weightType`: 1-D tensors F32, 2-D ones in weightType when
+// their rows are whole blocks of it, else F16 (`fellBack`), as llama.cpp's converter does.
 struct GgufPlacement {
     bool transposed = false;
     GgufTensorType type = GgufTensorType::F32;
@@ -188,7 +198,7 @@ GgufPlacement ggufPlacement(const ModelConfig& c, const std::string& name, const
     return out;
 }
 
-} // namespace
+}  // namespace
 
 void checkGgufExportable(const TrainConfig& run)
 {
@@ -199,7 +209,8 @@ void checkGgufExportable(const TrainConfig& run)
              " that a merged model cannot hold); use --format peft");
     const ModelConfig c = loadModelConfig(run.model);
     if (c.architecture == Architecture::Gpt2) {
-        // llama.cpp's gpt2 graph: learned positions, LayerNorms with biases, biased fused qkv, tanh GELU.
+        // llama.cpp's gpt2 graph: learned positions, LayerNorms with biases, biased fused qkv, tanh
+        // GELU.
         if (c.hiddenAct != "gelu_new" && c.hiddenAct != "gelu_pytorch_tanh")
             fail("export: llama.cpp's gpt2 uses the tanh GELU (gelu_new); ", c.sourcePath,
                  " has activation_function '", c.hiddenAct, "'");
@@ -208,24 +219,27 @@ void checkGgufExportable(const TrainConfig& run)
     }
     const bool qwen2 = c.architecture == Architecture::Qwen2;
     const bool qwen3 = c.architecture == Architecture::Qwen3;
-    const bool llama = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
+    const bool llama =
+        c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
     if (!llama && !qwen2 && !qwen3)
-        fail("export: GGUF export supports llama, mistral, qwen2, qwen3 and gpt2 models; ", c.sourcePath, " is ",
-             c.modelType, " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
+        fail("export: GGUF export supports llama, mistral, qwen2, qwen3 and gpt2 models; ",
+             c.sourcePath, " is ", c.modelType,
+             " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
     if ((c.qkvBias && !qwen2) || c.oBias || c.mlpBias || (c.qkNorm && !qwen3))
-        fail("export: GGUF export supports llama/mistral without biases, qwen2 with its q/k/v biases and "
+        fail("export: GGUF export supports llama/mistral without biases, qwen2 with its q/k/v "
+             "biases and "
              "qwen3 with its q/k norms; ",
              c.sourcePath, " sets attention_bias or mlp_bias");
     if (!c.ropeScaling.type.empty() && !(llama && c.ropeScaling.type == "llama3"))
-        fail("export: GGUF export writes llama3 rope scaling for llama models only; ", c.sourcePath, " uses '",
-             c.ropeScaling.type, "'");
+        fail("export: GGUF export writes llama3 rope scaling for llama models only; ", c.sourcePath,
+             " uses '", c.ropeScaling.type, "'");
     if (c.hiddenAct != "silu")
         fail("export: GGUF llama models use silu; ", c.sourcePath, " has hidden_act '", c.hiddenAct,
              "'");
     if (c.headDim % 2 != 0)
         fail("export: head_dim ", c.headDim, " in ", c.sourcePath,
              " is odd; rotary rows come in pairs");
-    if (qwen2 && c.headDim * c.numHeads != c.hiddenSize) // transformers' qwen2 GGUF reader
+    if (qwen2 && c.headDim * c.numHeads != c.hiddenSize)  // transformers' qwen2 GGUF reader
         fail("export: GGUF qwen2 models need head_dim = hidden_size / heads; ", c.sourcePath,
              " has head_dim ", c.headDim);
     checkGgufTokenizer(run.model);
@@ -241,8 +255,8 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
     // Vocabulary: sentencepiece pieces or byte-level BPE tokens; embedding rows beyond the
     // tokenizer become unused [PAD<id>] tokens so that the token count equals the embedding rows.
     const GgufVocab vocab = readGgufVocab(run.model, c);
-    // llama.cpp names Mistral "llama" too; qwen2 (q/k/v biases) and qwen3 (q/k norms) have their own
-    // architectures, with HF's rotary layout, so no q/k row permutation.
+    // llama.cpp names Mistral "llama" too; qwen2 (q/k/v biases) and qwen3 (q/k norms) have their
+    // own architectures, with HF's rotary layout, so no q/k row permutation.
     const std::string arch = ggufArchitecture(c);
     auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
 
@@ -259,16 +273,19 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         {arch + ".feed_forward_length", u32(c.intermediateSize)},
         {arch + ".attention.head_count", u32(c.numHeads)},
     };
-    if (gpt2) { // learned positions and LayerNorm
-        kv.push_back({arch + ".attention.layer_norm_epsilon", GgufValue::f32(static_cast<float>(c.normEps))});
+    if (gpt2) {  // learned positions and LayerNorm
+        kv.push_back({arch + ".attention.layer_norm_epsilon",
+                      GgufValue::f32(static_cast<float>(c.normEps))});
     } else {
         kv.push_back({arch + ".rope.dimension_count", u32(c.headDim)});
         kv.push_back({arch + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.ropeTheta))});
         kv.push_back({arch + ".attention.head_count_kv", u32(c.numKvHeads)});
-        kv.push_back({arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.normEps))});
+        kv.push_back({arch + ".attention.layer_norm_rms_epsilon",
+                      GgufValue::f32(static_cast<float>(c.normEps))});
     }
     kv.push_back({arch + ".vocab_size", u32(c.vocabSize)});
-    if (!gpt2 && c.headDim * c.numHeads != c.hiddenSize) { // llama.cpp assumes hidden / heads otherwise
+    if (!gpt2 &&
+        c.headDim * c.numHeads != c.hiddenSize) {  // llama.cpp assumes hidden / heads otherwise
         kv.push_back({arch + ".attention.key_length", u32(c.headDim)});
         kv.push_back({arch + ".attention.value_length", u32(c.headDim)});
     }
@@ -295,11 +312,14 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         kv.push_back({"tokenizer.chat_template", GgufValue::string(vocab.chatTemplate)});
 
     // Tensors in the model's order (embedding, blocks, final norm, head); a tied head is not
-    // written. Llama 3's rope scaling goes first, as the divisors llama.cpp applies to each frequency.
+    // written. Llama 3's rope scaling goes first, as the divisors llama.cpp applies to each
+    // frequency.
     std::vector<GgufTensor> tensors;
     if (c.ropeScaling.type == "llama3") {
         const std::vector<float> factors = llama3RopeFactors(c);
-        tensors.push_back({"rope_freqs.weight", GgufTensorType::F32, {static_cast<int64_t>(factors.size())},
+        tensors.push_back({"rope_freqs.weight",
+                           GgufTensorType::F32,
+                           {static_cast<int64_t>(factors.size())},
                            [factors] {
                                return std::string(reinterpret_cast<const char*>(factors.data()),
                                                   factors.size() * sizeof(float));
@@ -321,8 +341,9 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         t.type = placement.type;
         t.shape = value.sizes().vec();
         if (placement.fellBack)
-            report.warnings.push_back(gguf + ": rows of " + std::to_string(t.shape.back()) + " weights are not whole " +
-                                      ggufTensorTypeName(weightType) + " blocks; written F16");
+            report.warnings.push_back(gguf + ": rows of " + std::to_string(t.shape.back()) +
+                                      " weights are not whole " + ggufTensorTypeName(weightType) +
+                                      " blocks; written F16");
         const int64_t heads = ropeHeads(c, gguf);
         t.data = [value, heads, type = t.type] {
             return tensorBytes(heads ? interleaveRopeRows(value, heads) : value, type);
@@ -334,7 +355,8 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
     report.tensors = static_cast<int64_t>(tensors.size());
 }
 
-void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions& o, ExportReport& report)
+void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
+                    ExportReport& report)
 {
     if (run.method != Method::Lora)
         fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
@@ -343,7 +365,8 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
     const ModelConfig& c = model.config();
     const auto [weightType, fileType] = ggufWeightType(o.dtype);
     if (weightType == GgufTensorType::Q8_0)
-        fail("export: a LoRA adapter is written f32, f16 or bf16 (its rank-wide rows are not whole Q8_0 blocks, "
+        fail("export: a LoRA adapter is written f32, f16 or bf16 (its rank-wide rows are not whole "
+             "Q8_0 blocks, "
              "and it is small); quantise the base model instead");
     const std::string arch = ggufArchitecture(c);
 
@@ -356,10 +379,11 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
             continue;
         const std::string gguf = ggufTensorName(name + ".weight");
         if (gguf.empty() || (gguf == "output.weight" && c.tieWordEmbeddings))
-            fail("export: LoRA on '", name, "' has no llama.cpp tensor to adapt; use --format gguf for the merged "
+            fail("export: LoRA on '", name,
+                 "' has no llama.cpp tensor to adapt; use --format gguf for the merged "
                  "model");
-        const torch::Tensor a = layer->lora_A->weight.detach(); // [rank, in]
-        const torch::Tensor b = layer->lora_B->weight.detach(); // [out, rank]
+        const torch::Tensor a = layer->lora_A->weight.detach();  // [rank, in]
+        const torch::Tensor b = layer->lora_B->weight.detach();  // [out, rank]
         scaling = layer->loraScaling();
         rank = a.size(0);
         // As for a merged export: what the adapter changes in the fp32 weight it is added to.
@@ -378,13 +402,16 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
         tb.name = gguf + ".lora_b";
         tb.type = weightType;
         tb.shape = b.sizes().vec();
-        tb.data = [b, heads, type = weightType] { return tensorBytes(heads ? interleaveRopeRows(b, heads) : b, type); };
+        tb.data = [b, heads, type = weightType] {
+            return tensorBytes(heads ? interleaveRopeRows(b, heads) : b, type);
+        };
         tensors.push_back(std::move(tb));
     }
     if (tensors.empty())
         fail("export: the run has no LoRA factors to write");
     if (!learned && !o.force)
-        fail("export: the adapter leaves every base weight as it is (nothing was learned); pass --force to export "
+        fail("export: the adapter leaves every base weight as it is (nothing was learned); pass "
+             "--force to export "
              "anyway");
 
     const std::vector<GgufKeyValue> kv = {
@@ -395,8 +422,10 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
         {"general.file_type", GgufValue::u32(fileType)},
         {"general.quantization_version", GgufValue::u32(2)},
         {"adapter.type", GgufValue::string("lora")},
-        // llama.cpp scales each product by alpha / rank: alpha = scaling x rank keeps ours (rsLoRA included).
-        {"adapter.lora.alpha", GgufValue::f32(static_cast<float>(scaling * static_cast<double>(rank)))},
+        // llama.cpp scales each product by alpha / rank: alpha = scaling x rank keeps ours (rsLoRA
+        // included).
+        {"adapter.lora.alpha",
+         GgufValue::f32(static_cast<float>(scaling * static_cast<double>(rank)))},
     };
     writeGguf(o.outDir, kv, tensors);
     report.files.push_back(o.outDir);
@@ -405,8 +434,8 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
 
 int64_t roundTripGgufQ8_0(CausalLM& model)
 {
-    // The tensors a q8_0 export writes as Q8_0 (ggufPlacement, as exportGgufModel); rows are quantised
-    // independently, so the q/k row order does not matter.
+    // The tensors a q8_0 export writes as Q8_0 (ggufPlacement, as exportGgufModel); rows are
+    // quantised independently, so the q/k row order does not matter.
     torch::NoGradGuard noGrad;
     int64_t changed = 0;
     for (auto& item : model.named_parameters()) {
@@ -414,11 +443,13 @@ int64_t roundTripGgufQ8_0(CausalLM& model)
         torch::Tensor& p = item.value();
         if (name.find("lora_") != std::string::npos || ggufTensorName(name).empty())
             continue;
-        const GgufPlacement placement = ggufPlacement(model.config(), name, p, GgufTensorType::Q8_0);
+        const GgufPlacement placement =
+            ggufPlacement(model.config(), name, p, GgufTensorType::Q8_0);
         if (placement.type != GgufTensorType::Q8_0)
             continue;
-        torch::Tensor rows =
-            (placement.transposed ? p.detach().t() : p.detach()).to(torch::kCPU, torch::kFloat32).contiguous();
+        torch::Tensor rows = (placement.transposed ? p.detach().t() : p.detach())
+                                 .to(torch::kCPU, torch::kFloat32)
+                                 .contiguous();
         roundTripQ8_0(rows.data_ptr<float>(), rows.numel());
         p.copy_(placement.transposed ? rows.t() : rows);
         ++changed;
@@ -426,4 +457,4 @@ int64_t roundTripGgufQ8_0(CausalLM& model)
     return changed;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -150,7 +150,7 @@ void readBpeVocab(const std::string& path, const ModelConfig& c, GgufVocab& v)
         if (static_cast<size_t>(id) < byId.size() && types[static_cast<size_t>(id)] != 0) {
             v.tokens.push_back(byId[static_cast<size_t>(id)]);
             v.types.push_back(types[static_cast<size_t>(id)]);
-        } else { // a gap in the ids, or embedding rows beyond the tokenizer
+        } else {  // a gap in the ids, or embedding rows beyond the tokenizer
             v.tokens.push_back("[PAD" + std::to_string(id) + "]");
             v.types.push_back(5);
         }
@@ -184,7 +184,7 @@ void readSentencePiece(const std::string& spModel, const ModelConfig& c, GgufVoc
     v.pad = ids.padId;
 }
 
-} // namespace
+}  // namespace
 
 std::string ggufPreTokenizerName(const std::string& tokenizerJson)
 {
@@ -238,4 +238,4 @@ GgufVocab readGgufVocab(const std::string& modelDir, const ModelConfig& c)
     return v;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -12,15 +12,15 @@ namespace tb {
 struct ModelConfig;
 
 struct GgufVocab {
-    std::string model; // tokenizer.ggml.model: "llama" | "gpt2"
-    std::string pre;   // tokenizer.ggml.pre ("gpt2" only): "llama-bpe", "qwen2", "gpt-2"
-    std::vector<std::string> tokens; // id order, padded with "[PAD<id>]" to the embedding rows
-    std::vector<float> scores;       // "llama" only
-    std::vector<int32_t> types; // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
-    std::vector<std::string> merges;                // "gpt2" only: "left right", rank order
-    int64_t bos = -1, eos = -1, unk = -1, pad = -1; // -1: none
+    std::string model;  // tokenizer.ggml.model: "llama" | "gpt2"
+    std::string pre;    // tokenizer.ggml.pre ("gpt2" only): "llama-bpe", "qwen2", "gpt-2"
+    std::vector<std::string> tokens;  // id order, padded with "[PAD<id>]" to the embedding rows
+    std::vector<float> scores;        // "llama" only
+    std::vector<int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+    std::vector<std::string> merges;                 // "gpt2" only: "left right", rank order
+    int64_t bos = -1, eos = -1, unk = -1, pad = -1;  // -1: none
     bool addBos = false, addEos = false;
-    std::string chatTemplate; // "" when the folder has none
+    std::string chatTemplate;  // "" when the folder has none
 };
 
 // The llama.cpp pre-tokenizer name (tokenizer.ggml.pre) of a tokenizer.json, from its
@@ -39,4 +39,4 @@ void checkGgufTokenizer(const std::string& modelDir);
 // file when the tokenizer has more tokens than the model has rows.
 GgufVocab readGgufVocab(const std::string& modelDir, const ModelConfig& c);
 
-} // namespace tb
+}  // namespace tb

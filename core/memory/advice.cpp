@@ -13,17 +13,17 @@ namespace tb {
 namespace {
 
 // Total of `method` with `options`, without advice of its own.
-int64_t totalOf(const ModelConfig& model, const TrainConfig& method, EstimateOptions options)
+int64_t totalOf(const ModelConfig& model, const MethodOptions& method, EstimateOptions options)
 {
     options.advise = false;
     return estimateMemory(model, method, options).total;
 }
 
-TrainConfig loraInstead(const TrainConfig& method)
+MethodOptions loraInstead(const MethodOptions& method)
 {
-    TrainConfig lora = method;
+    MethodOptions lora = method;
     lora.method = Method::Lora;
-    lora.lora = LoraOptions{}; // r=8 on the default targets
+    lora.lora = LoraOptions{};  // r=8 on the default targets
     return lora;
 }
 
@@ -35,9 +35,9 @@ std::string joined(const std::vector<std::string>& names)
     return out;
 }
 
-} // namespace
+}  // namespace
 
-std::vector<std::string> memoryAdvice(const ModelConfig& model, const TrainConfig& method,
+std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOptions& method,
                                       const EstimateOptions& options,
                                       const MemoryEstimate& estimate)
 {
@@ -81,7 +81,7 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const TrainConfi
         }
     }
     if (wholeModel) {
-        const TrainConfig lora = loraInstead(method);
+        const MethodOptions lora = loraInstead(method);
         const int64_t t = totalOf(model, lora, options);
         if (fits(t))
             advice.push_back(cat("Train LoRA r=8 on ",
@@ -115,7 +115,7 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const TrainConfi
         o.loss = "chunked";
         o.gradAccum = options.batch * options.gradAccum;
         o.batch = 1;
-        const TrainConfig m = wholeModel ? loraInstead(method) : method;
+        const MethodOptions m = wholeModel ? loraInstead(method) : method;
         const int64_t t = totalOf(model, m, o);
         if (fits(t))
             advice.push_back(cat("Combine the chunked loss and gradient checkpointing with "
@@ -214,4 +214,4 @@ std::string trainingMemoryPrimer()
            "ZeRO splits optimizer states, gradients and weights over GPUs.";
 }
 
-} // namespace tb
+}  // namespace tb

@@ -14,12 +14,12 @@ constexpr int64_t kMiB = int64_t(1) << 20;
 
 // Bytes per element of each kind of tensor under a precision (docs/memory.md).
 struct Precision {
-    int64_t weight; // parameters as stored
+    int64_t weight;  // parameters as stored
     int64_t grad;
-    int64_t state;    // optimizer moments
-    int64_t compute;  // matmul outputs (16-bit under autocast)
-    int64_t residual; // residual stream and norm outputs (fp32 under autocast)
-    bool autocast; // matmuls cast fp32 inputs (one copy per call) and weights (kept for backward)
+    int64_t state;     // optimizer moments
+    int64_t compute;   // matmul outputs (16-bit under autocast)
+    int64_t residual;  // residual stream and norm outputs (fp32 under autocast)
+    bool autocast;  // matmuls cast fp32 inputs (one copy per call) and weights (kept for backward)
     const char* weightName;
 };
 
@@ -45,7 +45,7 @@ int64_t optimizerStatesPerParameter(const std::string& optimizer)
     fail("optimizer is '", optimizer, "' (allowed: adamw, sgd, sgd-momentum)");
 }
 
-void validate(const ModelConfig& model, const TrainConfig& run, const EstimateOptions& o)
+void validate(const ModelConfig& model, const MethodOptions& run, const EstimateOptions& o)
 {
     auto atLeast = [](const char* name, int64_t value, int64_t least) {
         if (value < least)
@@ -85,7 +85,7 @@ void validate(const ModelConfig& model, const TrainConfig& run, const EstimateOp
 enum class Input { Norm1, AttnOut, Norm2, MlpInner };
 
 struct BlockLinear {
-    std::string target; // the LoRA target name that matches it
+    std::string target;  // the LoRA target name that matches it
     int64_t in, out;
     Input input;
 };
@@ -107,13 +107,13 @@ std::vector<BlockLinear> blockLinears(const ModelConfig& c)
 
 // What trains inside one block.
 struct BlockTraining {
-    bool weights = false;       // every weight (full; partial's trainable blocks)
-    bool norms = false;         // the norm weights
-    std::set<std::string> lora; // targets with a LoRA branch
+    bool weights = false;        // every weight (full; partial's trainable blocks)
+    bool norms = false;          // the norm weights
+    std::set<std::string> lora;  // targets with a LoRA branch
     int64_t loraRank = 0;
-    int adapters = 0; // bottleneck adapters (houlsby 2, pfeiffer 1)
+    int adapters = 0;  // bottleneck adapters (houlsby 2, pfeiffer 1)
     int64_t adapterWidth = 0;
-    bool adapterKeepsInput = false; // gelu/silu save their input as well as the output
+    bool adapterKeepsInput = false;  // gelu/silu save their input as well as the output
 };
 
 // Saved-for-backward bytes of one block: perToken x tokens + perSequence x batch (naive attention's
@@ -125,8 +125,8 @@ struct BlockBytes {
     int64_t weightCopies = 0;
     int64_t weightCopiesTrainable = 0;
     bool outputNeedsGrad = false;
-    bool rotary = false;            // the rotary multiplications kept cos/sin
-    std::vector<std::string> terms; // "label bytes-per-token", for the formula
+    bool rotary = false;             // the rotary multiplications kept cos/sin
+    std::vector<std::string> terms;  // "label bytes-per-token", for the formula
 
     void add(const std::string& label, int64_t bytes, const std::string& symbolic)
     {
@@ -155,7 +155,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     // and 1/std. Returns whether the output needs a gradient.
     auto norm = [&](bool inGrad, const char* label) {
         if (gpt2) {
-            if (inGrad || t.norms) // mean and 1/std in the input's dtype (CPU kernels)
+            if (inGrad || t.norms)  // mean and 1/std in the input's dtype (CPU kernels)
                 b.add(cat(label, " input"), rb * h + 2 * rb, cat(rb, "h+", 2 * rb));
         } else {
             b.add(cat(label, " input"), inGrad ? 4 * h + 4 : 0, "4h+4");
@@ -217,7 +217,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     group(Input::Norm1, y1Grad, false, "attention input");
     bool qGrad = outGrad[0], kGrad = gpt2 ? outGrad[0] : outGrad[1];
     const bool vGrad = gpt2 ? outGrad[0] : outGrad[2];
-    if (!gpt2 && c.qkNorm) { // RMSNorm per head: input in fp32 and 1/rms per head
+    if (!gpt2 && c.qkNorm) {  // RMSNorm per head: input in fp32 and 1/rms per head
         b.add("q-norm input", qGrad ? 4 * q + 4 * c.numHeads : 0, "4q+4nh");
         b.add("k-norm input", kGrad ? 4 * kv + 4 * c.numKvHeads : 0, "4kv+4nkv");
         b.add("q/k normalised", t.norms ? cb * (q + kv) : 0, cat(cb, "(q+kv)"));
@@ -230,7 +230,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         b.add("q,k,v", 3 * q * cb, cat("3x", cb, "q"));
         if (naive) {
             const int64_t probBytes =
-                p.autocast ? 4 + 2 : cb; // autocast: fp32 softmax + 16-bit copy
+                p.autocast ? 4 + 2 : cb;  // autocast: fp32 softmax + 16-bit copy
             b.perSequence += c.numHeads * seq * seq * probBytes;
             b.terms.push_back(cat("probabilities ", probBytes, "·nh·s² per sequence"));
         } else {
@@ -254,7 +254,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         b.add("gelu input", innerGrad ? cb * i : 0, cat(cb, "i"));
     } else {
         const bool gGrad = outGrad[4], uGrad = outGrad[5];
-        b.add("gate", gGrad ? cb * i : 0, cat(cb, "i")); // silu's input
+        b.add("gate", gGrad ? cb * i : 0, cat(cb, "i"));  // silu's input
         b.add("silu, up", (uGrad ? cb * i : 0) + (gGrad ? cb * i : 0), cat("2x", cb, "i"));
         innerGrad = gGrad || uGrad;
     }
@@ -269,7 +269,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
 }
 
 // Largest trainable tensor (elements): AdamW's step makes temporaries of its size.
-int64_t largestTrainableTensor(const ModelConfig& c, const TrainConfig& run)
+int64_t largestTrainableTensor(const ModelConfig& c, const MethodOptions& run)
 {
     const int64_t h = c.hiddenSize;
     const bool gpt2 = c.architecture == Architecture::Gpt2;
@@ -319,23 +319,9 @@ std::string joinTerms(const std::vector<std::string>& terms)
     return out;
 }
 
-} // namespace
+}  // namespace
 
-EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
-{
-    EstimateOptions o;
-    o.precision = run.precision == "fp32" ? "fp32" : run.precision + "-mixed";
-    o.optimizer = run.optim.optimizer == "adamw" ? "adamw" : (run.optim.momentum > 0 ? "sgd-momentum" : "sgd");
-    o.batch = run.batchSize;
-    o.seq = seq;
-    o.gradAccum = run.gradAccum;
-    o.gradientCheckpointing = run.gradientCheckpointing;
-    o.loss = run.loss;
-    o.lossChunk = run.lossChunkTokens;
-    return o;
-}
-
-MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
+MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run,
                               const EstimateOptions& o)
 {
     const Precision p = precisionOf(o.precision);
@@ -371,7 +357,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
     // What trains where.
     BlockTraining trained, frozenBlock;
     trained.weights = trained.norms = true;
-    int64_t trainedBlocks = 0; // the last ones
+    int64_t trainedBlocks = 0;  // the last ones
     bool embeddingsTrain = false, headTrains = false, finalNormTrains = false, soft = false;
     switch (run.method) {
     case Method::Full:
@@ -444,13 +430,13 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
         else
             perToken += (inGrad ? 4 * h + 4 : 0) + (finalNormTrains ? p.residual * h : 0);
         const bool loraHead = run.method == Method::Lora && headTrains;
-        if (o.loss == "chunked") // keeps the final norm's output itself (no autocast)
+        if (o.loss == "chunked")  // keeps the final norm's output itself (no autocast)
             perToken += inGrad || headTrains ? p.residual * h : 0;
         else
             perToken += p.autocast ? (headTrains ? 1 : 0) * p.compute * h
                                    : (headTrains ? p.residual * h : 0);
         perToken += loraHead ? run.lora.rank * p.compute : 0;
-        perToken += embeddingsTrain ? 8 : 0; // int64 ids
+        perToken += embeddingsTrain ? 8 : 0;  // int64 ids
         // GPT-2's learned positions keep their int64 indices, [seq].
         return perToken * tokens + (embeddingsTrain && gpt2 ? 8 * seq : 0);
     };
@@ -678,13 +664,14 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
          o.cudaOverhead ? cat("512 MiB + ", groupDigits(beforeOverhead), " B / 20", eq(e.overhead))
                         : "0 B"});
 
-    // Inference on one device, for comparison: no gradients, no optimizer states, and instead of the
-    // saved activations only the KV cache and one block's temporaries.
+    // Inference on one device, for comparison: no gradients, no optimizer states, and instead of
+    // the saved activations only the KV cache and one block's temporaries.
     {
-        const int64_t d = p.compute; // a model served in 16 bits, or fp32
+        const int64_t d = p.compute;  // a model served in 16 bits, or fp32
         const int64_t weights = e.parametersBase * d;
         const int64_t kv = 2 * layers * model.numKvHeads * model.headDim * o.batch * o.seq * d;
-        const int64_t mlpFactor = gpt2 ? 2 : 3; // gpt2: fc output and GELU; gated: gate, up, product
+        const int64_t mlpFactor =
+            gpt2 ? 2 : 3;  // gpt2: fc output and GELU; gated: gate, up, product
         const int64_t mlp = mlpFactor * o.batch * o.seq * model.intermediateSize * d;
         const int64_t nextLogits = 4 * o.batch * v;
         const int64_t before = weights + kv + mlp + nextLogits;
@@ -692,12 +679,14 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
         e.inference = before + overhead;
         e.inferenceFormula =
             cat("weights ", groupDigits(e.parametersBase), " x ", d, " B = ", groupDigits(weights),
-                " B; KV cache 2 x ", layers, " layers x ", model.numKvHeads, " KV heads x ", model.headDim,
-                " head_dim x batch ", o.batch, " x seq ", o.seq, " x ", d, " B = ", groupDigits(kv),
-                " B; one MLP's temporaries ", mlpFactor, " x batch x seq x ", model.intermediateSize, " x ", d,
-                " B = ", groupDigits(mlp), " B; next-token logits 4 B x batch x ", groupDigits(v), " = ",
+                " B; KV cache 2 x ", layers, " layers x ", model.numKvHeads, " KV heads x ",
+                model.headDim, " head_dim x batch ", o.batch, " x seq ", o.seq, " x ", d,
+                " B = ", groupDigits(kv), " B; one MLP's temporaries ", mlpFactor,
+                " x batch x seq x ", model.intermediateSize, " x ", d, " B = ", groupDigits(mlp),
+                " B; next-token logits 4 B x batch x ", groupDigits(v), " = ",
                 groupDigits(nextLogits), " B",
-                o.cudaOverhead ? cat("; overhead 512 MiB + 5 % = ", groupDigits(overhead), " B") : std::string(),
+                o.cudaOverhead ? cat("; overhead 512 MiB + 5 % = ", groupDigits(overhead), " B")
+                               : std::string(),
                 "; total ", groupDigits(e.inference), " B");
     }
 
@@ -709,4 +698,4 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& run,
     return e;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "model/config.h"
-#include "train/train_config.h"
+#include "peft/method.h"
 
 #include <cstdint>
 #include <optional>
@@ -13,21 +13,21 @@ namespace tb {
 
 // What the run looks like on the device. Byte conventions of every precision: docs/memory.md.
 struct EstimateOptions {
-    std::string precision = "fp32";  // fp32 | bf16-mixed | fp16-mixed (fp32 weights, autocast)
-                                     // | bf16 (pure: weights, gradients, states all bf16)
-    std::string optimizer = "adamw"; // adamw | sgd | sgd-momentum
-    int64_t batch = 1;               // sequences per micro-batch, per device
-    int64_t seq = 512;               // tokens per sequence
-    int64_t gradAccum = 1;           // micro-batches per optimizer step
+    std::string precision = "fp32";   // fp32 | bf16-mixed | fp16-mixed (fp32 weights, autocast)
+                                      // | bf16 (pure: weights, gradients, states all bf16)
+    std::string optimizer = "adamw";  // adamw | sgd | sgd-momentum
+    int64_t batch = 1;                // sequences per micro-batch, per device
+    int64_t seq = 512;                // tokens per sequence
+    int64_t gradAccum = 1;            // micro-batches per optimizer step
     bool gradientCheckpointing = false;
-    std::string attention = "sdpa"; // sdpa (fused: logsumexp) | naive (stores s x s probabilities)
-    std::string loss = "full";      // full ([tokens, vocab] logits) | chunked
-    int64_t lossChunk = 1024;       // tokens per chunk of the chunked loss
+    std::string attention = "sdpa";  // sdpa (fused: logsumexp) | naive (stores s x s probabilities)
+    std::string loss = "full";       // full ([tokens, vocab] logits) | chunked
+    int64_t lossChunk = 1024;        // tokens per chunk of the chunked loss
     int64_t gpus = 1;
-    int zero = 0;                        // ZeRO stage 0..3: what is sharded over the gpus
-    std::optional<int64_t> deviceMemory; // bytes per device; unset: `fits` stays unknown
-    bool cudaOverhead = true; // CUDA context + allocator rounding; off to compare with CPU
-    bool advise = true;       // look for changes that fit when it does not
+    int zero = 0;                         // ZeRO stage 0..3: what is sharded over the gpus
+    std::optional<int64_t> deviceMemory;  // bytes per device; unset: `fits` stays unknown
+    bool cudaOverhead = true;  // CUDA context + allocator rounding; off to compare with CPU
+    bool advise = true;        // look for changes that fit when it does not
 };
 
 // One line of the estimate. key: weights, gradients, optimizer_states, master_weights, activations,
@@ -35,74 +35,70 @@ struct EstimateOptions {
 struct MemoryItem {
     std::string key;
     int64_t bytes = 0;
-    std::string explanation; // one sentence
-    std::string formula;     // the arithmetic behind `bytes`, in words and numbers (--explain)
+    std::string explanation;  // one sentence
+    std::string formula;      // the arithmetic behind `bytes`, in words and numbers (--explain)
 };
 
 // One moment of a training step: what is alive on top of weights, optimizer states and master
 // weights. The estimate's total is the largest.
 struct MemoryPhase {
-    std::string name; // forward | backward | recompute | end of backward | optimizer step
+    std::string name;  // forward | backward | recompute | end of backward | optimizer step
     int64_t bytes = 0;
-    std::string what; // in words
+    std::string what;  // in words
 };
 
 // Bytes per device. Weights, gradients and optimizer states are exact (what the trainer allocates);
 // activations and logits follow what the blocks save for backward (docs/memory.md).
 struct MemoryEstimate {
-    int64_t parameters = 0; // all held during training: base + LoRA/adapter/prompt (PEFT's count)
-    int64_t parametersBase = 0; // the checkpoint's own parameters
+    int64_t parameters = 0;  // all held during training: base + LoRA/adapter/prompt (PEFT's count)
+    int64_t parametersBase = 0;  // the checkpoint's own parameters
     int64_t trainableParameters = 0;
 
-    int64_t weightsTrainable = 0; // bytes (before ZeRO-3 sharding, like weightsFrozen)
+    int64_t weightsTrainable = 0;  // bytes (before ZeRO-3 sharding, like weightsFrozen)
     int64_t weightsFrozen = 0;
-    int64_t weights = 0; // this device's share
+    int64_t weights = 0;  // this device's share
     int64_t gradients = 0;
     int64_t optimizerStates = 0;
-    int64_t masterWeights = 0; // 0 in Tunebench: the fp32 weights are the master copy
-    int64_t activations = 0;   // the one that applies (with or without checkpointing)
+    int64_t masterWeights = 0;  // 0 in Tunebench: the fp32 weights are the master copy
+    int64_t activations = 0;    // the one that applies (with or without checkpointing)
     int64_t activationsPerBlock =
-        0; // one block's saved tensors for the micro-batch, no checkpointing
-    int64_t activationsCheckpoint = 0;   // one block's checkpoint (its input) for the micro-batch
-    int64_t activationsHead = 0;         // final norm and head input
-    int64_t activationsWeightCopies = 0; // autocast's 16-bit weight copies kept for backward
+        0;  // one block's saved tensors for the micro-batch, no checkpointing
+    int64_t activationsCheckpoint = 0;    // one block's checkpoint (its input) for the micro-batch
+    int64_t activationsHead = 0;          // final norm and head input
+    int64_t activationsWeightCopies = 0;  // autocast's 16-bit weight copies kept for backward
     int64_t activationsNoCheckpointing = 0;
     int64_t activationsCheckpointing = 0;
-    int64_t blocksStoring = 0; // blocks that save activations without checkpointing
+    int64_t blocksStoring = 0;  // blocks that save activations without checkpointing
     int64_t logits = 0;
-    int64_t stepWorkspace = 0; // optimizer-step temporaries (AdamW's denominator)
+    int64_t stepWorkspace = 0;  // optimizer-step temporaries (AdamW's denominator)
     int64_t overhead = 0;
-    int64_t total = 0;     // the peak: fixed bytes + the largest phase + overhead
-    std::string peakPhase; // the name of the largest phase
+    int64_t total = 0;      // the peak: fixed bytes + the largest phase + overhead
+    std::string peakPhase;  // the name of the largest phase
     std::vector<MemoryPhase> phases;
 
     // For comparison, generating with the same model on one device at the same batch and sequence
     // length: the checkpoint's weights in the compute width (4 B under fp32, 2 B under the 16-bit
-    // conventions), the KV cache, one MLP's temporaries for the prompt, the next position's fp32 logits,
-    // and the same overhead rule. What training adds on top is gradients, optimizer states and activations.
+    // conventions), the KV cache, one MLP's temporaries for the prompt, the next position's fp32
+    // logits, and the same overhead rule. What training adds on top is gradients, optimizer states
+    // and activations.
     int64_t inference = 0;
     std::string inferenceFormula;
 
-    std::vector<MemoryItem> items;   // weights ... overhead, in that order
-    std::optional<bool> fits;        // unset when no device memory was given
-    std::vector<std::string> advice; // sentences, cheapest first; only changes that fit
+    std::vector<MemoryItem> items;    // weights ... overhead, in that order
+    std::optional<bool> fits;         // unset when no device memory was given
+    std::vector<std::string> advice;  // sentences, cheapest first; only changes that fit
 };
-
-// The estimate options a training run implies, as the trainer's own memory report uses them: fp32 stays
-// fp32, bf16 / fp16 become the autocast (-mixed) conventions; the optimizer (sgd with momentum:
-// sgd-momentum), micro-batch, accumulation, checkpointing and loss from the run. seq: tokens per sequence.
-EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq);
 
 // Throws tb::Error naming the option when a value is out of range or unknown (precision, batch,
 // lora rank, a LoRA target no layer has, ...).
-MemoryEstimate estimateMemory(const ModelConfig& model, const TrainConfig& method,
+MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& method,
                               const EstimateOptions& options);
 
 // The cheapest changes that make `estimate` fit options.deviceMemory, each re-estimated: the
 // chunked loss, gradient checkpointing, a smaller micro-batch with more accumulation, LoRA instead
 // of full or partial fine-tuning, ZeRO on 2, 4 or 8 GPUs; all the cheap ones together when no
 // single one fits. Empty when it fits or nothing tried fits.
-std::vector<std::string> memoryAdvice(const ModelConfig& model, const TrainConfig& method,
+std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOptions& method,
                                       const EstimateOptions& options,
                                       const MemoryEstimate& estimate);
 
@@ -117,4 +113,4 @@ std::string groupDigits(int64_t value);
 // not.
 std::string trainingMemoryPrimer();
 
-} // namespace tb
+}  // namespace tb

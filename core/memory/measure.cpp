@@ -5,6 +5,8 @@
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
+#include <cstring>
+#include <fstream>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -17,9 +19,9 @@ namespace {
 std::atomic<int64_t> g_current{0};
 std::atomic<int64_t> g_peak{0};
 
-// Counts bytes of every CPU tensor allocation. Pointers it hands out are "simple" (context == data), as
-// LibTorch's raw_allocate / raw_deleter users (oneDNN, bf16 kernels) require; the inner allocator's DataPtr
-// and the size live in a table keyed by the data pointer until release.
+// Counts bytes of every CPU tensor allocation. Pointers it hands out are "simple" (context ==
+// data), as LibTorch's raw_allocate / raw_deleter users (oneDNN, bf16 kernels) require; the inner
+// allocator's DataPtr and the size live in a table keyed by the data pointer until release.
 class TrackingAllocator final : public c10::Allocator {
 public:
     explicit TrackingAllocator(c10::Allocator* inner) : m_inner(inner) {}
@@ -75,7 +77,8 @@ private:
             table().entries.erase(it);
         }
         g_current.fetch_sub(entry.bytes);
-        // entry.inner frees the memory through the inner allocator's deleter when it goes out of scope.
+        // entry.inner frees the memory through the inner allocator's deleter when it goes out of
+        // scope.
     }
     c10::Allocator* m_inner;
 };
@@ -83,7 +86,7 @@ private:
 std::once_flag g_installOnce;
 std::atomic<bool> g_installed{false};
 
-} // namespace
+}  // namespace
 
 void installCpuMemoryTracking()
 {
@@ -128,10 +131,31 @@ void resetMemoryPeak(const std::string& device)
     const torch::Device d(device);
     if (d.is_cuda()) {
         if (torch::cuda::is_available())
-            c10::getDeviceAllocator(c10::DeviceType::CUDA)->resetPeakStats(d.has_index() ? d.index() : 0);
+            c10::getDeviceAllocator(c10::DeviceType::CUDA)
+                ->resetPeakStats(d.has_index() ? d.index() : 0);
         return;
     }
     g_peak = g_current.load();
 }
 
-} // namespace tb
+namespace {
+
+int64_t statusField(const char* key)
+{
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    const size_t n = std::strlen(key);
+    while (std::getline(in, line))
+        if (line.compare(0, n, key) == 0)
+            return std::stoll(line.substr(n + 1)) * 1024;  // kB
+    return 0;
+}
+
+}  // namespace
+
+int64_t residentBytes()
+{
+    return statusField("VmRSS:");
+}
+
+}  // namespace tb

@@ -1,5 +1,5 @@
-// Memory measurement: a tracking allocator installed into LibTorch's CPU allocator (current and peak bytes
-// of tensor memory) and the CUDA caching allocator's statistics. Torch-free header.
+// Memory measurement: a tracking allocator installed into LibTorch's CPU allocator (current and
+// peak bytes of tensor memory) and the CUDA caching allocator's statistics. Torch-free header.
 #pragma once
 
 #include <cstdint>
@@ -22,4 +22,7 @@ bool cpuMemoryTrackingInstalled();
 MemorySnapshot memorySnapshot(const std::string& device);
 void resetMemoryPeak(const std::string& device);
 
-} // namespace tb
+// Resident memory of this process (bytes), from /proc/self/status; 0 where it cannot be read.
+int64_t residentBytes();
+
+}  // namespace tb

@@ -1,5 +1,5 @@
-// The shared forward pass (soft prompt, blocks with optional checkpointing, head), weight loading, rotary
-// embeddings and cached attention.
+// The shared forward pass (soft prompt, blocks with optional checkpointing, head), weight loading,
+// rotary embeddings and cached attention.
 #include "model/causal_lm.h"
 
 #include "model/safetensors.h"
@@ -13,21 +13,24 @@ namespace tb {
 
 namespace {
 
-// Block activation checkpointing: forward runs without storing activations; backward recomputes the block
-// with the same RNG state (dropout) and back-propagates through it (the reentrant scheme).
+// Block activation checkpointing: forward runs without storing activations; backward recomputes the
+// block with the same RNG state (dropout) and back-propagates through it (the reentrant scheme).
 class BlockCheckpoint : public torch::autograd::Function<BlockCheckpoint> {
 public:
-    // dummy: a tensor that requires grad, so the output does even when x does not (frozen embeddings),
-    // and backward runs to reach the block's trainable parameters.
-    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor dummy,
-                                 int64_t blockAddress, torch::Tensor cos, torch::Tensor sin)
+    // dummy: a tensor that requires grad, so the output does even when x does not (frozen
+    // embeddings), and backward runs to reach the block's trainable parameters.
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
+                                 torch::Tensor /*dummy*/, int64_t blockAddress, torch::Tensor cos,
+                                 torch::Tensor sin)
     {
         auto* block = reinterpret_cast<BlockBase*>(static_cast<intptr_t>(blockAddress));
         ctx->saved_data["block"] = blockAddress;
         ctx->saved_data["rng"] = at::globalContext().defaultGenerator(x.device()).get_state();
-        // backward() runs after the caller's autocast scope has ended: remember it for the recompute.
+        // backward() runs after the caller's autocast scope has ended: remember it for the
+        // recompute.
         ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(x.device().type());
-        ctx->saved_data["autocast_dtype"] = static_cast<int64_t>(at::autocast::get_autocast_dtype(x.device().type()));
+        ctx->saved_data["autocast_dtype"] =
+            static_cast<int64_t>(at::autocast::get_autocast_dtype(x.device().type()));
         ctx->save_for_backward({x, cos, sin});
         return block->forward(x, BlockContext{cos, sin}, nullptr, 0, 0);
     }
@@ -36,7 +39,8 @@ public:
                                                    torch::autograd::variable_list gradOut)
     {
         auto saved = ctx->get_saved_variables();
-        auto* block = reinterpret_cast<BlockBase*>(static_cast<intptr_t>(ctx->saved_data["block"].toInt()));
+        auto* block =
+            reinterpret_cast<BlockBase*>(static_cast<intptr_t>(ctx->saved_data["block"].toInt()));
         auto generator = at::globalContext().defaultGenerator(saved[0].device());
         auto current = generator.get_state();
         generator.set_state(ctx->saved_data["rng"].toTensor());
@@ -44,8 +48,9 @@ public:
         torch::Tensor output;
         {
             torch::AutoGradMode enable(true);
-            AutocastGuard autocast(input.device().type(), ctx->saved_data["autocast"].toBool(),
-                                   static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
+            AutocastGuard autocast(
+                input.device().type(), ctx->saved_data["autocast"].toBool(),
+                static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
             output = block->forward(input, BlockContext{saved[1], saved[2]}, nullptr, 0, 0);
         }
         generator.set_state(current);
@@ -54,7 +59,7 @@ public:
     }
 };
 
-} // namespace
+}  // namespace
 
 AutocastGuard::AutocastGuard(at::DeviceType type, bool enabled, at::ScalarType dtype)
     : m_type(type), m_enabled(enabled), m_prevEnabled(at::autocast::is_autocast_enabled(type)),
@@ -80,8 +85,10 @@ torch::Tensor tensorView(const SafetensorsFile& file, const TensorInfo& info)
     else if (info.dtype == DType::BF16)
         type = torch::kBFloat16;
     else if (info.dtype != DType::F32)
-        fail(file.path(), ": tensor '", info.name, "' has dtype ", dtypeName(info.dtype), " (supported: F32, F16, BF16)");
-    return torch::from_blob(const_cast<uint8_t*>(file.data(info)), info.shape, torch::TensorOptions().dtype(type));
+        fail(file.path(), ": tensor '", info.name, "' has dtype ", dtypeName(info.dtype),
+             " (supported: F32, F16, BF16)");
+    return torch::from_blob(const_cast<uint8_t*>(file.data(info)), info.shape,
+                            torch::TensorOptions().dtype(type));
 }
 
 torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
@@ -91,18 +98,21 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
     int64_t virtualTokens = 0;
     if (m_prompt.defined() && past == 0) {
         virtualTokens = m_prompt.size(0);
-        h = torch::cat({m_prompt.to(h.scalar_type()).unsqueeze(0).expand({h.size(0), -1, -1}), h}, 1);
+        h = torch::cat({m_prompt.to(h.scalar_type()).unsqueeze(0).expand({h.size(0), -1, -1}), h},
+                       1);
     }
     h = addPositions(h, past);
     BlockContext ctx = blockContext(past, h.size(1), h);
-    const bool checkpoint = m_checkpointing && is_training() && torch::GradMode::is_enabled() && !cache;
+    const bool checkpoint =
+        m_checkpointing && is_training() && torch::GradMode::is_enabled() && !cache;
     torch::Tensor dummy;
     if (checkpoint)
         dummy = torch::empty({0}, h.options().requires_grad(true));
     for (size_t i = 0; i < m_blocks.size(); ++i) {
         if (checkpoint)
-            h = BlockCheckpoint::apply(h, dummy, static_cast<int64_t>(reinterpret_cast<intptr_t>(m_blocks[i].get())),
-                                       ctx.cos, ctx.sin);
+            h = BlockCheckpoint::apply(
+                h, dummy, static_cast<int64_t>(reinterpret_cast<intptr_t>(m_blocks[i].get())),
+                ctx.cos, ctx.sin);
         else
             h = m_blocks[i]->forward(h, ctx, cache, i, past);
     }
@@ -140,7 +150,8 @@ torch::Tensor CausalLM::headWeight()
     if (!head)
         return tokenEmbeddingWeight();
     if (head->hasLora() && !head->loraMerged())
-        fail("the chunked loss needs a plain head weight, but lm_head carries LoRA (drop it from lora.targets or use loss full)");
+        fail("the chunked loss needs a plain head weight, but lm_head carries LoRA (drop it from "
+             "lora.targets or use loss full)");
     return head->weight;
 }
 
@@ -164,7 +175,8 @@ void CausalLM::setPromptEmbeddings(const torch::Tensor& prompt)
         m_prompt = register_parameter("prompt_embeddings", prompt);
 }
 
-void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype, const torch::Device& device)
+void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype,
+                           const torch::Device& device)
 {
     torch::NoGradGuard noGrad;
     for (auto& item : named_parameters(/*recurse=*/true)) {
@@ -189,11 +201,12 @@ void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype, con
                 got += (got.empty() ? "" : ", ") + std::to_string(d);
             for (auto d : expected)
                 want += (want.empty() ? "" : ", ") + std::to_string(d);
-            fail(entry->file->path(), ": tensor '", found, "' has shape [", got, "] but the config implies [",
-                 want, "]");
+            fail(entry->file->path(), ": tensor '", found, "' has shape [", got,
+                 "] but the config implies [", want, "]");
         }
         // from_blob views the mapped bytes; .to() copies into memory we own in the requested dtype.
-        auto owned = tensorView(*entry->file, info).to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+        auto owned =
+            tensorView(*entry->file, info).to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
         param.set_data(owned);
     }
 }
@@ -206,7 +219,8 @@ void CausalLM::initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device
         const std::string& name = item.key();
         torch::Tensor& param = item.value();
         torch::Tensor value;
-        const bool isNorm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
+        const bool isNorm =
+            name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
         if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
             value = torch::zeros(param.sizes());
         else if (isNorm)
@@ -220,7 +234,8 @@ void CausalLM::initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device
 torch::Tensor ropeInvFreq(const ModelConfig& c)
 {
     const int64_t dim = c.headDim;
-    auto exponents = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(dim);
+    auto exponents =
+        torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(dim);
     auto invFreq = 1.0 / torch::pow(torch::tensor(c.ropeTheta, torch::kFloat32), exponents);
     const auto& s = c.ropeScaling;
     if (s.type == "linear") {
@@ -230,7 +245,8 @@ torch::Tensor ropeInvFreq(const ModelConfig& c)
         const double highWavelen = s.originalMaxPositions / s.highFreqFactor;
         auto wavelen = 2.0 * M_PI / invFreq;
         auto scaled = torch::where(wavelen > lowWavelen, invFreq / s.factor, invFreq);
-        auto smooth = (s.originalMaxPositions / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+        auto smooth = (s.originalMaxPositions / wavelen - s.lowFreqFactor) /
+                      (s.highFreqFactor - s.lowFreqFactor);
         auto smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled;
         auto medium = (wavelen >= highWavelen).logical_and(wavelen <= lowWavelen);
         invFreq = torch::where(medium, smoothed, scaled);
@@ -247,8 +263,9 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
     return x * cos + rotated * sin;
 }
 
-torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              KVCache* cache, size_t layer, int64_t pastLength)
+torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, KVCache* cache, size_t layer,
+                              int64_t pastLength)
 {
     const int64_t seq = q.size(2);
     torch::Tensor keys = k;
@@ -291,11 +308,14 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k, co
         return at::scaled_dot_product_attention(q, keys, values, {}, 0.0, /*is_causal=*/seq > 1);
     if (seq == 1)
         return at::scaled_dot_product_attention(q, keys, values, {}, 0.0, false);
-    // Chunk after a prefix: query i sees keys 0 .. pastLength + i (bottom-right aligned causal mask).
-    auto rows = torch::arange(seq, torch::TensorOptions().device(q.device())).unsqueeze(1) + pastLength;
-    auto cols = torch::arange(pastLength + seq, torch::TensorOptions().device(q.device())).unsqueeze(0);
+    // Chunk after a prefix: query i sees keys 0 .. pastLength + i (bottom-right aligned causal
+    // mask).
+    auto rows =
+        torch::arange(seq, torch::TensorOptions().device(q.device())).unsqueeze(1) + pastLength;
+    auto cols =
+        torch::arange(pastLength + seq, torch::TensorOptions().device(q.device())).unsqueeze(0);
     auto mask = cols <= rows;
     return at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false);
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,6 +1,6 @@
-// CausalLM: the LibTorch module every architecture implements, plus the pieces they share (linear layers
-// with optional LoRA, norms, bottleneck adapters, rotary embeddings, cached attention, block checkpointing,
-// soft prompts). Internal to core: includes LibTorch.
+// CausalLM: the LibTorch module every architecture implements, plus the pieces they share (linear
+// layers with optional LoRA, norms, bottleneck adapters, rotary embeddings, cached attention, block
+// checkpointing, soft prompts). Internal to core: includes LibTorch.
 #pragma once
 
 #include "model/config.h"
@@ -32,7 +32,8 @@ private:
 // A view (no copy) of one tensor's mapped bytes in a safetensors file; F32, F16 and BF16 only.
 torch::Tensor tensorView(const SafetensorsFile& file, const TensorInfo& info);
 
-// Per-layer key/value cache. k[l], v[l]: [batch, kv_heads, capacity, head_dim]; `length` positions used.
+// Per-layer key/value cache. k[l], v[l]: [batch, kv_heads, capacity, head_dim]; `length` positions
+// used.
 struct KVCache {
     std::vector<torch::Tensor> k;
     std::vector<torch::Tensor> v;
@@ -45,19 +46,21 @@ struct KVCache {
     }
 };
 
-// y = x W^T + b, as torch's linear; one fp32 row on the CPU without autograd (a decoding step) splits W's
-// rows over the intra-op threads, since a matrix-vector product is bound by reading W.
-torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {});
+// y = x W^T + b, as torch's linear; one fp32 row on the CPU without autograd (a decoding step)
+// splits W's rows over the intra-op threads, since a matrix-vector product is bound by reading W.
+torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w,
+                            const torch::Tensor& b = {});
 
-// A linear layer with Hugging Face naming (weight, bias) and an optional LoRA branch (lora_A, lora_B).
-// transposed = false: W stored [out, in] as nn.Linear; true: [in, out] as GPT-2's Conv1D.
+// A linear layer with Hugging Face naming (weight, bias) and an optional LoRA branch (lora_A,
+// lora_B). transposed = false: W stored [out, in] as nn.Linear; true: [in, out] as GPT-2's Conv1D.
 class LinearImpl : public torch::nn::Module {
 public:
     LinearImpl(int64_t in, int64_t out, bool bias, bool transposed = false);
     torch::Tensor forward(const torch::Tensor& x);
 
-    // Adds a LoRA branch as PEFT initialises it: A [rank, in] Kaiming-uniform (a = sqrt(5)), B [out, rank]
-    // zeros; output += scaling * B(A(dropout(x))), scaling = alpha / rank (rsLoRA: alpha / sqrt(rank)).
+    // Adds a LoRA branch as PEFT initialises it: A [rank, in] Kaiming-uniform (a = sqrt(5)), B
+    // [out, rank] zeros; output += scaling * B(A(dropout(x))), scaling = alpha / rank (rsLoRA:
+    // alpha / sqrt(rank)).
     void addLora(int64_t rank, double alpha, double dropout, bool rslora);
     bool hasLora() const { return static_cast<bool>(lora_A); }
     // Folds scaling * B A into the base weight (merge) or takes it out again (unmerge).
@@ -99,7 +102,8 @@ public:
 };
 TORCH_MODULE(LayerNorm);
 
-// Bottleneck adapter: y + up(act(down(y))), up zero-initialised so the adapted model starts as the base.
+// Bottleneck adapter: y + up(act(down(y))), up zero-initialised so the adapted model starts as the
+// base.
 class BottleneckAdapterImpl : public torch::nn::Module {
 public:
     BottleneckAdapterImpl(int64_t hidden, int64_t size, std::string activation);
@@ -114,17 +118,24 @@ struct BlockContext {
     torch::Tensor cos, sin;  // [seq, head_dim]
 };
 
-// One transformer block. Architectures implement forward(); adapters are applied through the two hooks.
+// One transformer block. Architectures implement forward(); adapters are applied through the two
+// hooks.
 class BlockBase : public torch::nn::Module {
 public:
-    virtual torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache, size_t layer,
-                                  int64_t past) = 0;
+    virtual torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache,
+                                  size_t layer, int64_t past) = 0;
     BottleneckAdapter adapter_attn{nullptr};  // Houlsby: after the attention output
     BottleneckAdapter adapter_mlp{nullptr};   // Houlsby and Pfeiffer: after the MLP output
 
 protected:
-    torch::Tensor afterAttention(const torch::Tensor& y) { return adapter_attn ? adapter_attn->forward(y) : y; }
-    torch::Tensor afterMlp(const torch::Tensor& y) { return adapter_mlp ? adapter_mlp->forward(y) : y; }
+    torch::Tensor afterAttention(const torch::Tensor& y)
+    {
+        return adapter_attn ? adapter_attn->forward(y) : y;
+    }
+    torch::Tensor afterMlp(const torch::Tensor& y)
+    {
+        return adapter_mlp ? adapter_mlp->forward(y) : y;
+    }
 };
 
 class CausalLM : public torch::nn::Module {
@@ -132,29 +143,31 @@ public:
     explicit CausalLM(ModelConfig config) : m_config(std::move(config)) {}
     ~CausalLM() override = default;
 
-    // ids: [batch, seq] int64. cache: appended to when given (positions continue from cache->length).
-    // A soft prompt, when present, is prepended on the first pass; its positions are not in the result.
-    // Returns logits [batch, seq, vocab] in the model dtype.
+    // ids: [batch, seq] int64. cache: appended to when given (positions continue from
+    // cache->length). A soft prompt, when present, is prepended on the first pass; its positions
+    // are not in the result. Returns logits [batch, seq, vocab] in the model dtype.
     torch::Tensor forward(const torch::Tensor& ids, KVCache* cache);
-    // The same, but the head runs on the last position only: logits [batch, vocab] (generation's prefill
-    // needs no [seq, vocab] logits for the prompt).
+    // The same, but the head runs on the last position only: logits [batch, vocab] (generation's
+    // prefill needs no [seq, vocab] logits for the prompt).
     torch::Tensor forwardLast(const torch::Tensor& ids, KVCache* cache);
-    // The final-normed hidden states [batch, seq, hidden] that the head turns into logits (no cache), for
-    // losses that apply the head themselves (chunked cross-entropy).
+    // The final-normed hidden states [batch, seq, hidden] that the head turns into logits (no
+    // cache), for losses that apply the head themselves (chunked cross-entropy).
     torch::Tensor forwardHidden(const torch::Tensor& ids);
-    // The head's weight [vocab, hidden] (the token embeddings when tied). Throws when the head carries LoRA.
+    // The head's weight [vocab, hidden] (the token embeddings when tied). Throws when the head
+    // carries LoRA.
     torch::Tensor headWeight();
 
     const ModelConfig& config() const { return m_config; }
     size_t numBlocks() const { return m_blocks.size(); }
     BlockBase& block(size_t i) { return *m_blocks.at(i); }
-    // Every Linear layer with its full parameter-name prefix (e.g. "model.layers.0.self_attn.q_proj").
+    // Every Linear layer with its full parameter-name prefix (e.g.
+    // "model.layers.0.self_attn.q_proj").
     std::vector<std::pair<std::string, std::shared_ptr<LinearImpl>>> linearLayers();
     virtual torch::Tensor tokenEmbeddingWeight() = 0;  // [vocab, hidden]
 
-    // Copies every parameter from the checkpoint (converted to dtype, moved to device). Throws tb::Error
-    // naming the file and tensor when one is missing or its shape differs. Call before adding LoRA,
-    // adapters or a soft prompt: those are not part of a base checkpoint.
+    // Copies every parameter from the checkpoint (converted to dtype, moved to device). Throws
+    // tb::Error naming the file and tensor when one is missing or its shape differs. Call before
+    // adding LoRA, adapters or a soft prompt: those are not part of a base checkpoint.
     void loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype, const torch::Device& device);
     // Fills parameters with N(0, 0.02) (norm weights 1, biases 0) for random models and benchmarks.
     void initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device& device);
@@ -169,19 +182,28 @@ public:
 protected:
     virtual torch::Tensor embedTokens(const torch::Tensor& ids) = 0;
     // Adds position information to the (prompt-extended) embeddings; past = cache length.
-    virtual torch::Tensor addPositions(const torch::Tensor& h, int64_t past) { return h; }
-    virtual BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like) { return {}; }
+    virtual torch::Tensor addPositions(const torch::Tensor& h, int64_t /*past*/) { return h; }
+    virtual BlockContext blockContext(int64_t /*past*/, int64_t /*length*/,
+                                      const torch::Tensor& /*like*/)
+    {
+        return {};
+    }
     virtual torch::Tensor finalNorm(const torch::Tensor& h) = 0;
     // The LM head layer, or null when the head is tied to the token embeddings.
     virtual std::shared_ptr<LinearImpl> headLayer() = 0;
     // Checkpoint names tried for one of our parameter names (first found wins).
-    virtual std::vector<std::string> checkpointNames(const std::string& name) const { return {name}; }
+    virtual std::vector<std::string> checkpointNames(const std::string& name) const
+    {
+        return {name};
+    }
 
     ModelConfig m_config;
-    std::vector<std::shared_ptr<BlockBase>> m_blocks;  // registered by the architecture under its own names
+    std::vector<std::shared_ptr<BlockBase>>
+        m_blocks;  // registered by the architecture under its own names
 
 private:
-    torch::Tensor runBlocks(const torch::Tensor& ids, KVCache* cache);  // hidden states, prompt positions removed
+    torch::Tensor runBlocks(const torch::Tensor& ids,
+                            KVCache* cache);  // hidden states, prompt positions removed
     torch::Tensor m_prompt;  // registered as parameter "prompt_embeddings" when set
     bool m_checkpointing = false;
 };
@@ -197,10 +219,12 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 // Appends k/v ([batch, kv_heads, seq, head_dim]) to the cache of `layer` and runs causal
 // scaled-dot-product attention for q ([batch, heads, seq, head_dim]) over all cached positions.
 // pastLength is the cache length before this call. Returns [batch, heads, seq, head_dim].
-torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              KVCache* cache, size_t layer, int64_t pastLength);
+torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, KVCache* cache, size_t layer,
+                              int64_t pastLength);
 
-// Activation by name: relu, gelu (erf), gelu_new / gelu_pytorch_tanh (tanh approximation), silu, tanh.
+// Activation by name: relu, gelu (erf), gelu_new / gelu_pytorch_tanh (tanh approximation), silu,
+// tanh.
 torch::Tensor activate(const std::string& name, const torch::Tensor& x);
 
-} // namespace tb
+}  // namespace tb

@@ -34,7 +34,10 @@ struct Reader {
             fail(path, ": key '", key, "' must be positive, found ", v);
         return v;
     }
-    int64_t positiveOr(const char* key, int64_t fallback) const { return has(key) ? positive(key) : fallback; }
+    int64_t positiveOr(const char* key, int64_t fallback) const
+    {
+        return has(key) ? positive(key) : fallback;
+    }
     double number(const char* key, double fallback) const
     {
         if (!has(key))
@@ -112,16 +115,21 @@ void readRope(const Reader& r, ModelConfig& c)
     fail(r.path, ": rope_scaling type '", type, "' is not supported (supported: linear, llama3)");
 }
 
-} // namespace
+}  // namespace
 
 const char* architectureName(Architecture arch)
 {
     switch (arch) {
-    case Architecture::Llama: return "llama";
-    case Architecture::Mistral: return "mistral";
-    case Architecture::Qwen2: return "qwen2";
-    case Architecture::Qwen3: return "qwen3";
-    case Architecture::Gpt2: return "gpt2";
+    case Architecture::Llama:
+        return "llama";
+    case Architecture::Mistral:
+        return "mistral";
+    case Architecture::Qwen2:
+        return "qwen2";
+    case Architecture::Qwen3:
+        return "qwen3";
+    case Architecture::Gpt2:
+        return "gpt2";
     }
     return "?";
 }
@@ -171,12 +179,13 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.intermediateSize = r.positiveOr("n_inner", 4 * c.hiddenSize);
         c.normEps = r.number("layer_norm_epsilon", 1e-5);
         c.hiddenAct = r.string("activation_function", "gelu_new");
-        if (c.hiddenAct != "gelu_new" && c.hiddenAct != "gelu" && c.hiddenAct != "gelu_pytorch_tanh" &&
-            c.hiddenAct != "relu")
+        if (c.hiddenAct != "gelu_new" && c.hiddenAct != "gelu" &&
+            c.hiddenAct != "gelu_pytorch_tanh" && c.hiddenAct != "relu")
             fail(path, ": activation_function '", c.hiddenAct, "' is not supported");
         c.tieWordEmbeddings = r.boolean("tie_word_embeddings", true);
         if (c.hiddenSize % c.numHeads != 0)
-            fail(path, ": n_embd (", c.hiddenSize, ") is not divisible by n_head (", c.numHeads, ")");
+            fail(path, ": n_embd (", c.hiddenSize, ") is not divisible by n_head (", c.numHeads,
+                 ")");
         c.headDim = c.hiddenSize / c.numHeads;
         c.qkvBias = c.oBias = c.mlpBias = true;
         return c;
@@ -197,15 +206,16 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.headDim = r.positive("head_dim");
     } else {
         if (c.hiddenSize % c.numHeads != 0)
-            fail(path, ": hidden_size (", c.hiddenSize, ") is not divisible by num_attention_heads (",
-                 c.numHeads, ") and no head_dim is given");
+            fail(path, ": hidden_size (", c.hiddenSize,
+                 ") is not divisible by num_attention_heads (", c.numHeads,
+                 ") and no head_dim is given");
         c.headDim = c.hiddenSize / c.numHeads;
     }
     if (c.headDim % 2 != 0)
         fail(path, ": head_dim (", c.headDim, ") must be even for rotary embeddings");
     if (c.numHeads % c.numKvHeads != 0)
-        fail(path, ": num_attention_heads (", c.numHeads, ") is not a multiple of num_key_value_heads (",
-             c.numKvHeads, ")");
+        fail(path, ": num_attention_heads (", c.numHeads,
+             ") is not a multiple of num_key_value_heads (", c.numKvHeads, ")");
     readRope(r, c);
 
     switch (c.architecture) {
@@ -238,8 +248,9 @@ ModelConfig loadModelConfig(const std::string& path)
         fail(file, ": not found (a model folder needs config.json)");
     ModelConfig config = parseModelConfig(readFile(file), file);
     // As transformers' generate(): generation_config.json's eos_token_id wins over config.json's.
-    const std::string genPath = joinPath(isDirectory(path) ? path : std::filesystem::path(path).parent_path().string(),
-                                         "generation_config.json");
+    const std::string genPath =
+        joinPath(isDirectory(path) ? path : std::filesystem::path(path).parent_path().string(),
+                 "generation_config.json");
     if (fileExists(genPath)) {
         json gen;
         try {
@@ -263,19 +274,20 @@ int64_t parameterCount(const ModelConfig& c)
     const int64_t v = c.vocabSize;
     const int64_t inner = c.intermediateSize;
     if (c.architecture == Architecture::Gpt2) {
-        const int64_t block = 2 * h                 // ln_1
-                              + h * 3 * h + 3 * h   // c_attn (Conv1D, bias)
-                              + h * h + h           // attn.c_proj
-                              + 2 * h               // ln_2
-                              + h * inner + inner   // mlp.c_fc
-                              + inner * h + h;      // mlp.c_proj
-        return v * h + c.maxPositions * h + c.numLayers * block + 2 * h + (c.tieWordEmbeddings ? 0 : v * h);
+        const int64_t block = 2 * h                // ln_1
+                              + h * 3 * h + 3 * h  // c_attn (Conv1D, bias)
+                              + h * h + h          // attn.c_proj
+                              + 2 * h              // ln_2
+                              + h * inner + inner  // mlp.c_fc
+                              + inner * h + h;     // mlp.c_proj
+        return v * h + c.maxPositions * h + c.numLayers * block + 2 * h +
+               (c.tieWordEmbeddings ? 0 : v * h);
     }
     const int64_t q = c.numHeads * c.headDim;
     const int64_t kv = c.numKvHeads * c.headDim;
-    int64_t block = h * q + 2 * h * kv + q * h   // q, k, v, o projections
-                    + 3 * h * inner               // gate, up, down
-                    + 2 * h;                      // input and post-attention RMSNorm
+    int64_t block = h * q + 2 * h * kv + q * h  // q, k, v, o projections
+                    + 3 * h * inner             // gate, up, down
+                    + 2 * h;                    // input and post-attention RMSNorm
     if (c.qkvBias)
         block += q + 2 * kv;
     if (c.oBias)
@@ -306,4 +318,4 @@ ModelConfig randomLlama25mConfig()
     return c;
 }
 
-} // namespace tb
+}  // namespace tb

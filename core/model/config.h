@@ -1,4 +1,5 @@
-// ModelConfig: a Hugging Face config.json read into one plain struct, and exact parameter counts from it.
+// ModelConfig: a Hugging Face config.json read into one plain struct, and exact parameter counts
+// from it.
 #pragma once
 
 #include <cstdint>
@@ -12,54 +13,55 @@ enum class Architecture { Llama, Mistral, Qwen2, Qwen3, Gpt2 };
 const char* architectureName(Architecture arch);  // config.json model_type spelling
 
 struct RopeScaling {
-    std::string type;                 // "" (none), "linear", "llama3"
+    std::string type;  // "" (none), "linear", "llama3"
     double factor = 1.0;
-    double lowFreqFactor = 1.0;       // llama3
-    double highFreqFactor = 4.0;      // llama3
+    double lowFreqFactor = 1.0;           // llama3
+    double highFreqFactor = 4.0;          // llama3
     int64_t originalMaxPositions = 8192;  // llama3
 };
 
 struct ModelConfig {
     Architecture architecture = Architecture::Llama;
-    std::string modelType;            // as written in config.json
-    std::string sourcePath;           // config.json this came from
+    std::string modelType;   // as written in config.json
+    std::string sourcePath;  // config.json this came from
 
     int64_t vocabSize = 0;
     int64_t hiddenSize = 0;
-    int64_t intermediateSize = 0;     // MLP inner size (GPT-2: n_inner or 4 * n_embd)
+    int64_t intermediateSize = 0;  // MLP inner size (GPT-2: n_inner or 4 * n_embd)
     int64_t numLayers = 0;
     int64_t numHeads = 0;
     int64_t numKvHeads = 0;
     int64_t headDim = 0;
     int64_t maxPositions = 0;
 
-    double normEps = 1e-5;            // rms_norm_eps or layer_norm_epsilon
+    double normEps = 1e-5;  // rms_norm_eps or layer_norm_epsilon
     double ropeTheta = 10000.0;
     RopeScaling ropeScaling;
     std::string hiddenAct = "silu";
 
     bool tieWordEmbeddings = false;
-    bool qkvBias = false;             // qwen2, llama attention_bias
-    bool oBias = false;               // llama attention_bias
+    bool qkvBias = false;  // qwen2, llama attention_bias
+    bool oBias = false;    // llama attention_bias
     bool mlpBias = false;
-    bool qkNorm = false;              // qwen3
-    int64_t slidingWindow = 0;        // mistral; 0 = none
+    bool qkNorm = false;        // qwen3
+    int64_t slidingWindow = 0;  // mistral; 0 = none
 
     std::string torchDtype = "float32";
     std::vector<int64_t> bosTokenIds;
     std::vector<int64_t> eosTokenIds;
 };
 
-// Reads config.json from a model folder or a bare config.json path. Throws tb::Error naming the file
-// and key when a required field is missing or inconsistent, or the architecture is not supported.
+// Reads config.json from a model folder or a bare config.json path. Throws tb::Error naming the
+// file and key when a required field is missing or inconsistent, or the architecture is not
+// supported.
 ModelConfig loadModelConfig(const std::string& path);
 ModelConfig parseModelConfig(const std::string& jsonText, const std::string& sourcePath);
 
 // Exact number of parameters the checkpoint holds (a tied head counted once).
 int64_t parameterCount(const ModelConfig& config);
 
-// The benchmarks' mid-size model: a Llama of 26.5M parameters (vocab 32000, hidden 384, 8 layers, tied),
-// used with random weights by `tunebench bench generate|train` and bench/*.py.
+// The benchmarks' mid-size model: a Llama of 26.5M parameters (vocab 32000, hidden 384, 8 layers,
+// tied), used with random weights by `tunebench bench generate|train` and bench/*.py.
 ModelConfig randomLlama25mConfig();
 
-} // namespace tb
+}  // namespace tb

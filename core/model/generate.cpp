@@ -1,5 +1,5 @@
-// Generation with a KV cache: greedy or sampled (temperature, top-k, top-p, repetition penalty, seed),
-// stopping at EOS, a token budget or stop strings, streaming each token to a callback.
+// Generation with a KV cache: greedy or sampled (temperature, top-k, top-p, repetition penalty,
+// seed), stopping at EOS, a token budget or stop strings, streaming each token to a callback.
 #include "model/model_impl.h"
 
 #include "tokenizer/tokenizer.h"
@@ -12,8 +12,8 @@ namespace tb {
 namespace {
 
 // Next token from one row of logits [vocab] (fp32, CPU).
-int64_t pickToken(torch::Tensor logits, const GenerateOptions& o, const std::vector<int64_t>& history,
-                  at::Generator& gen)
+int64_t pickToken(torch::Tensor logits, const GenerateOptions& o,
+                  const std::vector<int64_t>& history, at::Generator& gen)
 {
     if (o.repetitionPenalty != 1.0 && !history.empty()) {
         auto idx = torch::tensor(history, torch::kInt64);
@@ -47,7 +47,7 @@ bool endsWithIncompleteChar(const std::string& text)
     return text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;
 }
 
-} // namespace
+}  // namespace
 
 GenerateResult Model::generate(const std::vector<int32_t>& prompt, const GenerateOptions& o,
                                const Tokenizer* tokenizer, const TokenCallback& onToken) const
@@ -91,7 +91,8 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
                 result.stopReason = "context_full";
                 break;
             }
-            auto next = torch::tensor({history.back()}, torch::kInt64).view({1, 1}).to(m_impl->device);
+            auto next =
+                torch::tensor({history.back()}, torch::kInt64).view({1, 1}).to(m_impl->device);
             last = module.forwardLast(next, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
         }
         const int64_t token = pickToken(last.clone(), o, history, gen);
@@ -133,4 +134,4 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
     return result;
 }
 
-} // namespace tb
+}  // namespace tb

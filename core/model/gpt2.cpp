@@ -23,7 +23,9 @@ public:
     {
         const int64_t b = x.size(0), s = x.size(1), h = x.size(2);
         auto qkv = c_attn->forward(x).split(h, -1);  // 3 x [b, s, hidden]
-        auto heads = [&](const torch::Tensor& t) { return t.view({b, s, numHeads, headDim}).transpose(1, 2); };
+        auto heads = [&](const torch::Tensor& t) {
+            return t.view({b, s, numHeads, headDim}).transpose(1, 2);
+        };
         auto out = cachedAttention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), cache, layer, past);
         return c_proj->forward(out.transpose(1, 2).reshape({b, s, h}));
     }
@@ -39,7 +41,10 @@ public:
         c_fc = register_module("c_fc", conv1d(c.hiddenSize, c.intermediateSize));
         c_proj = register_module("c_proj", conv1d(c.intermediateSize, c.hiddenSize));
     }
-    torch::Tensor forward(const torch::Tensor& x) { return c_proj->forward(activate(act, c_fc->forward(x))); }
+    torch::Tensor forward(const torch::Tensor& x)
+    {
+        return c_proj->forward(activate(act, c_fc->forward(x)));
+    }
     std::string act;
     Linear c_fc{nullptr}, c_proj{nullptr};
 };
@@ -98,18 +103,26 @@ public:
     torch::Tensor tokenEmbeddingWeight() override { return transformer->wte->weight; }
 
 protected:
-    torch::Tensor embedTokens(const torch::Tensor& ids) override { return transformer->wte->forward(ids); }
+    torch::Tensor embedTokens(const torch::Tensor& ids) override
+    {
+        return transformer->wte->forward(ids);
+    }
 
     torch::Tensor addPositions(const torch::Tensor& h, int64_t past) override
     {
         const int64_t s = h.size(1);
         if (past + s > m_config.maxPositions)
-            fail("gpt2: sequence of ", past + s, " tokens exceeds n_positions (", m_config.maxPositions, ")");
-        auto positions = torch::arange(past, past + s, torch::TensorOptions().dtype(torch::kInt64).device(h.device()));
+            fail("gpt2: sequence of ", past + s, " tokens exceeds n_positions (",
+                 m_config.maxPositions, ")");
+        auto positions = torch::arange(
+            past, past + s, torch::TensorOptions().dtype(torch::kInt64).device(h.device()));
         return h + transformer->wpe->forward(positions);
     }
 
-    torch::Tensor finalNorm(const torch::Tensor& hidden) override { return transformer->ln_f->forward(hidden); }
+    torch::Tensor finalNorm(const torch::Tensor& hidden) override
+    {
+        return transformer->ln_f->forward(hidden);
+    }
     std::shared_ptr<LinearImpl> headLayer() override { return lm_head ? lm_head.ptr() : nullptr; }
 
 public:
@@ -127,11 +140,11 @@ protected:
     }
 };
 
-} // namespace
+}  // namespace
 
 std::shared_ptr<CausalLM> makeGpt2(const ModelConfig& config)
 {
     return std::make_shared<Gpt2LMHeadModel>(config);
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// Layers shared by the architectures: linear (with the LoRA branch), RMSNorm, LayerNorm, bottleneck adapter.
+// Layers shared by the architectures: linear (with the LoRA branch), RMSNorm, LayerNorm, bottleneck
+// adapter.
 #include "model/causal_lm.h"
 
 #include "util/error.h"
@@ -9,23 +10,27 @@ namespace tb {
 
 namespace {
 
-// Decoding feeds one token at a time: y = W x is a matrix-vector product bound by reading W, and MKL's sgemv
-// keeps it to one core. Splitting W's rows over the intra-op threads reads it with every core. Only for one
-// fp32 row on the CPU without autograd, and matrices of at least 1 MiB, where the split pays for its
-// synchronisation. (This file is compiled with OpenMP where LibTorch's own runtime is found, which is what
-// makes at::parallel_for parallel here: its OpenMP code is inline in the header.)
+// Decoding feeds one token at a time: y = W x is a matrix-vector product bound by reading W, and
+// MKL's sgemv keeps it to one core. Splitting W's rows over the intra-op threads reads it with
+// every core. Only for one fp32 row on the CPU without autograd, and matrices of at least 1 MiB,
+// where the split pays for its synchronisation. (This file is compiled with OpenMP where LibTorch's
+// own runtime is found, which is what makes at::parallel_for parallel here: its OpenMP code is
+// inline in the header.)
 bool rowParallelCase(const torch::Tensor& x, const torch::Tensor& w)
 {
-    return x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && w.scalar_type() == torch::kFloat32 &&
-           x.numel() == w.size(1) && w.numel() >= (int64_t(1) << 18) && at::get_num_threads() > 1 &&
+    return x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
+           w.scalar_type() == torch::kFloat32 && x.numel() == w.size(1) &&
+           w.numel() >= (int64_t(1) << 18) && at::get_num_threads() > 1 &&
            !(torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
 }
 
-// y = W x (+ b) for one row x, W's rows split over the threads; each part is one single-threaded sgemv.
-torch::Tensor rowParallelLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
+// y = W x (+ b) for one row x, W's rows split over the threads; each part is one single-threaded
+// sgemv.
+torch::Tensor rowParallelLinear(const torch::Tensor& x, const torch::Tensor& w,
+                                const torch::Tensor& b)
 {
-    // Detached, and the mode set again inside: the worker threads do not inherit this thread's grad or
-    // inference mode.
+    // Detached, and the mode set again inside: the worker threads do not inherit this thread's grad
+    // or inference mode.
     const torch::Tensor v = x.detach().reshape({w.size(1)}).contiguous();
     const torch::Tensor wc = w.detach().contiguous();
     const torch::Tensor bias = b.defined() ? b.detach() : b;
@@ -46,17 +51,19 @@ torch::Tensor rowParallelLinear(const torch::Tensor& x, const torch::Tensor& w, 
     return y.view(shape);
 }
 
-} // namespace
+}  // namespace
 
 torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
 {
-    return rowParallelCase(x, w) ? rowParallelLinear(x, w, b) : torch::nn::functional::linear(x, w, b);
+    return rowParallelCase(x, w) ? rowParallelLinear(x, w, b)
+                                 : torch::nn::functional::linear(x, w, b);
 }
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias, bool isTransposed)
     : inFeatures(in), outFeatures(out), transposed(isTransposed)
 {
-    weight = register_parameter("weight", isTransposed ? torch::empty({in, out}) : torch::empty({out, in}));
+    weight = register_parameter("weight",
+                                isTransposed ? torch::empty({in, out}) : torch::empty({out, in}));
     if (hasBias)
         bias = register_parameter("bias", torch::empty({out}));
 }
@@ -90,11 +97,13 @@ void LinearImpl::addLora(int64_t rank, double alpha, double dropout, bool rslora
     lora_A = register_module("lora_A", std::make_shared<LinearImpl>(inFeatures, rank, false));
     lora_B = register_module("lora_B", std::make_shared<LinearImpl>(rank, outFeatures, false));
     torch::NoGradGuard noGrad;
-    // kaiming_uniform_(a = sqrt(5)) on [rank, in]: U(-1/sqrt(in), 1/sqrt(in)), as PEFT and nn.Linear do.
+    // kaiming_uniform_(a = sqrt(5)) on [rank, in]: U(-1/sqrt(in), 1/sqrt(in)), as PEFT and
+    // nn.Linear do.
     const double bound = 1.0 / std::sqrt(static_cast<double>(inFeatures));
     lora_A->weight.set_data(torch::empty({rank, inFeatures}, options).uniform_(-bound, bound));
     lora_B->weight.set_data(torch::zeros({outFeatures, rank}, options));
-    m_scaling = rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
+    m_scaling =
+        rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
     m_dropout = dropout;
     m_merged = false;
 }
@@ -130,7 +139,8 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double epsilon) : eps(epsilon)
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x)
 {
-    // As transformers does: statistics in fp32, scale applied after casting back to the input dtype.
+    // As transformers does: statistics in fp32, scale applied after casting back to the input
+    // dtype.
     auto xf = x.to(torch::kFloat32);
     auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
     xf = xf * torch::rsqrt(variance + eps);
@@ -183,7 +193,8 @@ torch::Tensor activate(const std::string& name, const torch::Tensor& x)
 
 torch::nn::Embedding makeEmbedding(int64_t num, int64_t dim)
 {
-    return torch::nn::Embedding(torch::nn::EmbeddingOptions(num, dim)._weight(torch::empty({num, dim})));
+    return torch::nn::Embedding(
+        torch::nn::EmbeddingOptions(num, dim)._weight(torch::empty({num, dim})));
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// The Llama family: llama (2/3/3.x, TinyLlama, SmolLM2), mistral, qwen2 (q/k/v biases), qwen3 (q/k norms).
+// The Llama family: llama (2/3/3.x, TinyLlama, SmolLM2), mistral, qwen2 (q/k/v biases), qwen3 (q/k
+// norms).
 #include "model/registry.h"
 
 #include "util/error.h"
@@ -12,8 +13,10 @@ public:
         : numHeads(c.numHeads), numKvHeads(c.numKvHeads), headDim(c.headDim)
     {
         q_proj = register_module("q_proj", Linear(c.hiddenSize, c.numHeads * c.headDim, c.qkvBias));
-        k_proj = register_module("k_proj", Linear(c.hiddenSize, c.numKvHeads * c.headDim, c.qkvBias));
-        v_proj = register_module("v_proj", Linear(c.hiddenSize, c.numKvHeads * c.headDim, c.qkvBias));
+        k_proj =
+            register_module("k_proj", Linear(c.hiddenSize, c.numKvHeads * c.headDim, c.qkvBias));
+        v_proj =
+            register_module("v_proj", Linear(c.hiddenSize, c.numKvHeads * c.headDim, c.qkvBias));
         o_proj = register_module("o_proj", Linear(c.numHeads * c.headDim, c.hiddenSize, c.oBias));
         if (c.qkNorm) {
             q_norm = register_module("q_norm", RMSNorm(c.headDim, c.normEps));
@@ -22,8 +25,8 @@ public:
     }
 
     // x: [batch, seq, hidden]; cos/sin: [seq, head_dim]
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                          KVCache* cache, size_t layer, int64_t past)
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
+                          const torch::Tensor& sin, KVCache* cache, size_t layer, int64_t past)
     {
         const int64_t b = x.size(0), s = x.size(1);
         auto q = q_proj->forward(x).view({b, s, numHeads, headDim});
@@ -51,9 +54,11 @@ class LlamaMlpImpl : public torch::nn::Module {
 public:
     explicit LlamaMlpImpl(const ModelConfig& c)
     {
-        gate_proj = register_module("gate_proj", Linear(c.hiddenSize, c.intermediateSize, c.mlpBias));
+        gate_proj =
+            register_module("gate_proj", Linear(c.hiddenSize, c.intermediateSize, c.mlpBias));
         up_proj = register_module("up_proj", Linear(c.hiddenSize, c.intermediateSize, c.mlpBias));
-        down_proj = register_module("down_proj", Linear(c.intermediateSize, c.hiddenSize, c.mlpBias));
+        down_proj =
+            register_module("down_proj", Linear(c.intermediateSize, c.hiddenSize, c.mlpBias));
     }
     torch::Tensor forward(const torch::Tensor& x)
     {
@@ -70,12 +75,14 @@ public:
         self_attn = register_module("self_attn", LlamaAttention(c));
         mlp = register_module("mlp", LlamaMlp(c));
         input_layernorm = register_module("input_layernorm", RMSNorm(c.hiddenSize, c.normEps));
-        post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(c.hiddenSize, c.normEps));
+        post_attention_layernorm =
+            register_module("post_attention_layernorm", RMSNorm(c.hiddenSize, c.normEps));
     }
-    torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache, size_t layer,
-                          int64_t past) override
+    torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache,
+                          size_t layer, int64_t past) override
     {
-        auto attn = self_attn->forward(input_layernorm->forward(x), ctx.cos, ctx.sin, cache, layer, past);
+        auto attn =
+            self_attn->forward(input_layernorm->forward(x), ctx.cos, ctx.sin, cache, layer, past);
         auto h = x + afterAttention(attn);
         return h + afterMlp(mlp->forward(post_attention_layernorm->forward(h)));
     }
@@ -117,21 +124,28 @@ public:
     torch::Tensor tokenEmbeddingWeight() override { return model->embed_tokens->weight; }
 
 protected:
-    torch::Tensor embedTokens(const torch::Tensor& ids) override { return model->embed_tokens->forward(ids); }
+    torch::Tensor embedTokens(const torch::Tensor& ids) override
+    {
+        return model->embed_tokens->forward(ids);
+    }
 
     BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like) override
     {
         // Rotary tables in fp32, cast to the compute dtype as transformers does.
         if (m_invFreq.device() != like.device())
             m_invFreq = m_invFreq.to(like.device());
-        auto positions = torch::arange(past, past + length,
-                                       torch::TensorOptions().dtype(torch::kFloat32).device(like.device()));
+        auto positions =
+            torch::arange(past, past + length,
+                          torch::TensorOptions().dtype(torch::kFloat32).device(like.device()));
         auto freqs = torch::outer(positions, m_invFreq);
         auto emb = torch::cat({freqs, freqs}, -1);
         return {emb.cos().to(like.scalar_type()), emb.sin().to(like.scalar_type())};
     }
 
-    torch::Tensor finalNorm(const torch::Tensor& hidden) override { return model->norm->forward(hidden); }
+    torch::Tensor finalNorm(const torch::Tensor& hidden) override
+    {
+        return model->norm->forward(hidden);
+    }
     std::shared_ptr<LinearImpl> headLayer() override { return lm_head ? lm_head.ptr() : nullptr; }
 
 public:
@@ -139,14 +153,15 @@ public:
     Linear lm_head{nullptr};
 
 private:
-    torch::Tensor m_invFreq;  // [head_dim / 2] fp32: kept out of the parameters so dtype casts never touch it
+    torch::Tensor
+        m_invFreq;  // [head_dim / 2] fp32: kept out of the parameters so dtype casts never touch it
 };
 
-} // namespace
+}  // namespace
 
 std::shared_ptr<CausalLM> makeLlama(const ModelConfig& config)
 {
     return std::make_shared<LlamaForCausalLM>(config);
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// llama2.c checkpoint + tokenizer -> Hugging Face Llama folder (config, safetensors, sentencepiece model).
+// llama2.c checkpoint + tokenizer -> Hugging Face Llama folder (config, safetensors, sentencepiece
+// model).
 #include "model/llama2c.h"
 
 #include "model/safetensors.h"
@@ -15,7 +16,8 @@
 namespace tb {
 namespace {
 
-// Sequential reader over a byte buffer that names the file and what it was reading when it runs out.
+// Sequential reader over a byte buffer that names the file and what it was reading when it runs
+// out.
 class Cursor {
 public:
     Cursor(const std::string& bytes, const std::string& path) : m_bytes(bytes), m_path(path) {}
@@ -33,8 +35,14 @@ public:
         return v;
     }
     // `count` float32 values as raw bytes.
-    std::string floats(size_t count, const std::string& what) { return std::string(need(count * 4, what.c_str()), count * 4); }
-    std::string bytes(size_t count, const char* what) { return std::string(need(count, what), count); }
+    std::string floats(size_t count, const std::string& what)
+    {
+        return std::string(need(count * 4, what.c_str()), count * 4);
+    }
+    std::string bytes(size_t count, const char* what)
+    {
+        return std::string(need(count, what), count);
+    }
     void skip(size_t count, const char* what) { need(count, what); }
     size_t remaining() const { return m_bytes.size() - m_pos; }
     size_t position() const { return m_pos; }
@@ -43,8 +51,8 @@ private:
     const char* need(size_t count, const char* what)
     {
         if (count > m_bytes.size() - m_pos)
-            fail(m_path, ": truncated at byte ", m_pos, " while reading ", what, " (", count, " bytes needed, ",
-                 m_bytes.size() - m_pos, " left)");
+            fail(m_path, ": truncated at byte ", m_pos, " while reading ", what, " (", count,
+                 " bytes needed, ", m_bytes.size() - m_pos, " left)");
         const char* p = m_bytes.data() + m_pos;
         m_pos += count;
         return p;
@@ -54,8 +62,9 @@ private:
     size_t m_pos = 0;
 };
 
-// llama2.c applies rotary embeddings to interleaved pairs (2i, 2i+1) of each head; transformers rotates
-// halves (i, i + head_dim/2). Reordering the rows of Wq and Wk per head makes both compute the same thing.
+// llama2.c applies rotary embeddings to interleaved pairs (2i, 2i+1) of each head; transformers
+// rotates halves (i, i + head_dim/2). Reordering the rows of Wq and Wk per head makes both compute
+// the same thing.
 std::string permuteRotaryRows(const std::string& w, int heads, int headDim, int cols)
 {
     std::string out(w.size(), '\0');
@@ -110,10 +119,10 @@ std::vector<SentencePieceEntry> readLlama2cVocab(const std::string& path, int vo
     return pieces;
 }
 
-} // namespace
+}  // namespace
 
-Llama2cConvertReport convertLlama2c(const std::string& checkpointPath, const std::string& tokenizerPath,
-                                    const std::string& outDir)
+Llama2cConvertReport convertLlama2c(const std::string& checkpointPath,
+                                    const std::string& tokenizerPath, const std::string& outDir)
 {
     const std::string bytes = readFile(checkpointPath);
     Cursor in(bytes, checkpointPath);
@@ -128,15 +137,23 @@ Llama2cConvertReport convertLlama2c(const std::string& checkpointPath, const std
     r.sharedClassifier = vocab > 0;
     r.vocab = vocab > 0 ? vocab : -vocab;
     auto bad = [&](const char* what, long long v) {
-        fail(checkpointPath, ": header field ", what, " = ", v, " is not plausible (not a llama2.c checkpoint?)");
+        fail(checkpointPath, ": header field ", what, " = ", v,
+             " is not plausible (not a llama2.c checkpoint?)");
     };
-    if (r.dim <= 0 || r.dim > 65536) bad("dim", r.dim);
-    if (r.hiddenDim <= 0 || r.hiddenDim > 1 << 20) bad("hidden_dim", r.hiddenDim);
-    if (r.layers <= 0 || r.layers > 1024) bad("n_layers", r.layers);
-    if (r.heads <= 0 || r.dim % r.heads != 0) bad("n_heads", r.heads);
-    if (r.kvHeads <= 0 || r.heads % r.kvHeads != 0) bad("n_kv_heads", r.kvHeads);
-    if (r.vocab <= 0 || r.vocab > 1 << 22) bad("vocab_size", r.vocab);
-    if (r.seqLen <= 0 || r.seqLen > 1 << 22) bad("seq_len", r.seqLen);
+    if (r.dim <= 0 || r.dim > 65536)
+        bad("dim", r.dim);
+    if (r.hiddenDim <= 0 || r.hiddenDim > 1 << 20)
+        bad("hidden_dim", r.hiddenDim);
+    if (r.layers <= 0 || r.layers > 1024)
+        bad("n_layers", r.layers);
+    if (r.heads <= 0 || r.dim % r.heads != 0)
+        bad("n_heads", r.heads);
+    if (r.kvHeads <= 0 || r.heads % r.kvHeads != 0)
+        bad("n_kv_heads", r.kvHeads);
+    if (r.vocab <= 0 || r.vocab > 1 << 22)
+        bad("vocab_size", r.vocab);
+    if (r.seqLen <= 0 || r.seqLen > 1 << 22)
+        bad("seq_len", r.seqLen);
     const int headDim = r.dim / r.heads;
     const int kvDim = r.kvHeads * headDim;
     const size_t L = static_cast<size_t>(r.layers);
@@ -144,10 +161,12 @@ Llama2cConvertReport convertLlama2c(const std::string& checkpointPath, const std
     auto stacked = [&](const char* name, size_t perLayer) {
         std::vector<std::string> out;
         for (size_t l = 0; l < L; ++l)
-            out.push_back(in.floats(perLayer, std::string(name) + " of layer " + std::to_string(l)));
+            out.push_back(
+                in.floats(perLayer, std::string(name) + " of layer " + std::to_string(l)));
         return out;
     };
-    const std::string embed = in.floats(static_cast<size_t>(r.vocab) * r.dim, "token_embedding_table");
+    const std::string embed =
+        in.floats(static_cast<size_t>(r.vocab) * r.dim, "token_embedding_table");
     auto rmsAtt = stacked("rms_att_weight", r.dim);
     auto wq = stacked("wq", static_cast<size_t>(r.dim) * r.dim);
     auto wk = stacked("wk", static_cast<size_t>(kvDim) * r.dim);
@@ -165,8 +184,8 @@ Llama2cConvertReport convertLlama2c(const std::string& checkpointPath, const std
     if (in.remaining() == freqBytes + clsBytes) {
         in.skip(freqBytes, "freq_cis tables");
     } else if (in.remaining() != clsBytes) {
-        fail(checkpointPath, ": ", in.remaining(), " bytes follow the final norm; expected ", clsBytes,
-             " or ", freqBytes + clsBytes, " (truncated or not matching its header)");
+        fail(checkpointPath, ": ", in.remaining(), " bytes follow the final norm; expected ",
+             clsBytes, " or ", freqBytes + clsBytes, " (truncated or not matching its header)");
     }
     if (!r.sharedClassifier)
         cls = in.floats(static_cast<size_t>(r.vocab) * r.dim, "wcls");
@@ -182,8 +201,10 @@ Llama2cConvertReport convertLlama2c(const std::string& checkpointPath, const std
     for (size_t l = 0; l < L; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         add(p + "input_layernorm.weight", {d}, rmsAtt[l]);
-        add(p + "self_attn.q_proj.weight", {d, d}, permuteRotaryRows(wq[l], r.heads, headDim, r.dim));
-        add(p + "self_attn.k_proj.weight", {kv, d}, permuteRotaryRows(wk[l], r.kvHeads, headDim, r.dim));
+        add(p + "self_attn.q_proj.weight", {d, d},
+            permuteRotaryRows(wq[l], r.heads, headDim, r.dim));
+        add(p + "self_attn.k_proj.weight", {kv, d},
+            permuteRotaryRows(wk[l], r.kvHeads, headDim, r.dim));
         add(p + "self_attn.v_proj.weight", {kv, d}, wv[l]);
         add(p + "self_attn.o_proj.weight", {d, d}, wo[l]);
         add(p + "post_attention_layernorm.weight", {d}, rmsFfn[l]);
@@ -243,9 +264,10 @@ Llama2cConvertReport convertLlama2c(const std::string& checkpointPath, const std
     };
     writeFileAtomic(joinPath(outDir, "tokenizer_config.json"), tokConfig.dump(2) + "\n");
 
-    nlohmann::ordered_json genConfig = {{"bos_token_id", 1}, {"eos_token_id", 2}, {"max_length", r.seqLen}};
+    nlohmann::ordered_json genConfig = {
+        {"bos_token_id", 1}, {"eos_token_id", 2}, {"max_length", r.seqLen}};
     writeFileAtomic(joinPath(outDir, "generation_config.json"), genConfig.dump(2) + "\n");
     return r;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// Conversion of llama2.c checkpoints (stories260K.bin + tok512.bin) into a Hugging Face Llama folder.
+// Conversion of llama2.c checkpoints (stories260K.bin + tok512.bin) into a Hugging Face Llama
+// folder.
 #pragma once
 
 #include <string>
@@ -12,9 +13,10 @@ struct Llama2cConvertReport {
 };
 
 // Writes config.json, model.safetensors (F32), tokenizer.model (sentencepiece BPE rebuilt from the
-// llama2.c vocabulary), tokenizer_config.json and generation_config.json into outDir (created if missing).
-// Query/key rows are permuted from llama2.c's interleaved rotary layout to transformers' rotate-half layout.
-Llama2cConvertReport convertLlama2c(const std::string& checkpointPath, const std::string& tokenizerPath,
-                                    const std::string& outDir);
+// llama2.c vocabulary), tokenizer_config.json and generation_config.json into outDir (created if
+// missing). Query/key rows are permuted from llama2.c's interleaved rotary layout to transformers'
+// rotate-half layout.
+Llama2cConvertReport convertLlama2c(const std::string& checkpointPath,
+                                    const std::string& tokenizerPath, const std::string& outDir);
 
-} // namespace tb
+}  // namespace tb

@@ -47,7 +47,8 @@ torch::Device parseTorchDevice(const std::string& name)
             }
         }
         if (index < 0 || index >= static_cast<int>(torch::cuda::device_count()))
-            fail("device '", name, "' does not exist (", torch::cuda::device_count(), " CUDA devices)");
+            fail("device '", name, "' does not exist (", torch::cuda::device_count(),
+                 " CUDA devices)");
         return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
     }
     fail("unknown device '", name, "' (use cpu, cuda, cuda:N or auto)");
@@ -76,7 +77,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 
-std::unique_ptr<Model> Model::createRandom(const ModelConfig& config, const LoadOptions& options, uint64_t seed)
+std::unique_ptr<Model> Model::createRandom(const ModelConfig& config, const LoadOptions& options,
+                                           uint64_t seed)
 {
     auto impl = std::make_unique<Impl>();
     impl->dtype = parseTorchDtype(options.dtype);
@@ -125,8 +127,11 @@ std::vector<float> Model::logits(const std::vector<int32_t>& ids) const
         if (id < 0 || id >= vocab)
             fail("token id ", id, " is outside the vocabulary (", vocab, ")");
     auto input = torch::tensor(ids64, torch::kInt64).unsqueeze(0).to(m_impl->device);
-    auto out = m_impl->module->forward(input, nullptr).squeeze(0).to(torch::kCPU, torch::kFloat32).contiguous();
+    auto out = m_impl->module->forward(input, nullptr)
+                   .squeeze(0)
+                   .to(torch::kCPU, torch::kFloat32)
+                   .contiguous();
     return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// Model: the public facade over a loaded causal LM (no LibTorch in this header): load, logits, generate.
+// Model: the public facade over a loaded causal LM (no LibTorch in this header): load, logits,
+// generate.
 #pragma once
 
 #include "model/config.h"
@@ -20,11 +21,12 @@ struct LoadOptions {
 
 struct GenerateOptions {
     int maxNewTokens = 64;
-    bool greedy = false;          // argmax; ignores temperature, top-k and top-p
+    bool greedy = false;  // argmax; ignores temperature, top-k and top-p
     double temperature = 1.0;
-    int topK = 0;                 // 0 = off
-    double topP = 1.0;            // 1 = off
-    double repetitionPenalty = 1.0;  // 1 = off; as transformers: divide positive logits, multiply negative
+    int topK = 0;       // 0 = off
+    double topP = 1.0;  // 1 = off
+    double repetitionPenalty =
+        1.0;  // 1 = off; as transformers: divide positive logits, multiply negative
     uint64_t seed = 0;
     bool stopAtEos = true;
     std::vector<std::string> stopStrings;  // need a tokenizer
@@ -33,7 +35,7 @@ struct GenerateOptions {
 struct GenerateResult {
     std::vector<int32_t> tokens;  // generated ids (stop string tokens included, EOS excluded)
     std::string text;             // decoded continuation, cut before a stop string
-    std::string stopReason;       // "eos" | "max_tokens" | "stop_string" | "cancelled" | "context_full"
+    std::string stopReason;  // "eos" | "max_tokens" | "stop_string" | "cancelled" | "context_full"
     int64_t prefillTokens = 0;
     double prefillSeconds = 0;
     double decodeSeconds = 0;
@@ -45,22 +47,25 @@ using TokenCallback = std::function<bool(int32_t id, const std::string& text)>;
 
 class Model {
 public:
-    // Loads config.json + safetensors weights from a folder. Throws tb::Error with the file and problem.
+    // Loads config.json + safetensors weights from a folder. Throws tb::Error with the file and
+    // problem.
     static std::unique_ptr<Model> load(const std::string& dir, const LoadOptions& options = {});
     // A model with N(0, 0.02) weights for a config (tests and benchmarks).
-    static std::unique_ptr<Model> createRandom(const ModelConfig& config, const LoadOptions& options, uint64_t seed);
+    static std::unique_ptr<Model> createRandom(const ModelConfig& config,
+                                               const LoadOptions& options, uint64_t seed);
     ~Model();
 
     const ModelConfig& config() const;
-    std::string device() const;   // "cpu", "cuda:0"
-    std::string dtype() const;    // "fp32", "bf16", "fp16"
+    std::string device() const;      // "cpu", "cuda:0"
+    std::string dtype() const;       // "fp32", "bf16", "fp16"
     int64_t parameterCount() const;  // counted from the loaded tensors
 
     // Logits of one sequence in fp32, row-major [ids.size(), vocab].
     std::vector<float> logits(const std::vector<int32_t>& ids) const;
 
     GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                            const Tokenizer* tokenizer = nullptr, const TokenCallback& onToken = {}) const;
+                            const Tokenizer* tokenizer = nullptr,
+                            const TokenCallback& onToken = {}) const;
 
     struct Impl;
     Impl& impl() const { return *m_impl; }
@@ -75,4 +80,4 @@ private:
 std::string defaultDevice();
 bool cudaAvailable();
 
-} // namespace tb
+}  // namespace tb

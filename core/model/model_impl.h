@@ -14,7 +14,8 @@ struct Model::Impl {
     torch::Dtype dtype = torch::kFloat32;
 };
 
-torch::Dtype parseTorchDtype(const std::string& name);   // fp32 | bf16 | fp16 (also float32, bfloat16, float16)
-torch::Device parseTorchDevice(const std::string& name); // cpu | cuda | cuda:N | auto
+torch::Dtype
+parseTorchDtype(const std::string& name);  // fp32 | bf16 | fp16 (also float32, bfloat16, float16)
+torch::Device parseTorchDevice(const std::string& name);  // cpu | cuda | cuda:N | auto
 
-} // namespace tb
+}  // namespace tb

@@ -11,10 +11,12 @@ std::shared_ptr<CausalLM> createCausalLM(const ModelConfig& config)
     case Architecture::Llama:
     case Architecture::Mistral:
     case Architecture::Qwen2:
-    case Architecture::Qwen3: return makeLlama(config);
-    case Architecture::Gpt2: return makeGpt2(config);
+    case Architecture::Qwen3:
+        return makeLlama(config);
+    case Architecture::Gpt2:
+        return makeGpt2(config);
     }
     fail(config.sourcePath, ": no implementation for architecture '", config.modelType, "'");
 }
 
-} // namespace tb
+}  // namespace tb

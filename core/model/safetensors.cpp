@@ -26,11 +26,11 @@ struct DTypeEntry {
 };
 
 constexpr DTypeEntry kDTypes[] = {
-    {DType::F32, "F32", 4},    {DType::F16, "F16", 2},         {DType::BF16, "BF16", 2},
-    {DType::F64, "F64", 8},    {DType::I64, "I64", 8},         {DType::I32, "I32", 4},
-    {DType::I16, "I16", 2},    {DType::I8, "I8", 1},           {DType::U8, "U8", 1},
-    {DType::U16, "U16", 2},    {DType::U32, "U32", 4},         {DType::U64, "U64", 8},
-    {DType::Bool, "BOOL", 1},  {DType::F8E4M3, "F8_E4M3", 1},  {DType::F8E5M2, "F8_E5M2", 1},
+    {DType::F32, "F32", 4},   {DType::F16, "F16", 2},        {DType::BF16, "BF16", 2},
+    {DType::F64, "F64", 8},   {DType::I64, "I64", 8},        {DType::I32, "I32", 4},
+    {DType::I16, "I16", 2},   {DType::I8, "I8", 1},          {DType::U8, "U8", 1},
+    {DType::U16, "U16", 2},   {DType::U32, "U32", 4},        {DType::U64, "U64", 8},
+    {DType::Bool, "BOOL", 1}, {DType::F8E4M3, "F8_E4M3", 1}, {DType::F8E5M2, "F8_E5M2", 1},
 };
 
 // Header larger than this is refused before parsing: real checkpoints stay far below it.
@@ -44,7 +44,7 @@ uint64_t readLe64(const uint8_t* p)
     return v;
 }
 
-} // namespace
+}  // namespace
 
 const char* dtypeName(DType dtype)
 {
@@ -83,12 +83,15 @@ int64_t TensorInfo::numel() const
 SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, size_t size, const std::string& path)
 {
     if (size < 8)
-        fail(path, ": not a safetensors file (", size, " bytes, shorter than the 8-byte header length)");
+        fail(path, ": not a safetensors file (", size,
+             " bytes, shorter than the 8-byte header length)");
     const uint64_t headerLen = readLe64(bytes);
     if (headerLen > kMaxHeaderBytes)
-        fail(path, ": header length ", headerLen, " exceeds the 100 MiB bound (corrupt or not safetensors)");
+        fail(path, ": header length ", headerLen,
+             " exceeds the 100 MiB bound (corrupt or not safetensors)");
     if (headerLen > size - 8)
-        fail(path, ": header length ", headerLen, " runs past the end of the file (", size, " bytes): truncated?");
+        fail(path, ": header length ", headerLen, " runs past the end of the file (", size,
+             " bytes): truncated?");
 
     nlohmann::json header;
     try {
@@ -151,24 +154,28 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, size_t size, cons
         info.begin = (*off)[0].get<uint64_t>();
         info.end = (*off)[1].get<uint64_t>();
         if (info.end < info.begin)
-            fail(path, ": tensor '", name, "': data_offsets [", info.begin, ", ", info.end, "] end before they begin");
+            fail(path, ": tensor '", name, "': data_offsets [", info.begin, ", ", info.end,
+                 "] end before they begin");
         const unsigned __int128 expected = numel * dtypeSize(info.dtype);
         if (expected != info.end - info.begin)
-            fail(path, ": tensor '", name, "': shape x dtype size is ", static_cast<uint64_t>(expected),
-                 " bytes but data_offsets span ", info.end - info.begin, " bytes");
+            fail(path, ": tensor '", name, "': shape x dtype size is ",
+                 static_cast<uint64_t>(expected), " bytes but data_offsets span ",
+                 info.end - info.begin, " bytes");
         if (info.end > dataSize)
             fail(path, ": tensor '", name, "': data_offsets [", info.begin, ", ", info.end,
                  "] run past the end of the data section (", dataSize, " bytes): truncated file?");
         out.tensors.push_back(std::move(info));
     }
 
-    std::sort(out.tensors.begin(), out.tensors.end(),
-              [](const TensorInfo& a, const TensorInfo& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
+    std::sort(out.tensors.begin(), out.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+        return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+    });
     for (size_t i = 1; i < out.tensors.size(); ++i) {
         const auto& prev = out.tensors[i - 1];
         const auto& cur = out.tensors[i];
         if (cur.begin < prev.end)
-            fail(path, ": tensors '", prev.name, "' and '", cur.name, "' overlap in the data section");
+            fail(path, ": tensors '", prev.name, "' and '", cur.name,
+                 "' overlap in the data section");
     }
     return out;
 }
@@ -196,7 +203,8 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
     }
     ::close(fd);
     static const uint8_t kEmpty[1] = {0};
-    file->m_header = parseSafetensorsHeader(file->m_base ? file->m_base : kEmpty, file->m_size, path);
+    file->m_header =
+        parseSafetensorsHeader(file->m_base ? file->m_base : kEmpty, file->m_size, path);
     for (size_t i = 0; i < file->m_header.tensors.size(); ++i)
         file->m_index[file->m_header.tensors[i].name] = i;
     return file;
@@ -239,7 +247,8 @@ Checkpoint Checkpoint::open(const std::string& dirOrFile)
         return ckpt;
     }
     if (!fileExists(indexPath))
-        fail(dirOrFile, ": no model.safetensors or model.safetensors.index.json (only safetensors weights are supported)");
+        fail(dirOrFile, ": no model.safetensors or model.safetensors.index.json (only safetensors "
+                        "weights are supported)");
 
     nlohmann::json index;
     try {
@@ -255,7 +264,8 @@ Checkpoint Checkpoint::open(const std::string& dirOrFile)
             fail(indexPath, ": weight_map entry '", it.key(), "' is not a file name");
         const std::string shard = it.value().get<std::string>();
         if (shard.find('/') != std::string::npos || shard.find("..") != std::string::npos)
-            fail(indexPath, ": weight_map entry '", it.key(), "' points outside the folder: ", shard);
+            fail(indexPath, ": weight_map entry '", it.key(),
+                 "' points outside the folder: ", shard);
         shards.insert(shard);
     }
     for (const auto& shard : shards)
@@ -316,4 +326,4 @@ void writeSafetensors(const std::string& path, const std::vector<TensorBlob>& te
     writeFileAtomic(path, out);
 }
 
-} // namespace tb
+}  // namespace tb

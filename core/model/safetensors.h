@@ -1,4 +1,5 @@
-// safetensors: a memory-mapped, validating reader (single files and sharded checkpoints) and an atomic writer.
+// safetensors: a memory-mapped, validating reader (single files and sharded checkpoints) and an
+// atomic writer.
 #pragma once
 
 #include <cstddef>
@@ -10,10 +11,26 @@
 
 namespace tb {
 
-enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, U16, U32, U64, Bool, F8E4M3, F8E5M2 };
+enum class DType {
+    F32,
+    F16,
+    BF16,
+    F64,
+    I64,
+    I32,
+    I16,
+    I8,
+    U8,
+    U16,
+    U32,
+    U64,
+    Bool,
+    F8E4M3,
+    F8E5M2
+};
 
-const char* dtypeName(DType dtype);   // safetensors spelling: "F32", "BF16", ...
-size_t dtypeSize(DType dtype);         // bytes per element
+const char* dtypeName(DType dtype);  // safetensors spelling: "F32", "BF16", ...
+size_t dtypeSize(DType dtype);       // bytes per element
 bool parseDtype(const std::string& name, DType* out);
 
 struct TensorInfo {
@@ -26,15 +43,16 @@ struct TensorInfo {
 };
 
 struct SafetensorsHeader {
-    std::vector<TensorInfo> tensors;                 // sorted by begin offset
-    std::map<std::string, std::string> metadata;     // "__metadata__"
-    uint64_t dataOffset = 0;                         // 8 + header length
+    std::vector<TensorInfo> tensors;              // sorted by begin offset
+    std::map<std::string, std::string> metadata;  // "__metadata__"
+    uint64_t dataOffset = 0;                      // 8 + header length
 };
 
-// Validates a whole safetensors image in memory: header length bound, valid JSON object, known dtypes,
-// shape x dtype size == byte range, ranges inside the data section and not overlapping.
+// Validates a whole safetensors image in memory: header length bound, valid JSON object, known
+// dtypes, shape x dtype size == byte range, ranges inside the data section and not overlapping.
 // `path` only labels error messages.
-SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, size_t size, const std::string& path);
+SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, size_t size,
+                                         const std::string& path);
 
 // A memory-mapped .safetensors file.
 class SafetensorsFile {
@@ -47,7 +65,10 @@ public:
     const std::string& path() const { return m_path; }
     const SafetensorsHeader& header() const { return m_header; }
     const TensorInfo* find(const std::string& name) const;
-    const uint8_t* data(const TensorInfo& info) const { return m_base + m_header.dataOffset + info.begin; }
+    const uint8_t* data(const TensorInfo& info) const
+    {
+        return m_base + m_header.dataOffset + info.begin;
+    }
 
 private:
     SafetensorsFile() = default;
@@ -89,4 +110,4 @@ struct TensorBlob {
 void writeSafetensors(const std::string& path, const std::vector<TensorBlob>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// Freezing, LoRA injection by target name, bottleneck adapters per block and soft prompt initialisation.
+// Freezing, LoRA injection by target name, bottleneck adapters per block and soft prompt
+// initialisation.
 #include "peft/peft.h"
 
 #include "peft/trainable_count.h"
@@ -12,7 +13,8 @@ namespace {
 
 bool endsWith(const std::string& s, const std::string& suffix)
 {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // PEFT's target match: the module name equals the target or ends with "." + target.
@@ -39,14 +41,15 @@ void trainPrefix(CausalLM& model, const std::string& prefix)
             item.value().set_requires_grad(true);
 }
 
-void applyPartial(CausalLM& model, const TrainConfig& run)
+void applyPartial(CausalLM& model, const MethodOptions& run)
 {
     const auto& c = model.config();
     const int64_t blocks = static_cast<int64_t>(model.numBlocks());
     if (run.partial.trainableBlocks > blocks)
-        fail("key 'partial.trainable_blocks' is ", run.partial.trainableBlocks, " but the model has ", blocks,
-             " blocks");
-    const std::string layers = c.architecture == Architecture::Gpt2 ? "transformer.h." : "model.layers.";
+        fail("key 'partial.trainable_blocks' is ", run.partial.trainableBlocks,
+             " but the model has ", blocks, " blocks");
+    const std::string layers =
+        c.architecture == Architecture::Gpt2 ? "transformer.h." : "model.layers.";
     for (int64_t i = blocks - run.partial.trainableBlocks; i < blocks; ++i)
         trainPrefix(model, layers + std::to_string(i) + ".");
     for (const auto& m : run.partial.modules) {
@@ -66,7 +69,7 @@ void applyPartial(CausalLM& model, const TrainConfig& run)
     }
 }
 
-void applyLora(CausalLM& model, const TrainConfig& run)
+void applyLora(CausalLM& model, const MethodOptions& run)
 {
     const auto targets = resolvedLoraTargets(model.config(), run.lora);
     auto layers = model.linearLayers();
@@ -81,8 +84,8 @@ void applyLora(CausalLM& model, const TrainConfig& run)
             std::string allowed;
             for (const auto& a : loraTargetNames(model.config()))
                 allowed += (allowed.empty() ? "" : ", ") + a;
-            fail("key 'lora.targets' has '", target, "', which matches no layer of this ", model.config().modelType,
-                 " model (allowed: ", allowed, ")");
+            fail("key 'lora.targets' has '", target, "', which matches no layer of this ",
+                 model.config().modelType, " model (allowed: ", allowed, ")");
         }
     }
     for (auto& [name, layer] : model.linearLayers())
@@ -92,7 +95,7 @@ void applyLora(CausalLM& model, const TrainConfig& run)
         }
 }
 
-void applyAdapters(CausalLM& model, const TrainConfig& run)
+void applyAdapters(CausalLM& model, const MethodOptions& run)
 {
     const auto& a = run.adapter;
     if (a.kind != "houlsby" && a.kind != "pfeiffer")
@@ -113,14 +116,15 @@ void applyAdapters(CausalLM& model, const TrainConfig& run)
     }
 }
 
-void applyPrompt(CausalLM& model, const TrainConfig& run, const Tokenizer* tokenizer)
+void applyPrompt(CausalLM& model, const MethodOptions& run, const Tokenizer* tokenizer)
 {
     const int64_t n = run.prompt.numTokens;
     auto embeddings = model.tokenEmbeddingWeight();
     torch::Tensor prompt;
     if (run.prompt.initText.empty()) {
         // As PEFT's RANDOM init (a fresh nn.Embedding): N(0, 1).
-        prompt = torch::randn({n, model.config().hiddenSize}, embeddings.options().dtype(torch::kFloat32));
+        prompt = torch::randn({n, model.config().hiddenSize},
+                              embeddings.options().dtype(torch::kFloat32));
     } else {
         if (!tokenizer)
             fail("key 'prompt.init_text' needs the model's tokenizer");
@@ -138,9 +142,10 @@ void applyPrompt(CausalLM& model, const TrainConfig& run, const Tokenizer* token
     model.promptEmbeddings().set_requires_grad(true);
 }
 
-} // namespace
+}  // namespace
 
-void applyMethod(CausalLM& model, const TrainConfig& run, const Tokenizer* tokenizer, uint64_t seed)
+void applyMethod(CausalLM& model, const MethodOptions& run, const Tokenizer* tokenizer,
+                 uint64_t seed)
 {
     torch::manual_seed(seed);
     switch (run.method) {
@@ -201,4 +206,4 @@ bool noWeightDecay(const std::string& name)
     return endsWith(name, ".bias") || isNormName(name) || name == "prompt_embeddings";
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,9 +1,9 @@
-// Applying a fine-tuning method to a loaded model: freezing, LoRA, bottleneck adapters, soft prompts.
-// Internal to core (LibTorch types).
+// Applying a fine-tuning method to a loaded model: freezing, LoRA, bottleneck adapters, soft
+// prompts. Internal to core (LibTorch types).
 #pragma once
 
 #include "model/causal_lm.h"
-#include "train/train_config.h"
+#include "peft/method.h"
 
 #include <string>
 #include <vector>
@@ -12,10 +12,11 @@ namespace tb {
 
 class Tokenizer;
 
-// Freezes what the method does not train and adds its modules (LoRA, adapters, prompt). New parameters are
-// created on the model's device in fp32 and initialised from `seed`. Throws tb::Error naming the config
-// key when an option does not fit the model.
-void applyMethod(CausalLM& model, const TrainConfig& run, const Tokenizer* tokenizer, uint64_t seed);
+// Freezes what the method does not train and adds its modules (LoRA, adapters, prompt). New
+// parameters are created on the model's device in fp32 and initialised from `seed`. Throws
+// tb::Error naming the config key when an option does not fit the model.
+void applyMethod(CausalLM& model, const MethodOptions& run, const Tokenizer* tokenizer,
+                 uint64_t seed);
 
 // Parameters that train (requires_grad), with their names, in a stable order.
 std::vector<std::pair<std::string, torch::Tensor>> trainableParameters(CausalLM& model);
@@ -28,4 +29,4 @@ void unmergeLora(CausalLM& model);
 // Whether a parameter is exempt from weight decay (biases, norms, embeddings of soft prompts).
 bool noWeightDecay(const std::string& name);
 
-} // namespace tb
+}  // namespace tb

@@ -21,7 +21,9 @@ std::vector<LayerShape> blockLayers(const ModelConfig& c)
 {
     const int64_t h = c.hiddenSize;
     if (c.architecture == Architecture::Gpt2)
-        return {{"c_attn", h, 3 * h, true}, {"c_proj", h, h, true}, {"c_fc", h, c.intermediateSize, true},
+        return {{"c_attn", h, 3 * h, true},
+                {"c_proj", h, h, true},
+                {"c_fc", h, c.intermediateSize, true},
                 {"mlp.c_proj", c.intermediateSize, h, true}};
     const int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
     return {{"q_proj", h, q, c.qkvBias},
@@ -46,10 +48,12 @@ int64_t blockParameters(const ModelConfig& c)
 
 bool endsWith(const std::string& s, const std::string& suffix)
 {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The block index in "model.layers.N." (llama family) or "transformer.h.N." (gpt2); -1 outside blocks.
+// The block index in "model.layers.N." (llama family) or "transformer.h.N." (gpt2); -1 outside
+// blocks.
 int64_t blockIndex(const std::string& name)
 {
     for (const char* marker : {"layers.", "h."}) {
@@ -65,12 +69,15 @@ int64_t blockIndex(const std::string& name)
     return -1;
 }
 
-} // namespace
+}  // namespace
 
-std::string tensorTrainingRole(const ModelConfig& c, const TrainConfig& run, const std::string& name)
+std::string tensorTrainingRole(const ModelConfig& c, const MethodOptions& run,
+                               const std::string& name)
 {
-    const bool norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
-    const bool embedding = name.find("embed_tokens") != std::string::npos || name.find("wte") != std::string::npos ||
+    const bool norm =
+        name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
+    const bool embedding = name.find("embed_tokens") != std::string::npos ||
+                           name.find("wte") != std::string::npos ||
                            name.find("wpe") != std::string::npos;
     const bool head = name.find("lm_head") != std::string::npos;
     const int64_t block = blockIndex(name);
@@ -81,7 +88,8 @@ std::string tensorTrainingRole(const ModelConfig& c, const TrainConfig& run, con
         if (block >= 0 && block >= c.numLayers - run.partial.trainableBlocks)
             return "trains";
         for (const auto& m : run.partial.modules)
-            if ((m == "embeddings" && embedding) || (m == "lm_head" && (head || (c.tieWordEmbeddings && embedding))) ||
+            if ((m == "embeddings" && embedding) ||
+                (m == "lm_head" && (head || (c.tieWordEmbeddings && embedding))) ||
                 (m == "norms" && norm))
                 return "trains";
         return "frozen";
@@ -130,7 +138,7 @@ int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter)
     return std::max<int64_t>(1, model.hiddenSize / std::max(1, adapter.reductionFactor));
 }
 
-int64_t trainableParameterCount(const ModelConfig& c, const TrainConfig& run)
+int64_t trainableParameterCount(const ModelConfig& c, const MethodOptions& run)
 {
     const int64_t h = c.hiddenSize;
     switch (run.method) {
@@ -138,8 +146,8 @@ int64_t trainableParameterCount(const ModelConfig& c, const TrainConfig& run)
         return parameterCount(c);
     case Method::Partial: {
         if (run.partial.trainableBlocks > c.numLayers)
-            fail("key 'partial.trainable_blocks' is ", run.partial.trainableBlocks, " but the model has ",
-                 c.numLayers, " blocks");
+            fail("key 'partial.trainable_blocks' is ", run.partial.trainableBlocks,
+                 " but the model has ", c.numLayers, " blocks");
         int64_t n = run.partial.trainableBlocks * blockParameters(c);
         const bool gpt2 = c.architecture == Architecture::Gpt2;
         const int64_t embeddings = c.vocabSize * h + (gpt2 ? c.maxPositions * h : 0);
@@ -152,8 +160,8 @@ int64_t trainableParameterCount(const ModelConfig& c, const TrainConfig& run)
             } else if (m == "lm_head") {
                 n += c.vocabSize * h;
             } else if (m == "norms") {
-                // Every norm outside the trainable blocks (those are already counted): the final norm plus
-                // the norms of the frozen blocks.
+                // Every norm outside the trainable blocks (those are already counted): the final
+                // norm plus the norms of the frozen blocks.
                 const int64_t perNorm = gpt2 ? 2 * h : h;
                 const int64_t frozen = c.numLayers - run.partial.trainableBlocks;
                 n += perNorm + frozen * 2 * perNorm + (c.qkNorm ? frozen * 2 * c.headDim : 0);
@@ -171,7 +179,8 @@ int64_t trainableParameterCount(const ModelConfig& c, const TrainConfig& run)
             bool matched = false;
             for (const auto& l : layers) {
                 // gpt2's c_proj names both attn.c_proj and mlp.c_proj, as PEFT's suffix match does.
-                const std::string last = l.name.substr(l.name.rfind('.') == std::string::npos ? 0 : l.name.rfind('.') + 1);
+                const std::string last = l.name.substr(
+                    l.name.rfind('.') == std::string::npos ? 0 : l.name.rfind('.') + 1);
                 if (last == t) {
                     perBlock += run.lora.rank * (l.in + l.out);
                     matched = true;
@@ -185,8 +194,8 @@ int64_t trainableParameterCount(const ModelConfig& c, const TrainConfig& run)
                 std::string allowed;
                 for (const auto& a : loraTargetNames(c))
                     allowed += (allowed.empty() ? "" : ", ") + a;
-                fail("key 'lora.targets' has '", t, "', which matches no layer of this ", c.modelType,
-                     " model (allowed: ", allowed, ")");
+                fail("key 'lora.targets' has '", t, "', which matches no layer of this ",
+                     c.modelType, " model (allowed: ", allowed, ")");
             }
         }
         return n + perBlock * c.numLayers;
@@ -203,4 +212,4 @@ int64_t trainableParameterCount(const ModelConfig& c, const TrainConfig& run)
     return 0;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,8 +1,9 @@
-// Trainable-parameter counts of every method from config.json alone (no weights), equal to PEFT's counts.
+// Trainable-parameter counts of every method from config.json alone (no weights), equal to PEFT's
+// counts.
 #pragma once
 
 #include "model/config.h"
-#include "train/train_config.h"
+#include "peft/method.h"
 
 #include <cstdint>
 #include <string>
@@ -10,22 +11,24 @@
 
 namespace tb {
 
-// Names of the linear layers of one block that LoRA can target, e.g. q_proj ... down_proj (gpt2: c_attn,
-// c_proj, c_fc); "lm_head" is also accepted when the head is untied.
+// Names of the linear layers of one block that LoRA can target, e.g. q_proj ... down_proj (gpt2:
+// c_attn, c_proj, c_fc); "lm_head" is also accepted when the head is untied.
 std::vector<std::string> loraTargetNames(const ModelConfig& config);
 // The targets a config asks for: its list, or q_proj,v_proj (c_attn for gpt2) when empty.
 std::vector<std::string> resolvedLoraTargets(const ModelConfig& model, const LoraOptions& lora);
 // Bottleneck width: adapter.size, or hidden_size / reduction_factor (at least 1).
 int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter);
 
-// Trainable parameters of `method` with its options on this architecture. Throws tb::Error naming the key
-// when an option does not fit the model (a LoRA target that matches no layer, too many blocks).
-int64_t trainableParameterCount(const ModelConfig& model, const TrainConfig& run);
+// Trainable parameters of `method` with its options on this architecture. Throws tb::Error naming
+// the key when an option does not fit the model (a LoRA target that matches no layer, too many
+// blocks).
+int64_t trainableParameterCount(const ModelConfig& model, const MethodOptions& run);
 
-// How one checkpoint tensor (Hugging Face name, e.g. "model.layers.1.self_attn.q_proj.weight") takes
-// part in training under `run`, for display: "trains" (full; partial's blocks and modules), "LoRA" (frozen,
-// with a trainable low-rank update: a targeted layer's weight) or "frozen". Adapters and soft prompts add
-// new tensors and train none of the checkpoint's.
-std::string tensorTrainingRole(const ModelConfig& model, const TrainConfig& run, const std::string& name);
+// How one checkpoint tensor (Hugging Face name, e.g. "model.layers.1.self_attn.q_proj.weight")
+// takes part in training under `run`, for display: "trains" (full; partial's blocks and modules),
+// "LoRA" (frozen, with a trainable low-rank update: a targeted layer's weight) or "frozen".
+// Adapters and soft prompts add new tensors and train none of the checkpoint's.
+std::string tensorTrainingRole(const ModelConfig& model, const MethodOptions& run,
+                               const std::string& name);
 
-} // namespace tb
+}  // namespace tb

@@ -42,7 +42,7 @@ struct AddedToken {
     bool lstrip = false;
     bool rstrip = false;
     bool normalized = false;
-    std::string decodeForm; // content, normalized when `normalized`
+    std::string decodeForm;  // content, normalized when `normalized`
 };
 
 // Byte trie over added-token contents, matched leftmost-longest like tokenizers' Aho-Corasick.
@@ -94,7 +94,7 @@ private:
 // A stretch of text between added tokens (token < 0), or an added token.
 struct Segment {
     std::string_view text;
-    int64_t token = -1; // index into m_added
+    int64_t token = -1;  // index into m_added
 };
 
 const Json* member(const Json& j, const char* key)
@@ -293,7 +293,7 @@ private:
         for (size_t rank = 0; rank < merges->size(); ++rank) {
             const Json& entry = (*merges)[rank];
             std::string a, b;
-            if (entry.is_string()) { // "a b"
+            if (entry.is_string()) {  // "a b"
                 const std::string& s = entry.get_ref<const std::string&>();
                 const size_t space = s.find(' ');
                 if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
@@ -302,7 +302,7 @@ private:
                 a = s.substr(0, space);
                 b = s.substr(space + 1);
             } else if (entry.is_array() && entry.size() == 2 && entry[0].is_string() &&
-                       entry[1].is_string()) { // ["a", "b"]
+                       entry[1].is_string()) {  // ["a", "b"]
                 a = entry[0].get<std::string>();
                 b = entry[1].get<std::string>();
             } else {
@@ -450,7 +450,7 @@ private:
             step.invert = flag(p, "invert", false);
             m_steps.push_back(std::move(step));
         } else if (type == "Digits") {
-            SplitStep step; // Rust's char::is_numeric: Nd, Nl, No
+            SplitStep step;  // Rust's char::is_numeric: Nd, Nl, No
             step.regex = compileRegex(flag(p, "individual_digits", false) ? "\\p{N}" : "\\p{N}+",
                                       false, m_path);
             m_steps.push_back(std::move(step));
@@ -473,7 +473,7 @@ private:
                     addPostProcessor(child);
             return;
         } else if (type == "ByteLevel") {
-            return; // offsets only
+            return;  // offsets only
         } else if (type == "TemplateProcessing") {
             const Json* single = member(p, "single");
             const Json* specials = member(p, "special_tokens");
@@ -589,7 +589,7 @@ private:
                 out.push_back({text});
             return out;
         }
-        size_t done = 0; // text before this is in out
+        size_t done = 0;  // text before this is in out
         size_t at = 0;
         while (at < text.size()) {
             const auto [token, length] = trie.longestAt(text, at);
@@ -601,7 +601,7 @@ private:
             size_t start = at, stop = at + length;
             at = stop;
             if (start < done)
-                continue; // inside whitespace an rstrip token already took
+                continue;  // inside whitespace an rstrip token already took
             if (added.singleWord) {
                 size_t len = 0;
                 const bool wordBefore =
@@ -650,13 +650,13 @@ private:
     // BPE of one pre-token (raw bytes; the vocabulary holds their ByteLevel characters).
     void encodeWord(const std::string& word, std::vector<int32_t>& ids) const
     {
-        if (m_ignoreMerges) { // Llama-3: a pre-token that is itself a token is not merged
+        if (m_ignoreMerges) {  // Llama-3: a pre-token that is itself a token is not merged
             if (auto it = m_vocab.find(byteLevelEncode(word)); it != m_vocab.end()) {
                 ids.push_back(it->second);
                 return;
             }
         }
-        constexpr size_t kCacheableLength = 256; // bytes
+        constexpr size_t kCacheableLength = 256;  // bytes
         if (word.size() < kCacheableLength) {
             std::lock_guard lock(m_cacheMutex);
             if (auto it = m_cache.find(word); it != m_cache.end()) {
@@ -697,7 +697,7 @@ private:
             if (id >= 0) {
                 pendingUnk = false;
                 pushSymbol(id);
-            } else if (m_unkId) { // a byte the vocabulary lacks; without unk_token it is dropped
+            } else if (m_unkId) {  // a byte the vocabulary lacks; without unk_token it is dropped
                 if (!(pendingUnk && m_fuseUnk))
                     pushSymbol(*m_unkId);
                 pendingUnk = true;
@@ -705,7 +705,7 @@ private:
         }
         struct Candidate {
             int32_t rank, pos, id;
-            bool operator<(const Candidate& o) const // priority_queue pops the largest
+            bool operator<(const Candidate& o) const  // priority_queue pops the largest
             {
                 return rank != o.rank ? rank > o.rank : pos > o.pos;
             }
@@ -723,7 +723,7 @@ private:
             Symbol& right = symbols[left.next];
             const Merge* m = findMerge(left.id, right.id);
             if (!m || m->id != top.id)
-                continue; // stale: one side has merged since
+                continue;  // stale: one side has merged since
             left.id = top.id;
             right.alive = false;
             left.next = right.next;
@@ -745,10 +745,10 @@ private:
 
     std::string m_path;
     std::unordered_map<std::string, int32_t> m_vocab;
-    std::vector<std::string> m_idToToken; // model vocabulary by id (added tokens: m_added)
+    std::vector<std::string> m_idToToken;  // model vocabulary by id (added tokens: m_added)
     std::vector<bool> m_hasToken;
-    std::unordered_map<uint64_t, Merge> m_merges; // (left id, right id) -> rank, merged id
-    std::array<int32_t, 256> m_byteIds{}; // id of each byte's ByteLevel character, -1 if none
+    std::unordered_map<uint64_t, Merge> m_merges;  // (left id, right id) -> rank, merged id
+    std::array<int32_t, 256> m_byteIds{};  // id of each byte's ByteLevel character, -1 if none
     std::optional<int32_t> m_unkId;
     bool m_fuseUnk = false;
     bool m_ignoreMerges = false;
@@ -757,8 +757,8 @@ private:
     std::unordered_map<int32_t, size_t> m_addedById;
     std::unordered_map<std::string, size_t> m_addedByContent;
     std::unordered_set<std::string> m_specialContents;
-    TokenTrie m_trieRaw;        // added tokens with normalized=false
-    TokenTrie m_trieNormalized; // added tokens with normalized=true, in normalized form
+    TokenTrie m_trieRaw;         // added tokens with normalized=false
+    TokenTrie m_trieNormalized;  // added tokens with normalized=true, in normalized form
 
     std::vector<NormalForm> m_normalizers;
     std::vector<SplitStep> m_steps;
@@ -766,10 +766,10 @@ private:
     std::vector<int32_t> m_templatePrefix, m_templateSuffix;
 
     mutable std::mutex m_cacheMutex;
-    mutable std::unordered_map<std::string, std::vector<int32_t>> m_cache; // pre-token -> ids
+    mutable std::unordered_map<std::string, std::vector<int32_t>> m_cache;  // pre-token -> ids
 };
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<Tokenizer> loadBpeTokenizer(const std::string& tokenizerJson)
 {
@@ -778,4 +778,4 @@ std::unique_ptr<Tokenizer> loadBpeTokenizer(const std::string& tokenizerJson)
     return std::make_unique<BpeTokenizer>(tokenizerJson);
 }
 
-} // namespace tb
+}  // namespace tb

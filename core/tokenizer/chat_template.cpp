@@ -82,7 +82,7 @@ void renderInst(std::vector<ChatSegment>& out, const std::vector<ChatMessage>& m
             append(out, turn + m.content + " [/INST]", false);
         }
     }
-    if (!system.empty()) // a trailing system message with no user turn after it
+    if (!system.empty())  // a trailing system message with no user turn after it
         append(out, bos + "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]", false);
 }
 
@@ -134,7 +134,7 @@ std::string lower(std::string s)
     return s;
 }
 
-} // namespace
+}  // namespace
 
 const char* chatTemplateName(ChatTemplateFamily family)
 {
@@ -265,11 +265,12 @@ std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& 
     return detectChatTemplate(*jinja);
 }
 
-std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name, const std::string& modelDir)
+std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name,
+                                                      const std::string& modelDir)
 {
     if (name == "auto")
         return detectChatTemplateForModel(modelDir).value_or(ChatTemplateFamily::Plain);
     return parseChatTemplateName(name);
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,5 +1,5 @@
-// Chat templates: the families Tunebench renders (ChatML, Llama-3, Llama-2/Mistral [INST], Alpaca, plain)
-// and detection of the family from tokenizer_config.json's chat_template.
+// Chat templates: the families Tunebench renders (ChatML, Llama-3, Llama-2/Mistral [INST], Alpaca,
+// plain) and detection of the family from tokenizer_config.json's chat_template.
 #pragma once
 
 #include <optional>
@@ -10,15 +10,17 @@ namespace tb {
 
 enum class ChatTemplateFamily { ChatML, Llama3, Inst, Alpaca, Plain };
 
-const char* chatTemplateName(ChatTemplateFamily family);  // "chatml", "llama3", "inst", "alpaca", "plain"
+const char*
+chatTemplateName(ChatTemplateFamily family);  // "chatml", "llama3", "inst", "alpaca", "plain"
 std::optional<ChatTemplateFamily> parseChatTemplateName(const std::string& name);
 
 struct ChatMessage {
-    std::string role;     // "system", "user", "assistant"
+    std::string role;  // "system", "user", "assistant"
     std::string content;
 };
 
-// One rendered piece of a conversation; `trainable` marks assistant responses (the tokens that carry loss).
+// One rendered piece of a conversation; `trainable` marks assistant responses (the tokens that
+// carry loss).
 struct ChatSegment {
     std::string text;
     bool trainable = false;
@@ -29,7 +31,8 @@ struct ChatSegment {
 // empty, starts the text (Inst: every [INST] turn); pass "" when the tokenizer adds BOS itself.
 // eosToken ends assistant turns of Inst, Alpaca and plain (ChatML and Llama-3 use <|im_end|> and
 // <|eot_id|>). Alpaca renders a system message as its preamble and adds none by default.
-std::vector<ChatSegment> renderChat(ChatTemplateFamily family, const std::vector<ChatMessage>& messages,
+std::vector<ChatSegment> renderChat(ChatTemplateFamily family,
+                                    const std::vector<ChatMessage>& messages,
                                     bool addGenerationPrompt, const std::string& bosToken = "",
                                     const std::string& eosToken = "");
 std::string renderChatText(ChatTemplateFamily family, const std::vector<ChatMessage>& messages,
@@ -44,9 +47,10 @@ std::optional<ChatTemplateFamily> detectChatTemplate(const std::string& jinjaTem
 // there is no silent fallback).
 std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& modelDir);
 
-// A family by name, where "auto" means the model folder's own template and plain when it has none (data
-// statistics and synthetic generation; training refuses a model without one instead). nullopt for an
-// unknown name, which the caller reports in its own terms.
-std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name, const std::string& modelDir);
+// A family by name, where "auto" means the model folder's own template and plain when it has none
+// (data statistics and synthetic generation; training refuses a model without one instead). nullopt
+// for an unknown name, which the caller reports in its own terms.
+std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name,
+                                                      const std::string& modelDir);
 
-} // namespace tb
+}  // namespace tb

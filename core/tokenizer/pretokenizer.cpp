@@ -18,7 +18,7 @@
 namespace tb {
 namespace {
 
-constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD"; // U+FFFD
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8
@@ -33,7 +33,7 @@ size_t utf8SequenceLength(std::string_view s, size_t i, size_t& bad)
     if (c < 0x80)
         return 1;
     size_t need = 0;
-    unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
     if (c >= 0xC2 && c <= 0xDF)
         need = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
@@ -80,8 +80,8 @@ void appendUtf8(std::string& out, char32_t cp)
 // others to U+0100 and up, so every byte string is a string of visible characters.
 
 struct ByteLevelTable {
-    std::array<std::string, 256> byteToUtf8; // UTF-8 of the character standing for each byte
-    std::array<int16_t, 324> charToByte;     // code point -> byte, -1 when not in the table
+    std::array<std::string, 256> byteToUtf8;  // UTF-8 of the character standing for each byte
+    std::array<int16_t, 324> charToByte;      // code point -> byte, -1 when not in the table
 
     ByteLevelTable()
     {
@@ -110,7 +110,7 @@ std::string pcre2Message(int code)
     return reinterpret_cast<const char*>(buffer);
 }
 
-} // namespace
+}  // namespace
 
 std::string toValidUtf8(std::string_view s)
 {
@@ -268,14 +268,14 @@ public:
             if (rc == PCRE2_ERROR_NOMATCH)
                 break;
             if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !(options & PCRE2_NO_JIT)) {
-                options |= PCRE2_NO_JIT; // the interpreter keeps its backtracking on the heap
+                options |= PCRE2_NO_JIT;  // the interpreter keeps its backtracking on the heap
                 continue;
             }
             if (rc < 0)
                 fail("tokenizer regex failed on a ", text.size(), "-byte piece (", pcre2Message(rc),
                      ")");
             const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data.get());
-            if (ovector[1] == ovector[0]) { // empty match: step over one character
+            if (ovector[1] == ovector[0]) {  // empty match: step over one character
                 at = ovector[0] + 1;
                 while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80)
                     ++at;
@@ -320,7 +320,7 @@ void splitPiece(const SplitStep& step, std::string_view piece, std::vector<std::
         size_t begin, end;
         bool isMatch;
     };
-    std::vector<Span> spans; // covers the piece
+    std::vector<Span> spans;  // covers the piece
     size_t prev = 0;
     for (auto [b, e] : step.regex->findAll(piece)) {
         if (prev != b)
@@ -331,11 +331,11 @@ void splitPiece(const SplitStep& step, std::string_view piece, std::vector<std::
     if (prev != piece.size())
         spans.push_back({prev, piece.size(), step.invert});
 
-    std::vector<Span> kept; // isMatch here means "remove"
+    std::vector<Span> kept;  // isMatch here means "remove"
     bool previousMatch = false;
     switch (step.behavior) {
     case SplitBehavior::Removed:
-        kept.swap(spans); // spans is not used again
+        kept.swap(spans);  // spans is not used again
         break;
     case SplitBehavior::Isolated:
         for (const Span& s : spans)
@@ -375,4 +375,4 @@ void splitPiece(const SplitStep& step, std::string_view piece, std::vector<std::
             out.emplace_back(piece.substr(s.begin, s.end - s.begin));
 }
 
-} // namespace tb
+}  // namespace tb

@@ -68,10 +68,10 @@ struct SplitStep {
     std::shared_ptr<const Regex> regex;
     SplitBehavior behavior = SplitBehavior::Isolated;
     bool invert = false;
-    bool addPrefixSpace = false; // ByteLevel's add_prefix_space
+    bool addPrefixSpace = false;  // ByteLevel's add_prefix_space
 };
 
 // The pieces of text after one split, HF's NormalizedString::split with empty pieces dropped.
 void splitPiece(const SplitStep& step, std::string_view piece, std::vector<std::string>& out);
 
-} // namespace tb
+}  // namespace tb

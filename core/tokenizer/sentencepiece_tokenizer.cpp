@@ -1,4 +1,5 @@
-// Tokenizer over a sentencepiece .model file (libsentencepiece), as Hugging Face's slow Llama tokenizer uses it.
+// Tokenizer over a sentencepiece .model file (libsentencepiece), as Hugging Face's slow Llama
+// tokenizer uses it.
 #include "tokenizer/tokenizer.h"
 
 #include "util/error.h"
@@ -78,9 +79,9 @@ private:
     bool m_addBos = true;
 };
 
-// Piece types as the ModelProto stores them (pieces = field 1, each a SentencePiece with type = field 3),
-// read from the serialized proto because libsentencepiece has no IsUserDefined(). Empty when the bytes
-// do not parse; the caller then falls back to the processor's Is*() queries.
+// Piece types as the ModelProto stores them (pieces = field 1, each a SentencePiece with type =
+// field 3), read from the serialized proto because libsentencepiece has no IsUserDefined(). Empty
+// when the bytes do not parse; the caller then falls back to the processor's Is*() queries.
 std::vector<int> pieceTypesFromProto(const std::string& proto)
 {
     std::vector<int> types;
@@ -99,11 +100,21 @@ std::vector<int> pieceTypesFromProto(const std::string& proto)
     auto skip = [&](const std::string& b, size_t& p, uint64_t wire) {
         uint64_t v = 0;
         switch (wire) {
-        case 0: return varint(b, p, v);
-        case 1: p += 8; return p <= b.size();
-        case 2: if (!varint(b, p, v) || v > b.size() - p) return false; p += v; return true;
-        case 5: p += 4; return p <= b.size();
-        default: return false;
+        case 0:
+            return varint(b, p, v);
+        case 1:
+            p += 8;
+            return p <= b.size();
+        case 2:
+            if (!varint(b, p, v) || v > b.size() - p)
+                return false;
+            p += v;
+            return true;
+        case 5:
+            p += 4;
+            return p <= b.size();
+        default:
+            return false;
         }
     };
     while (pos < proto.size()) {
@@ -139,9 +150,10 @@ std::vector<int> pieceTypesFromProto(const std::string& proto)
     return types;
 }
 
-} // namespace
+}  // namespace
 
-std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelFile, SentencePieceSpec* ids)
+std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelFile,
+                                                       SentencePieceSpec* ids)
 {
     if (!fileExists(modelFile))
         fail(modelFile, ": not found");
@@ -158,7 +170,8 @@ std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelF
         e.piece = sp.IdToPiece(id);
         e.score = sp.GetScore(id);
         using Type = SentencePieceEntry::Type;
-        if (haveProtoTypes && protoTypes[static_cast<size_t>(id)] >= 1 && protoTypes[static_cast<size_t>(id)] <= 6)
+        if (haveProtoTypes && protoTypes[static_cast<size_t>(id)] >= 1 &&
+            protoTypes[static_cast<size_t>(id)] <= 6)
             e.type = static_cast<Type>(protoTypes[static_cast<size_t>(id)]);
         else if (sp.IsUnknown(id))
             e.type = Type::Unknown;
@@ -185,4 +198,4 @@ std::unique_ptr<Tokenizer> loadSentencePieceTokenizer(const std::string& modelFi
     return std::make_unique<SentencePieceTokenizer>(modelFile, addBos);
 }
 
-} // namespace tb
+}  // namespace tb

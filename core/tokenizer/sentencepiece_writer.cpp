@@ -1,4 +1,5 @@
-// Protobuf wire-format encoding of sentencepiece's ModelProto (field numbers from sentencepiece_model.proto).
+// Protobuf wire-format encoding of sentencepiece's ModelProto (field numbers from
+// sentencepiece_model.proto).
 #include "tokenizer/sentencepiece_writer.h"
 
 #include <cstdint>
@@ -26,7 +27,8 @@ void putKey(std::string& out, uint32_t field, Wire wire)
 void putInt(std::string& out, uint32_t field, int64_t v)
 {
     putKey(out, field, kVarint);
-    putVarint(out, static_cast<uint64_t>(v));  // negative int32 values are sign-extended to 10 bytes
+    putVarint(out,
+              static_cast<uint64_t>(v));  // negative int32 values are sign-extended to 10 bytes
 }
 
 void putBytes(std::string& out, uint32_t field, const std::string& bytes)
@@ -45,9 +47,10 @@ void putFloat(std::string& out, uint32_t field, float v)
         out.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
 }
 
-} // namespace
+}  // namespace
 
-std::string serializeSentencePieceModel(const std::vector<SentencePieceEntry>& pieces, const SentencePieceSpec& spec)
+std::string serializeSentencePieceModel(const std::vector<SentencePieceEntry>& pieces,
+                                        const SentencePieceSpec& spec)
 {
     std::string model;
     for (const auto& p : pieces) {
@@ -59,7 +62,7 @@ std::string serializeSentencePieceModel(const std::vector<SentencePieceEntry>& p
     }
 
     std::string trainer;
-    putInt(trainer, 3, spec.bpe ? 2 : 1);  // model_type: UNIGRAM = 1, BPE = 2
+    putInt(trainer, 3, spec.bpe ? 2 : 1);                     // model_type: UNIGRAM = 1, BPE = 2
     putInt(trainer, 4, static_cast<int64_t>(pieces.size()));  // vocab_size
     putInt(trainer, 25, spec.splitDigits ? 1 : 0);
     putInt(trainer, 26, spec.allowWhitespaceOnlyPieces ? 1 : 0);
@@ -74,9 +77,9 @@ std::string serializeSentencePieceModel(const std::vector<SentencePieceEntry>& p
     putBytes(normalizer, 1, "identity");  // name; no precompiled_charsmap: text passes unchanged
     putInt(normalizer, 3, spec.addDummyPrefix ? 1 : 0);
     putInt(normalizer, 4, spec.removeExtraWhitespaces ? 1 : 0);
-    putInt(normalizer, 5, 1);  // escape_whitespaces: spaces become U+2581
+    putInt(normalizer, 5, 1);        // escape_whitespaces: spaces become U+2581
     putBytes(model, 3, normalizer);  // ModelProto.normalizer_spec
     return model;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -14,7 +14,7 @@ struct SentencePieceEntry {
 };
 
 struct SentencePieceSpec {
-    bool bpe = true;               // BPE (else unigram)
+    bool bpe = true;  // BPE (else unigram)
     bool byteFallback = true;
     bool addDummyPrefix = true;
     bool removeExtraWhitespaces = false;
@@ -23,7 +23,9 @@ struct SentencePieceSpec {
     int unkId = 0, bosId = 1, eosId = 2, padId = -1;
 };
 
-// Serialises the ModelProto (pieces = 1, trainer_spec = 2, normalizer_spec = 3 with the identity rule).
-std::string serializeSentencePieceModel(const std::vector<SentencePieceEntry>& pieces, const SentencePieceSpec& spec);
+// Serialises the ModelProto (pieces = 1, trainer_spec = 2, normalizer_spec = 3 with the identity
+// rule).
+std::string serializeSentencePieceModel(const std::vector<SentencePieceEntry>& pieces,
+                                        const SentencePieceSpec& spec);
 
-} // namespace tb
+}  // namespace tb

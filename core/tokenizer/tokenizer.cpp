@@ -1,4 +1,5 @@
-// loadTokenizer: picks sentencepiece or tokenizer.json for a model folder and applies tokenizer_config.json.
+// loadTokenizer: picks sentencepiece or tokenizer.json for a model folder and applies
+// tokenizer_config.json.
 #include "tokenizer/tokenizer.h"
 
 #include "util/error.h"
@@ -27,7 +28,8 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& modelDir)
         if (cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean())
             addBos = cfg["add_bos_token"].get<bool>();
     }
-    // A sentencepiece model is the source its tokenizer.json (if any) was converted from: prefer it.
+    // A sentencepiece model is the source its tokenizer.json (if any) was converted from: prefer
+    // it.
     if (fileExists(spPath))
         return loadSentencePieceTokenizer(spPath, addBos);
     if (fileExists(jsonPath))
@@ -35,4 +37,4 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& modelDir)
     fail(modelDir, ": no tokenizer.json or tokenizer.model");
 }
 
-} // namespace tb
+}  // namespace tb

@@ -21,22 +21,22 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
                                  int64_t chunkTokens)
     {
         const auto fp32 = hidden.options().dtype(torch::kFloat);
-        const torch::Tensor validIdx = labels.ne(kIgnoreIndex).nonzero().squeeze(1); // [valid]
+        const torch::Tensor validIdx = labels.ne(kIgnoreIndex).nonzero().squeeze(1);  // [valid]
         const int64_t valid = validIdx.size(0);
-        const torch::Tensor weightF = weight.to(torch::kFloat); // [vocab, hidden]; no copy if fp32
-        torch::Tensor lse = torch::empty({valid}, fp32);        // [valid] logsumexp per token
+        const torch::Tensor weightF = weight.to(torch::kFloat);  // [vocab, hidden]; no copy if fp32
+        torch::Tensor lse = torch::empty({valid}, fp32);         // [valid] logsumexp per token
         torch::Tensor loss = torch::zeros({}, fp32);
         for (int64_t start = 0; start < valid; start += chunkTokens) {
             const int64_t n = std::min(chunkTokens, valid - start);
-            const torch::Tensor idx = validIdx.narrow(0, start, n);                 // [n]
-            const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat); // [n, hidden]
-            const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);     // [n, 1]
-            torch::Tensor logits = hC.matmul(weightF.t());                          // [n, vocab]
-            const torch::Tensor target = logits.gather(1, lab).squeeze(1);          // [n]
+            const torch::Tensor idx = validIdx.narrow(0, start, n);                  // [n]
+            const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat);  // [n, hidden]
+            const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);      // [n, 1]
+            torch::Tensor logits = hC.matmul(weightF.t());                           // [n, vocab]
+            const torch::Tensor target = logits.gather(1, lab).squeeze(1);           // [n]
             // logsumexp in place, so the chunk needs one [n, vocab] buffer rather than three.
-            const torch::Tensor rowMax = std::get<0>(logits.max(1, /*keepdim=*/true)); // [n, 1]
+            const torch::Tensor rowMax = std::get<0>(logits.max(1, /*keepdim=*/true));  // [n, 1]
             logits.sub_(rowMax).exp_();
-            torch::Tensor lseC = logits.sum(1).log_().add_(rowMax.squeeze(1)); // [n]
+            torch::Tensor lseC = logits.sum(1).log_().add_(rowMax.squeeze(1));  // [n]
             lse.narrow(0, start, n).copy_(lseC);
             loss.add_((lseC - target).sum());
         }
@@ -57,12 +57,12 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
         const int64_t chunkTokens = ctx->saved_data["chunkTokens"].toInt();
         const bool wantHidden = ctx->needs_input_grad(0);
         const bool wantWeight = ctx->needs_input_grad(1);
-        const torch::Tensor go = gradOut[0].to(torch::kFloat); // [] on the inputs' device
+        const torch::Tensor go = gradOut[0].to(torch::kFloat);  // [] on the inputs' device
 
         torch::Tensor gradHidden, gradWeight;
-        if (wantHidden) // rows of ignored tokens stay 0
+        if (wantHidden)  // rows of ignored tokens stay 0
             gradHidden = torch::zeros_like(hidden, torch::MemoryFormat::Contiguous);
-        torch::Tensor gradWeightF; // [vocab, hidden] fp32 accumulator across chunks
+        torch::Tensor gradWeightF;  // [vocab, hidden] fp32 accumulator across chunks
         if (wantWeight)
             gradWeightF = torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat));
         if (!wantHidden && !wantWeight)
@@ -73,19 +73,19 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
         for (int64_t start = 0; start < valid; start += chunkTokens) {
             const int64_t n = std::min(chunkTokens, valid - start);
             const torch::Tensor idx = validIdx.narrow(0, start, n);
-            const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat); // [n, hidden]
-            const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);     // [n, 1]
+            const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat);  // [n, hidden]
+            const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);      // [n, 1]
             // g = softmax(logits) - onehot(label): [n, vocab], built in the logits buffer.
             torch::Tensor g = hC.matmul(weightF.t());
             g.sub_(lse.narrow(0, start, n).unsqueeze(1)).exp_();
             g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
             // grad_output scales the thin [n, hidden] factors rather than the [n, vocab] one.
             if (wantHidden) {
-                const torch::Tensor gH = g.matmul(weightF).mul_(go); // [n, hidden]
+                const torch::Tensor gH = g.matmul(weightF).mul_(go);  // [n, hidden]
                 gradHidden.index_copy_(0, idx, gH.to(hidden.scalar_type()));
             }
             if (wantWeight)
-                gradWeightF.addmm_(g.t(), hC.mul_(go)); // += g^T @ hC: [vocab, hidden]
+                gradWeightF.addmm_(g.t(), hC.mul_(go));  // += g^T @ hC: [vocab, hidden]
         }
         if (wantWeight)
             gradWeight = gradWeightF.to(weight.scalar_type());
@@ -93,7 +93,7 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
     }
 };
 
-} // namespace
+}  // namespace
 
 torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                   const torch::Tensor& labels, int64_t chunkTokens)
@@ -129,4 +129,4 @@ torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tens
     return ChunkedCrossEntropyFn::apply(hidden, weight, labels, chunkTokens);
 }
 
-} // namespace tb
+}  // namespace tb

@@ -26,4 +26,4 @@ inline constexpr int64_t kIgnoreIndex = -100;
 torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                   const torch::Tensor& labels, int64_t chunkTokens = 1024);
 
-} // namespace tb
+}  // namespace tb

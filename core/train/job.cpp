@@ -1,7 +1,7 @@
-// TrainingJob: the thread around Trainer, with pause/resume/stop flags checked between optimizer steps.
+// TrainingJob: the thread around the supervised recipe (train/sft), with its control.
 #include "train/job.h"
 
-#include "train/trainer.h"
+#include "train/sft.h"
 #include "util/error.h"
 
 #include <torch/torch.h>
@@ -23,25 +23,23 @@ void TrainingJob::start()
 {
     if (m_thread.joinable())
         fail("training job already started");
-    m_state = JobState::Running;
+    m_control.setState(JobState::Running);
     m_thread = std::thread([this] { run(); });
 }
 
 void TrainingJob::pause()
 {
-    m_pauseRequested = true;
+    m_control.pause();
 }
 
 void TrainingJob::resume()
 {
-    m_pauseRequested = false;
+    m_control.resume();
 }
 
 void TrainingJob::stop()
 {
-    if (m_state == JobState::Running || m_state == JobState::Paused)
-        m_state = JobState::Stopping;
-    m_stopRequested = true;
+    m_control.stop();
 }
 
 void TrainingJob::wait()
@@ -52,7 +50,7 @@ void TrainingJob::wait()
 
 void TrainingJob::runHere()
 {
-    m_state = JobState::Running;
+    m_control.setState(JobState::Running);
     run();
 }
 
@@ -61,18 +59,18 @@ void TrainingJob::run()
     // Grad mode and autocast are thread-local in LibTorch: this thread starts from the defaults.
     torch::AutoGradMode gradMode(true);
     try {
-        Trainer trainer(*this);
-        trainer.run();
-        m_state = JobState::Finished;
+        SftRecipe recipe(m_config, m_resumeDir, m_control, m_events);
+        m_summary = recipe.run();
+        m_control.setState(JobState::Finished);
         if (m_events)
             m_events->onFinished(m_summary);
     } catch (const std::exception& e) {
         std::string message = e.what();
         m_error = message.substr(0, message.find('\n'));  // LibTorch appends a backtrace
-        m_state = JobState::Failed;
+        m_control.setState(JobState::Failed);
         if (m_events)
             m_events->onFailed(m_error);
     }
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,11 +1,15 @@
-// DynamicLossScaler: backoff on overflow, growth after a run of finite steps, a floor that ends the run.
+// DynamicLossScaler: backoff on overflow, growth after a run of finite steps, a floor that ends the
+// run.
 #include "train/loss_scaler.h"
 
 #include <algorithm>
 
 namespace tb {
 
-DynamicLossScaler::DynamicLossScaler(LossScalerOptions options) : m_options(options), m_scale(options.initScale) {}
+DynamicLossScaler::DynamicLossScaler(LossScalerOptions options)
+    : m_options(options), m_scale(options.initScale)
+{
+}
 
 DynamicLossScaler::Outcome DynamicLossScaler::update(bool gradientsFinite)
 {
@@ -40,4 +44,4 @@ void DynamicLossScaler::restore(const nlohmann::json& state)
     m_skipped = state.value("skipped", int64_t{0});
 }
 
-} // namespace tb
+}  // namespace tb

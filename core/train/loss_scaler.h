@@ -1,9 +1,10 @@
-// DynamicLossScaler: fp16 dynamic loss scaling as a pure state machine (no tensors), so its rules are
-// testable on any machine. The trainer multiplies the loss by scale() before backward, divides the
-// gradients by it, and reports whether they came out finite:
+// DynamicLossScaler: fp16 dynamic loss scaling as a pure state machine (no tensors), so its rules
+// are testable on any machine. The trainer multiplies the loss by scale() before backward, divides
+// the gradients by it, and reports whether they came out finite:
 //  - finite: the update is applied; after `growthInterval` finite steps in a row the scale grows;
 //  - overflow: the update is skipped and the scale backs off;
-//  - overflow with the scale already at `minScale`: the gradients overflow fp16 even unscaled, so the
+//  - overflow with the scale already at `minScale`: the gradients overflow fp16 even unscaled, so
+//  the
 //    run cannot go on in fp16 (the trainer stops with a diagnosis instead of skipping forever).
 // The defaults are the usual ones (initial 2^16, x2 every 2000 good steps, x0.5 on overflow).
 #pragma once
@@ -35,7 +36,8 @@ public:
     // After backward and unscaling: whether every gradient was finite. Updates the scale.
     Outcome update(bool gradientsFinite);
 
-    // For checkpoints: {"scale", "good_steps", "skipped"}; restore accepts a bare number (older runs).
+    // For checkpoints: {"scale", "good_steps", "skipped"}; restore accepts a bare number (older
+    // runs).
     nlohmann::json state() const;
     void restore(const nlohmann::json& state);
 
@@ -46,4 +48,4 @@ private:
     int64_t m_skipped = 0;
 };
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// AdamW and SGD updates written out step by step (the same arithmetic as torch.optim's single-tensor path).
+// AdamW and SGD updates written out step by step (the same arithmetic as torch.optim's
+// single-tensor path).
 #include "train/optimizer.h"
 
 #include "util/error.h"
@@ -9,8 +10,8 @@
 
 namespace tb {
 
-Optimizer::Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params, std::vector<bool> decay,
-                     OptimOptions options)
+Optimizer::Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params,
+                     std::vector<bool> decay, OptimOptions options)
     : m_params(std::move(params)), m_decay(std::move(decay)), m_options(std::move(options))
 {
     if (m_options.optimizer != "adamw" && m_options.optimizer != "sgd")
@@ -21,7 +22,8 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params, 
             m_expAvg.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
             m_expAvgSq.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
         } else if (m_options.momentum > 0) {
-            m_momentum.push_back(torch::Tensor());  // created at the first step, as torch.optim.SGD does
+            m_momentum.push_back(
+                torch::Tensor());  // created at the first step, as torch.optim.SGD does
         }
     }
 }
@@ -100,7 +102,8 @@ TensorBlob tensorToBlob(const std::string& name, const torch::Tensor& t)
 {
     auto cpu = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
     TensorBlob blob{name, DType::F32, cpu.sizes().vec(), std::string()};
-    blob.bytes.assign(reinterpret_cast<const char*>(cpu.data_ptr<float>()), static_cast<size_t>(cpu.numel()) * 4);
+    blob.bytes.assign(reinterpret_cast<const char*>(cpu.data_ptr<float>()),
+                      static_cast<size_t>(cpu.numel()) * 4);
     return blob;
 }
 
@@ -157,4 +160,4 @@ void Optimizer::loadState(const std::vector<TensorBlob>& blobs, int64_t steps)
     m_steps = steps;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,5 +1,6 @@
 // AdamW (decoupled weight decay, as torch.optim.AdamW computes it) and SGD with momentum over named
-// parameters, with state that round-trips through safetensors blobs for exact resume. Internal to core.
+// parameters, with state that round-trips through safetensors blobs for exact resume. Internal to
+// core.
 #pragma once
 
 #include "model/safetensors.h"
@@ -15,15 +16,18 @@ namespace tb {
 class Optimizer {
 public:
     // decay[i]: whether parameter i gets weight decay (not biases, norms or soft prompts).
-    Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params, std::vector<bool> decay, OptimOptions options);
+    Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params, std::vector<bool> decay,
+              OptimOptions options);
 
-    // One update with learning rate lr from the parameters' .grad(); parameters without a gradient are skipped.
+    // One update with learning rate lr from the parameters' .grad(); parameters without a gradient
+    // are skipped.
     void step(double lr);
     void zeroGrad();
     int64_t steps() const { return m_steps; }
     int64_t stateBytes() const;  // bytes of the moments / momentum buffers now allocated
 
-    // Global L2 norm of all gradients (fp32), and in-place scaling so it does not exceed maxNorm (> 0).
+    // Global L2 norm of all gradients (fp32), and in-place scaling so it does not exceed maxNorm (>
+    // 0).
     double clipGradNorm(double maxNorm);
 
     // State as tensors: "<param>.exp_avg", "<param>.exp_avg_sq" (AdamW), "<param>.momentum" (SGD);
@@ -45,4 +49,4 @@ private:
 TensorBlob tensorToBlob(const std::string& name, const torch::Tensor& t);
 torch::Tensor blobToTensor(const TensorBlob& blob);
 
-} // namespace tb
+}  // namespace tb

@@ -1,9 +1,10 @@
 // The run directory: run.json, append-only metrics.jsonl, and checkpoints written to a temporary
-// folder, verified by a SHA-256 manifest and renamed into place; plus a self-contained SHA-256.
+// folder, verified by a SHA-256 manifest and renamed into place.
 #include "train/run_store.h"
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/sha256.h"
 
 #include <algorithm>
 #include <array>
@@ -26,100 +27,6 @@ using nlohmann::json;
 constexpr const char* kManifest = "manifest.json";
 constexpr const char* kState = "state.json";
 constexpr const char* kMetrics = "metrics.jsonl";
-
-// ---- SHA-256 (FIPS 180-4) ----
-
-class Sha256 {
-  public:
-    void update(const void* data, size_t size)
-    {
-        const auto* bytes = static_cast<const uint8_t*>(data);
-        m_length += size;
-        while (size > 0) {
-            const size_t take = std::min(size, 64 - m_used);
-            std::memcpy(m_block.data() + m_used, bytes, take);
-            m_used += take;
-            bytes += take;
-            size -= take;
-            if (m_used == 64) {
-                compress(m_block.data());
-                m_used = 0;
-            }
-        }
-    }
-
-    std::string hex()
-    {
-        const uint64_t bits = m_length * 8;
-        const uint8_t pad = 0x80;
-        update(&pad, 1);
-        const uint8_t zero = 0;
-        while (m_used != 56)
-            update(&zero, 1);
-        uint8_t length[8];
-        for (int i = 0; i < 8; ++i)
-            length[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-        update(length, 8);
-        static const char* digits = "0123456789abcdef";
-        std::string out;
-        for (uint32_t word : m_state)
-            for (int shift = 28; shift >= 0; shift -= 4)
-                out.push_back(digits[(word >> shift) & 0xf]);
-        return out;
-    }
-
-  private:
-    static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-    void compress(const uint8_t* block)
-    {
-        static constexpr uint32_t k[64] = {
-            0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-            0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-            0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-            0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-            0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-            0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-            0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-            0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-            0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-            0xc67178f2};
-        uint32_t w[64];
-        for (int i = 0; i < 16; ++i)
-            w[i] = uint32_t(block[4 * i]) << 24 | uint32_t(block[4 * i + 1]) << 16 |
-                   uint32_t(block[4 * i + 2]) << 8 | uint32_t(block[4 * i + 3]);
-        for (int i = 16; i < 64; ++i) {
-            const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-            const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-        }
-        uint32_t a = m_state[0], b = m_state[1], c = m_state[2], d = m_state[3];
-        uint32_t e = m_state[4], f = m_state[5], g = m_state[6], h = m_state[7];
-        for (int i = 0; i < 64; ++i) {
-            const uint32_t t1 =
-                h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-            const uint32_t t2 =
-                (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-            h = g;
-            g = f;
-            f = e;
-            e = d + t1;
-            d = c;
-            c = b;
-            b = a;
-            a = t1 + t2;
-        }
-        const uint32_t add[8] = {a, b, c, d, e, f, g, h};
-        for (int i = 0; i < 8; ++i)
-            m_state[i] += add[i];
-    }
-
-    std::array<uint32_t, 8> m_state{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    std::array<uint8_t, 64> m_block{};
-    size_t m_used = 0;
-    uint64_t m_length = 0; // bytes
-};
 
 // ---- file system helpers ----
 
@@ -273,41 +180,29 @@ CheckpointData readCheckpoint(const std::string& folder, int64_t step)
     return data;
 }
 
-} // namespace
+}  // namespace
 
-std::string sha256Hex(const std::string& bytes)
+RunStore::RunStore(std::string runDir) : m_dir(std::move(runDir)) {}
+
+RunStore RunStore::create(std::string runDir)
 {
-    Sha256 hash;
-    hash.update(bytes.data(), bytes.size());
-    return hash.hex();
+    RunStore store(std::move(runDir));
+    store.ensureFolder(joinPath(store.m_dir, "checkpoints"));
+    return store;
 }
 
-std::string sha256File(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        fail(path, ": cannot open (", std::strerror(errno), ")");
-    Sha256 hash;
-    std::vector<char> buffer(1 << 20);
-    while (in) {
-        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-        hash.update(buffer.data(), static_cast<size_t>(in.gcount()));
-    }
-    if (in.bad())
-        fail(path, ": read error");
-    return hash.hex();
-}
-
-RunStore::RunStore(std::string runDir) : m_dir(std::move(runDir))
+void RunStore::ensureFolder(const std::string& folder) const
 {
     std::error_code ec;
-    fs::create_directories(joinPath(m_dir, "checkpoints"), ec);
-    if (ec || !isDirectory(joinPath(m_dir, "checkpoints")))
-        fail(m_dir, ": cannot create the run directory (", ec ? ec.message() : "not a folder", ")");
+    fs::create_directories(folder, ec);
+    if (ec || !isDirectory(folder))
+        fail(folder, ": cannot create the run directory (", ec ? ec.message() : "not a folder",
+             ")");
 }
 
 void RunStore::writeRunInfo(const nlohmann::json& info) const
 {
+    ensureFolder(m_dir);
     writeFileAtomic(joinPath(m_dir, "run.json"), info.dump(2) + "\n");
 }
 
@@ -326,6 +221,7 @@ nlohmann::json RunStore::readRunInfo() const
 
 void RunStore::appendMetrics(const nlohmann::json& line) const
 {
+    ensureFolder(m_dir);
     const std::string path = joinPath(m_dir, kMetrics);
     const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -349,7 +245,7 @@ void RunStore::appendMetrics(const nlohmann::json& line) const
                 fail(path, ": cannot cut a torn last line (", std::strerror(errno), ")");
         }
         text += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-        writeAll(fd, text, path); // one write: O_APPEND keeps the line in one piece
+        writeAll(fd, text, path);  // one write: O_APPEND keeps the line in one piece
     } catch (...) {
         ::close(fd);
         throw;
@@ -380,7 +276,7 @@ std::vector<nlohmann::json> RunStore::readMetrics() const
             continue;
         }
         if (content.find_first_not_of(" \t\r\n", start) == std::string::npos)
-            break; // the last line is torn (killed mid-write): skipped
+            break;  // the last line is torn (killed mid-write): skipped
         fail(path, ":", lineNo, ": invalid JSON line: ", line.substr(0, 80));
     }
     return out;
@@ -415,6 +311,7 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep) const
     }
 
     const std::string checkpoints = joinPath(m_dir, "checkpoints");
+    ensureFolder(checkpoints);
     const std::string folderName = "step-" + std::to_string(data.step);
     const std::string final = joinPath(checkpoints, folderName);
     const std::string pid = std::to_string(::getpid());
@@ -451,7 +348,7 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep) const
 
         if (fileExists(final) &&
             ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final.c_str(), RENAME_EXCHANGE) == 0) {
-            fs::remove_all(tmp, ec); // now holds the replaced checkpoint
+            fs::remove_all(tmp, ec);  // now holds the replaced checkpoint
         } else if (fileExists(final)) {
             // No atomic exchange on this file system: move the old folder aside, the new one in.
             const std::string old = joinPath(checkpoints, "." + folderName + ".old-" + pid);
@@ -460,7 +357,7 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep) const
                 fail(final, ": cannot move aside (", std::strerror(errno), ")");
             if (::rename(tmp.c_str(), final.c_str()) != 0) {
                 const int err = errno;
-                ::rename(old.c_str(), final.c_str()); // put the previous checkpoint back
+                ::rename(old.c_str(), final.c_str());  // put the previous checkpoint back
                 fail(final, ": cannot rename into place (", std::strerror(err), ")");
             }
             fs::remove_all(old, ec);
@@ -520,4 +417,4 @@ std::optional<CheckpointLoad> RunStore::loadLatestCheckpoint() const
     return std::nullopt;
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,8 +1,10 @@
-// The run directory on disk: run.json, metrics.jsonl and checkpoints/step-N/, every write atomic so a
-// process killed at any instant never leaves a corrupt checkpoint. Torch-free: tensors arrive as TensorBlob.
+// The run directory on disk: run.json, metrics.jsonl and checkpoints/step-N/, every write atomic so
+// a process killed at any instant never leaves a corrupt checkpoint. Torch-free: tensors arrive as
+// TensorBlob.
 #pragma once
 
 #include "model/safetensors.h"
+#include "util/sha256.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,8 +15,9 @@
 
 namespace tb {
 
-// Contents of one checkpoint: named tensor files (each a safetensors file: "trainable", "optimizer"),
-// and a JSON state (scheduler step, RNG state, data position, anything the job needs to resume).
+// Contents of one checkpoint: named tensor files (each a safetensors file: "trainable",
+// "optimizer"), and a JSON state (scheduler step, RNG state, data position, anything the job needs
+// to resume).
 struct CheckpointData {
     int64_t step = 0;
     std::vector<std::pair<std::string, std::vector<TensorBlob>>> tensorFiles;  // name -> tensors
@@ -23,14 +26,18 @@ struct CheckpointData {
 
 struct CheckpointLoad {
     CheckpointData data;
-    std::string dir;                    // the checkpoint folder used
-    std::vector<std::string> warnings;  // e.g. "checkpoints/step-40 is incomplete or corrupt (...): skipped"
+    std::string dir;  // the checkpoint folder used
+    std::vector<std::string>
+        warnings;  // e.g. "checkpoints/step-40 is incomplete or corrupt (...): skipped"
 };
 
 class RunStore {
 public:
-    // Opens (creating when missing) runDir and its checkpoints/ folder.
+    // Opens runDir without touching it: reading a run never writes to it. Writes create the folders
+    // they write into.
     explicit RunStore(std::string runDir);
+    // A new run's directory: creates runDir and its checkpoints/ folder (throws naming the folder).
+    static RunStore create(std::string runDir);
 
     const std::string& dir() const { return m_dir; }
 
@@ -38,32 +45,30 @@ public:
     void writeRunInfo(const nlohmann::json& info) const;
     nlohmann::json readRunInfo() const;  // throws tb::Error naming the file when missing or invalid
 
-    // Appends one JSON object as a line to metrics.jsonl and flushes it (fsync every call is not required;
-    // a torn last line after a kill is tolerated by readMetrics, which skips it).
+    // Appends one JSON object as a line to metrics.jsonl and flushes it (fsync every call is not
+    // required; a torn last line after a kill is tolerated by readMetrics, which skips it).
     void appendMetrics(const nlohmann::json& line) const;
     std::vector<nlohmann::json> readMetrics() const;
-    // Rewrites metrics.jsonl keeping only lines whose "step" <= step (used when resuming from a checkpoint
-    // older than the last logged step), atomically.
+    // Rewrites metrics.jsonl keeping only lines whose "step" <= step (used when resuming from a
+    // checkpoint older than the last logged step), atomically.
     void truncateMetrics(int64_t step) const;
 
-    // Writes checkpoints/step-<N>/ atomically: files go to a temporary folder which is fsynced and renamed;
-    // a manifest.json with each file's size and SHA-256 is written last. Keeps the newest `keep` complete
-    // checkpoints and deletes older ones (keep <= 0: keep all). Returns the checkpoint folder.
+    // Writes checkpoints/step-<N>/ atomically: files go to a temporary folder which is fsynced and
+    // renamed; a manifest.json with each file's size and SHA-256 is written last. Keeps the newest
+    // `keep` complete checkpoints and deletes older ones (keep <= 0: keep all). Returns the
+    // checkpoint folder.
     std::string saveCheckpoint(const CheckpointData& data, int keep) const;
 
     // Steps of complete checkpoints (manifest present), newest first.
     std::vector<int64_t> checkpointSteps() const;
 
-    // Loads the newest checkpoint whose files match its manifest (size and SHA-256); corrupt or incomplete
-    // ones are skipped with a warning. nullopt when none is usable.
+    // Loads the newest checkpoint whose files match its manifest (size and SHA-256); corrupt or
+    // incomplete ones are skipped with a warning. nullopt when none is usable.
     std::optional<CheckpointLoad> loadLatestCheckpoint() const;
 
 private:
+    void ensureFolder(const std::string& folder) const;
     std::string m_dir;
 };
 
-// SHA-256 of bytes / of a file, lowercase hex. (Also used for run.json's model and dataset hashes.)
-std::string sha256Hex(const std::string& bytes);
-std::string sha256File(const std::string& path);
-
-} // namespace tb
+}  // namespace tb

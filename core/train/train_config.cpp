@@ -118,7 +118,7 @@ size_t editDistance(const std::string& a, const std::string& b)
 // One JSON object of the config ("" for the top level, else "lora", "data", ...): typed reads with
 // messages that name the full dotted key.
 class Section {
-  public:
+public:
     Section(const json& object, std::string prefix, const std::string& source)
         : m_object(object), m_prefix(std::move(prefix)), m_source(source)
     {
@@ -176,7 +176,7 @@ class Section {
         } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
                    v->get<double>() == std::trunc(v->get<double>()) &&
                    std::fabs(v->get<double>()) < 9e15) {
-            out = static_cast<int64_t>(v->get<double>()); // 4.0 is accepted as 4
+            out = static_cast<int64_t>(v->get<double>());  // 4.0 is accepted as 4
         } else {
             bad(name, "must be an integer (got ", describe(*v), ")");
         }
@@ -298,7 +298,7 @@ class Section {
                 formatNumber(v), ")");
     }
 
-  private:
+private:
     const json& m_object;
     std::string m_prefix;
     const std::string& m_source;
@@ -309,7 +309,7 @@ Method parseMethod(const std::string& name)
     for (Method m : {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt})
         if (name == methodName(m))
             return m;
-    return Method::Lora; // unreachable: the name was checked against kMethods
+    return Method::Lora;  // unreachable: the name was checked against kMethods
 }
 
 bool validDevice(const std::string& device)
@@ -386,14 +386,18 @@ void parseData(const Section& s, DataOptions& o)
     o.trainFile = s.string("train_file", o.trainFile);
     if (!o.store.empty()) {
         if (o.snapshot.empty())
-            s.bad("snapshot", "is required with 'store' (a snapshot id such as train-v1: tunebench data snapshot)");
+            s.bad("snapshot", "is required with 'store' (a snapshot id such as train-v1: tunebench "
+                              "data snapshot)");
         if (!o.trainFile.empty())
-            s.bad("train_file", "cannot be combined with 'store': train from a snapshot or from a file, not both");
+            s.bad(
+                "train_file",
+                "cannot be combined with 'store': train from a snapshot or from a file, not both");
     } else {
         if (!o.snapshot.empty() || !o.valSnapshot.empty() || !o.generalSnapshot.empty())
             s.bad("store", "is required for snapshots (the dataset store file)");
         if (o.trainFile.empty())
-            s.bad("train_file", "is required (a JSONL file of training examples), or 'store' + 'snapshot'");
+            s.bad("train_file",
+                  "is required (a JSONL file of training examples), or 'store' + 'snapshot'");
     }
     o.valFile = s.string("val_file", o.valFile);
     o.generalFile = s.string("general_file", o.generalFile);
@@ -437,24 +441,7 @@ void parseOptim(const Section& s, OptimOptions& o)
     s.atLeast("clip_norm", o.clipNorm, 0);
 }
 
-} // namespace
-
-const char* methodName(Method method)
-{
-    switch (method) {
-    case Method::Full:
-        return "full";
-    case Method::Partial:
-        return "partial";
-    case Method::Lora:
-        return "lora";
-    case Method::Adapter:
-        return "adapter";
-    case Method::Prompt:
-        return "prompt";
-    }
-    return "lora";
-}
+}  // namespace
 
 TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sourcePath)
 {
@@ -515,7 +502,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
         if (optim.has("lr"))
             fail(source, ": keys 'lr' and 'optim.lr' are both set; 'lr' is an alias of 'optim.lr', "
                          "use one");
-        c.optim.lr = top.number("lr", c.optim.lr); // the fallback parseOptim reads optim.lr with
+        c.optim.lr = top.number("lr", c.optim.lr);  // the fallback parseOptim reads optim.lr with
         top.above("lr", c.optim.lr, 0);
     }
     parseOptim(optim, c.optim);
@@ -563,7 +550,7 @@ void applyOverride(nlohmann::json& json, const std::string& keyEqualsValue)
     std::string key = keyEqualsValue.substr(0, eq);
     const std::string value = keyEqualsValue.substr(eq + 1);
     if (key == "lr")
-        key = "optim.lr"; // the alias; at the top level it would clash with optim.lr in the file
+        key = "optim.lr";  // the alias; at the top level it would clash with optim.lr in the file
 
     if (json.is_null())
         json = json::object();
@@ -659,56 +646,20 @@ nlohmann::json toJson(const TrainConfig& c)
     return j;
 }
 
-// Warmup W = warmup_steps when > 0, else round(warmup_ratio x total).
-int64_t warmupStepsFor(const OptimOptions& optim, int64_t totalSteps)
+EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
 {
-    if (optim.warmupSteps > 0)
-        return optim.warmupSteps;
-    return std::llround(optim.warmupRatio * static_cast<double>(std::max<int64_t>(totalSteps, 0)));
+    EstimateOptions o;
+    o.precision = run.precision == "fp32" ? "fp32" : run.precision + "-mixed";
+    o.optimizer = run.optim.optimizer == "adamw"
+                      ? "adamw"
+                      : (run.optim.momentum > 0 ? "sgd-momentum" : "sgd");
+    o.batch = run.batchSize;
+    o.seq = seq;
+    o.gradAccum = run.gradAccum;
+    o.gradientCheckpointing = run.gradientCheckpointing;
+    o.loss = run.loss;
+    o.lossChunk = run.lossChunkTokens;
+    return o;
 }
 
-// For 0-based step s, peak lr, floor min_lr, W warmup steps and T total steps:
-//   s < W:  lr x (s + 1) / W                        (linear warmup; the first step is lr / W)
-//   else:   p = clamp((s - W) / max(1, T - W), 0, 1)
-//           constant: lr
-//           linear:   min_lr + (lr - min_lr) x (1 - p)
-//           cosine:   min_lr + (lr - min_lr) x 0.5 x (1 + cos(pi x p))
-// so the last step (s = T - 1) is one decay step above min_lr: p = (T - 1 - W) / (T - W).
-double learningRateAt(const OptimOptions& optim, int64_t step, int64_t totalSteps)
-{
-    const int64_t s = std::max<int64_t>(step, 0);
-    const int64_t warmup = warmupStepsFor(optim, totalSteps);
-    if (s < warmup)
-        return optim.lr * static_cast<double>(s + 1) / static_cast<double>(warmup);
-    if (optim.schedule == "constant")
-        return optim.lr;
-    const double span = static_cast<double>(std::max<int64_t>(1, totalSteps - warmup));
-    const double p = std::clamp(static_cast<double>(s - warmup) / span, 0.0, 1.0);
-    if (optim.schedule == "linear")
-        return optim.minLr + (optim.lr - optim.minLr) * (1.0 - p);
-    if (optim.schedule == "cosine")
-        return optim.minLr +
-               (optim.lr - optim.minLr) * 0.5 * (1.0 + std::cos(std::numbers::pi * p));
-    fail("optim.schedule: unknown schedule '", optim.schedule, "' (constant | linear | cosine)");
-}
-
-std::vector<double> plannedSchedule(const OptimOptions& optim, int64_t totalSteps)
-{
-    std::vector<double> out;
-    out.reserve(static_cast<size_t>(std::max<int64_t>(totalSteps, 0)));
-    for (int64_t s = 0; s < totalSteps; ++s)
-        out.push_back(learningRateAt(optim, s, totalSteps));
-    return out;
-}
-
-int64_t plannedSteps(const TrainConfig& config, int64_t trainSequences)
-{
-    if (config.maxSteps > 0)
-        return config.maxSteps;
-    const int64_t perStep =
-        std::max<int64_t>(1, int64_t(config.batchSize) * std::max(1, config.gradAccum));
-    const int64_t perEpoch = (std::max<int64_t>(trainSequences, 0) + perStep - 1) / perStep;
-    return std::max<int64_t>(1, int64_t(std::max(config.epochs, 1)) * perEpoch);
-}
-
-} // namespace tb
+}  // namespace tb

@@ -3,8 +3,9 @@
 
 #include "model/model_impl.h"
 #include "peft/peft.h"
+#include "train/checkpoint.h"
 #include "train/run_store.h"
-#include "train/trainer.h"
+#include "train/setup.h"
 #include "util/error.h"
 #include "util/file_util.h"
 
@@ -13,15 +14,18 @@ namespace tb {
 std::unique_ptr<Model> loadTunedModel(const std::string& runDir, const LoadOptions& options)
 {
     if (options.dtype != "fp32")
-        fail(runDir, ": a tuned model loads in fp32 (the precision its trainable weights were kept in)");
+        fail(runDir,
+             ": a tuned model loads in fp32 (the precision its trainable weights were kept in)");
     RunStore store(runDir);
-    TrainConfig run = parseTrainConfig(store.readRunInfo().at("config"), joinPath(runDir, "run.json"));
+    TrainConfig run =
+        parseTrainConfig(store.readRunInfo().at("config"), joinPath(runDir, "run.json"));
     run.device = options.device;
     auto checkpoint = store.loadLatestCheckpoint();
     if (!checkpoint)
         fail(runDir, ": no complete checkpoint");
     PreparedModel prepared = prepareModel(run);
-    loadTrainableTensors(trainableParameters(*prepared.module), tensorFile(*checkpoint, "trainable"), checkpoint->dir);
+    loadTrainableTensors(trainableParameters(*prepared.module),
+                         tensorFile(*checkpoint, "trainable"), checkpoint->dir);
     for (auto& p : prepared.module->parameters())
         p.set_requires_grad(false);
     prepared.module->eval();
@@ -32,4 +36,4 @@ std::unique_ptr<Model> loadTunedModel(const std::string& runDir, const LoadOptio
     return Model::fromImpl(std::move(impl));
 }
 
-} // namespace tb
+}  // namespace tb

@@ -1,4 +1,5 @@
-// tb::Error, the one exception type core throws: a message that names the file, key or tensor at fault.
+// tb::Error, the one exception type core throws: a message that names the file, key or tensor at
+// fault.
 #pragma once
 
 #include <sstream>
@@ -14,20 +15,18 @@ public:
 };
 
 // Builds a message from pieces: tb::fail("file ", path, ": tensor ", name, " missing").
-template <typename... Parts>
-[[noreturn]] void fail(Parts&&... parts)
+template <typename... Parts> [[noreturn]] void fail(Parts&&... parts)
 {
     std::ostringstream out;
     (out << ... << std::forward<Parts>(parts));
     throw Error(out.str());
 }
 
-template <typename... Parts>
-std::string cat(Parts&&... parts)
+template <typename... Parts> std::string cat(Parts&&... parts)
 {
     std::ostringstream out;
     (out << ... << std::forward<Parts>(parts));
     return out.str();
 }
 
-} // namespace tb
+}  // namespace tb

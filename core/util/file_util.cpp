@@ -71,4 +71,4 @@ std::string joinPath(const std::string& dir, const std::string& name)
     return (std::filesystem::path(dir) / name).string();
 }
 
-} // namespace tb
+}  // namespace tb

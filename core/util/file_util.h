@@ -1,4 +1,5 @@
-// Small file helpers shared by core: whole-file reads and atomic writes (temp file + fsync + rename).
+// Small file helpers shared by core: whole-file reads and atomic writes (temp file + fsync +
+// rename).
 #pragma once
 
 #include <cstddef>
@@ -10,11 +11,12 @@ namespace tb {
 // Reads a whole file; throws tb::Error naming the path when it cannot.
 std::string readFile(const std::string& path);
 
-// Writes bytes to path atomically: a crash leaves either the old file or the new one, never a torn one.
+// Writes bytes to path atomically: a crash leaves either the old file or the new one, never a torn
+// one.
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
 bool fileExists(const std::string& path);
 bool isDirectory(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);
 
-} // namespace tb
+}  // namespace tb

@@ -31,4 +31,4 @@ std::string bundledModelDir()
     return joinPath(joinPath(dataDir(), "models"), "stories260k");
 }
 
-} // namespace tb
+}  // namespace tb

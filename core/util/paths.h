@@ -11,4 +11,4 @@ std::string dataDir();
 // dataDir()/models/stories260k
 std::string bundledModelDir();
 
-} // namespace tb
+}  // namespace tb

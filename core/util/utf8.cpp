@@ -10,22 +10,22 @@ std::ptrdiff_t invalidUtf8At(std::string_view s)
     size_t i = 0;
     while (i < n) {
         const unsigned char c = p[i];
-        if (c < 0x80) { // the common case: ASCII runs
+        if (c < 0x80) {  // the common case: ASCII runs
             ++i;
             continue;
         }
         size_t len = 0;
-        unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
+        unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
         if (c >= 0xC2 && c <= 0xDF) {
             len = 2;
         } else if (c >= 0xE0 && c <= 0xEF) {
             len = 3;
-            lo = c == 0xE0 ? 0xA0 : 0x80; // no overlong forms
-            hi = c == 0xED ? 0x9F : 0xBF; // no surrogates
+            lo = c == 0xE0 ? 0xA0 : 0x80;  // no overlong forms
+            hi = c == 0xED ? 0x9F : 0xBF;  // no surrogates
         } else if (c >= 0xF0 && c <= 0xF4) {
             len = 4;
             lo = c == 0xF0 ? 0x90 : 0x80;
-            hi = c == 0xF4 ? 0x8F : 0xBF; // nothing above U+10FFFF
+            hi = c == 0xF4 ? 0x8F : 0xBF;  // nothing above U+10FFFF
         } else {
             return static_cast<std::ptrdiff_t>(i);
         }
@@ -52,4 +52,4 @@ size_t utf8Floor(std::string_view s, size_t at)
     return isUtf8Lead(s[i]) ? i : at;
 }
 
-} // namespace tb
+}  // namespace tb

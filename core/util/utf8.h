@@ -21,4 +21,4 @@ inline bool isUtf8Lead(char c)
 // The largest offset <= at that does not fall inside a character of s (at is clamped to s.size()).
 size_t utf8Floor(std::string_view s, size_t at);
 
-} // namespace tb
+}  // namespace tb

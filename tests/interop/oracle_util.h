@@ -1,5 +1,5 @@
-// Shared by the interop tests: running a Python oracle script of tests/interop/ in the pinned venv, and
-// training the short runs whose exports the oracles load.
+// Shared by the interop tests: running a Python oracle script of tests/interop/ in the pinned venv,
+// and training the short runs whose exports the oracles load.
 #pragma once
 
 #include "train/job.h"
@@ -19,11 +19,13 @@ inline QByteArray runOracleScript(const QString& script, const QStringList& args
 {
     QProcess p;
     p.setProcessChannelMode(QProcess::SeparateChannels);
-    // Tiny models: one thread is fastest, and spinning OpenMP threads crawl on a busy 2-core machine.
+    // Tiny models: one thread is fastest, and spinning OpenMP threads crawl on a busy 2-core
+    // machine.
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
     p.setProcessEnvironment(env);
-    p.start(QStringLiteral(TB_PYTHON), QStringList{QStringLiteral(TB_SOURCE_DIR "/tests/interop/") + script} + args);
+    p.start(QStringLiteral(TB_PYTHON),
+            QStringList{QStringLiteral(TB_SOURCE_DIR "/tests/interop/") + script} + args);
     if (!p.waitForFinished(300000)) {
         *error = QStringLiteral("%1 %2 did not finish").arg(script, args.value(0));
         return {};
@@ -31,23 +33,26 @@ inline QByteArray runOracleScript(const QString& script, const QStringList& args
     if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
         // The end of stderr: a traceback's last lines say what failed (progress bars come before).
         *error = QStringLiteral("%1 %2 failed:\n%3")
-                     .arg(script, args.value(0), QString::fromUtf8(p.readAllStandardError().right(1500)));
+                     .arg(script, args.value(0),
+                          QString::fromUtf8(p.readAllStandardError().right(1500)));
         return {};
     }
     return p.readAllStandardOutput();
 }
 
-// A 4-step run of datasets/examples/<example>-tiny.json into runsDir/name (CPU, constant LR, seed 3),
-// with `overrides` after those; returns the run folder, or "" with the reason appended to *errors.
-inline std::string trainTinyRun(const std::string& runsDir, const char* example, const std::string& name,
-                                std::vector<std::string> overrides, QString* errors)
+// A 4-step run of datasets/examples/<example>-tiny.json into runsDir/name (CPU, constant LR, seed
+// 3), with `overrides` after those; returns the run folder, or "" with the reason appended to
+// *errors.
+inline std::string trainTinyRun(const std::string& runsDir, const char* example,
+                                const std::string& name, std::vector<std::string> overrides,
+                                QString* errors)
 {
     overrides.insert(overrides.begin(),
-                     {"output_dir=" + runsDir, "name=" + name, "device=cpu", "max_steps=4", "batch_size=8",
-                      "optim.warmup_steps=0", "optim.schedule=constant", "eval_every=0", "data.general_file=",
-                      "seed=3"});
-    tb::TrainConfig config =
-        tb::loadTrainConfig(std::string(TB_SOURCE_DIR "/datasets/examples/") + example + "-tiny.json", overrides);
+                     {"output_dir=" + runsDir, "name=" + name, "device=cpu", "max_steps=4",
+                      "batch_size=8", "optim.warmup_steps=0", "optim.schedule=constant",
+                      "eval_every=0", "data.general_file=", "seed=3"});
+    tb::TrainConfig config = tb::loadTrainConfig(
+        std::string(TB_SOURCE_DIR "/datasets/examples/") + example + "-tiny.json", overrides);
     tb::TrainingJob job(config, nullptr);
     job.runHere();
     if (job.state() != tb::JobState::Finished) {
@@ -57,4 +62,4 @@ inline std::string trainTinyRun(const std::string& runsDir, const char* example,
     return job.summary().runDir;
 }
 
-} // namespace tbtest
+}  // namespace tbtest

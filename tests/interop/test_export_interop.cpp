@@ -45,8 +45,8 @@ std::string exportError(const std::string& runDir, const std::string& format,
 }
 
 struct Comparison {
-    double maxDiff = 0; // max |a - b|
-    double maxRef = 0;  // max |b|
+    double maxDiff = 0;  // max |a - b|
+    double maxRef = 0;   // max |b|
 };
 
 Comparison compare(const std::vector<float>& a, const float* b, size_t n)
@@ -67,17 +67,17 @@ QString joined(const nlohmann::json& list)
     return out.join(QStringLiteral("; "));
 }
 
-} // namespace
+}  // namespace
 
 class TestExportInterop : public QObject {
     Q_OBJECT
-  private Q_SLOTS:
+private Q_SLOTS:
     void initTestCase();
     void logitsMatchHuggingFace_data();
     void logitsMatchHuggingFace();
     void unsupportedFormatsFail();
 
-  private:
+private:
     // Trains a short run from an example config: its run folder, or "" (why in m_trainErrors).
     std::string train(const char* example, const std::string& name,
                       std::vector<std::string> overrides);
@@ -87,14 +87,14 @@ class TestExportInterop : public QObject {
     }
 
     struct Case {
-        std::string run;  // run folder: our tuned model
-        std::string kind; // peft | merged
-        std::string base; // base model folder
+        std::string run;   // run folder: our tuned model
+        std::string kind;  // peft | merged
+        std::string base;  // base model folder
         std::vector<int32_t> ids;
     };
     QTemporaryDir m_dir;
-    std::map<std::string, std::string> m_runs; // method -> run folder
-    std::map<std::string, Case> m_cases;       // export name -> case
+    std::map<std::string, std::string> m_runs;  // method -> run folder
+    std::map<std::string, Case> m_cases;        // export name -> case
     nlohmann::json m_oracle;
     QString m_trainErrors;
 };
@@ -102,7 +102,8 @@ class TestExportInterop : public QObject {
 std::string TestExportInterop::train(const char* example, const std::string& name,
                                      std::vector<std::string> overrides)
 {
-    return tbtest::trainTinyRun(path(QStringLiteral("runs")), example, name, std::move(overrides), &m_trainErrors);
+    return tbtest::trainTinyRun(path(QStringLiteral("runs")), example, name, std::move(overrides),
+                                &m_trainErrors);
 }
 
 void TestExportInterop::initTestCase()
@@ -145,7 +146,7 @@ void TestExportInterop::initTestCase()
     const auto gpt2Ids = idsFor(gpt2);
     QCOMPARE(storiesIds.size(), kTokens);
     QCOMPARE(gpt2Ids.size(), kTokens);
-    QCOMPARE(storiesIds.front(), 1); // <s>
+    QCOMPARE(storiesIds.front(), 1);  // <s>
     QVERIFY(*std::max_element(storiesIds.begin(), storiesIds.end()) < 512);
 
     m_cases["lora_peft"] = {m_runs["lora"], "peft", stories, storiesIds};
@@ -208,7 +209,7 @@ void TestExportInterop::logitsMatchHuggingFace()
                  qPrintable(joined(report.at("shape_mismatches"))));
     }
     if (name == QStringLiteral("prompt_peft"))
-        QCOMPARE(report.at("virtual_tokens").get<int>(), 8); // prompt.num_tokens=8 above
+        QCOMPARE(report.at("virtual_tokens").get<int>(), 8);  // prompt.num_tokens=8 above
 
     auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
     const tb::TensorInfo* info = file->find("logits");

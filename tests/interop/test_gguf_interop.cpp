@@ -1,8 +1,8 @@
-// Interop: runs trained here and exported as GGUF load in llama.cpp and in transformers (through the
-// gguf package) with the logits and greedy choices of our tuned model, the metadata llama.cpp reads and
-// the vocabulary intact (sentencepiece for stories260k; byte-level BPE tokenizer.json for a random Llama
-// with a Llama-3-style tokenizer and a random Qwen2 with biases); methods a merged model cannot hold are
-// refused.
+// Interop: runs trained here and exported as GGUF load in llama.cpp and in transformers (through
+// the gguf package) with the logits and greedy choices of our tuned model, the metadata llama.cpp
+// reads and the vocabulary intact (sentencepiece for stories260k; byte-level BPE tokenizer.json for
+// a random Llama with a Llama-3-style tokenizer and a random Qwen2 with biases); methods a merged
+// model cannot hold are refused.
 #include "export/export.h"
 #include "export/gguf.h"
 #include "model/config.h"
@@ -44,9 +44,10 @@ const std::vector<std::string> kBpeTexts = {"Once upon a time, a dog ran. It's 2
 
 // Tolerance on max |ours - GGUF in transformers|. f32 stores our weights exactly: 1e-4 absolute
 // (the LoRA run differs only by merged-vs-unmerged rounding, the rms eps by its f32 rounding). f16
-// keeps 11 significant bits of each weight, bf16 8, Q8_0 about 8 per block of 32 (and llama.cpp also
-// rounds the activations to Q8_0 for those matmuls): relative to the largest |logit|. Measured on these
-// runs: f32 1.4e-5 (lora) and 0 (full); f16 7e-4, bf16 4e-3 and q8_0 1.8e-2 of the largest logit.
+// keeps 11 significant bits of each weight, bf16 8, Q8_0 about 8 per block of 32 (and llama.cpp
+// also rounds the activations to Q8_0 for those matmuls): relative to the largest |logit|. Measured
+// on these runs: f32 1.4e-5 (lora) and 0 (full); f16 7e-4, bf16 4e-3 and q8_0 1.8e-2 of the largest
+// logit.
 double toleranceFor(const std::string& dtype, double maxLogit)
 {
     if (dtype == "q8_0")
@@ -54,9 +55,9 @@ double toleranceFor(const std::string& dtype, double maxLogit)
     return dtype == "f32" ? 1e-4 : dtype == "f16" ? 3e-3 * maxLogit : 1e-2 * maxLogit;
 }
 
-// llama.cpp's own arithmetic on top: its CPU GELU (GPT-2's activation) reads an fp16 table, which moves
-// GPT-2's logits by about 2e-4 of the largest (measured 1.8e-3 of 9.4); llama-style models use SiLU, computed
-// in f32.
+// llama.cpp's own arithmetic on top: its CPU GELU (GPT-2's activation) reads an fp16 table, which
+// moves GPT-2's logits by about 2e-4 of the largest (measured 1.8e-3 of 9.4); llama-style models
+// use SiLU, computed in f32.
 double llamaCppToleranceFor(const std::string& dtype, double maxLogit, bool gelu)
 {
     return std::max(toleranceFor(dtype, maxLogit), gelu ? 1e-3 * maxLogit : 0.0);
@@ -80,11 +81,11 @@ std::string exportError(const std::string& runDir, const std::string& out)
     return {};
 }
 
-} // namespace
+}  // namespace
 
 class TestGgufInterop : public QObject {
     Q_OBJECT
-  private Q_SLOTS:
+private Q_SLOTS:
     void initTestCase();
     void logitsMatchTransformers_data();
     void logitsMatchTransformers();
@@ -98,7 +99,7 @@ class TestGgufInterop : public QObject {
     void llamaCppAppliesTheLoraAdapter();
     void unsupportedMethodsFail();
 
-  private:
+private:
     std::string train(const char* example, const std::string& name,
                       std::vector<std::string> overrides);
     std::string path(const QString& relative) const
@@ -107,15 +108,22 @@ class TestGgufInterop : public QObject {
     }
 
     struct Case {
+        Case() = default;
+        Case(std::string run_, std::string dtype_, std::string file_, tb::ExportReport report_,
+             std::string base_, std::vector<int32_t> ids_, bool bpe_ = false)
+            : run(std::move(run_)), dtype(std::move(dtype_)), file(std::move(file_)),
+              report(std::move(report_)), base(std::move(base_)), ids(std::move(ids_)), bpe(bpe_)
+        {
+        }
         std::string run;
         std::string dtype;
         std::string file;
         tb::ExportReport report;
-        std::string base;         // the run's base model
-        std::vector<int32_t> ids; // the prompt whose logits are compared
-        bool bpe = false;         // tokenizer.json (else tokenizer.model)
-        std::string adapter;      // LoRA runs: the gguf-lora export of the run ...
-        std::string adapterBase;  // ... and the gguf-base export it applies to
+        std::string base;          // the run's base model
+        std::vector<int32_t> ids;  // the prompt whose logits are compared
+        bool bpe = false;          // tokenizer.json (else tokenizer.model)
+        std::string adapter;       // LoRA runs: the gguf-lora export of the run ...
+        std::string adapterBase;   // ... and the gguf-base export it applies to
         tb::ExportReport adapterReport;
     };
     QTemporaryDir m_dir;
@@ -130,7 +138,8 @@ class TestGgufInterop : public QObject {
 std::string TestGgufInterop::train(const char* example, const std::string& name,
                                    std::vector<std::string> overrides)
 {
-    return tbtest::trainTinyRun(path(QStringLiteral("runs")), example, name, std::move(overrides), &m_trainErrors);
+    return tbtest::trainTinyRun(path(QStringLiteral("runs")), example, name, std::move(overrides),
+                                &m_trainErrors);
 }
 
 void TestGgufInterop::initTestCase()
@@ -174,16 +183,21 @@ void TestGgufInterop::initTestCase()
                             m_stories,      m_ids};
     m_cases["full_f32"] = {m_runs["full"], "f32", path(QStringLiteral("gguf/full-f32.gguf")), {},
                            m_stories,      m_ids};
-    m_cases["rslora_f32"] = {m_runs["rslora"], "f32", path(QStringLiteral("gguf/rslora-f32.gguf")), {},
-                             m_stories,        m_ids};
+    m_cases["rslora_f32"] = {
+        m_runs["rslora"], "f32", path(QStringLiteral("gguf/rslora-f32.gguf")), {},
+        m_stories,        m_ids};
     m_cases["untied_f16"] = {
         m_runs["untied"], "f16", path(QStringLiteral("gguf/untied-f16.gguf")), {}, untied, m_ids};
-    m_cases["untied_lora_f32"] = {m_runs["untied_lora"], "f32", path(QStringLiteral("gguf/untied-lora-f32.gguf")), {},
-                                  untied,                m_ids};
+    m_cases["untied_lora_f32"] = {m_runs["untied_lora"],
+                                  "f32",
+                                  path(QStringLiteral("gguf/untied-lora-f32.gguf")),
+                                  {},
+                                  untied,
+                                  m_ids};
 
     // Byte-level BPE: random models around trained Llama-3-style and Qwen2-style tokenizers, tuned
-    // with LoRA on every projection (qwen2's q/k/v biases and qwen3's q/k norms stay as they are and must
-    // be written; llama31's rope scaling must reach llama.cpp).
+    // with LoRA on every projection (qwen2's q/k/v biases and qwen3's q/k norms stay as they are
+    // and must be written; llama31's rope scaling must reach llama.cpp).
     const std::string bpeDir = path(QStringLiteral("bpe"));
     runOracle({QStringLiteral("make-bpe"), QString::fromStdString(bpeDir)}, &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -206,7 +220,8 @@ void TestGgufInterop::initTestCase()
     // GPT-2: a random model around the real GPT-2 tokenizer, LoRA on its three Conv1D projections.
     {
         const std::string model = path(QStringLiteral("gpt2"));
-        runOracle({QStringLiteral("make-gpt2"), QStringLiteral(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2"),
+        runOracle({QStringLiteral("make-gpt2"),
+                   QStringLiteral(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2"),
                    QString::fromStdString(model)},
                   &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -217,13 +232,13 @@ void TestGgufInterop::initTestCase()
         std::vector<int32_t> ids = tb::loadTokenizer(model)->encode(kSentence, true);
         ids.resize(std::min(ids.size(), kTokens));
         QCOMPARE(ids.size(), kTokens);
-        m_cases["gpt2_f32"] = Case{run, "f32", path(QStringLiteral("gguf/gpt2-f32.gguf")), {}, model, ids, true};
+        m_cases["gpt2_f32"] =
+            Case{run, "f32", path(QStringLiteral("gguf/gpt2-f32.gguf")), {}, model, ids, true};
     }
 
     // LoRA runs also go out as a llama.cpp adapter plus the base model it applies to.
-    for (const char* name :
-         {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32",
-          "gpt2_f32"}) {
+    for (const char* name : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32",
+                             "llama31_f32", "qwen3_f32", "gpt2_f32"}) {
         Case& c = m_cases.at(name);
         c.adapter = path(QString::fromLatin1("gguf/%1-adapter.gguf").arg(QLatin1String(name)));
         c.adapterBase = path(QString::fromLatin1("gguf/%1-base.gguf").arg(QLatin1String(name)));
@@ -256,7 +271,8 @@ void TestGgufInterop::initTestCase()
                 tb::exportRun(c.run, a);
             } catch (const tb::Error& e) {
                 QFAIL(qPrintable(QStringLiteral("export %1 as %2: %3")
-                                     .arg(QString::fromStdString(name), QString::fromStdString(a.format),
+                                     .arg(QString::fromStdString(name),
+                                          QString::fromStdString(a.format),
                                           QString::fromUtf8(e.what()))));
             }
             item["adapter"] = c.adapter;
@@ -316,8 +332,8 @@ void TestGgufInterop::logitsMatchTransformers()
     QVERIFY(ref > 0);
     QVERIFY2(diff <= tolerance,
              qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
-    // Meaningful only when the tuned model is far from the base: much farther than the export is from it
-    // (a quantised file is 1-2 % of the largest logit away).
+    // Meaningful only when the tuned model is far from the base: much farther than the export is
+    // from it (a quantised file is 1-2 % of the largest logit away).
     QVERIFY2(moved > 10 * std::max(diff, 1e-4),
              qPrintable(QStringLiteral("tuned logits within %1 of the base model's").arg(moved)));
 }
@@ -327,7 +343,7 @@ void TestGgufInterop::metadataAndVocabulary()
     const tb::ModelConfig config = tb::loadModelConfig(m_stories);
     for (const auto& [name, c] : m_cases) {
         if (c.bpe)
-            continue; // bpeMetadataAndVocabulary
+            continue;  // bpeMetadataAndVocabulary
         const auto& r = m_oracle.at(name);
         const auto& md = r.at("metadata");
         QCOMPARE(md.at("general.architecture").get<std::string>(), std::string("llama"));
@@ -363,7 +379,10 @@ void TestGgufInterop::metadataAndVocabulary()
         // a tied head is left out and transformers ties it back.
         const auto& tensors = r.at("tensors");
         const bool tied = c.base == m_stories;
-        const int matrixType = c.dtype == "f32" ? 0 : c.dtype == "f16" ? 1 : c.dtype == "q8_0" ? 8 : 30;
+        const int matrixType = c.dtype == "f32"    ? 0
+                               : c.dtype == "f16"  ? 1
+                               : c.dtype == "q8_0" ? 8
+                                                   : 30;
         QCOMPARE(static_cast<int64_t>(tensors.size()), 2 + 9 * config.numLayers + (tied ? 0 : 1));
         QCOMPARE(c.report.tensors, static_cast<int64_t>(tensors.size()));
         QCOMPARE(tensors.contains("output.weight"), !tied);
@@ -382,28 +401,36 @@ void TestGgufInterop::metadataAndVocabulary()
                  nlohmann::json({config.hiddenSize, config.numKvHeads * config.headDim}));
         QCOMPARE(tensors.at("blk.0.ffn_down.weight").at("shape"),
                  nlohmann::json({config.intermediateSize, config.hiddenSize}));
-        // Q8_0 needs rows of whole 32-weight blocks: ffn_down's rows of 172 stay f16 (and are reported).
+        // Q8_0 needs rows of whole 32-weight blocks: ffn_down's rows of 172 stay f16 (and are
+        // reported).
         const bool downKept = c.dtype == "q8_0" && config.intermediateSize % 32 != 0;
-        QCOMPARE(tensors.at("blk.0.ffn_down.weight").at("type").get<int>(), downKept ? 1 : matrixType);
-        QCOMPARE(static_cast<int64_t>(c.report.warnings.size()), downKept ? config.numLayers : int64_t(0));
+        QCOMPARE(tensors.at("blk.0.ffn_down.weight").at("type").get<int>(),
+                 downKept ? 1 : matrixType);
+        QCOMPARE(static_cast<int64_t>(c.report.warnings.size()),
+                 downKept ? config.numLayers : int64_t(0));
         if (c.dtype == "q8_0") {
-            // What Q8_0 costs, measured on the run's validation set: the fp32 side is the trainer's own last
-            // evaluation (metrics.jsonl), and the round trip moves the loss, a little.
+            // What Q8_0 costs, measured on the run's validation set: the fp32 side is the trainer's
+            // own last evaluation (metrics.jsonl), and the round trip moves the loss, a little.
             double valLoss = -1;
             std::ifstream metrics(c.run + "/metrics.jsonl");
             for (std::string line; std::getline(metrics, line);) {
                 const auto row = nlohmann::json::parse(line);
-                if (row.value("type", "") == "eval" && row.contains("val_loss") && row["val_loss"].is_number())
+                if (row.value("type", "") == "eval" && row.contains("val_loss") &&
+                    row["val_loss"].is_number())
                     valLoss = row["val_loss"].get<double>();
             }
-            qInfo("q8_0: loss %.6f fp32 -> %.6f Q8_0 on %lld tokens; the run's last val_loss %.6f", c.report.lossFp32,
-                  c.report.lossQuantized, static_cast<long long>(c.report.lossTokens), valLoss);
+            qInfo("q8_0: loss %.6f fp32 -> %.6f Q8_0 on %lld tokens; the run's last val_loss %.6f",
+                  c.report.lossFp32, c.report.lossQuantized,
+                  static_cast<long long>(c.report.lossTokens), valLoss);
             QVERIFY(c.report.lossTokens > 0);
-            QVERIFY2(std::abs(c.report.lossFp32 - valLoss) < 1e-4, qPrintable(QString::number(valLoss)));
+            QVERIFY2(std::abs(c.report.lossFp32 - valLoss) < 1e-4,
+                     qPrintable(QString::number(valLoss)));
             QVERIFY(c.report.lossQuantized != c.report.lossFp32);
-            QVERIFY(std::abs(c.report.lossQuantized - c.report.lossFp32) < 0.05 * c.report.lossFp32);
+            QVERIFY(std::abs(c.report.lossQuantized - c.report.lossFp32) <
+                    0.05 * c.report.lossFp32);
             QVERIFY2(r.at("quant_differ").empty(), r.at("quant_differ").dump().c_str());
-            QCOMPARE(r.at("quant_same").get<int64_t>(), 1 + 6 * config.numLayers);  // embedding + 6 per block
+            QCOMPARE(r.at("quant_same").get<int64_t>(),
+                     1 + 6 * config.numLayers);  // embedding + 6 per block
             QCOMPARE(static_cast<int64_t>(r.at("quant_kept").size()), config.numLayers);
         }
         QCOMPARE(tensors.at("blk.4.ffn_gate.weight").at("type").get<int>(), matrixType);
@@ -438,8 +465,8 @@ void TestGgufInterop::bpeMetadataAndVocabulary_data()
 void TestGgufInterop::bpeMetadataAndVocabulary()
 {
     QFETCH(QString, name);
-    // The qwen tokenizer has no BOS and ties the head; qwen2 adds q/k/v biases, qwen3 q/k norms; llama31
-    // carries Llama 3's rope scaling as rope_freqs.
+    // The qwen tokenizer has no BOS and ties the head; qwen2 adds q/k/v biases, qwen3 q/k norms;
+    // llama31 carries Llama 3's rope scaling as rope_freqs.
     const bool qwen2 = name.startsWith(QStringLiteral("qwen"));
     const bool qwen3 = name == QStringLiteral("qwen3");
     const bool scaled = name == QStringLiteral("llama31");
@@ -452,16 +479,18 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
     const std::string arch = gpt2 ? "gpt2" : qwen3 ? "qwen3" : qwen2 ? "qwen2" : "llama";
     QCOMPARE(md.at("general.architecture").get<std::string>(), arch);
     QCOMPARE(md.at(arch + ".block_count").get<int64_t>(), config.numLayers);
-    if (gpt2) { // learned positions, LayerNorm: no rotary or KV-head keys
+    if (gpt2) {  // learned positions, LayerNorm: no rotary or KV-head keys
         QVERIFY(!md.contains("gpt2.rope.dimension_count"));
-        QVERIFY(std::abs(md.at("gpt2.attention.layer_norm_epsilon").get<double>() - config.normEps) < 1e-10);
+        QVERIFY(std::abs(md.at("gpt2.attention.layer_norm_epsilon").get<double>() -
+                         config.normEps) < 1e-10);
     } else {
         QCOMPARE(md.at(arch + ".attention.head_count_kv").get<int64_t>(), config.numKvHeads);
     }
     QCOMPARE(md.at(arch + ".vocab_size").get<int64_t>(), config.vocabSize);
     QCOMPARE(md.at("tokenizer.ggml.model").get<std::string>(), std::string("gpt2"));
-    QCOMPARE(md.at("tokenizer.ggml.pre").get<std::string>(),
-             std::string(gpt2 ? "gpt-2" : qwen2 ? "qwen2" : "llama-bpe"));
+    QCOMPARE(md.at("tokenizer.ggml.pre").get<std::string>(), std::string(gpt2    ? "gpt-2"
+                                                                         : qwen2 ? "qwen2"
+                                                                                 : "llama-bpe"));
     QCOMPARE(md.at("tokenizer.ggml.eos_token_id").get<int64_t>(), int64_t(*ours->eosId()));
     QCOMPARE(md.contains("tokenizer.ggml.bos_token_id"), !qwen2);
     if (!qwen2)
@@ -478,14 +507,15 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
     QVERIFY(r.at("merges").get<int>() > 100);
 
     // Tensors: qwen2 adds f32 q/k/v biases and ties its head, qwen3 q/k norms; the Llamas have an
-    // output.weight, and llama31 rope_freqs, llama.cpp converter's divisors of the rotary frequencies.
+    // output.weight, and llama31 rope_freqs, llama.cpp converter's divisors of the rotary
+    // frequencies.
     const auto& tensors = r.at("tensors");
     const int64_t perBlock = gpt2 ? 12 : qwen3 ? 11 : qwen2 ? 12 : 9;
     const bool tied = qwen2 || gpt2;
     QCOMPARE(static_cast<int64_t>(tensors.size()),
              (gpt2 ? 4 : 2) + perBlock * config.numLayers + (tied ? 0 : 1) + (scaled ? 1 : 0));
     QCOMPARE(r.at("tie_word_embeddings").get<bool>(), tied);
-    if (gpt2) { // Conv1D weights written as nn.Linear's [out, in]: stored [in, out]
+    if (gpt2) {  // Conv1D weights written as nn.Linear's [out, in]: stored [in, out]
         QCOMPARE(tensors.at("blk.0.attn_qkv.weight").at("shape"),
                  nlohmann::json({config.hiddenSize, 3 * config.hiddenSize}));
         QCOMPARE(tensors.at("blk.0.ffn_down.weight").at("shape"),
@@ -497,7 +527,8 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
     QCOMPARE(tensors.contains("rope_freqs.weight"), scaled);
     if (scaled) {
         QCOMPARE(tensors.at("rope_freqs.weight").at("shape"), nlohmann::json({config.headDim / 2}));
-        // head_dim 8 at theta 500000: wavelengths 6.3, 167, 4450 and 118000 against 8192 / 4 and 8192 / 1.
+        // head_dim 8 at theta 500000: wavelengths 6.3, 167, 4450 and 118000 against 8192 / 4 and
+        // 8192 / 1.
         const auto factors = r.at("rope_freqs").get<std::vector<double>>();
         QCOMPARE(factors.size(), size_t(4));
         QCOMPARE(factors[0], 1.0);
@@ -512,7 +543,8 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
         QCOMPARE(md.at("qwen3.attention.value_length").get<int64_t>(), config.headDim);
         QCOMPARE(tensors.at("blk.0.attn_q.weight").at("shape"),
                  nlohmann::json({config.hiddenSize, config.numHeads * config.headDim}));
-        QCOMPARE(tensors.at("blk.1.attn_q_norm.weight").at("shape"), nlohmann::json({config.headDim}));
+        QCOMPARE(tensors.at("blk.1.attn_q_norm.weight").at("shape"),
+                 nlohmann::json({config.headDim}));
         QCOMPARE(tensors.at("blk.1.attn_k_norm.weight").at("type").get<int>(), 0);
         QVERIFY(!tensors.contains("blk.1.attn_q.bias"));
     } else if (qwen2) {
@@ -535,13 +567,15 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
 void TestGgufInterop::llamaCppRunsTheExport_data()
 {
     logitsMatchTransformers_data();
-    // transformers' GGUF reader drops rope_freqs (Llama 3's rope scaling): llama.cpp is the reference.
+    // transformers' GGUF reader drops rope_freqs (Llama 3's rope scaling): llama.cpp is the
+    // reference.
     QTest::newRow("llama31_f32") << QStringLiteral("llama31_f32");
 }
 
-// llama.cpp itself loads each export: its logits for the prompt equal our tuned model's, every token of its
-// greedy continuation is our model's greedy pick as well (teacher-forced through our model, ties within the
-// tolerance allowed), and its tokenizer, built from the file's vocabulary alone, encodes as ours does.
+// llama.cpp itself loads each export: its logits for the prompt equal our tuned model's, every
+// token of its greedy continuation is our model's greedy pick as well (teacher-forced through our
+// model, ties within the tolerance allowed), and its tokenizer, built from the file's vocabulary
+// alone, encodes as ours does.
 void TestGgufInterop::llamaCppRunsTheExport()
 {
     QFETCH(QString, name);
@@ -549,7 +583,9 @@ void TestGgufInterop::llamaCppRunsTheExport()
     const auto& r = m_oracle.at(name.toStdString());
     const std::string modelType = tb::loadModelConfig(c.base).modelType;
     QCOMPARE(r.at("llama_cpp_arch").get<std::string>(),
-             modelType == "qwen2" || modelType == "qwen3" || modelType == "gpt2" ? modelType : std::string("llama"));
+             modelType == "qwen2" || modelType == "qwen3" || modelType == "gpt2"
+                 ? modelType
+                 : std::string("llama"));
     auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
     const tb::TensorInfo* info = file->find("llama_cpp_logits");
     QVERIFY(info && info->dtype == tb::DType::F32);
@@ -564,10 +600,11 @@ void TestGgufInterop::llamaCppRunsTheExport()
     }
     const bool gelu = tb::loadModelConfig(c.base).architecture == tb::Architecture::Gpt2;
     const double tolerance = llamaCppToleranceFor(c.dtype, ref, gelu);
-    qInfo("%s: max |ours - llama.cpp| %.3g, max |logit| %.3g, tolerance %.3g", qPrintable(name), diff, ref,
-          tolerance);
+    qInfo("%s: max |ours - llama.cpp| %.3g, max |logit| %.3g, tolerance %.3g", qPrintable(name),
+          diff, ref, tolerance);
     QVERIFY(ref > 0);
-    QVERIFY2(diff <= tolerance, qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
+    QVERIFY2(diff <= tolerance,
+             qPrintable(QStringLiteral("max |diff| %1 > %2").arg(diff).arg(tolerance)));
 
     const auto greedy = r.at("llama_cpp_greedy").get<std::vector<int32_t>>();
     QCOMPARE(greedy.size(), size_t(16));
@@ -579,7 +616,8 @@ void TestGgufInterop::llamaCppRunsTheExport()
         const float* row = all.data() + (c.ids.size() - 1 + k) * vocab;
         const float best = *std::max_element(row, row + vocab);
         QVERIFY2(best - row[greedy[k]] <= tolerance,
-                 qPrintable(QStringLiteral("greedy token %1 (%2): llama.cpp's pick is %3 below our best logit")
+                 qPrintable(QStringLiteral(
+                                "greedy token %1 (%2): llama.cpp's pick is %3 below our best logit")
                                 .arg(k)
                                 .arg(greedy[k])
                                 .arg(best - row[greedy[k]])));
@@ -596,15 +634,14 @@ void TestGgufInterop::llamaCppRunsTheExport()
 void TestGgufInterop::llamaCppAppliesTheLoraAdapter_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n :
-         {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32",
-          "gpt2_f32"})
+    for (const char* n : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32",
+                          "llama31_f32", "qwen3_f32", "gpt2_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
-// The gguf-lora adapter on the gguf-base file, in llama.cpp: the base file alone gives the base model's
-// logits, and with the adapter the tuned (unmerged) model's; alpha carries our scaling (rsLoRA included),
-// and LoRA on an untied head adapts output.weight.
+// The gguf-lora adapter on the gguf-base file, in llama.cpp: the base file alone gives the base
+// model's logits, and with the adapter the tuned (unmerged) model's; alpha carries our scaling
+// (rsLoRA included), and LoRA on an untied head adapts output.weight.
 void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
 {
     QFETCH(QString, name);
@@ -625,36 +662,44 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
     const double baseDiff = compare("llama_cpp_base_logits", base);
     const double adapterDiff = compare("llama_cpp_adapter_logits", tuned);
     const double moved = compare("llama_cpp_adapter_logits", base);
-    qInfo("%s: max |base - llama.cpp base| %.3g, max |tuned - llama.cpp base + adapter| %.3g, adapter moves "
+    qInfo("%s: max |base - llama.cpp base| %.3g, max |tuned - llama.cpp base + adapter| %.3g, "
+          "adapter moves "
           "the logits by %.3g; %lld adapter tensors, %lld bytes",
-          qPrintable(name), baseDiff, adapterDiff, moved, static_cast<long long>(c.adapterReport.tensors),
+          qPrintable(name), baseDiff, adapterDiff, moved,
+          static_cast<long long>(c.adapterReport.tensors),
           static_cast<long long>(c.adapterReport.bytes));
     double ref = 0;
     for (float v : base)
         ref = std::max(ref, std::abs(double(v)));
     const double tolerance = llamaCppToleranceFor(
         c.dtype, ref, tb::loadModelConfig(c.base).architecture == tb::Architecture::Gpt2);
-    QVERIFY2(baseDiff <= tolerance, qPrintable(QStringLiteral("%1 > %2").arg(baseDiff).arg(tolerance)));
-    QVERIFY2(adapterDiff <= tolerance, qPrintable(QStringLiteral("%1 > %2").arg(adapterDiff).arg(tolerance)));
+    QVERIFY2(baseDiff <= tolerance,
+             qPrintable(QStringLiteral("%1 > %2").arg(baseDiff).arg(tolerance)));
+    QVERIFY2(adapterDiff <= tolerance,
+             qPrintable(QStringLiteral("%1 > %2").arg(adapterDiff).arg(tolerance)));
     QVERIFY2(moved > 1e-2, qPrintable(QString::number(moved)));
 
-    // The adapter's own header: llama.cpp's keys, two factors per adapted weight, alpha = scaling x rank.
+    // The adapter's own header: llama.cpp's keys, two factors per adapted weight, alpha = scaling x
+    // rank.
     const tb::GgufSummary s = tb::readGgufSummary(c.adapter);
     QCOMPARE(s.metadata.at("general.type"), std::string("adapter"));
     QCOMPARE(s.metadata.at("adapter.type"), std::string("lora"));
     std::ifstream runJson(c.run + "/run.json");
-    const tb::TrainConfig run = tb::parseTrainConfig(nlohmann::json::parse(runJson).at("config"), c.run + "/run.json");
+    const tb::TrainConfig run =
+        tb::parseTrainConfig(nlohmann::json::parse(runJson).at("config"), c.run + "/run.json");
     const double scaling = run.lora.rslora ? run.lora.alpha / std::sqrt(double(run.lora.rank))
                                            : run.lora.alpha / double(run.lora.rank);
     QCOMPARE(std::stod(s.metadata.at("adapter.lora.alpha")), scaling * run.lora.rank);
     QCOMPARE(static_cast<int64_t>(s.tensors.size()), c.adapterReport.tensors);
     const tb::ModelConfig config = tb::loadModelConfig(c.base);
-    const bool head = std::find(run.lora.targets.begin(), run.lora.targets.end(), "lm_head") != run.lora.targets.end();
+    const bool head = std::find(run.lora.targets.begin(), run.lora.targets.end(), "lm_head") !=
+                      run.lora.targets.end();
     const auto& targets = run.lora.targets;
     const bool gpt2 = config.architecture == tb::Architecture::Gpt2;
     // Per block, one layer per target name; GPT-2's "c_proj" names two (attention and MLP output).
-    const int64_t perBlock = static_cast<int64_t>(targets.size()) - (head ? 1 : 0) +
-                             (gpt2 && std::find(targets.begin(), targets.end(), "c_proj") != targets.end() ? 1 : 0);
+    const int64_t perBlock =
+        static_cast<int64_t>(targets.size()) - (head ? 1 : 0) +
+        (gpt2 && std::find(targets.begin(), targets.end(), "c_proj") != targets.end() ? 1 : 0);
     QCOMPARE(c.adapterReport.tensors, 2 * (perBlock * config.numLayers + (head ? 1 : 0)));
     bool headAdapted = false;
     for (const tb::GgufTensorInfo& t : s.tensors)
@@ -662,7 +707,8 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
     QCOMPARE(headAdapted, head);
     for (const tb::GgufTensorInfo& t : s.tensors)
         if (t.name == "blk.0.attn_k.weight.lora_b")
-            QCOMPARE(t.dims, (std::vector<int64_t>{run.lora.rank, config.numKvHeads * config.headDim}));
+            QCOMPARE(t.dims,
+                     (std::vector<int64_t>{run.lora.rank, config.numKvHeads * config.headDim}));
 }
 
 void TestGgufInterop::unsupportedMethodsFail()
@@ -681,7 +727,8 @@ void TestGgufInterop::unsupportedMethodsFail()
         tb::exportRun(m_runs.at("full"), lora);
         QFAIL("a full run exported as a LoRA adapter");
     } catch (const tb::Error& e) {
-        QVERIFY2(std::string(e.what()).find("gguf-lora writes LoRA factors") != std::string::npos, e.what());
+        QVERIFY2(std::string(e.what()).find("gguf-lora writes LoRA factors") != std::string::npos,
+                 e.what());
     }
     QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/full-adapter.gguf"))));
     lora.outDir = path(QStringLiteral("bad/q8-adapter.gguf"));

@@ -1,5 +1,5 @@
-// Interop: our logits, greedy generations and parameter counts against Hugging Face transformers on tiny
-// random models of every architecture, and on the converted stories260k.
+// Interop: our logits, greedy generations and parameter counts against Hugging Face transformers on
+// tiny random models of every architecture, and on the converted stories260k.
 #include "model/config.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -43,8 +43,8 @@ void TestModelInterop::initTestCase()
 void TestModelInterop::logitsMatchTransformers_data()
 {
     QTest::addColumn<QString>("variant");
-    for (const char* v : {"llama", "llama_sharded", "llama_tied", "llama3_rope", "mistral", "qwen2", "qwen3", "gpt2", "gpt2_untied",
-                          "stories260k"})
+    for (const char* v : {"llama", "llama_sharded", "llama_tied", "llama3_rope", "mistral", "qwen2",
+                          "qwen3", "gpt2", "gpt2_untied", "stories260k"})
         QTest::newRow(v) << QString::fromLatin1(v);
 }
 
@@ -53,9 +53,8 @@ void TestModelInterop::logitsMatchTransformers()
     QFETCH(QString, variant);
     const auto& ref = m_oracle.at(variant.toStdString());
     const std::string dir = ref.at("dir").get<std::string>();
-    const std::string refDir = variant == QStringLiteral("stories260k")
-                                   ? m_dir.filePath(variant).toStdString()
-                                   : dir;
+    const std::string refDir =
+        variant == QStringLiteral("stories260k") ? m_dir.filePath(variant).toStdString() : dir;
 
     // Parameter count from config.json alone equals transformers' count.
     tb::ModelConfig config = tb::loadModelConfig(dir);
@@ -85,8 +84,9 @@ void TestModelInterop::logitsMatchTransformers()
         maxRef = std::max(maxRef, std::abs(static_cast<double>(theirs[i])));
     }
     // fp32: within 1e-4 relative to the largest logit.
-    QVERIFY2(maxDiff <= 1e-4 * maxRef,
-             qPrintable(QStringLiteral("max |diff| %1 vs max |logit| %2").arg(maxDiff).arg(maxRef)));
+    QVERIFY2(
+        maxDiff <= 1e-4 * maxRef,
+        qPrintable(QStringLiteral("max |diff| %1 vs max |logit| %2").arg(maxDiff).arg(maxRef)));
 
     // Greedy continuation identical to transformers' generate(do_sample=False).
     std::vector<int32_t> prompt = variant == QStringLiteral("stories260k")

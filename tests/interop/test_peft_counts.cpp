@@ -1,5 +1,5 @@
-// Interop: LoRA trainable-parameter counts from config.json alone equal PEFT's on the real architectures
-// (built by transformers on the meta device, so no weights are needed).
+// Interop: LoRA trainable-parameter counts from config.json alone equal PEFT's on the real
+// architectures (built by transformers on the meta device, so no weights are needed).
 #include "model/config.h"
 #include "peft/trainable_count.h"
 #include "train/train_config.h"
@@ -25,7 +25,9 @@ const std::vector<Case>& cases()
         {"gpt2-c_attn", "gpt2.json", 8, {"c_attn"}},
         {"gpt2-all", "gpt2.json", 16, {"c_attn", "c_proj", "c_fc"}},
         {"tinyllama-qv", "tinyllama-1.1b.json", 8, {"q_proj", "v_proj"}},
-        {"tinyllama-all", "tinyllama-1.1b.json", 4,
+        {"tinyllama-all",
+         "tinyllama-1.1b.json",
+         4,
          {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"}},
         {"qwen2.5-qkvo", "qwen2.5-0.5b.json", 32, {"q_proj", "k_proj", "v_proj", "o_proj"}},
         {"llama-3.1-8b-mlp", "llama-3.1-8b.json", 8, {"gate_proj", "up_proj", "down_proj"}},
@@ -33,7 +35,7 @@ const std::vector<Case>& cases()
     return all;
 }
 
-} // namespace
+}  // namespace
 
 class TestPeftCounts : public QObject {
     Q_OBJECT
@@ -45,18 +47,23 @@ private Q_SLOTS:
         QTemporaryDir dir;
         nlohmann::json input = nlohmann::json::array();
         for (const auto& c : cases())
-            input.push_back({{"name", c.name}, {"config", std::string(TB_SOURCE_DIR "/tests/data/configs/") + c.config},
-                             {"rank", c.rank}, {"targets", c.targets}});
+            input.push_back(
+                {{"name", c.name},
+                 {"config", std::string(TB_SOURCE_DIR "/tests/data/configs/") + c.config},
+                 {"rank", c.rank},
+                 {"targets", c.targets}});
         const std::string file = dir.filePath(QStringLiteral("cases.json")).toStdString();
         std::ofstream(file) << input.dump();
         QProcess p;
-        p.start(QStringLiteral(TB_PYTHON), {QStringLiteral(TB_SOURCE_DIR "/tests/interop/peft_counts.py"),
-                                            QString::fromStdString(file)});
+        p.start(QStringLiteral(TB_PYTHON),
+                {QStringLiteral(TB_SOURCE_DIR "/tests/interop/peft_counts.py"),
+                 QString::fromStdString(file)});
         QVERIFY(p.waitForFinished(300000));
         QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
         const auto oracle = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
         for (const auto& c : cases()) {
-            auto model = tb::loadModelConfig(std::string(TB_SOURCE_DIR "/tests/data/configs/") + c.config);
+            auto model =
+                tb::loadModelConfig(std::string(TB_SOURCE_DIR "/tests/data/configs/") + c.config);
             tb::TrainConfig run;
             run.method = tb::Method::Lora;
             run.lora.rank = c.rank;

@@ -23,7 +23,7 @@ namespace {
 
 std::string describe(const std::string& text)
 {
-    return nlohmann::json(text).dump(); // escaped, one line
+    return nlohmann::json(text).dump();  // escaped, one line
 }
 
 std::string describe(const std::vector<int32_t>& ids)
@@ -31,7 +31,7 @@ std::string describe(const std::vector<int32_t>& ids)
     return nlohmann::json(ids).dump();
 }
 
-} // namespace
+}  // namespace
 
 void TestTokenizerInterop::initTestCase()
 {

@@ -1,18 +1,19 @@
-// Data page (label gui, offscreen): the record table model under QAbstractItemModelTester over 10,000 records
-// (sort, filter, the last page), the annotator's shortcuts writing to the store (read back through a second
-// connection), an import of 20,000 generated rows on the dialog's worker while the event loop stays
-// responsive, dedup apply and undo, and the token histogram with its max-length cutoff.
+// Data page (label gui, offscreen): the record table model under QAbstractItemModelTester over
+// 10,000 records (sort, filter, the last page), the annotator's shortcuts writing to the store
+// (read back through a second connection), an import of 20,000 generated rows on the dialog's
+// worker while the event loop stays responsive, dedup apply and undo, and the token histogram with
+// its max-length cutoff.
 #include "data_jobs.h"
 #include "data_page.h"
 #include "data_panels.h"
 #include "import_dialog.h"
 #include "record_editor.h"
 #include "record_table_model.h"
-#include "synth_dialog.h"
 #include "studio_state.h"
+#include "synth_dialog.h"
 
-#include "data/snapshot.h"
-#include "data/store.h"
+#include "data/store/snapshot.h"
+#include "data/store/store.h"
 #include "util/paths.h"
 
 #include <QAbstractItemModelTester>
@@ -20,19 +21,23 @@
 #include <QElapsedTimer>
 #include <QListWidget>
 #include <QPlainTextEdit>
+#include <QStandardItemModel>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QStandardItemModel>
 #include <QTreeView>
 #include <QtTest>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 namespace {
 
-// n alpaca records; record i has token count (i * 37) % 500 and every 7th is accepted, every 11th rejected.
+// n alpaca records; record i has token count (i * 37) % 500 and every 7th is accepted, every 11th
+// rejected.
 void makeStore(const std::string& path, int n, int duplicates = 0)
 {
     auto store = tb::DataStore::open(path, true);
@@ -41,8 +46,10 @@ void makeStore(const std::string& path, int n, int duplicates = 0)
         const int k = i < n ? i : i - n;  // the duplicates repeat the first records exactly
         tb::NewRecord r;
         r.kind = "alpaca";
-        r.fields = {{"instruction", "Question number " + std::to_string(k) + " about topic " + std::to_string(k * 7919 % 1000)},
-                    {"output", "Answer " + std::to_string(k) + ": " + std::string(size_t(k % 13 + 1), 'x')}};
+        r.fields = {{"instruction", "Question number " + std::to_string(k) + " about topic " +
+                                        std::to_string(k * 7919 % 1000)},
+                    {"output",
+                     "Answer " + std::to_string(k) + ": " + std::string(size_t(k % 13 + 1), 'x')}};
         r.sourceLine = i + 1;
         records.push_back(std::move(r));
     }
@@ -58,10 +65,26 @@ void makeStore(const std::string& path, int n, int duplicates = 0)
             changes.push_back({ids[i], "status", "rejected"});
     }
     store->setTokenCounts("test", counts);
-    store->applyOperation("review", "test", nlohmann::json::object(), nlohmann::json::object(), changes);
+    store->applyOperation("review", "test", nlohmann::json::object(), nlohmann::json::object(),
+                          changes);
 }
 
-// The table reads its ordered ids on a worker: wait until the latest filter, sort or refresh has them.
+// Store queries by one field (designated initializers would leave the others to -Wextra's warning).
+tb::RecordQuery withStatus(tb::ReviewStatus status)
+{
+    tb::RecordQuery q;
+    q.status = status;
+    return q;
+}
+tb::RecordQuery inSplit(const std::string& split)
+{
+    tb::RecordQuery q;
+    q.split = split;
+    return q;
+}
+
+// The table reads its ordered ids on a worker: wait until the latest filter, sort or refresh has
+// them.
 bool waitIds(tb::DataPage& page, int ms = 30000)
 {
     QElapsedTimer timer;
@@ -97,7 +120,7 @@ std::unique_ptr<tb::DataPage> openPage(const QString& store)
     return page;
 }
 
-} // namespace
+}  // namespace
 
 class TestDataPage : public QObject {
     Q_OBJECT
@@ -115,7 +138,8 @@ private Q_SLOTS:
     {
         auto store = tb::DataStore::open(m_big.toStdString(), false);
         tb::RecordTableModel model;
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.setStore(store.get());
         QCOMPARE(model.rowCount(), 10000);
         QCOMPARE(model.columnCount(), int(tb::RecordTableModel::ColumnCount));
@@ -127,7 +151,8 @@ private Q_SLOTS:
         model.sort(tb::RecordTableModel::ColTokens, Qt::AscendingOrder);
         qint64 previous = -1;
         for (int row = 0; row < 600; ++row) {
-            const qint64 tokens = model.data(model.index(row, tb::RecordTableModel::ColTokens)).toLongLong();
+            const qint64 tokens =
+                model.data(model.index(row, tb::RecordTableModel::ColTokens)).toLongLong();
             QVERIFY(tokens >= previous);
             previous = tokens;
         }
@@ -142,8 +167,10 @@ private Q_SLOTS:
         QCOMPARE(model.rowCount(), int(store->count(accepted)));
         QCOMPARE(model.rowCount(), (10000 + 6) / 7);
         for (int row : {0, 1, model.rowCount() / 2, model.rowCount() - 1})
-            QCOMPARE(model.data(model.index(row, tb::RecordTableModel::ColStatus)).toString(), QStringLiteral("accepted"));
-        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColStatus), Qt::ForegroundRole).value<QColor>(),
+            QCOMPARE(model.data(model.index(row, tb::RecordTableModel::ColStatus)).toString(),
+                     QStringLiteral("accepted"));
+        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColStatus), Qt::ForegroundRole)
+                     .value<QColor>(),
                  tb::RecordTableModel::statusColor(tb::ReviewStatus::Accepted));
         tb::RecordQuery search;
         search.contains = "question number 4321 ";
@@ -153,25 +180,29 @@ private Q_SLOTS:
         // Scrolling through the whole table keeps at most kMaxPages pages.
         model.setFilter({});
         for (int row = 0; row < model.rowCount(); row += 97)
-            QVERIFY(model.data(model.index(row, tb::RecordTableModel::ColPreview)).toString().startsWith(QStringLiteral("Question")));
+            QVERIFY(model.data(model.index(row, tb::RecordTableModel::ColPreview))
+                        .toString()
+                        .startsWith(QStringLiteral("Question")));
     }
 
-    // With an id loader the answers come later and in any order: only the latest request's ids apply, a sort
-    // requested while a filter is on its way applies as a reset (the rows differ), and a plain re-sort keeps
-    // the selected record selected at its new row.
+    // With an id loader the answers come later and in any order: only the latest request's ids
+    // apply, a sort requested while a filter is on its way applies as a reset (the rows differ),
+    // and a plain re-sort keeps the selected record selected at its new row.
     void tableModelLoadsIdsAsynchronously()
     {
         auto store = tb::DataStore::open(m_big.toStdString(), false);
         tb::RecordTableModel model;
-        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
         struct Request {
             tb::RecordQuery query;
             std::function<void(std::vector<int64_t>)> deliver;
         };
         std::vector<Request> requests;
-        model.setIdLoader([&](const tb::RecordQuery& q, std::function<void(std::vector<int64_t>)> deliver) {
-            requests.push_back({q, std::move(deliver)});
-        });
+        model.setIdLoader(
+            [&](const tb::RecordQuery& q, std::function<void(std::vector<int64_t>)> deliver) {
+                requests.push_back({q, std::move(deliver)});
+            });
         auto answer = [&](size_t i) { requests[i].deliver(store->recordIds(requests[i].query)); };
         QSignalSpy loaded(&model, &tb::RecordTableModel::idsLoaded);
 
@@ -185,8 +216,9 @@ private Q_SLOTS:
 
         tb::RecordQuery accepted;
         accepted.status = tb::ReviewStatus::Accepted;
-        model.setFilter(accepted);                                      // request 1
-        model.sort(tb::RecordTableModel::ColTokens, Qt::DescendingOrder);  // request 2: carries the filter
+        model.setFilter(accepted);  // request 1
+        model.sort(tb::RecordTableModel::ColTokens,
+                   Qt::DescendingOrder);  // request 2: carries the filter
         QCOMPARE(requests.size(), size_t(3));
         QVERIFY(requests[2].query.status == tb::ReviewStatus::Accepted);
         QCOMPARE(model.rowCount(), 10000);  // still the previous rows
@@ -197,14 +229,16 @@ private Q_SLOTS:
         answer(2);
         QVERIFY(!model.loading());
         QCOMPARE(model.rowCount(), (10000 + 6) / 7);
-        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColStatus)).toString(), QStringLiteral("accepted"));
+        QCOMPARE(model.data(model.index(0, tb::RecordTableModel::ColStatus)).toString(),
+                 QStringLiteral("accepted"));
         QVERIFY(model.data(model.index(0, tb::RecordTableModel::ColTokens)).toLongLong() >=
-                model.data(model.index(model.rowCount() - 1, tb::RecordTableModel::ColTokens)).toLongLong());
+                model.data(model.index(model.rowCount() - 1, tb::RecordTableModel::ColTokens))
+                    .toLongLong());
 
         const QPersistentModelIndex held = model.index(5, tb::RecordTableModel::ColPreview);
         const qint64 heldId = model.idAt(5);
         model.sort(tb::RecordTableModel::ColId, Qt::AscendingOrder);  // request 3: a plain re-sort
-        QCOMPARE(model.idAt(5), heldId);                               // unchanged until the answer
+        QCOMPARE(model.idAt(5), heldId);                              // unchanged until the answer
         answer(3);
         QVERIFY(held.isValid());
         QCOMPARE(model.idAt(held.row()), heldId);
@@ -212,7 +246,7 @@ private Q_SLOTS:
         QVERIFY(model.idAt(0) < model.idAt(1));
         QCOMPARE(loaded.count(), 3);
 
-        model.setFilter({});      // request 4, answered only after the store is gone: changes nothing
+        model.setFilter({});  // request 4, answered only after the store is gone: changes nothing
         model.setStore(nullptr);
         QCOMPARE(model.rowCount(), 0);
         answer(4);
@@ -240,8 +274,8 @@ private Q_SLOTS:
                     box->model(), QAbstractItemModelTester::FailureReportingMode::QtTest));
             }
         QVERIFY(testers.size() >= 5);
-        // Drive the table through the view: sort by the Tokens header (the selected record keeps its
-        // selection at its new row), filter, scroll to the end.
+        // Drive the table through the view: sort by the Tokens header (the selected record keeps
+        // its selection at its new row), filter, scroll to the end.
         page->selectRow(1234);
         const qint64 selected = page->currentRecordId();
         page->table()->sortByColumn(tb::RecordTableModel::ColTokens, Qt::DescendingOrder);
@@ -250,11 +284,15 @@ private Q_SLOTS:
         QVERIFY(waitIds(*page));
         QCOMPARE(page->currentRecordId(), selected);
         QVERIFY(page->table()->currentIndex().row() != 1234);
-        QCOMPARE(page->model()->data(page->model()->index(0, tb::RecordTableModel::ColTokens)).toLongLong(), 499);
+        QCOMPARE(page->model()
+                     ->data(page->model()->index(0, tb::RecordTableModel::ColTokens))
+                     .toLongLong(),
+                 499);
         page->setStatusFilter(tb::ReviewStatus::Rejected);
         QVERIFY(waitIds(*page));
-        QCOMPARE(page->model()->rowCount(), int(tb::DataStore::open(m_big.toStdString(), false)->count(
-                                                  tb::RecordQuery{.status = tb::ReviewStatus::Rejected})));
+        QCOMPARE(page->model()->rowCount(),
+                 int(tb::DataStore::open(m_big.toStdString(), false)
+                         ->count(withStatus(tb::ReviewStatus::Rejected))));
         page->setStatusFilter(std::nullopt);
         QVERIFY(waitIds(*page));
         page->table()->scrollToBottom();
@@ -279,7 +317,8 @@ private Q_SLOTS:
         QVERIFY(waitIds(*page));
         page->table()->setFocus();
         QVERIFY(page->model()->rowCount() > 10);
-        const qint64 first = page->model()->idAt(0), second = page->model()->idAt(1), third = page->model()->idAt(2);
+        const qint64 first = page->model()->idAt(0), second = page->model()->idAt(1),
+                     third = page->model()->idAt(2);
         QCOMPARE(page->currentRecordId(), first);
         // The store as another process would see it: a connection of its own.
         auto check = tb::DataStore::open(path.toStdString(), false);
@@ -292,7 +331,8 @@ private Q_SLOTS:
         QCOMPARE(page->currentRecordId(), third);
         QTest::keyClick(page->table(), Qt::Key_4);
         QCOMPARE(check->record(third).rating, std::optional<int>(4));
-        QCOMPARE(check->record(third).status, tb::ReviewStatus::Pending);  // a rating alone decides nothing
+        QCOMPARE(check->record(third).status,
+                 tb::ReviewStatus::Pending);  // a rating alone decides nothing
         QCOMPARE(page->currentRecordId(), third);
         QTest::keyClick(page->table(), Qt::Key_K);
         QCOMPARE(page->currentRecordId(), second);
@@ -308,7 +348,8 @@ private Q_SLOTS:
         QCOMPARE(labels[0].annotator, std::string("ana"));
         QCOMPARE(labels[0].decision, std::string("accept"));
 
-        // E edits: the first field gets the focus, typing goes into it (not to the shortcuts), Save writes it.
+        // E edits: the first field gets the focus, typing goes into it (not to the shortcuts), Save
+        // writes it.
         page->selectRow(0);
         QTest::keyClick(page->table(), Qt::Key_E);
         QPlainTextEdit* instruction = page->editor()->fieldEditor(QStringLiteral("instruction"));
@@ -316,14 +357,16 @@ private Q_SLOTS:
         QTRY_VERIFY(instruction->hasFocus());
         instruction->moveCursor(QTextCursor::End);
         QTest::keyClicks(instruction, QStringLiteral(" (ARJ)"));
-        QCOMPARE(check->record(first).status, tb::ReviewStatus::Accepted);  // the letters did not review
+        QCOMPARE(check->record(first).status,
+                 tb::ReviewStatus::Accepted);  // the letters did not review
         QVERIFY(page->saveEdits());
         QVERIFY(check->record(first).fields["instruction"].get<std::string>().ends_with(" (ARJ)"));
         const auto history = check->history(first);
         QCOMPARE(history.back().field, std::string("fields.instruction"));
         QCOMPARE(history.back().who, std::string("ana"));
 
-        // A second annotator disagrees on the first record: the adjudication queue and agreement show it.
+        // A second annotator disagrees on the first record: the adjudication queue and agreement
+        // show it.
         page->setAnnotator(QStringLiteral("ben"));
         page->selectRow(0);
         page->table()->setFocus();
@@ -336,7 +379,8 @@ private Q_SLOTS:
         page->reviewPanel()->refresh();
         QVERIFY(refreshed.wait(10000));
         QCOMPARE(page->reviewPanel()->agreementTable()->rowCount(), 1);
-        QCOMPARE(page->reviewPanel()->agreementTable()->item(0, 0)->text(), QStringLiteral("ana – ben"));
+        QCOMPARE(page->reviewPanel()->agreementTable()->item(0, 0)->text(),
+                 QStringLiteral("ana – ben"));
         QCOMPARE(page->reviewPanel()->agreementTable()->item(0, 1)->text(), QStringLiteral("2"));
         QCOMPARE(page->reviewPanel()->agreementTable()->item(0, 2)->text(), QStringLiteral("1"));
         QCOMPARE(page->reviewPanel()->queue()->count(), 1);
@@ -361,13 +405,16 @@ private Q_SLOTS:
                 else if (line == 19999)
                     out << "[1, 2, 3]\n";
                 else
-                    out << "{\"instruction\": \"Row " << line << " asks something fairly long so that the file has "
-                        << "some weight to it\", \"input\": \"\", \"output\": \"Row " << line << " answers.\"}\n";
+                    out << "{\"instruction\": \"Row " << line
+                        << " asks something fairly long so that the file has "
+                        << "some weight to it\", \"input\": \"\", \"output\": \"Row " << line
+                        << " answers.\"}\n";
             }
         }
         const QString store = m_dir.filePath(QStringLiteral("import.tbstore"));
         tb::DataStore::open(store.toStdString(), true);
-        tb::ImportDialog dialog(store, QStringLiteral("ana"), QString::fromStdString(tb::bundledModelDir()));
+        tb::ImportDialog dialog(store, QStringLiteral("ana"),
+                                QString::fromStdString(tb::bundledModelDir()));
         dialog.show();
         QSignalSpy previewed(&dialog, &tb::ImportDialog::previewReady);
         dialog.setFile(file);
@@ -400,7 +447,8 @@ private Q_SLOTS:
         QCOMPARE(dialog.rejectionTable()->rowCount(), 3);
         QCOMPARE(dialog.rejectionTable()->item(0, 0)->text(), QStringLiteral("5"));
         QCOMPARE(dialog.rejectionTable()->item(1, 0)->text(), QStringLiteral("1234"));
-        QVERIFY(dialog.rejectionTable()->item(1, 1)->text().contains(QStringLiteral("missing field \"output\"")));
+        QVERIFY(dialog.rejectionTable()->item(1, 1)->text().contains(
+            QStringLiteral("missing field \"output\"")));
         QCOMPARE(dialog.rejectionTable()->item(2, 0)->text(), QStringLiteral("19999"));
         QVERIFY(worst < 300);  // generous: the machine is shared
         QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(rows - 3));
@@ -415,13 +463,15 @@ private Q_SLOTS:
             std::vector<tb::NewRecord> records;
             tb::NewRecord leak;
             leak.kind = "alpaca";
-            leak.fields = {{"instruction", "Who to ask?"}, {"output", "Mail jane.doe@example.com or call +44 20 7946 0958."}};
+            leak.fields = {{"instruction", "Who to ask?"},
+                           {"output", "Mail jane.doe@example.com or call +44 20 7946 0958."}};
             records.push_back(leak);
             tb::NewRecord longText;
             longText.kind = "text";
             std::string text;
             for (int i = 0; i < 120; ++i)
-                text += "Sentence number " + std::to_string(i) + " tells a little more of the story. ";
+                text +=
+                    "Sentence number " + std::to_string(i) + " tells a little more of the story. ";
             longText.fields = {{"text", text}};
             records.push_back(longText);
             const auto ids = store->addRecords(records, 0, "test");
@@ -440,8 +490,10 @@ private Q_SLOTS:
         for (int row = 0; row < curation->scanTable()->rowCount(); ++row)
             for (int col = 0; col < curation->scanTable()->columnCount(); ++col)
                 if (auto* item = curation->scanTable()->item(row, col))
-                    QVERIFY2(!item->text().contains(QStringLiteral("jane.doe@")), qPrintable(item->text()));
-        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->scanFlags().size(), curation->scanReport()->flags.size());
+                    QVERIFY2(!item->text().contains(QStringLiteral("jane.doe@")),
+                             qPrintable(item->text()));
+        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->scanFlags().size(),
+                 curation->scanReport()->flags.size());
 
         curation->setChunkOptions(64, 8);
         QVERIFY(curation->previewChunks());
@@ -468,8 +520,9 @@ private Q_SLOTS:
         QCOMPARE(snapshots[0].records, int64_t(1));  // only the accepted record
     }
 
-    // Synthetic examples through the page: greedy generation from the accepted seeds, stored synthetic and
-    // pending, each naming its seed (core's test compares the text with the model's own continuation).
+    // Synthetic examples through the page: greedy generation from the accepted seeds, stored
+    // synthetic and pending, each naming its seed (core's test compares the text with the model's
+    // own continuation).
     void generatesSyntheticExamples()
     {
         const QString path = m_dir.filePath(QStringLiteral("synth.tbstore"));
@@ -477,7 +530,8 @@ private Q_SLOTS:
         {
             auto store = tb::DataStore::open(path.toStdString(), true);
             std::vector<tb::NewRecord> records;
-            for (const char* q : {"Tell me about Tom and the dog.", "Where did Lily play?", "What did Sam find?"}) {
+            for (const char* q :
+                 {"Tell me about Tom and the dog.", "Where did Lily play?", "What did Sam find?"}) {
                 tb::NewRecord r;
                 r.kind = "alpaca";
                 r.fields = {{"instruction", q}, {"output", "seed answer"}};
@@ -489,9 +543,11 @@ private Q_SLOTS:
         }
         auto page = openPage(path);
         QVERIFY(page);
-        // The dialog's defaults: accepted seeds, the run's template ("auto" resolves to the model's, plain here).
-        const tb::SynthRequest defaults = tb::SynthDialog(QStringLiteral("auto"), seeds[2]).request(
-            QString::fromStdString(tb::bundledModelDir()));
+        // The dialog's defaults: accepted seeds, the run's template ("auto" resolves to the
+        // model's, plain here).
+        const tb::SynthRequest defaults =
+            tb::SynthDialog(QStringLiteral("auto"), seeds[2])
+                .request(QString::fromStdString(tb::bundledModelDir()));
         QCOMPARE(defaults.seeds, QStringLiteral("accepted"));
         QCOMPARE(defaults.options.chatTemplate, std::string("plain"));
         QCOMPARE(defaults.selectedId, qint64(seeds[2]));
@@ -505,8 +561,9 @@ private Q_SLOTS:
         QVERIFY(page->generateSynthetic(request));
         QString error;
         QVERIFY2(waitJob(*page, &error), qPrintable(error));
-        QVERIFY2(page->message().contains(QStringLiteral("Generated 4 synthetic records from 2 seeds")),
-                 qPrintable(page->message()));
+        QVERIFY2(
+            page->message().contains(QStringLiteral("Generated 4 synthetic records from 2 seeds")),
+            qPrintable(page->message()));
         QCOMPARE(page->model()->rowCount(), 7);
         auto store = tb::DataStore::open(path.toStdString(), false);
         tb::RecordQuery synthetic;
@@ -515,7 +572,8 @@ private Q_SLOTS:
         QCOMPARE(made.size(), size_t(4));
         for (const auto& r : made) {
             QCOMPARE(r.status, tb::ReviewStatus::Pending);
-            QVERIFY(r.fields["seed_id"] == nlohmann::json(seeds[0]) || r.fields["seed_id"] == nlohmann::json(seeds[1]));
+            QVERIFY(r.fields["seed_id"] == nlohmann::json(seeds[0]) ||
+                    r.fields["seed_id"] == nlohmann::json(seeds[1]));
             QVERIFY(!r.fields["output"].get<std::string>().empty());
         }
     }
@@ -535,11 +593,14 @@ private Q_SLOTS:
         }
         const QString store = m_dir.filePath(QStringLiteral("csv.tbstore"));
         tb::DataStore::open(store.toStdString(), true);
-        tb::ImportDialog dialog(store, QStringLiteral("ana"), QString::fromStdString(tb::bundledModelDir()));
+        tb::ImportDialog dialog(store, QStringLiteral("ana"),
+                                QString::fromStdString(tb::bundledModelDir()));
         dialog.setFile(file);
-        QTRY_VERIFY_WITH_TIMEOUT(dialog.preview().columns.size() == 3 || !dialog.preview().error.isEmpty(), 10000);
-        QCOMPARE(dialog.preview().columns, (QStringList{QStringLiteral("question"), QStringLiteral("answer"),
-                                                        QStringLiteral("topic")}));
+        QTRY_VERIFY_WITH_TIMEOUT(
+            dialog.preview().columns.size() == 3 || !dialog.preview().error.isEmpty(), 10000);
+        QCOMPARE(dialog.preview().columns,
+                 (QStringList{QStringLiteral("question"), QStringLiteral("answer"),
+                              QStringLiteral("topic")}));
         dialog.setColumn(QStringLiteral("instruction"), QStringLiteral("question"));
         dialog.setColumn(QStringLiteral("output"), QStringLiteral("answer"));
         QSignalSpy done(&dialog, &tb::ImportDialog::imported);
@@ -560,10 +621,12 @@ private Q_SLOTS:
 
     void importCancelWritesNothing()
     {
-        const QString file = m_dir.filePath(QStringLiteral("big.jsonl"));  // from importStaysResponsive
+        const QString file =
+            m_dir.filePath(QStringLiteral("big.jsonl"));  // from importStaysResponsive
         const QString store = m_dir.filePath(QStringLiteral("cancel.tbstore"));
         tb::DataStore::open(store.toStdString(), true);
-        tb::ImportDialog dialog(store, QStringLiteral("ana"), QString::fromStdString(tb::bundledModelDir()));
+        tb::ImportDialog dialog(store, QStringLiteral("ana"),
+                                QString::fromStdString(tb::bundledModelDir()));
         QSignalSpy done(&dialog, &tb::ImportDialog::imported);
         dialog.setFile(file);
         QVERIFY(dialog.startImport());
@@ -598,7 +661,8 @@ private Q_SLOTS:
         QVERIFY2(waitJob(*page, &error), qPrintable(error));
         QCOMPARE(page->model()->rowCount(), 60);
         QCOMPARE(tb::DataStore::open(path.toStdString(), false)->count(), int64_t(60));
-        // The History tab lists the dedup and its undo; "Undo last" walks back past both, to the review.
+        // The History tab lists the dedup and its undo; "Undo last" walks back past both, to the
+        // review.
         page->sideTabs()->setCurrentWidget(page->historyPanel());
         QSignalSpy refreshed(page->historyPanel(), &tb::HistoryPanel::refreshed);
         QVERIFY(refreshed.wait(10000) || refreshed.count() > 0);
@@ -608,7 +672,8 @@ private Q_SLOTS:
         QVERIFY2(waitJob(*page, &error), qPrintable(error));
         QVERIFY(page->message().contains(QStringLiteral("review")));
         QCOMPARE(page->model()->rowCount(), 60);
-        QCOMPARE(tb::DataStore::open(path.toStdString(), false)->count(tb::RecordQuery{.status = tb::ReviewStatus::Accepted}),
+        QCOMPARE(tb::DataStore::open(path.toStdString(), false)
+                     ->count(withStatus(tb::ReviewStatus::Accepted)),
                  int64_t(0));
     }
 
@@ -620,8 +685,8 @@ private Q_SLOTS:
         page.openBundledStore(path);
         QVERIFY(opened.wait(30000));
         auto check = tb::DataStore::open(path.toStdString(), false);
-        QCOMPARE(check->count(tb::RecordQuery{.split = std::string("train")}), int64_t(500));
-        QCOMPARE(check->count(tb::RecordQuery{.split = std::string("validation")}), int64_t(80));
+        QCOMPARE(check->count(inSplit("train")), int64_t(500));
+        QCOMPARE(check->count(inSplit("validation")), int64_t(80));
         QVERIFY(waitIds(page));
         QCOMPARE(page.model()->rowCount(), 580);
 
@@ -643,11 +708,13 @@ private Q_SLOTS:
         QCOMPARE(report->truncated, over);
         QVERIFY(page.statsPanel()->truncatedText().contains(QString::number(over)));
         // The table shows the counts now.
-        QVERIFY(page.model()->data(page.model()->index(0, tb::RecordTableModel::ColTokens)).toLongLong() > 0);
+        QVERIFY(page.model()
+                    ->data(page.model()->index(0, tb::RecordTableModel::ColTokens))
+                    .toLongLong() > 0);
     }
 
-    // In the studio the statistics render records with the run's chat template, so the truncated count is
-    // the one training will see.
+    // In the studio the statistics render records with the run's chat template, so the truncated
+    // count is the one training will see.
     void statsUseTheRunsTemplate()
     {
         QTemporaryDir dir;
@@ -663,6 +730,77 @@ private Q_SLOTS:
         QString error;
         QVERIFY2(waitJob(page, &error), qPrintable(error));
         QCOMPARE(page.statsPanel()->report()->chatTemplate, std::string("alpaca"));
+    }
+
+    // DataJobs reports through the buffered pattern: thousands of progress calls arrive as a few
+    // batched signals (the latest fraction each), the result finishes on the GUI thread, and cancel
+    // still stops a job.
+    void dataJobsReportInBatches()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("jobs.tbstore"));
+        makeStore(path.toStdString(), 20);
+        tb::DataJobs jobs;
+        jobs.setStorePath(path);
+        QSignalSpy progress(&jobs, &tb::DataJobs::progress);
+        QSignalSpy finished(&jobs, &tb::DataJobs::finished);
+        std::atomic<int> calls{0};
+        int64_t counted = -1;
+        QThread* gui = QThread::currentThread();
+        QThread* finishedOn = nullptr;
+        const int drainsBefore = jobs.drains();
+        QVERIFY(jobs.run(
+            QStringLiteral("Count"),
+            [&](tb::DataStore& store, const tb::CurateProgress& report) -> tb::DataJobs::Finish {
+                for (int i = 1; i <= 2000; ++i) {
+                    ++calls;
+                    report("counting", i / 2000.0);
+                    std::this_thread::sleep_for(
+                        std::chrono::microseconds(200));  // a worker's unit of work
+                }
+                const int64_t n = store.count(tb::RecordQuery{});
+                return [&counted, &finishedOn, n] {
+                    counted = n;
+                    finishedOn = QThread::currentThread();
+                };
+            }));
+        QVERIFY(jobs.busy());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(finished.first().at(1).toString(), QString());
+        QVERIFY(!jobs.busy());
+        QCOMPARE(calls.load(), 2000);
+        QCOMPARE(counted, int64_t(20));
+        QCOMPARE(finishedOn, gui);
+        QVERIFY(progress.size() >= 1);
+        const int drains = jobs.drains() - drainsBefore;
+        qInfo("data job: %d progress calls, %lld signals, %d drains", calls.load(),
+              qlonglong(progress.size()), drains);
+        QVERIFY2(progress.size() <= drains && drains * 10 < 2000,
+                 qPrintable(QString::number(drains)));
+        double last = 0;
+        for (const auto& args : progress) {
+            QCOMPARE(args.at(0).toString(), QStringLiteral("counting"));
+            QVERIFY(args.at(1).toDouble() >= last && args.at(1).toDouble() <= 1.0);
+            last = args.at(1).toDouble();
+        }
+
+        // Cancel: the job's progress callback answers false; the job returns and finishes.
+        finished.clear();
+        progress.clear();
+        bool finishRan = false;
+        QVERIFY(jobs.run(
+            QStringLiteral("Wait"),
+            [&finishRan](tb::DataStore&, const tb::CurateProgress& report) -> tb::DataJobs::Finish {
+                while (report("waiting", 0.5))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                return [&finishRan] { finishRan = true; };
+            }));
+        QVERIFY(progress.wait(10000));
+        QVERIFY(jobs.busy());
+        jobs.cancel();
+        QVERIFY(finished.wait(10000));
+        QVERIFY(finishRan);
+        QVERIFY(!jobs.busy());
     }
 
 private:

@@ -1,7 +1,11 @@
-// Studio (label gui, offscreen): the pages over core, and one test driving the whole flow on the bundled
-// model and dataset: LoRA, memory numbers equal core's, train with live plots, pause, resume, stop, export,
-// generate in the Playground; the event loop stays responsive while training runs.
+// Studio (label gui, offscreen): the pages over core, and one test driving the whole flow on the
+// bundled model and dataset: LoRA, memory numbers equal core's, train with live plots, pause,
+// resume, stop, export, generate in the Playground; the event loop stays responsive while training
+// runs. Then the studio's guarantees: a page never rewrites itself in answer to its own change,
+// snapshots are listed on a worker (the newest request wins), generation streams in batches, and a
+// drain replots once.
 #include "export_page.h"
+#include "generation_controller.h"
 #include "main_window.h"
 #include "memory_page.h"
 #include "method_page.h"
@@ -11,24 +15,30 @@
 #include "studio_state.h"
 #include "train_page.h"
 #include "train_plots.h"
+#include "train_settings_form.h"
 #include "training_controller.h"
 
-#include "data/snapshot.h"
+#include "data/store/snapshot.h"
+#include "data/store/store.h"
 #include "export/gguf.h"
-#include "data/store.h"
 #include "memory/estimator.h"
+#include "model/model.h"
 #include "peft/trainable_count.h"
+#include "tokenizer/tokenizer.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
+#include <QSlider>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QStandardItemModel>
 #include <QTreeView>
 #include <QtTest>
 
@@ -60,8 +70,8 @@ std::unique_ptr<tb::MainWindow> openWindow(const QString& runs)
     return w;
 }
 
-// Every item model of the window under QAbstractItemModelTester (asserts on its own while alive): the views'
-// models (tables, trees, lists) and the combo boxes'.
+// Every item model of the window under QAbstractItemModelTester (asserts on its own while alive):
+// the views' models (tables, trees, lists) and the combo boxes'.
 std::vector<std::unique_ptr<QAbstractItemModelTester>> testModels(QWidget* root)
 {
     std::vector<std::unique_ptr<QAbstractItemModelTester>> testers;
@@ -81,7 +91,7 @@ std::vector<std::unique_ptr<QAbstractItemModelTester>> testModels(QWidget* root)
     return testers;
 }
 
-} // namespace
+}  // namespace
 
 class TestStudio : public QObject {
     Q_OBJECT
@@ -95,9 +105,10 @@ private Q_SLOTS:
     {
         tb::MainWindow w;
         w.show();
-        QCOMPARE(w.pageNames(), (QStringList{QStringLiteral("Model"), QStringLiteral("Data"), QStringLiteral("Method"),
-                                            QStringLiteral("Memory"), QStringLiteral("Train"),
-                                            QStringLiteral("Playground"), QStringLiteral("Export")}));
+        QCOMPARE(w.pageNames(), (QStringList{QStringLiteral("Model"), QStringLiteral("Data"),
+                                             QStringLiteral("Method"), QStringLiteral("Memory"),
+                                             QStringLiteral("Train"), QStringLiteral("Playground"),
+                                             QStringLiteral("Export")}));
         w.showPage(QStringLiteral("Memory"));
         auto* list = w.findChild<QListWidget*>();
         QVERIFY(list);
@@ -119,13 +130,18 @@ private Q_SLOTS:
         QVERIFY(w.modelPage()->infoModel()->rowCount() >= 8);
         QStandardItemModel* tensors = w.modelPage()->tensorModel();
         QVERIFY(tensors->rowCount() >= 1);
-        QAbstractItemModelTester infoTester(w.modelPage()->infoModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QAbstractItemModelTester tensorTester(tensors, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        // The module tree marks what trains: LoRA on q_proj -> that weight "LoRA", the embeddings frozen.
+        QAbstractItemModelTester infoTester(w.modelPage()->infoModel(),
+                                            QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester tensorTester(
+            tensors, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        // The module tree marks what trains: LoRA on q_proj -> that weight "LoRA", the embeddings
+        // frozen.
         w.methodPage()->chooseMethod(QStringLiteral("lora"));
         const auto items = tensors->findItems(QStringLiteral("q_proj"), Qt::MatchRecursive);
         QVERIFY(!items.isEmpty());
-        auto role = [](QStandardItem* module) { return module->child(0, 3)->text(); };  // its weight's role
+        auto role = [](QStandardItem* module) {
+            return module->child(0, 3)->text();
+        };  // its weight's role
         QCOMPARE(role(items.first()), QStringLiteral("LoRA"));
         w.methodPage()->chooseMethod(QStringLiteral("full"));
         QCOMPARE(role(items.first()), QStringLiteral("trains"));
@@ -147,10 +163,12 @@ private Q_SLOTS:
         const tb::ModelConfig model = *w->state()->modelConfig();
         for (const char* m : {"full", "partial", "lora", "adapter", "prompt"}) {
             w->methodPage()->chooseMethod(QString::fromLatin1(m));
-            QCOMPARE(QString::fromLatin1(tb::methodName(w->state()->config().method)), QString::fromLatin1(m));
+            QCOMPARE(QString::fromLatin1(tb::methodName(w->state()->config().method)),
+                     QString::fromLatin1(m));
             const qint64 expected = tb::trainableParameterCount(model, w->state()->config());
             QCOMPARE(w->methodPage()->trainableParameters(), expected);
-            QVERIFY(qAbs(w->methodPage()->trainablePercent() - 100.0 * double(expected) / 260032.0) < 1e-9);
+            QVERIFY(qAbs(w->methodPage()->trainablePercent() -
+                         100.0 * double(expected) / 260032.0) < 1e-9);
         }
         w->methodPage()->chooseMethod(QStringLiteral("lora"));
         const qint64 before = w->methodPage()->trainableParameters();
@@ -180,15 +198,18 @@ private Q_SLOTS:
             QCOMPARE(page->estimate()->total, e.total);
             QCOMPARE(page->estimate()->items.size(), e.items.size());
             for (size_t i = 0; i < e.items.size(); ++i) {
-                QCOMPARE(page->table()->item(int(i), 1)->data(Qt::UserRole).toLongLong(), e.items[i].bytes);
+                QCOMPARE(page->table()->item(int(i), 1)->data(Qt::UserRole).toLongLong(),
+                         e.items[i].bytes);
                 // The chosen method's bars are column 0.
-                QVERIFY2(qAbs(page->barBytes(QString::fromStdString(e.items[i].key), 0) - double(e.items[i].bytes)) < 0.5,
+                QVERIFY2(qAbs(page->barBytes(QString::fromStdString(e.items[i].key), 0) -
+                              double(e.items[i].bytes)) < 0.5,
                          e.items[i].key.c_str());
             }
             QCOMPARE(page->categories().size(), 5);
             // Inference for comparison: the row after the total, and the verdict's ratio.
             const int inferenceRow = int(e.items.size()) + 1;
-            QCOMPARE(page->table()->item(inferenceRow, 1)->data(Qt::UserRole).toLongLong(), e.inference);
+            QCOMPARE(page->table()->item(inferenceRow, 1)->data(Qt::UserRole).toLongLong(),
+                     e.inference);
             QVERIFY2(page->verdictText().contains(QStringLiteral("Inference with the same model")),
                      qPrintable(page->verdictText()));
             QStringList advice;
@@ -249,7 +270,8 @@ private Q_SLOTS:
         auto testers = testModels(w.get());
         w->methodPage()->chooseMethod(QStringLiteral("lora"));
         QVERIFY(w->memoryPage()->estimate());
-        QCOMPARE(w->memoryPage()->estimate()->trainableParameters, w->methodPage()->trainableParameters());
+        QCOMPARE(w->memoryPage()->estimate()->trainableParameters,
+                 w->methodPage()->trainableParameters());
 
         // Start; measure the event loop's longest gap while training runs.
         w->showPage(QStringLiteral("Train"));
@@ -275,10 +297,12 @@ private Q_SLOTS:
         tick.stop();
         QVERIFY(train->plots()->memoryPoints() > 0);
         QVERIFY(train->plots()->lrPoints() > 0);
-        QVERIFY2(worst < 250, qPrintable(QStringLiteral("event loop blocked for %1 ms").arg(worst)));
+        QVERIFY2(worst < 250,
+                 qPrintable(QStringLiteral("event loop blocked for %1 ms").arg(worst)));
         // Redraws are batched: at most one drain (and replot) per ~40 ms, whatever the step rate.
         const int drains = w->controller()->drains() - drainsBefore;
-        QVERIFY2(drains <= clock.elapsed() / 35 + 2, qPrintable(QStringLiteral("%1 drains in %2 ms").arg(drains).arg(clock.elapsed())));
+        QVERIFY2(drains <= clock.elapsed() / 35 + 2,
+                 qPrintable(QStringLiteral("%1 drains in %2 ms").arg(drains).arg(clock.elapsed())));
         qInfo("training: %d steps plotted, %d drains in %lld ms, longest event-loop gap %lld ms",
               train->plots()->lossPoints(), drains, clock.elapsed(), worst);
         // The measured memory from the first step sits beside the estimate.
@@ -338,7 +362,8 @@ private Q_SLOTS:
         QVERIFY(exported.wait(30000));
         QVERIFY2(exported.first().at(0).toBool(), qPrintable(w->exportPage()->outcome().message));
         const QString adapterFile = runs.path() + QStringLiteral("/gguf/adapter.gguf");
-        QCOMPARE(tb::readGgufSummary(adapterFile.toStdString()).metadata.at("general.type"), std::string("adapter"));
+        QCOMPARE(tb::readGgufSummary(adapterFile.toStdString()).metadata.at("general.type"),
+                 std::string("adapter"));
 
         // Playground: base and fine-tuned side by side, streamed.
         w->showPage(QStringLiteral("Playground"));
@@ -348,7 +373,8 @@ private Q_SLOTS:
         QSignalSpy done(play, &tb::PlaygroundPage::generationFinished);
         play->generate();
         QVERIFY(done.wait(30000));
-        QVERIFY2(!done.first().at(0).toString().startsWith(QStringLiteral("Error")), qPrintable(done.first().at(0).toString()));
+        QVERIFY2(!done.first().at(0).toString().startsWith(QStringLiteral("Error")),
+                 qPrintable(done.first().at(0).toString()));
         QVERIFY(tokens.size() > 2);
         bool base = false, tuned = false;
         for (const auto& args : tokens)
@@ -356,7 +382,8 @@ private Q_SLOTS:
         QVERIFY(base && tuned);
         QVERIFY(!play->baseText().isEmpty() && !play->tunedText().isEmpty());
     }
-    // The Train page reads a snapshot of the project's store; the finished run records its id and hash.
+    // The Train page reads a snapshot of the project's store; the finished run records its id and
+    // hash.
     void trainsFromStoreSnapshot()
     {
         QTemporaryDir dir;
@@ -368,7 +395,8 @@ private Q_SLOTS:
             for (int i = 0; i < 12; ++i) {
                 tb::NewRecord r;
                 r.kind = "alpaca";
-                r.fields = {{"instruction", "Count to " + std::to_string(i)}, {"output", "Done " + std::to_string(i)}};
+                r.fields = {{"instruction", "Count to " + std::to_string(i)},
+                            {"output", "Done " + std::to_string(i)}};
                 records.push_back(r);
             }
             for (int64_t id : store->addRecords(records, 0, "test"))
@@ -384,7 +412,9 @@ private Q_SLOTS:
         });
         w->state()->setStorePath(QString::fromStdString(storePath));
         tb::TrainPage* train = w->trainPage();
+        QSignalSpy listed(train->settingsForm(), &tb::TrainSettingsForm::snapshotsListed);
         train->useSnapshots(true);
+        QVERIFY(listed.wait(10000));  // listed on a worker (snapshotsListedOnAWorker)
         QCOMPARE(train->snapshotBox()->currentText(), QStringLiteral("train-v1"));
         QCOMPARE(w->state()->config().data.store, storePath);
         QCOMPARE(w->state()->config().data.snapshot, std::string("train-v1"));
@@ -422,10 +452,12 @@ private Q_SLOTS:
                     continue;
                 child->resize(400, 300);
                 const QImage image = child->grab().toImage();
-                QCOMPARE(image.pixelColor(2, image.height() - 3).rgb(), QColor(0x20, 0x22, 0x26).rgb());
+                QCOMPARE(image.pixelColor(2, image.height() - 3).rgb(),
+                         QColor(0x20, 0x22, 0x26).rgb());
                 ++plots;
             }
-            QVERIFY(plots >= 6);  // four training plots, the memory chart and the token-length histogram
+            QVERIFY(plots >=
+                    6);  // four training plots, the memory chart and the token-length histogram
         }
         QApplication::setPalette(saved);
     }
@@ -454,6 +486,209 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 30000);
         QVERIFY(!w->controller()->active());
         QCOMPARE(w->state()->jobState(), tb::StudioJobState::Finished);
+    }
+    // One owner, no echo: the Train page's own change reaches the state (configChanged, origin: the
+    // form) but the form does not rewrite its widgets, so an edit in progress elsewhere on it
+    // survives; a change from another page does update it. The Method page keeps its own
+    // uncommitted edit the same way.
+    void pagesDoNotRewriteThemselvesOnTheirOwnChange()
+    {
+        QTemporaryDir runs;
+        auto w = openWindow(runs.path());
+        QVERIFY(w);
+        tb::TrainSettingsForm* form = w->trainPage()->settingsForm();
+        QSignalSpy changed(w->state(), &tb::StudioState::configChanged);
+        const int rewrites = form->widgetRewrites();
+        const QString typing = QStringLiteral("/typed/but/not/committed.jsonl");
+        form->trainFileEdit()->setText(typing);  // no editingFinished: not in the config yet
+        form->trainFileEdit()->setCursorPosition(3);
+        form->maxStepsBox()->setValue(123);
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.first().at(0).value<QObject*>(), static_cast<QObject*>(form));
+        QCOMPARE(w->state()->config().maxSteps, int64_t(123));
+        QCOMPARE(form->widgetRewrites(), rewrites);
+        QCOMPARE(form->trainFileEdit()->text(), typing);
+        QCOMPARE(form->trainFileEdit()->cursorPosition(), 3);
+
+        // Another page (Memory: micro-batch 2^3) updates the form.
+        changed.clear();
+        w->memoryPage()->batchSlider()->setValue(3);
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.first().at(0).value<QObject*>(), static_cast<QObject*>(w->memoryPage()));
+        QCOMPARE(w->state()->config().batchSize, 8);
+        QCOMPARE(form->batchBox()->value(), 8);
+        QCOMPARE(form->widgetRewrites(), rewrites + 1);
+        // And a change from outside every page (no origin).
+        w->state()->updateConfig([](tb::TrainConfig& c) { c.maxSteps = 77; });
+        QCOMPARE(form->maxStepsBox()->value(), 77);
+        QCOMPARE(form->widgetRewrites(), rewrites + 2);
+
+        // The Method page: its LoRA rank change leaves its other fields alone (here a text field's
+        // cursor, which rewriting it would move to the end).
+        w->methodPage()->chooseMethod(QStringLiteral("lora"));
+        w->methodPage()->promptInitEdit()->setText(QStringLiteral("half typed"));
+        w->methodPage()->promptInitEdit()->setCursorPosition(4);
+        changed.clear();
+        w->methodPage()->loraRankBox()->setValue(12);
+        QCOMPARE(changed.size(), 1);
+        QCOMPARE(changed.first().at(0).value<QObject*>(), static_cast<QObject*>(w->methodPage()));
+        QCOMPARE(w->state()->config().lora.rank, 12);
+        QCOMPARE(w->methodPage()->promptInitEdit()->text(), QStringLiteral("half typed"));
+        QCOMPARE(w->methodPage()->promptInitEdit()->cursorPosition(), 4);
+    }
+    // The snapshot list comes from a worker: nothing is read on the GUI thread, and of several
+    // requests in flight only the newest is shown.
+    void snapshotsListedOnAWorker()
+    {
+        QTemporaryDir dir;
+        const std::string storePath = dir.filePath(QStringLiteral("project.tbstore")).toStdString();
+        {
+            auto store = tb::DataStore::open(storePath);
+            std::vector<tb::NewRecord> records(6);
+            for (size_t i = 0; i < records.size(); ++i) {
+                records[i].kind = "alpaca";
+                records[i].fields = {{"instruction", "Say " + std::to_string(i)},
+                                     {"output", std::to_string(i)}};
+            }
+            for (int64_t id : store->addRecords(records, 0, "test"))
+                store->review(id, "ana", "accept");
+            tb::createSnapshot(*store, {});
+        }
+        auto w = openWindow(dir.path() + QStringLiteral("/runs"));
+        QVERIFY(w);
+        tb::TrainSettingsForm* form = w->trainPage()->settingsForm();
+        QSignalSpy listed(form, &tb::TrainSettingsForm::snapshotsListed);
+        w->state()->setStorePath(
+            QString::fromStdString(storePath));  // a listing (files mode still)
+        form->useSnapshots(true);                // another
+        form->refreshSnapshots();                // and the newest
+        QVERIFY(form->listingSnapshots());
+        QCOMPARE(form->snapshotBox()->count(), 0);  // not read here: it is on its way
+        QVERIFY(listed.wait(10000));
+        QTest::qWait(200);
+        QCOMPARE(listed.size(), 1);  // the older requests were superseded
+        QCOMPARE(form->snapshotBox()->count(), 1);
+        QCOMPARE(form->snapshotBox()->currentText(), QStringLiteral("train-v1"));
+        QCOMPARE(w->state()->config().data.snapshot, std::string("train-v1"));
+        // A second snapshot frozen elsewhere shows up, newest first, on the next listing.
+        {
+            auto store = tb::DataStore::open(storePath);
+            tb::createSnapshot(*store, {});
+        }
+        form->refreshSnapshots();
+        QVERIFY(listed.wait(10000));
+        QCOMPARE(form->snapshotBox()->count(), 2);
+        QCOMPARE(form->snapshotBox()->itemText(0), QStringLiteral("train-v2"));
+        QCOMPARE(form->snapshotBox()->currentText(),
+                 QStringLiteral("train-v1"));  // the config's choice stays
+    }
+    // A long generation streams in ~40 ms batches (far fewer drains than tokens), and the text
+    // shown is exactly core's generate() for the same prompt and options.
+    void playgroundStreamsInBatches()
+    {
+        QTemporaryDir runs;
+        auto w = openWindow(runs.path());
+        QVERIFY(w);
+        tb::PlaygroundPage* play = w->playgroundPage();
+        play->runBox()->setCurrentIndex(0);       // base only
+        play->templateBox()->setCurrentIndex(0);  // raw text
+        play->greedyBox()->setChecked(true);
+        play->maxTokensBox()->setValue(400);
+        const QString prompt =
+            QStringLiteral("Once upon a time, there was a little girl named Lily.");
+        play->setPrompt(prompt);
+        QSignalSpy tokens(play, &tb::PlaygroundPage::tokenArrived);
+        QSignalSpy done(play, &tb::PlaygroundPage::generationFinished);
+        const int drainsBefore = play->controller()->drains();
+        play->generate();
+        QVERIFY(play->busy());
+        QVERIFY(done.wait(60000));
+        QVERIFY2(!done.first().at(0).toString().startsWith(QStringLiteral("Error")),
+                 qPrintable(done.first().at(0).toString()));
+        QVERIFY(!play->busy());
+        const int drains = play->controller()->drains() - drainsBefore;
+        qInfo("generation: %lld tokens in %d drains", qlonglong(tokens.size()), drains);
+        QVERIFY2(tokens.size() >= 50, qPrintable(QString::number(tokens.size())));
+        QVERIFY2(
+            drains * 4 <= tokens.size(),
+            qPrintable(QStringLiteral("%1 drains for %2 tokens").arg(drains).arg(tokens.size())));
+        QCOMPARE(play->tokensStreamed(), int(tokens.size()));
+
+        const auto model = tb::Model::load(kModel.toStdString(), {"fp32", "auto"});
+        const auto tokenizer = tb::loadTokenizer(kModel.toStdString());
+        tb::GenerateOptions options;
+        options.maxNewTokens = 400;
+        options.greedy = true;
+        const tb::GenerateResult expected = model->generate(
+            tokenizer->encode(prompt.toStdString(), true), options, tokenizer.get());
+        QCOMPARE(play->baseText(), QString::fromStdString(expected.text));
+        // The model was loaded on the worker and handed over in a batch: the next generation reuses
+        // it.
+        done.clear();
+        play->generate();
+        QVERIFY(done.wait(60000));
+        QCOMPARE(play->baseText(), QString::fromStdString(expected.text));
+    }
+    // A drain's plan, steps and evals redraw the plots once (one rescale, one queued replot).
+    void oneReplotPerDrain()
+    {
+        tb::MainWindow w;
+        tb::TrainPlots* plots = w.trainPage()->plots();
+        QTRY_VERIFY(!plots->replotPending());
+        tb::JobEventBatch batch;
+        batch.plan = tb::RunPlan{};
+        batch.plan->totalSteps = 100;
+        batch.plan->schedule = std::vector<double>(100, 1e-3);
+        for (int i = 1; i <= 30; ++i) {
+            tb::StepMetrics m;
+            m.step = i;
+            m.totalSteps = 100;
+            m.loss = 3.0 - 0.01 * i;
+            m.lr = 1e-3;
+            batch.steps.push_back(m);
+        }
+        for (int step : {10, 20, 30}) {
+            tb::EvalMetrics e;
+            e.step = step;
+            e.valLoss = 2.9;
+            batch.evals.push_back(e);
+        }
+        for (int drain = 0; drain < 3; ++drain) {
+            const int before = plots->replots();
+            Q_EMIT w.controller()->eventsArrived(batch);
+            QCOMPARE(plots->replots(), before);  // deferred to the event loop
+            QVERIFY(plots->replotPending());
+            QTRY_VERIFY(!plots->replotPending());
+            QCOMPARE(plots->replots() - before, 1);
+            batch.plan.reset();
+        }
+        QCOMPARE(plots->lossPoints(), 90);
+        QCOMPARE(plots->valPoints(), 9);
+        QCOMPARE(plots->plannedPoints(), 100);
+    }
+    // The same during a real run: never more replots than drains (plus the start's clear and plan).
+    void liveRunReplotsAtMostOncePerDrain()
+    {
+        QTemporaryDir runs;
+        auto w = openWindow(runs.path());
+        QVERIFY(w);
+        w->state()->updateConfig([](tb::TrainConfig& c) {
+            c.maxSteps = 60;
+            c.evalEvery = 20;
+        });
+        tb::TrainPlots* plots = w->trainPage()->plots();
+        QTRY_VERIFY(!plots->replotPending());
+        const int replotsBefore = plots->replots(), drainsBefore = w->controller()->drains();
+        QSignalSpy ended(w->controller(), &tb::TrainingController::ended);
+        QVERIFY(w->trainPage()->startRun());
+        QVERIFY(ended.wait(60000));
+        QTRY_VERIFY(!plots->replotPending());
+        const int replots = plots->replots() - replotsBefore,
+                  drains = w->controller()->drains() - drainsBefore;
+        qInfo("run: %d drains, %d replots", drains, replots);
+        QCOMPARE(plots->lossPoints(), 60);
+        QVERIFY2(replots <= drains + 1,
+                 qPrintable(QStringLiteral("%1 replots for %2 drains").arg(replots).arg(drains)));
     }
 };
 

@@ -1,0 +1,88 @@
+// Parsing of `--key value` and `--flag` options with errors that name the option.
+#include "cli/args.h"
+
+#include "util/error.h"
+
+namespace tb {
+
+Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags)
+{
+    for (size_t i = 0; i < argv.size(); ++i) {
+        const std::string& a = argv[i];
+        if (a.rfind("--", 0) != 0 || a.size() == 2) {
+            m_positional.push_back(a);
+            continue;
+        }
+        std::string name = a.substr(2);
+        auto eq = name.find('=');
+        if (eq != std::string::npos) {
+            m_values[name.substr(0, eq)] = name.substr(eq + 1);
+            continue;
+        }
+        if (flags.count(name)) {
+            m_flags.insert(name);
+            continue;
+        }
+        if (i + 1 >= argv.size())
+            fail("option --", name, " needs a value");
+        m_values[name] = argv[++i];
+    }
+}
+
+std::string Args::value(const std::string& name) const
+{
+    auto it = m_values.find(name);
+    if (it == m_values.end())
+        fail("missing required option --", name);
+    return it->second;
+}
+
+std::string Args::value(const std::string& name, const std::string& fallback) const
+{
+    auto it = m_values.find(name);
+    return it == m_values.end() ? fallback : it->second;
+}
+
+long long Args::integer(const std::string& name, long long fallback) const
+{
+    auto it = m_values.find(name);
+    if (it == m_values.end())
+        return fallback;
+    try {
+        size_t used = 0;
+        long long v = std::stoll(it->second, &used);
+        if (used != it->second.size())
+            throw std::invalid_argument("trailing");
+        return v;
+    } catch (const std::exception&) {
+        fail("option --", name, " expects an integer, got '", it->second, "'");
+    }
+}
+
+double Args::number(const std::string& name, double fallback) const
+{
+    auto it = m_values.find(name);
+    if (it == m_values.end())
+        return fallback;
+    try {
+        size_t used = 0;
+        double v = std::stod(it->second, &used);
+        if (used != it->second.size())
+            throw std::invalid_argument("trailing");
+        return v;
+    } catch (const std::exception&) {
+        fail("option --", name, " expects a number, got '", it->second, "'");
+    }
+}
+
+void Args::allowOnly(const std::set<std::string>& known) const
+{
+    for (const auto& [name, v] : m_values)
+        if (!known.count(name))
+            fail("unknown option --", name);
+    for (const auto& name : m_flags)
+        if (!known.count(name))
+            fail("unknown option --", name);
+}
+
+}  // namespace tb

@@ -1,0 +1,32 @@
+// A small command-line parser for the tunebench CLI: `--key value`, `--flag`, positional words.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tb {
+
+class Args {
+public:
+    // flags: options that take no value (e.g. "json", "greedy").
+    Args(const std::vector<std::string>& argv, const std::set<std::string>& flags);
+
+    bool flag(const std::string& name) const { return m_flags.count(name) > 0; }
+    bool has(const std::string& name) const { return m_values.count(name) > 0; }
+    std::string value(const std::string& name) const;  // required
+    std::string value(const std::string& name, const std::string& fallback) const;
+    long long integer(const std::string& name, long long fallback) const;
+    double number(const std::string& name, double fallback) const;
+    const std::vector<std::string>& positional() const { return m_positional; }
+    // Throws when an option was given that the command does not know.
+    void allowOnly(const std::set<std::string>& known) const;
+
+private:
+    std::map<std::string, std::string> m_values;
+    std::set<std::string> m_flags;
+    std::vector<std::string> m_positional;
+};
+
+}  // namespace tb

@@ -1,0 +1,105 @@
+// The tunebench command line: usage, dispatch to the subcommands (cli/*_command.cpp) and the one
+// error boundary (one line on stderr, exit status 1).
+#include "cli/cli.h"
+
+#include "cli/commands.h"
+#include "model/model.h"
+#include "util/error.h"
+#include "util/paths.h"
+
+#include <set>
+
+namespace tb {
+namespace {
+
+const char* kUsage = R"(usage: tunebench <command> [options]
+
+commands:
+  info      --model PATH [--json]                      architecture and parameter count (PATH: folder or config.json;
+                                                       a .gguf file: its header, tensor types, adapter or model)
+  tokenize  --model DIR --text T [--json]              token ids of a text
+  generate  --model DIR --prompt T [--max-new-tokens N] [--greedy] [--temperature X] [--top-k K]
+            [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR] [--dtype fp32|bf16|fp16]
+            [--device cpu|cuda|auto] [--run RUN_DIR] [--json]
+                                                       continue a prompt, streaming tokens to stdout
+                                                       (--run: the fine-tuned model of a training run)
+  convert llama2c --checkpoint F --tokenizer F --out DIR   llama2.c model -> Hugging Face folder
+  convert gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--json]
+                                                       Hugging Face folder -> GGUF file for llama.cpp
+  bench generate [--model DIR] [--prompt-tokens N] [--new-tokens N] [--repeats R] [--json]
+                                                       prefill and decode tokens/s
+  bench train [--model DIR|random-llama-25m] [--method lora|full|adapter|prompt] [--batch B] [--seq S] [--steps N]
+            [--precision fp32|bf16] [--json]          training tokens/s, MFU, peak memory
+  train     --config RUN.json [key=value ...] [--json] fine-tune (full, partial, lora, adapter, prompt)
+  train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
+  export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
+                                                       PEFT adapter or merged Hugging Face folder
+  export    --run RUN_DIR --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--force] [--json]
+                                                       merged model as one GGUF file for llama.cpp
+  export    --run RUN_DIR --format gguf-lora|gguf-base --out FILE.gguf [--dtype ...] [--json]
+                                                       LoRA adapter for llama.cpp (--lora) / its base model
+  estimate  --model PATH --method M [options, docs/memory.md] [--explain] [--json]  memory per GPU before launch
+  data      <subcommand> --store FILE [options] [--json]   dataset store: import, curate, review, snapshot
+            (tunebench data help lists the subcommands; docs/data.md)
+Without --model the bundled stories260k model is used. Errors: one line on stderr, exit status 1.
+)";
+
+}  // namespace
+
+std::string modelArg(const Args& args)
+{
+    return args.value("model", bundledModelDir());
+}
+
+LoadOptions loadOptions(const Args& args)
+{
+    LoadOptions o;
+    o.dtype = args.value("dtype", "fp32");
+    o.device = args.value("device", "auto");
+    return o;
+}
+
+int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err)
+{
+    if (argv.empty() || argv[0] == "help" || argv[0] == "--help" || argv[0] == "-h") {
+        out << kUsage;
+        return argv.empty() ? 1 : 0;
+    }
+    try {
+        std::set<std::string> flags{"json",   "greedy", "no-special", "force", "grad-checkpointing",
+                                    "explain"};
+        flags.insert(dataCommandFlags().begin(), dataCommandFlags().end());
+        Args args(argv, flags);
+        const std::string& cmd = argv[0];
+        if (cmd == "info")
+            return cmdInfo(args, out);
+        if (cmd == "tokenize")
+            return cmdTokenize(args, out);
+        if (cmd == "generate")
+            return cmdGenerate(args, out);
+        if (cmd == "convert")
+            return cmdConvert(args, out, err);
+        if (cmd == "bench")
+            return cmdBench(args, out);
+        if (cmd == "train")
+            return cmdTrain(args, out, err);
+        if (cmd == "export")
+            return cmdExport(args, out, err);
+        if (cmd == "estimate")
+            return cmdEstimate(args, out);
+        if (cmd == "data")
+            return cmdData(args, out, err);
+        err << "tunebench: unknown command '" << cmd << "' (see tunebench help)\n";
+        return 1;
+    } catch (const Error& e) {
+        err << "tunebench: " << e.what() << "\n";
+    } catch (const std::exception& e) {
+        // LibTorch errors carry a backtrace after the first line: keep the message only.
+        std::string message = e.what();
+        message = message.substr(0, message.find('\n'));
+        err << "tunebench: " << message << "\n";
+    }
+    return 1;
+}
+
+}  // namespace tb

@@ -1,0 +1,34 @@
+// The subcommands of the tunebench command line, one file each (cli/<name>_command.cpp), and the
+// option helpers they share. Each returns the process exit status and throws tb::Error on bad
+// input.
+#pragma once
+
+#include "cli/args.h"
+
+#include <ostream>
+#include <set>
+#include <string>
+
+namespace tb {
+
+struct LoadOptions;
+
+std::string modelArg(const Args& args);     // --model, else the bundled stories260k folder
+LoadOptions loadOptions(const Args& args);  // --dtype, --device
+
+int cmdInfo(const Args& args, std::ostream& out);
+int cmdTokenize(const Args& args, std::ostream& out);
+int cmdGenerate(const Args& args, std::ostream& out);
+int cmdConvert(const Args& args, std::ostream& out, std::ostream& err);
+int cmdBench(const Args& args, std::ostream& out);
+int cmdTrain(const Args& args, std::ostream& out, std::ostream& err);
+int cmdExport(const Args& args, std::ostream& out, std::ostream& err);
+// Flags it reads: json, explain, grad-checkpointing (give them to Args as flags).
+int cmdEstimate(const Args& args, std::ostream& out);
+// argv[1] is the subcommand; dataCommandFlags() are the flags its subcommands read (merge them into
+// Args').
+int cmdData(const Args& args, std::ostream& out, std::ostream& err);
+const std::set<std::string>& dataCommandFlags();
+extern const char* const kDataUsage;
+
+}  // namespace tb

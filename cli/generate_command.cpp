@@ -1,0 +1,82 @@
+// `tunebench generate`: continue a prompt with a base model or a run's tuned model, streaming.
+#include "cli/commands.h"
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "train/run_store.h"
+#include "train/tuned_model.h"
+#include "util/error.h"
+#include <nlohmann/json.hpp>
+
+namespace tb {
+
+using nlohmann::json;
+
+namespace {
+
+GenerateOptions generateOptions(const Args& args)
+{
+    GenerateOptions o;
+    o.maxNewTokens = static_cast<int>(args.integer("max-new-tokens", 64));
+    o.greedy = args.flag("greedy");
+    o.temperature = args.number("temperature", 1.0);
+    o.topK = static_cast<int>(args.integer("top-k", 0));
+    o.topP = args.number("top-p", 1.0);
+    o.repetitionPenalty = args.number("repetition-penalty", 1.0);
+    o.seed = static_cast<uint64_t>(args.integer("seed", 0));
+    if (args.has("stop"))
+        o.stopStrings.push_back(args.value("stop"));
+    if (o.maxNewTokens < 0)
+        fail("option --max-new-tokens must not be negative");
+    if (o.topP <= 0.0 || o.topP > 1.0)
+        fail("option --top-p must be in (0, 1]");
+    if (o.repetitionPenalty <= 0.0)
+        fail("option --repetition-penalty must be positive");
+    return o;
+}
+
+}  // namespace
+
+int cmdGenerate(const Args& args, std::ostream& out)
+{
+    args.allowOnly({"model", "run", "prompt", "max-new-tokens", "greedy", "temperature", "top-k",
+                    "top-p", "repetition-penalty", "seed", "stop", "dtype", "device", "json"});
+    const GenerateOptions options = generateOptions(args);
+    std::unique_ptr<Model> model;
+    std::string dir = modelArg(args);
+    if (args.has("run")) {
+        // The fine-tuned model of a run: its base model's tokenizer, its newest checkpoint's
+        // weights.
+        if (args.has("model"))
+            fail("generate: give --model or --run, not both");
+        dir = RunStore(args.value("run")).readRunInfo().at("config").at("model").get<std::string>();
+        model = loadTunedModel(args.value("run"), loadOptions(args));
+    } else {
+        model = Model::load(dir, loadOptions(args));
+    }
+    auto tok = loadTokenizer(dir);
+    auto prompt = tok->encode(args.value("prompt"), true);
+    const bool asJson = args.flag("json");
+    TokenCallback stream;
+    if (!asJson) {
+        out << args.value("prompt") << std::flush;
+        stream = [&out](int32_t, const std::string& text) {
+            out << text << std::flush;
+            return true;
+        };
+    }
+    GenerateResult r = model->generate(prompt, options, tok.get(), stream);
+    if (asJson) {
+        out << json{{"prompt_ids", prompt},
+                    {"generated_ids", r.tokens},
+                    {"text", r.text},
+                    {"stop_reason", r.stopReason}}
+                   .dump()
+            << "\n";
+    } else {
+        out << "\n";
+    }
+    return 0;
+}
+
+}  // namespace tb

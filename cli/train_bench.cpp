@@ -1,0 +1,135 @@
+// The training benchmark: AdamW steps on random tokens, timed after a warm-up, with FLOP
+// accounting.
+#include "cli/train_bench.h"
+
+#include "memory/measure.h"
+#include "model/registry.h"
+#include "model/safetensors.h"
+#include "peft/peft.h"
+#include "train/losses.h"
+#include "train/optimizer.h"
+#include "util/error.h"
+
+#include <chrono>
+
+namespace tb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Dense FLOP/s of fp32 matmuls large enough to reach this machine's peak.
+double measureMatmulPeak(const torch::Device& device)
+{
+    torch::NoGradGuard g;
+    const int64_t n = 1024;
+    auto a = torch::randn({n, n}, torch::TensorOptions().device(device));
+    auto b = torch::randn({n, n}, torch::TensorOptions().device(device));
+    auto c = torch::mm(a, b);  // warm-up
+    double best = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < 4; ++i)
+            c = torch::mm(a, b);
+        (void)c.sum().item<float>();  // synchronise
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        best = std::max(best, 4 * 2.0 * n * n * n / s);
+    }
+    return best;
+}
+
+}  // namespace
+
+TrainBenchResult benchTrain(const TrainBenchOptions& o)
+{
+    if (o.method != "full" && o.method != "lora" && o.method != "adapter" && o.method != "prompt")
+        fail("bench train: --method must be full, lora, adapter or prompt");
+    if (o.batch < 1 || o.seq < 2 || o.steps < 1)
+        fail("bench train: --batch, --seq and --steps must be positive (seq >= 2)");
+    TrainBenchResult r;
+    r.model = o.model;
+    r.method = o.method;
+    const torch::Device device(o.device == "auto" ? (torch::cuda::is_available() ? "cuda" : "cpu")
+                                                  : o.device);
+    r.device = device.str();
+    r.threads = at::get_num_threads();
+    installCpuMemoryTracking();
+    r.peakMatmulFlops = measureMatmulPeak(device);
+
+    std::shared_ptr<CausalLM> model;
+    if (o.model == "random-llama-25m") {
+        model = createCausalLM(randomLlama25mConfig());
+        model->initRandom(0, torch::kFloat32, device);
+    } else {
+        model = createCausalLM(loadModelConfig(o.model));
+        model->loadWeights(Checkpoint::open(o.model), torch::kFloat32, device);
+    }
+    const ModelConfig& c = model->config();
+    if (o.seq > c.maxPositions)
+        fail("bench train: --seq ", o.seq, " exceeds the model's context (", c.maxPositions, ")");
+    TrainConfig run;
+    run.method = o.method == "full"      ? Method::Full
+                 : o.method == "lora"    ? Method::Lora
+                 : o.method == "adapter" ? Method::Adapter
+                                         : Method::Prompt;
+    applyMethod(*model, run, nullptr, 0);
+    model->train();
+    auto params = trainableParameters(*model);
+    Optimizer optimizer(params, std::vector<bool>(params.size(), true), run.optim);
+    for (const auto& p : model->parameters())
+        r.parameters += p.numel();
+    r.trainableParameters = countTrainable(*model);
+
+    torch::manual_seed(0);
+    auto ids = torch::randint(3, c.vocabSize, {o.batch, o.seq},
+                              torch::TensorOptions().dtype(torch::kInt64).device(device));
+    auto labels = ids.roll(-1, 1);
+    const double tokens = static_cast<double>(o.batch) * o.seq;
+    auto stepOnce = [&] {
+        torch::Tensor loss;
+        {
+            AutocastGuard autocast(device.type(), o.precision == "bf16", at::kBFloat16);
+            loss = tokenLoss(model->forward(ids, nullptr), labels, tokens);
+        }
+        loss.backward();
+        r.gradientBytes = 0;
+        for (const auto& [name, p] : params)
+            if (p.grad().defined())
+                r.gradientBytes += static_cast<int64_t>(p.grad().nbytes());
+        optimizer.clipGradNorm(1.0);
+        optimizer.step(1e-4);
+        optimizer.zeroGrad();
+        (void)loss.item<double>();
+    };
+    for (int i = 0; i < o.warmupSteps; ++i)
+        stepOnce();
+    resetMemoryPeak(r.device);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < o.steps; ++i)
+        stepOnce();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.secondsPerStep = seconds / o.steps;
+    r.tokensPerSecond = tokens * o.steps / seconds;
+
+    // Matmul FLOPs per token: 2 per weight forward; backward 2 per weight for input gradients and,
+    // where the weight trains, 2 more for its gradient (full: 6N, frozen base: 4N). Attention
+    // scores and values add 4 * layers * seq * q_dim forward, twice that backward (causal masking
+    // not discounted). Embedding lookups cost no matmul: an untied input table (and GPT-2's
+    // positions) is left out; a tied table is counted once, as the head.
+    const double lookups =
+        (c.tieWordEmbeddings ? 0.0 : static_cast<double>(c.vocabSize) * c.hiddenSize) +
+        (c.architecture == Architecture::Gpt2 ? static_cast<double>(c.maxPositions) * c.hiddenSize
+                                              : 0.0);
+    const double n = static_cast<double>(r.parameters) - lookups;
+    const double attention = 4.0 * c.numLayers * o.seq * c.numHeads * c.headDim;
+    r.modelFlopsPerToken = (o.method == "full" ? 6.0 : 4.0) * n + 3.0 * attention;
+    r.achievedFlops = r.modelFlopsPerToken * r.tokensPerSecond;
+    r.mfu = r.achievedFlops / r.peakMatmulFlops;
+    r.peakMemoryBytes = memorySnapshot(r.device).peak;
+    for (const auto& p : model->parameters())
+        r.weightsBytes += static_cast<int64_t>(p.nbytes());
+    for (const auto& blob : optimizer.stateBlobs())
+        r.optimizerStateBytes += static_cast<int64_t>(blob.bytes.size());
+    return r;
+}
+
+}  // namespace tb

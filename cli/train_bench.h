@@ -1,0 +1,41 @@
+// Training throughput benchmark: tokens/s, model FLOP utilisation against a matmul peak measured on
+// this machine, and peak memory, for one method on one model with random tokens. Torch-free header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tb {
+
+struct TrainBenchOptions {
+    std::string model;  // model folder, or "random-llama-25m" (built in, random weights)
+    std::string method =
+        "lora";  // full | lora (r=8, alpha 16, default targets) | adapter | prompt (defaults)
+    int batch = 4;
+    int seq = 128;
+    int warmupSteps = 2;
+    int steps = 10;
+    std::string device = "cpu";
+    std::string precision = "fp32";  // fp32 | bf16
+};
+
+struct TrainBenchResult {
+    std::string model, method, device;
+    int64_t parameters = 0, trainableParameters = 0;
+    double tokensPerSecond = 0;
+    double secondsPerStep = 0;
+    double modelFlopsPerToken = 0;  // forward + backward, see docs/benchmarks.md
+    double achievedFlops = 0;       // FLOP/s
+    double peakMatmulFlops = 0;     // FLOP/s of a large fp32 matmul measured just before
+    double mfu = 0;                 // achieved / peak
+    int64_t peakMemoryBytes =
+        0;  // peak tensor memory during the timed steps (tracked CPU or CUDA allocated)
+    // What the step holds, counted from the tensors themselves (bytes): all parameters, the
+    // gradients after backward, and the optimizer's state.
+    int64_t weightsBytes = 0, gradientBytes = 0, optimizerStateBytes = 0;
+    int threads = 0;
+};
+
+TrainBenchResult benchTrain(const TrainBenchOptions& options);
+
+}  // namespace tb

@@ -1,0 +1,62 @@
+// `tunebench train`: a run from a config (or resumed from its run directory), progress on the
+// console.
+#include "cli/commands.h"
+
+#include "cli/console.h"
+#include "cli/interrupt.h"
+#include "train/job.h"
+#include "train/run_store.h"
+#include "util/error.h"
+#include "util/file_util.h"
+#include <nlohmann/json.hpp>
+
+namespace tb {
+
+using nlohmann::json;
+
+int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
+{
+    args.allowOnly({"config", "resume", "json"});
+    TrainConfig config;
+    std::string resumeDir;
+    std::vector<std::string> overrides;
+    for (size_t i = 1; i < args.positional().size(); ++i) {
+        if (args.positional()[i].find('=') == std::string::npos)
+            fail("train: unexpected argument '", args.positional()[i],
+                 "' (overrides are key=value)");
+        overrides.push_back(args.positional()[i]);
+    }
+    if (args.has("resume")) {
+        if (!overrides.empty() || args.has("config"))
+            fail("train: --resume takes the run's own config (no --config or key=value)");
+        resumeDir = args.value("resume");
+        RunStore store(resumeDir);
+        config =
+            parseTrainConfig(store.readRunInfo().at("config"), joinPath(resumeDir, "run.json"));
+    } else {
+        config = loadTrainConfig(args.value("config"), overrides);
+    }
+    ConsoleEvents events(out, err, config.logEvery);
+    TrainingJob job(config, &events, resumeDir);
+    events.job = &job;
+    {
+        InterruptGuard interrupt(job);
+        job.runHere();
+    }
+    if (job.state() == JobState::Failed)
+        fail(job.error());
+    const TrainSummary& s = job.summary();
+    if (args.flag("json")) {
+        out << toJson(s).dump() << "\n";
+    } else {
+        out << "run " << s.runDir << ": " << s.steps << " steps, loss " << s.initialLoss << " -> "
+            << s.finalLoss;
+        if (s.valLoss)
+            out << ", val loss " << *s.valLoss;
+        out << ", " << s.trainableParameters << " of " << s.totalParameters
+            << " parameters trained\n";
+    }
+    return events.diverged ? 2 : 0;
+}
+
+}  // namespace tb

@@ -1,0 +1,416 @@
+// Curation operations over the store: read texts, run the pure algorithms (dedup, scan, stats,
+// split), and write the outcome as one reversible operation.
+#include "data/curate/curate.h"
+
+#include "data/curate/dedup.h"
+#include "data/curate/scan.h"
+#include "data/curate/split.h"
+#include "data/example.h"
+#include "data/record.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/file_util.h"
+#include "util/sha256.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <optional>
+#include <thread>
+
+namespace tb {
+
+using nlohmann::json;
+
+namespace {
+
+void checkProgress(const CurateProgress& progress, const std::string& phase, double fraction)
+{
+    if (progress && !progress(phase, fraction))
+        fail("data ", phase, ": cancelled");
+}
+
+// Live (not removed) records in id order.
+std::vector<StoredRecord> liveRecords(const DataStore& store)
+{
+    return store.records(RecordQuery{});
+}
+
+class Regex {
+public:
+    explicit Regex(const std::string& pattern)
+    {
+        int error = 0;
+        PCRE2_SIZE offset = 0;
+        m_code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                               PCRE2_UTF, &error, &offset, nullptr);
+        if (!m_code) {
+            PCRE2_UCHAR message[256];
+            pcre2_get_error_message(error, message, sizeof message);
+            fail("regex \"", pattern, "\": ", reinterpret_cast<const char*>(message), " at offset ",
+                 offset);
+        }
+        m_match = pcre2_match_data_create_from_pattern(m_code, nullptr);
+    }
+    ~Regex()
+    {
+        pcre2_match_data_free(m_match);
+        pcre2_code_free(m_code);
+    }
+    bool search(const std::string& text) const
+    {
+        return pcre2_match(m_code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0,
+                           m_match, nullptr) >= 0;
+    }
+
+private:
+    pcre2_code* m_code = nullptr;
+    pcre2_match_data* m_match = nullptr;
+};
+
+// Forwards to a tokenizer and remembers, for one record at a time, the ids of each text it encoded:
+// the rendered training text and the per-field counts share texts (a response is both a segment and
+// a field), so each is encoded once.
+class RecordMemoTokenizer : public Tokenizer {
+public:
+    explicit RecordMemoTokenizer(const Tokenizer& inner) : m_inner(inner)
+    {
+        m_bosId = inner.bosId();
+        m_eosId = inner.eosId();
+    }
+    void nextRecord() { m_memo.clear(); }
+    std::vector<int32_t> encode(const std::string& text, bool addSpecial) const override
+    {
+        auto& slot = m_memo[std::make_pair(text, addSpecial)];
+        if (!slot)
+            slot = m_inner.encode(text, addSpecial);
+        return *slot;
+    }
+    std::string decode(const std::vector<int32_t>& ids, bool skipSpecial) const override
+    {
+        return m_inner.decode(ids, skipSpecial);
+    }
+    int32_t vocabSize() const override { return m_inner.vocabSize(); }
+    std::string idToPiece(int32_t id) const override { return m_inner.idToPiece(id); }
+    std::optional<int32_t> pieceToId(const std::string& piece) const override
+    {
+        return m_inner.pieceToId(piece);
+    }
+    bool isSpecial(int32_t id) const override { return m_inner.isSpecial(id); }
+    std::string kind() const override { return m_inner.kind(); }
+
+private:
+    const Tokenizer& m_inner;
+    mutable std::map<std::pair<std::string, bool>, std::optional<std::vector<int32_t>>> m_memo;
+};
+
+}  // namespace
+
+DedupReport dedupRecords(DataStore& store, std::optional<double> nearThreshold, bool apply,
+                         const std::string& who, const CurateProgress& progress)
+{
+    if (nearThreshold && (*nearThreshold <= 0 || *nearThreshold > 1))
+        fail("data dedup: --near ", *nearThreshold, " is outside (0, 1]");
+    checkProgress(progress, "dedup", 0);
+    std::vector<int64_t> ids;
+    std::vector<std::string> texts;
+    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
+        ids.push_back(r.id);
+        texts.push_back(recordText(r.kind, r.fields));
+        return true;
+    });
+    DedupOptions options;
+    options.nearThreshold = nearThreshold;
+    const DedupResult result = findDuplicates(
+        texts, options, [&](double f) { return !progress || progress("dedup", 0.05 + 0.9 * f); });
+    DedupReport report;
+    report.records = result.records;
+    report.exactDuplicates = result.exactDuplicates;
+    report.nearDuplicates = result.nearDuplicates;
+    report.clusters = int64_t(result.clusters.size());
+    for (const auto& cluster : result.clusters) {
+        std::vector<int64_t> members;
+        for (int64_t i : cluster)
+            members.push_back(ids[size_t(i)]);
+        report.clusterIds.push_back(std::move(members));
+    }
+    if (apply && !result.duplicates.empty()) {
+        std::vector<DataStore::Change> changes;
+        for (const DuplicateOf& d : result.duplicates)
+            changes.push_back({ids[size_t(d.index)], "removed", true});
+        report.removed = int64_t(changes.size());
+        report.operationId = store.applyOperation(
+            "dedup", who, json{{"near", nearThreshold ? json(*nearThreshold) : json()}},
+            json{{"exact_duplicates", report.exactDuplicates},
+                 {"near_duplicates", report.nearDuplicates},
+                 {"clusters", report.clusters},
+                 {"removed", report.removed}},
+            changes);
+    }
+    checkProgress(progress, "dedup", 1);
+    return report;
+}
+
+FilterReport filterRecords(DataStore& store, const FilterOptions& options, bool apply,
+                           const std::string& who)
+{
+    std::optional<Regex> regex;
+    if (!options.regex.empty())
+        regex.emplace(options.regex);
+    FilterReport report;
+    std::vector<DataStore::Change> changes;
+    int64_t uncounted = 0;
+    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
+        ++report.records;
+        std::string reason;
+        if (options.dropEmpty && validateRecord(r.kind, r.fields))
+            reason = "invalid";
+        if (reason.empty() && options.dropEmpty) {
+            for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields)) {
+                // alpaca's input is optional; every other text field must say something.
+                if (field != "input" && field != "system" &&
+                    text.find_first_not_of(" \t\r\n") == std::string::npos) {
+                    reason = "empty";
+                    break;
+                }
+            }
+        }
+        if (reason.empty() && (options.minTokens || options.maxTokens)) {
+            if (r.tokenCount < 0)
+                ++uncounted;
+            else if (options.minTokens && r.tokenCount < *options.minTokens)
+                reason = "too_short";
+            else if (options.maxTokens && r.tokenCount > *options.maxTokens)
+                reason = "too_long";
+        }
+        if (reason.empty() && regex &&
+            regex->search(recordText(r.kind, r.fields)) != options.regexKeeps)
+            reason = "regex";
+        if (!reason.empty()) {
+            ++report.byReason[reason];
+            ++report.matched;
+            changes.push_back({r.id, "removed", true});
+        }
+        return true;
+    });
+    if (uncounted > 0)
+        fail(store.path(), ": ", uncounted,
+             " records have no token count; run `tunebench data stats --model DIR` "
+             "before filtering by length");
+    if (apply && !changes.empty()) {
+        json params = {{"drop_empty", options.dropEmpty},
+                       {"regex", options.regex},
+                       {"regex_keeps", options.regexKeeps}};
+        if (options.minTokens)
+            params["min_tokens"] = *options.minTokens;
+        if (options.maxTokens)
+            params["max_tokens"] = *options.maxTokens;
+        report.operationId = store.applyOperation(
+            "filter", who, params,
+            json{{"removed", report.matched}, {"by_reason", report.byReason}}, changes);
+    }
+    return report;
+}
+
+ScanReport scanRecords(DataStore& store, const std::string& who, const CurateProgress& progress)
+{
+    ScanReport report;
+    const int64_t total = std::max<int64_t>(1, store.count());
+    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
+        bool flagged = false;
+        for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields)) {
+            for (const ScanMatch& m : scanText(text)) {
+                report.flags.push_back(
+                    ScanFlag{r.id, m.kind, field, int64_t(m.offset), int64_t(m.length), m.masked});
+                ++report.byKind[m.kind];
+                flagged = true;
+            }
+        }
+        report.flagged += flagged ? 1 : 0;
+        if (++report.records % 1000 == 0)
+            checkProgress(progress, "scan", double(report.records) / double(total));
+        return true;
+    });
+    store.replaceScanFlags(
+        report.flags, who,
+        json{{"records", report.records}, {"flagged", report.flagged}, {"by_kind", report.byKind}});
+    return report;
+}
+
+TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64_t maxLength,
+                            const std::string& chatTemplate, int bins,
+                            const CurateProgress& progress)
+{
+    if (maxLength <= 0)
+        fail("data stats: --max-length ", maxLength, " must be positive");
+    const auto tokenizer = loadTokenizer(modelDir);
+    TokenizeOptions options;
+    options.maxLength = 1 << 30;  // count everything; truncation is what the report measures
+    TokenStatsReport report;
+    const auto family = chatTemplateOrPlain(chatTemplate, modelDir);
+    if (!family)
+        fail("data stats: chat template \"", chatTemplate,
+             "\" (allowed: auto, chatml, llama3, inst, alpaca, plain)");
+    options.family = *family;
+    report.chatTemplate = chatTemplateName(options.family);
+    report.maxLength = maxLength;
+    // Counts depend on the tokenizer and the template: a different pair recounts everything.
+    // Keyed by the tokenizer files' contents (not the path as typed), so another spelling of the
+    // same folder, or a copy of the model, reuses the counts.
+    std::string tokenizerFiles;
+    for (const char* name : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"}) {
+        const std::string file = joinPath(modelDir, name);
+        if (fileExists(file))
+            tokenizerFiles += std::string(name) + "=" + sha256File(file) + ";";
+    }
+    const std::string tokenizerId =
+        sha256Hex(tokenizer->kind() + ":" + tokenizerFiles + ":" + report.chatTemplate)
+            .substr(0, 16);
+    const bool reuse = store.tokenizerId() == tokenizerId;
+
+    std::vector<StoredRecord> records = liveRecords(store);
+    std::vector<size_t> todo;
+    for (size_t i = 0; i < records.size(); ++i)
+        if (!reuse || records[i].tokenCount < 0)
+            todo.push_back(i);
+    std::vector<DataStore::TokenCount> counts(todo.size());
+    // Parallel workers: tokenizers are thread-safe and this is the slow part of a 100k-record
+    // store.
+    const unsigned workers = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    std::atomic<size_t> done{0};
+    std::atomic<bool> cancelled{false};
+    std::vector<std::string> errors(workers);
+    auto work = [&](unsigned w) {
+        try {
+            RecordMemoTokenizer memo(*tokenizer);  // one per worker: the memo is not shared
+            for (size_t k = w; k < todo.size() && !cancelled; k += workers) {
+                const StoredRecord& r = records[todo[k]];
+                DataStore::TokenCount& c = counts[k];
+                memo.nextRecord();
+                c.recordId = r.id;
+                c.total = int64_t(
+                    tokenizeExample(memo, recordToExample(r.kind, r.fields), options).ids.size());
+                c.perField = json::object();
+                for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields))
+                    c.perField[field] = int64_t(memo.encode(text, false).size());
+                ++done;
+            }
+        } catch (const std::exception& e) {
+            errors[w] = e.what();
+            cancelled = true;
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned w = 1; w < workers; ++w)
+        threads.emplace_back(work, w);
+    work(0);
+    for (auto& t : threads)
+        t.join();
+    for (const auto& e : errors)
+        if (!e.empty())
+            fail("data stats: ", e);
+    checkProgress(progress, "stats", 0.9);
+    if (!counts.empty())
+        store.setTokenCounts(tokenizerId, counts);
+    report.counted = int64_t(counts.size());
+
+    for (size_t k = 0; k < todo.size(); ++k)
+        records[todo[k]].tokenCount = counts[k].total;
+    std::vector<int64_t> totals;
+    totals.reserve(records.size());
+    for (const auto& r : records)
+        totals.push_back(r.tokenCount);
+    std::map<std::string, std::vector<int64_t>> perField;
+    for (const json& f : store.fieldTokenCounts(RecordQuery{}))
+        if (f.is_object())
+            for (const auto& [field, n] : f.items())
+                perField[field].push_back(n.get<int64_t>());
+    report.records = int64_t(records.size());
+    report.tokens = lengthStats(totals);
+    report.truncated = countOver(totals, maxLength);
+    report.histograms["total"] = histogram(totals, bins);
+    for (auto& [field, values] : perField) {
+        report.perField[field] = lengthStats(values);
+        report.histograms[field] = histogram(values, bins);
+    }
+    checkProgress(progress, "stats", 1);
+    return report;
+}
+
+SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t seed,
+                         const std::string& labelField, const std::string& who)
+{
+    if (!(validationFraction > 0 && validationFraction < 1))
+        fail("data split: validation fraction ", validationFraction, " must be between 0 and 1");
+    std::vector<int64_t> ids;
+    std::vector<std::string> labels;
+    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
+        if (r.split == "general")
+            return true;
+        ids.push_back(r.id);
+        if (!labelField.empty()) {
+            const auto it = r.fields.find(labelField);
+            labels.push_back(it == r.fields.end() ? std::string()
+                             : it->is_string()    ? it->get<std::string>()
+                                                  : it->dump());
+        }
+        return true;
+    });
+    if (ids.empty())
+        fail(store.path(), ": no train or validation records to split");
+    const std::vector<int> side =
+        splitAssign(int64_t(ids.size()), labels, validationFraction, seed);
+    SplitReport report;
+    std::vector<DataStore::Change> changes;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const bool val = side[i] == 1;
+        (val ? report.validation : report.train)++;
+        if (!labelField.empty()) {
+            auto& pair = report.byLabel[labels[i]];
+            (val ? pair.second : pair.first)++;
+        }
+        changes.push_back({ids[i], "split", val ? "validation" : "train"});
+    }
+    report.operationId = store.applyOperation(
+        "split", who,
+        json{{"validation_fraction", validationFraction},
+             {"seed", seed},
+             {"label_field", labelField}},
+        json{{"train", report.train}, {"validation", report.validation}}, changes);
+    return report;
+}
+
+RehearsalReport mixRehearsal(DataStore& store, double ratio, uint64_t seed, const std::string& who)
+{
+    if (!(ratio > 0 && ratio < 1))
+        fail("data rehearsal: ratio ", ratio, " must be between 0 and 1");
+    RecordQuery general;
+    general.split = "general";
+    const std::vector<int64_t> generalIds = store.recordIds(general);
+    RecordQuery train;
+    train.split = "train";
+    RehearsalReport report;
+    report.task = store.count(train);
+    if (generalIds.empty())
+        fail(store.path(), ": no records in the general split to mix in (import general text with "
+                           "--split general)");
+    const std::vector<int64_t> pick =
+        rehearsalPick(int64_t(generalIds.size()), report.task, ratio, seed);
+    std::vector<DataStore::Change> changes;
+    for (int64_t i : pick)
+        changes.push_back({generalIds[size_t(i)], "split", "train"});
+    report.added = int64_t(changes.size());
+    report.ratio = report.task + report.added > 0
+                       ? double(report.added) / double(report.task + report.added)
+                       : 0;
+    report.operationId =
+        store.applyOperation("rehearsal", who, json{{"ratio", ratio}, {"seed", seed}},
+                             json{{"added", report.added}, {"task", report.task}}, changes);
+    return report;
+}
+
+}  // namespace tb

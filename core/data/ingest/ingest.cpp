@@ -1,0 +1,106 @@
+// Import into the store and chunking of stored text records.
+#include "data/ingest/ingest.h"
+
+#include "data/store/store.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/sha256.h"
+
+namespace tb {
+
+using nlohmann::json;
+
+StoreImportReport importIntoStore(DataStore& store, const std::string& path,
+                                  const ImportOptions& options, const std::string& split,
+                                  const std::string& who,
+                                  const std::function<bool(int64_t, int64_t)>& progress)
+{
+    if (split != "train" && split != "validation" && split != "general")
+        fail("data import: --split \"", split, "\" is not train, validation or general");
+    StoreImportReport report;
+    // The source row and the records commit together (addRecordsStreaming is the transaction).
+    report.sourceId = store.addSource(path, importFormatName(options.format), sha256File(path));
+    try {
+        store.addRecordsStreaming(
+            report.sourceId, who,
+            [&](const auto& sink) {
+                report.summary = importFile(
+                    path, options,
+                    [&](ImportedRecord&& r) {
+                        NewRecord n;
+                        n.kind = std::move(r.kind);
+                        n.fields = std::move(r.fields);
+                        n.sourceLine = r.line;
+                        n.sourceOffset = r.byteOffset;
+                        n.chunkIndex = r.chunkIndex;
+                        n.chunkOverlap = r.chunkOverlap;
+                        n.split = split;
+                        sink(n);
+                    },
+                    progress);
+            },
+            "import", &report.operationId);
+    } catch (...) {
+        // Nothing of the records was committed; drop the orphan source entry too.
+        store.removeSource(report.sourceId);
+        throw;
+    }
+    store.setSource(report.sourceId, importFormatName(report.summary.format),
+                    report.summary.imported, int64_t(report.summary.rejected.size()));
+    return report;
+}
+
+ChunkReport chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer,
+                              const ChunkOptions& options, bool apply, const std::string& who)
+{
+    validateChunkOptions(options);
+    ChunkReport report;
+    std::vector<StoredRecord> originals;
+    std::vector<NewRecord> chunks;
+    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
+        if (r.kind != "text" || !r.fields.contains("text") || !r.fields["text"].is_string())
+            return true;
+        const std::string text = r.fields["text"].get<std::string>();
+        if (int64_t(tokenizer.encode(text, false).size()) <= options.maxTokens)
+            return true;
+        ++report.records;
+        for (const TextChunk& c : chunkText(tokenizer, text, options)) {
+            NewRecord n;
+            n.kind = "text";
+            n.fields = r.fields;
+            n.fields["text"] = c.text;
+            n.fields["chunk_of"] = r.id;
+            n.sourceLine = r.sourceLine;
+            n.sourceOffset = r.sourceOffset + c.byteBegin;
+            n.sourceId = r.sourceId;
+            n.chunkOverlap = c.overlapTokens;
+            n.split = r.split;
+            n.synthetic = r.synthetic;
+            chunks.push_back(std::move(n));
+        }
+        originals.push_back(r);
+        return true;
+    });
+    report.chunks = int64_t(chunks.size());
+    if (!apply || originals.empty())
+        return report;
+    // Chunk indices count within each original.
+    int64_t previous = -1;
+    int32_t index = 0;
+    for (auto& c : chunks) {
+        const int64_t of = c.fields["chunk_of"].get<int64_t>();
+        index = of == previous ? index + 1 : 0;
+        previous = of;
+        c.chunkIndex = index;
+    }
+    std::vector<DataStore::Change> removals;
+    for (const auto& r : originals)
+        removals.push_back({r.id, "removed", true});
+    // One operation: the chunks come in and their originals leave together; undo reverses both.
+    report.operationId = store.addRecordsWithChanges(
+        chunks, who, "chunk",
+        json{{"max_tokens", options.maxTokens}, {"overlap", options.overlapTokens}}, removals);
+    return report;
+}
+
+}  // namespace tb

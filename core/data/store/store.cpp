@@ -1,0 +1,678 @@
+// DataStore over SQLite: schema and migrations, record writes with history, operations and undo.
+#include "data/store/store.h"
+
+#include "data/store/sqlite.h"
+#include "util/error.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace tb {
+
+using nlohmann::json;
+
+namespace {
+
+// Each entry migrates the schema from version i to i + 1; never edit a shipped step, append a new
+// one.
+const char* const kMigrations[] = {
+    // 0 -> 1: the initial schema.
+    R"SQL(
+CREATE TABLE sources (
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL,
+  format TEXT NOT NULL,
+  sha256 TEXT NOT NULL DEFAULT '',
+  records INTEGER NOT NULL DEFAULT 0,
+  rejected INTEGER NOT NULL DEFAULT 0,
+  imported_at TEXT NOT NULL
+);
+CREATE TABLE records (
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL CHECK (kind IN ('alpaca', 'chat', 'prompt-completion', 'text')),
+  fields TEXT NOT NULL CHECK (json_valid(fields)),
+  source_id INTEGER REFERENCES sources(id),
+  source_line INTEGER NOT NULL DEFAULT 0,
+  source_offset INTEGER NOT NULL DEFAULT 0,
+  chunk_index INTEGER NOT NULL DEFAULT -1,
+  chunk_overlap INTEGER NOT NULL DEFAULT 0,
+  synthetic INTEGER NOT NULL DEFAULT 0,
+  status TEXT NOT NULL DEFAULT 'pending'
+    CHECK (status IN ('pending', 'accepted', 'rejected', 'needs-adjudication')),
+  adjudicated INTEGER NOT NULL DEFAULT 0,
+  split TEXT NOT NULL DEFAULT 'train' CHECK (split IN ('train', 'validation', 'general')),
+  token_count INTEGER NOT NULL DEFAULT -1,
+  field_tokens TEXT,
+  removed INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX records_status ON records(status, removed);
+CREATE INDEX records_split ON records(split, removed);
+CREATE TABLE operations (
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,
+  who TEXT NOT NULL,
+  at TEXT NOT NULL,
+  params TEXT NOT NULL DEFAULT '{}',
+  summary TEXT NOT NULL DEFAULT '{}',
+  undone_by INTEGER
+);
+CREATE TABLE history (
+  id INTEGER PRIMARY KEY,
+  operation_id INTEGER NOT NULL REFERENCES operations(id),
+  record_id INTEGER NOT NULL,
+  who TEXT NOT NULL,
+  at TEXT NOT NULL,
+  field TEXT NOT NULL,
+  old_value TEXT,
+  new_value TEXT
+);
+CREATE INDEX history_record ON history(record_id);
+CREATE INDEX history_operation ON history(operation_id);
+CREATE TABLE labels (
+  record_id INTEGER NOT NULL REFERENCES records(id),
+  annotator TEXT NOT NULL,
+  decision TEXT NOT NULL DEFAULT '' CHECK (decision IN ('', 'accept', 'reject')),
+  rating INTEGER CHECK (rating BETWEEN 1 AND 5),
+  at TEXT NOT NULL,
+  PRIMARY KEY (record_id, annotator)
+);
+CREATE TABLE notes (
+  id INTEGER PRIMARY KEY,
+  record_id INTEGER NOT NULL REFERENCES records(id),
+  author TEXT NOT NULL,
+  text TEXT NOT NULL,
+  at TEXT NOT NULL
+);
+CREATE INDEX notes_record ON notes(record_id);
+CREATE TABLE scan_flags (
+  record_id INTEGER NOT NULL REFERENCES records(id),
+  kind TEXT NOT NULL,
+  field TEXT NOT NULL,
+  offset INTEGER NOT NULL,
+  length INTEGER NOT NULL,
+  masked TEXT NOT NULL
+);
+CREATE INDEX scan_flags_record ON scan_flags(record_id);
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE snapshots (
+  id TEXT PRIMARY KEY,
+  version INTEGER NOT NULL,
+  split TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  records INTEGER NOT NULL,
+  manifest TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE snapshot_records (
+  snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+  position INTEGER NOT NULL,
+  record_id INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  line TEXT NOT NULL,
+  PRIMARY KEY (snapshot_id, position)
+);
+)SQL",
+};
+constexpr int kMigrationCount = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
+static_assert(kMigrationCount == DataStore::kSchemaVersion);
+
+bool isKnownSplit(const std::string& split)
+{
+    return split == "train" || split == "validation" || split == "general";
+}
+
+json parseOrNull(const sql::Statement& st, int column)
+{
+    return st.isNull(column) ? json() : json::parse(st.text(column));
+}
+
+}  // namespace
+
+const char* reviewStatusName(ReviewStatus status)
+{
+    switch (status) {
+    case ReviewStatus::Pending:
+        return "pending";
+    case ReviewStatus::Accepted:
+        return "accepted";
+    case ReviewStatus::Rejected:
+        return "rejected";
+    case ReviewStatus::NeedsAdjudication:
+        return "needs-adjudication";
+    }
+    return "pending";
+}
+
+std::optional<ReviewStatus> parseReviewStatus(const std::string& name)
+{
+    for (ReviewStatus s : {ReviewStatus::Pending, ReviewStatus::Accepted, ReviewStatus::Rejected,
+                           ReviewStatus::NeedsAdjudication})
+        if (name == reviewStatusName(s))
+            return s;
+    return std::nullopt;
+}
+
+std::string DataStore::now()
+{
+    const auto t = std::chrono::system_clock::now();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    const std::time_t seconds = std::time_t(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&seconds, &tm);
+    char buffer[96];
+    std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms % 1000));
+    return buffer;
+}
+
+DataStore::DataStore(std::unique_ptr<sql::Database> db, std::string path)
+    : m_db(std::move(db)), m_path(std::move(path))
+{
+}
+
+DataStore::~DataStore() = default;
+
+std::unique_ptr<DataStore> DataStore::open(const std::string& path, bool create)
+{
+    if (path.empty())
+        tb::fail("dataset store: no path given");
+    auto db = std::make_unique<sql::Database>(path, create);
+    sqlite3_busy_timeout(db->handle(), 10000);
+    // WAL: readers (the studio's table) never block the writer (an import on a worker);
+    // synchronous=FULL makes each committed transaction durable before the call returns.
+    db->exec("PRAGMA journal_mode = WAL");
+    db->exec("PRAGMA synchronous = FULL");
+    db->exec("PRAGMA foreign_keys = ON");
+    std::unique_ptr<DataStore> store(new DataStore(std::move(db), path));
+    store->migrate();
+    return store;
+}
+
+int DataStore::schemaVersion() const
+{
+    sql::Statement st(*m_db, "PRAGMA user_version");
+    st.step();
+    return int(st.int64(0));
+}
+
+void DataStore::migrate()
+{
+    const int version = schemaVersion();
+    if (version > kSchemaVersion)
+        tb::fail(m_path, ": the store has schema version ", version,
+                 ", newer than this Tunebench understands (", kSchemaVersion,
+                 "); open it with a newer Tunebench");
+    if (version == 0) {
+        // A fresh file must be empty; an SQLite file with other tables is someone else's database.
+        sql::Statement st(*m_db, "SELECT count(*) FROM sqlite_master");
+        st.step();
+        if (st.int64(0) != 0)
+            tb::fail(m_path,
+                     ": not a Tunebench dataset store (an SQLite database with other tables)");
+    }
+    for (int v = version; v < kSchemaVersion; ++v) {
+        sql::Transaction tx(*m_db);
+        m_db->exec(kMigrations[v]);
+        m_db->exec("PRAGMA user_version = " + std::to_string(v + 1));
+        tx.commit();
+    }
+}
+
+int64_t DataStore::insertOperation(const std::string& kind, const std::string& who,
+                                   const json& params, const json& summary)
+{
+    sql::Statement st(
+        *m_db, "INSERT INTO operations (kind, who, at, params, summary) VALUES (?, ?, ?, ?, ?)");
+    st.bind(1, kind)
+        .bind(2, who.empty() ? std::string("unknown") : who)
+        .bind(3, now())
+        .bind(4, params.dump())
+        .bind(5, summary.dump());
+    st.run();
+    return m_db->lastInsertId();
+}
+
+int64_t DataStore::addSource(const std::string& path, const std::string& format,
+                             const std::string& sha256)
+{
+    sql::Statement st(
+        *m_db, "INSERT INTO sources (path, format, sha256, imported_at) VALUES (?, ?, ?, ?)");
+    st.bind(1, path).bind(2, format).bind(3, sha256).bind(4, now());
+    st.run();
+    return m_db->lastInsertId();
+}
+
+void DataStore::setSource(int64_t sourceId, const std::string& format, int64_t records,
+                          int64_t rejected)
+{
+    sql::Statement st(*m_db,
+                      "UPDATE sources SET format = ?, records = ?, rejected = ? WHERE id = ?");
+    st.bind(1, format).bind(2, records).bind(3, rejected).bind(4, sourceId);
+    st.run();
+}
+
+void DataStore::removeSource(int64_t sourceId)
+{
+    sql::Statement st(*m_db, "DELETE FROM sources WHERE id = ? AND NOT EXISTS (SELECT 1 FROM "
+                             "records WHERE source_id = ?)");
+    st.bind(1, sourceId).bind(2, sourceId);
+    st.run();
+}
+
+DataStore::Inserted DataStore::insertRecords(
+    int64_t sourceId, const std::string& who,
+    const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
+    const std::string& operationKind, const json& params, const std::vector<Change>& changes)
+{
+    sql::Transaction tx(*m_db);
+    const std::string at = now();
+    sql::Statement insert(
+        *m_db,
+        "INSERT INTO records (kind, fields, source_id, source_line, source_offset, chunk_index, "
+        "chunk_overlap, synthetic, split, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    int64_t count = 0;
+    int64_t firstId = 0, lastId = 0;
+    produce([&](const NewRecord& r) {
+        if (!isKnownSplit(r.split))
+            tb::fail(m_path, ": unknown split \"", r.split, "\" (train, validation or general)");
+        insert.bind(1, r.kind).bind(2, r.fields.dump());
+        const int64_t source = r.sourceId > 0 ? r.sourceId : sourceId;
+        if (source > 0)
+            insert.bind(3, source);
+        else
+            insert.bindNull(3);
+        insert.bind(4, r.sourceLine)
+            .bind(5, r.sourceOffset)
+            .bind(6, int64_t(r.chunkIndex))
+            .bind(7, int64_t(r.chunkOverlap))
+            .bind(8, int64_t(r.synthetic ? 1 : 0))
+            .bind(9, r.split)
+            .bind(10, at)
+            .bind(11, at);
+        insert.run();
+        lastId = m_db->lastInsertId();
+        if (count == 0)
+            firstId = lastId;
+        ++count;
+    });
+    json p = params.is_object() ? params : json::object();
+    if (sourceId > 0)
+        p["source_id"] = sourceId;
+    const int64_t op =
+        insertOperation(operationKind, who, p,
+                        json{{"records", count}, {"first_id", firstId}, {"last_id", lastId}});
+    // New records are history rows "removed: true -> false", so undo takes them out like any other
+    // change.
+    if (count > 0) {
+        sql::Statement h(
+            *m_db,
+            "INSERT INTO history (operation_id, record_id, who, at, field, old_value, new_value) "
+            "SELECT ?, id, ?, ?, 'removed', 'true', 'false' FROM records WHERE id BETWEEN ? AND ?");
+        h.bind(1, op).bind(2, who).bind(3, at).bind(4, firstId).bind(5, lastId);
+        h.run();
+    }
+    for (const Change& c : changes)
+        writeChange(op, who, at, c);
+    tx.commit();
+    return Inserted{count, firstId, op};
+}
+
+int64_t DataStore::addRecordsStreaming(
+    int64_t sourceId, const std::string& who,
+    const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
+    const std::string& operationKind, int64_t* operationId)
+{
+    const Inserted inserted =
+        insertRecords(sourceId, who, produce, operationKind, json::object(), {});
+    if (operationId)
+        *operationId = inserted.operationId;
+    return inserted.count;
+}
+
+int64_t DataStore::addRecordsWithChanges(const std::vector<NewRecord>& records,
+                                         const std::string& who, const std::string& operationKind,
+                                         const json& params, const std::vector<Change>& changes)
+{
+    return insertRecords(
+               0, who,
+               [&](const auto& sink) {
+                   for (const NewRecord& r : records)
+                       sink(r);
+               },
+               operationKind, params, changes)
+        .operationId;
+}
+
+std::vector<int64_t> DataStore::addRecords(const std::vector<NewRecord>& records, int64_t sourceId,
+                                           const std::string& who, const std::string& operationKind)
+{
+    const Inserted inserted = insertRecords(sourceId, who,
+                                            [&](const auto& sink) {
+                                                for (const NewRecord& r : records)
+                                                    sink(r);
+                                            },
+                                            operationKind, json::object(), {});
+    // Ids of one transaction's inserts are consecutive: nothing else writes inside it.
+    std::vector<int64_t> ids(static_cast<size_t>(inserted.count));
+    for (int64_t i = 0; i < inserted.count; ++i)
+        ids[size_t(i)] = inserted.firstId + i;
+    return ids;
+}
+
+namespace {
+
+// Current value of a change target ("status", "split", "removed", "fields.<key>").
+json readField(sql::Database& db, int64_t recordId, const std::string& field)
+{
+    sql::Statement st(db, "SELECT status, split, removed, fields FROM records WHERE id = ?");
+    st.bind(1, recordId);
+    if (!st.step())
+        tb::fail(db.path(), ": no record with id ", recordId);
+    if (field == "status")
+        return st.text(0);
+    if (field == "split")
+        return st.text(1);
+    if (field == "removed")
+        return st.int64(2) != 0;
+    if (field.rfind("fields.", 0) == 0) {
+        const json fields = json::parse(st.text(3));
+        const std::string key = field.substr(7);
+        return fields.contains(key) ? fields[key] : json();
+    }
+    tb::fail(db.path(), ": unknown record field \"", field, "\"");
+}
+
+void writeField(sql::Database& db, int64_t recordId, const std::string& field, const json& value,
+                const std::string& at)
+{
+    if (field == "status") {
+        if (!value.is_string() || !parseReviewStatus(value.get<std::string>()))
+            tb::fail(db.path(), ": record ", recordId, ": invalid status ", value.dump());
+        sql::Statement st(db, "UPDATE records SET status = ?, updated_at = ? WHERE id = ?");
+        st.bind(1, value.get<std::string>()).bind(2, at).bind(3, recordId);
+        st.run();
+    } else if (field == "split") {
+        if (!value.is_string() || !isKnownSplit(value.get<std::string>()))
+            tb::fail(db.path(), ": record ", recordId, ": invalid split ", value.dump(),
+                     " (train, validation or general)");
+        sql::Statement st(db, "UPDATE records SET split = ?, updated_at = ? WHERE id = ?");
+        st.bind(1, value.get<std::string>()).bind(2, at).bind(3, recordId);
+        st.run();
+    } else if (field == "removed") {
+        sql::Statement st(db, "UPDATE records SET removed = ?, updated_at = ? WHERE id = ?");
+        st.bind(1, int64_t(value.is_boolean() && value.get<bool>() ? 1 : 0))
+            .bind(2, at)
+            .bind(3, recordId);
+        st.run();
+    } else if (field.rfind("fields.", 0) == 0) {
+        sql::Statement read(db, "SELECT fields FROM records WHERE id = ?");
+        read.bind(1, recordId);
+        if (!read.step())
+            tb::fail(db.path(), ": no record with id ", recordId);
+        json fields = json::parse(read.text(0));
+        const std::string key = field.substr(7);
+        if (value.is_null())
+            fields.erase(key);
+        else
+            fields[key] = value;
+        // Token counts belong to the old text; they are recounted by the next statistics run.
+        sql::Statement st(
+            db,
+            "UPDATE records SET fields = ?, token_count = -1, field_tokens = NULL, updated_at = ? "
+            "WHERE id = ?");
+        st.bind(1, fields.dump()).bind(2, at).bind(3, recordId);
+        st.run();
+    } else {
+        tb::fail(db.path(), ": unknown record field \"", field, "\"");
+    }
+}
+
+}  // namespace
+
+void DataStore::writeChange(int64_t operationId, const std::string& who, const std::string& at,
+                            const Change& change)
+{
+    const json old = readField(*m_db, change.recordId, change.field);
+    if (old == change.value)
+        return;
+    writeField(*m_db, change.recordId, change.field, change.value, at);
+    sql::Statement h(
+        *m_db,
+        "INSERT INTO history (operation_id, record_id, who, at, field, old_value, new_value) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    h.bind(1, operationId)
+        .bind(2, change.recordId)
+        .bind(3, who)
+        .bind(4, at)
+        .bind(5, change.field)
+        .bind(6, old.dump())
+        .bind(7, change.value.dump());
+    h.run();
+}
+
+int64_t DataStore::applyOperation(const std::string& kind, const std::string& who,
+                                  const json& params, const json& summary,
+                                  const std::vector<Change>& changes)
+{
+    sql::Transaction tx(*m_db);
+    const int64_t op = insertOperation(kind, who, params, summary);
+    const std::string at = now();
+    for (const Change& c : changes)
+        writeChange(op, who, at, c);
+    tx.commit();
+    return op;
+}
+
+void DataStore::editField(int64_t recordId, const std::string& field, const json& value,
+                          const std::string& who)
+{
+    if (field.empty())
+        tb::fail(m_path, ": record ", recordId, ": empty field name");
+    applyOperation("edit", who, json{{"record_id", recordId}, {"field", field}}, json::object(),
+                   {Change{recordId, "fields." + field, value}});
+}
+
+void DataStore::setStatus(int64_t recordId, ReviewStatus status, const std::string& who)
+{
+    applyOperation("status", who, json{{"record_id", recordId}}, json::object(),
+                   {Change{recordId, "status", reviewStatusName(status)}});
+}
+
+void DataStore::setSplit(int64_t recordId, const std::string& split, const std::string& who)
+{
+    applyOperation("split", who, json{{"record_id", recordId}}, json::object(),
+                   {Change{recordId, "split", split}});
+}
+
+void DataStore::addNote(int64_t recordId, const std::string& author, const std::string& text)
+{
+    readField(*m_db, recordId, "status");  // checks the record exists
+    sql::Statement st(*m_db, "INSERT INTO notes (record_id, author, text, at) VALUES (?, ?, ?, ?)");
+    st.bind(1, recordId).bind(2, author).bind(3, text).bind(4, now());
+    st.run();
+}
+
+void DataStore::updateStatusFromLabels(int64_t op, int64_t recordId, const std::string& who,
+                                       const std::string& at)
+{
+    sql::Statement adj(*m_db, "SELECT adjudicated FROM records WHERE id = ?");
+    adj.bind(1, recordId);
+    adj.step();
+    if (adj.int64(0) != 0)
+        return;  // an adjudicator's decision stands
+    sql::Statement st(
+        *m_db, "SELECT DISTINCT decision FROM labels WHERE record_id = ? AND decision != ''");
+    st.bind(1, recordId);
+    std::vector<std::string> decisions;
+    while (st.step())
+        decisions.push_back(st.text(0));
+    std::string status = "pending";
+    if (decisions.size() == 1)
+        status = decisions[0] == "accept" ? "accepted" : "rejected";
+    else if (decisions.size() > 1)
+        status = "needs-adjudication";
+    writeChange(op, who, at, Change{recordId, "status", status});
+}
+
+void DataStore::review(int64_t recordId, const std::string& annotator, const std::string& decision,
+                       std::optional<int> rating)
+{
+    if (annotator.empty())
+        tb::fail(m_path, ": review of record ", recordId, ": the annotator's name is empty");
+    if (!decision.empty() && decision != "accept" && decision != "reject")
+        tb::fail(m_path, ": review of record ", recordId, ": decision \"", decision,
+                 "\" is not accept or reject");
+    if (rating && (*rating < 1 || *rating > 5))
+        tb::fail(m_path, ": review of record ", recordId, ": rating ", *rating, " is outside 1-5");
+    if (decision.empty() && !rating)
+        tb::fail(m_path, ": review of record ", recordId, ": neither a decision nor a rating");
+    sql::Transaction tx(*m_db);
+    readField(*m_db, recordId, "status");
+    const std::string at = now();
+    const int64_t op = insertOperation("review", annotator,
+                                       json{{"record_id", recordId},
+                                            {"decision", decision},
+                                            {"rating", rating ? json(*rating) : json()}},
+                                       json::object());
+    // Keep an earlier decision when only a rating arrives, and an earlier rating when only a
+    // decision does.
+    sql::Statement up(
+        *m_db,
+        "INSERT INTO labels (record_id, annotator, decision, rating, at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (record_id, annotator) DO UPDATE SET "
+        "decision = CASE WHEN excluded.decision = '' THEN decision ELSE excluded.decision END, "
+        "rating = coalesce(excluded.rating, rating), at = excluded.at");
+    up.bind(1, recordId)
+        .bind(2, annotator)
+        .bind(3, decision)
+        .bind(4, rating ? std::optional<int64_t>(*rating) : std::nullopt)
+        .bind(5, at);
+    up.run();
+    updateStatusFromLabels(op, recordId, annotator, at);
+    tx.commit();
+}
+
+void DataStore::adjudicate(int64_t recordId, const std::string& decision, const std::string& who)
+{
+    if (decision != "accept" && decision != "reject")
+        tb::fail(m_path, ": adjudication of record ", recordId, ": decision \"", decision,
+                 "\" is not accept or reject");
+    sql::Transaction tx(*m_db);
+    const std::string at = now();
+    const int64_t op = insertOperation(
+        "adjudicate", who, json{{"record_id", recordId}, {"decision", decision}}, json::object());
+    writeChange(op, who, at,
+                Change{recordId, "status", decision == "accept" ? "accepted" : "rejected"});
+    sql::Statement st(*m_db, "UPDATE records SET adjudicated = 1 WHERE id = ?");
+    st.bind(1, recordId);
+    st.run();
+    tx.commit();
+}
+
+int64_t DataStore::undo(int64_t operationId, const std::string& who)
+{
+    sql::Transaction tx(*m_db);
+    sql::Statement op(*m_db, "SELECT kind, undone_by FROM operations WHERE id = ?");
+    op.bind(1, operationId);
+    if (!op.step())
+        tb::fail(m_path, ": no operation with id ", operationId);
+    const std::string kind = op.text(0);
+    if (!op.isNull(1))
+        tb::fail(m_path, ": operation ", operationId, " (", kind,
+                 ") was already undone by operation ", op.int64(1));
+    if (kind == "undo")
+        tb::fail(m_path, ": operation ", operationId, " is itself an undo; undo is not undoable");
+    struct Row {
+        int64_t recordId;
+        std::string field;
+        json oldValue, newValue;
+    };
+    std::vector<Row> rows;
+    sql::Statement h(
+        *m_db, "SELECT record_id, field, old_value, new_value FROM history WHERE operation_id = ? "
+               "ORDER BY id DESC");
+    h.bind(1, operationId);
+    while (h.step())
+        rows.push_back(Row{h.int64(0), h.text(1), parseOrNull(h, 2), parseOrNull(h, 3)});
+    // Only reverse what still holds the operation's value: a later edit must be undone first.
+    for (const Row& r : rows) {
+        const json current = readField(*m_db, r.recordId, r.field);
+        if (current != r.newValue)
+            tb::fail(m_path, ": cannot undo operation ", operationId, " (", kind, "): record ",
+                     r.recordId, "'s ", r.field, " changed since (now ", current.dump(),
+                     "); undo the later operation first");
+    }
+    const int64_t undoOp =
+        insertOperation("undo", who, json{{"operation_id", operationId}, {"kind", kind}},
+                        json{{"changes", rows.size()}});
+    const std::string at = now();
+    for (const Row& r : rows)
+        writeChange(undoOp, who, at, Change{r.recordId, r.field, r.oldValue});
+    if (kind == "adjudicate") {
+        sql::Statement st(*m_db, "UPDATE records SET adjudicated = 0 WHERE id = ?");
+        for (const Row& r : rows) {
+            st.bind(1, r.recordId);
+            st.run();
+        }
+    }
+    sql::Statement mark(*m_db, "UPDATE operations SET undone_by = ? WHERE id = ?");
+    mark.bind(1, undoOp).bind(2, operationId);
+    mark.run();
+    tx.commit();
+    return undoOp;
+}
+
+void DataStore::replaceScanFlags(const std::vector<ScanFlag>& flags, const std::string& who,
+                                 const json& summary)
+{
+    sql::Transaction tx(*m_db);
+    m_db->exec("DELETE FROM scan_flags");
+    sql::Statement st(*m_db,
+                      "INSERT INTO scan_flags (record_id, kind, field, offset, length, masked) "
+                      "VALUES (?, ?, ?, ?, ?, ?)");
+    for (const ScanFlag& f : flags) {
+        st.bind(1, f.recordId)
+            .bind(2, f.kind)
+            .bind(3, f.field)
+            .bind(4, f.offset)
+            .bind(5, f.length)
+            .bind(6, f.masked);
+        st.run();
+    }
+    insertOperation("scan", who, json::object(), summary);
+    tx.commit();
+}
+
+void DataStore::setTokenCounts(const std::string& tokenizerId,
+                               const std::vector<TokenCount>& counts)
+{
+    sql::Transaction tx(*m_db);
+    sql::Statement st(*m_db, "UPDATE records SET token_count = ?, field_tokens = ? WHERE id = ?");
+    for (const TokenCount& c : counts) {
+        st.bind(1, c.total).bind(2, c.perField.dump()).bind(3, c.recordId);
+        st.run();
+    }
+    sql::Statement meta(*m_db, "INSERT INTO meta (key, value) VALUES ('tokenizer', ?) "
+                               "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    meta.bind(1, tokenizerId);
+    meta.run();
+    tx.commit();
+}
+
+std::string DataStore::tokenizerId() const
+{
+    sql::Statement st(*m_db, "SELECT value FROM meta WHERE key = 'tokenizer'");
+    return st.step() ? st.text(0) : std::string();
+}
+
+}  // namespace tb

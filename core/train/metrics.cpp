@@ -1,0 +1,198 @@
+// The one JSON form and the one console line of each record a run reports; reading a run's metrics.
+#include "train/metrics.h"
+
+#include "train/run_store.h"
+#include "util/error.h"
+#include "util/file_util.h"
+#include "util/json_util.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+namespace tb {
+namespace {
+
+using nlohmann::json;
+
+double mib(int64_t bytes)
+{
+    return static_cast<double>(bytes) / (1 << 20);
+}
+
+}  // namespace
+
+json toJson(const StepMetrics& m)
+{
+    return {{"type", "step"},
+            {"step", m.step},
+            {"epoch", m.epoch},
+            {"tokens", m.tokensSeen},
+            {"loss", m.loss},
+            {"lr", m.lr},
+            {"grad_norm", m.gradNorm},
+            {"tokens_per_s", m.tokensPerSecond},
+            {"memory_bytes", m.memoryCurrent},
+            {"memory_peak_bytes", m.memoryPeak},
+            {"memory_reserved_bytes", m.memoryReserved},
+            {"memory_phases",
+             {{"load", m.memoryAfterLoad},
+              {"forward", m.memoryAfterForward},
+              {"backward", m.memoryAfterBackward},
+              {"optimizer_step", m.memoryAfterOptimizer}}},
+            {"resident_bytes", m.memoryResident}};
+}
+
+StepMetrics stepMetricsFromJson(const json& line)
+{
+    if (!line.is_object() || !line.contains("step") || !line.contains("loss"))
+        fail("step metrics line without 'step' and 'loss'");
+    StepMetrics m;
+    m.step = line["step"].get<int64_t>();
+    m.epoch = line.value("epoch", 0.0);
+    m.tokensSeen = line.value("tokens", int64_t(0));
+    m.loss = line["loss"].is_null() ? NAN : line["loss"].get<double>();
+    m.lr = line.value("lr", 0.0);
+    m.gradNorm = line.value("grad_norm", 0.0);
+    m.tokensPerSecond = line.value("tokens_per_s", 0.0);
+    m.memoryCurrent = line.value("memory_bytes", int64_t(0));
+    m.memoryPeak = line.value("memory_peak_bytes", int64_t(0));
+    m.memoryReserved = line.value("memory_reserved_bytes", int64_t(0));
+    if (line.contains("memory_phases") && line["memory_phases"].is_object()) {
+        const json& p = line["memory_phases"];
+        m.memoryAfterLoad = p.value("load", int64_t(0));
+        m.memoryAfterForward = p.value("forward", int64_t(0));
+        m.memoryAfterBackward = p.value("backward", int64_t(0));
+        m.memoryAfterOptimizer = p.value("optimizer_step", int64_t(0));
+    }
+    m.memoryResident = line.value("resident_bytes", int64_t(0));
+    return m;
+}
+
+json toJson(const EvalMetrics& e)
+{
+    json line = {{"type", "eval"},
+                 {"step", e.step},
+                 {"val_loss", e.valLoss},
+                 {"val_perplexity", e.valPerplexity},
+                 {"memory_peak_bytes", e.memoryPeak}};
+    if (e.generalLoss)
+        line["general_loss"] = *e.generalLoss;
+    if (e.generalLossBase)
+        line["general_loss_base"] = *e.generalLossBase;
+    return line;
+}
+
+EvalMetrics evalMetricsFromJson(const json& line)
+{
+    if (!line.is_object() || !line.contains("step"))
+        fail("eval metrics line without 'step'");
+    EvalMetrics e;
+    e.step = line["step"].get<int64_t>();
+    e.valLoss = line.value("val_loss", 0.0);
+    e.valPerplexity = line.value("val_perplexity", 0.0);
+    e.generalLoss = optionalNumberAt(line, "general_loss");
+    e.generalLossBase = optionalNumberAt(line, "general_loss_base");
+    e.memoryPeak = line.value("memory_peak_bytes", int64_t(0));
+    return e;
+}
+
+json toJson(const MemoryReport& r)
+{
+    json line = {{"type", "memory"}, {"step", r.step}, {"seq", r.seq}};
+    for (const auto& item : r.items)
+        line[item.key] = {{"estimated", item.estimated}, {"measured", item.measured}};
+    return line;
+}
+
+json toJson(const Diagnosis& d)
+{
+    return {{"type", "diverged"},
+            {"step", d.step},
+            {"what", d.what},
+            {"value", std::isfinite(d.value) ? json(d.value) : json(nullptr)}};
+}
+
+json toJson(const TrainSummary& s)
+{
+    return {{"run_dir", s.runDir},
+            {"steps", s.steps},
+            {"initial_loss", s.initialLoss},
+            {"final_loss", s.finalLoss},
+            {"val_loss", jsonOrNull(s.valLoss)},
+            {"trainable_parameters", s.trainableParameters},
+            {"tokens_per_second", s.tokensPerSecond},
+            {"peak_memory_bytes", s.peakMemoryBytes}};
+}
+
+std::string formatStepLine(const StepMetrics& m)
+{
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "step %" PRId64 "/%" PRId64 "  epoch %.2f  loss %.4f  lr %.3g  grad norm %.3f  "
+                  "%.0f tok/s  tensors %.1f MiB (peak %.1f)",
+                  m.step, m.totalSteps, m.epoch, m.loss, m.lr, m.gradNorm, m.tokensPerSecond,
+                  mib(m.memoryCurrent), mib(m.memoryPeak));
+    return line;
+}
+
+std::string formatEvalLine(const EvalMetrics& e)
+{
+    char line[256];
+    std::snprintf(line, sizeof line, "eval step %" PRId64 ": val loss %.4f (perplexity %.2f)",
+                  e.step, e.valLoss, e.valPerplexity);
+    std::string out = line;
+    if (e.generalLoss && e.generalLossBase) {
+        std::snprintf(line, sizeof line, "  general holdout %g (base %g)", *e.generalLoss,
+                      *e.generalLossBase);
+        out += line;
+    }
+    return out;
+}
+
+std::string formatMemoryReport(const MemoryReport& r)
+{
+    std::string out = "memory after the first step (estimated / measured, MiB):";
+    for (const auto& item : r.items) {
+        char part[128];
+        std::snprintf(part, sizeof part, "  %s %.1f / %.1f", item.key.c_str(), mib(item.estimated),
+                      mib(item.measured));
+        out += part;
+    }
+    return out;
+}
+
+std::string formatDiagnosis(const Diagnosis& d)
+{
+    return "training paused at step " + std::to_string(d.step) + ": " + d.what +
+           ". Likely cause: " + d.cause + ". Try: " + d.advice + ".";
+}
+
+RunMetrics readRunMetrics(const std::string& runDir)
+{
+    const RunStore store(runDir);
+    RunMetrics out;
+    int64_t planned = 0;
+    if (fileExists(joinPath(runDir, "run.json")))
+        planned = store.readRunInfo().value("planned_steps", int64_t(0));
+    for (const json& line : store.readMetrics()) {
+        const std::string type = line.value("type", "");
+        if (type == "step" && line.contains("loss")) {
+            out.steps.push_back(stepMetricsFromJson(line));
+            out.steps.back().totalSteps = planned;
+        } else if (type == "eval") {
+            out.evals.push_back(evalMetricsFromJson(line));
+        } else if (type == "diverged") {
+            Diagnosis d;
+            d.step = line.value("step", int64_t(0));
+            d.what = line.value("what", "");
+            d.value = line.contains("value") && line["value"].is_number()
+                          ? line["value"].get<double>()
+                          : NAN;
+            out.diagnoses.push_back(d);
+        }
+    }
+    return out;
+}
+
+}  // namespace tb

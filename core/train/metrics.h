@@ -1,0 +1,126 @@
+// The records a training run reports, each one struct with one to/from-JSON pair: the same JSON
+// lines in metrics.jsonl, the CLI's output and the studio's run history. Torch-free: the studio
+// sees these.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tb {
+
+// One optimizer step. metrics.jsonl: {"type": "step", "step", "epoch", "tokens", "loss", "lr",
+// "grad_norm", "tokens_per_s", "memory_bytes", "memory_peak_bytes", "memory_reserved_bytes",
+// "memory_phases": {"load", "forward", "backward", "optimizer_step"}, "resident_bytes"}.
+struct StepMetrics {
+    int64_t step = 0;        // optimizer steps done (1-based)
+    int64_t totalSteps = 0;  // planned (not in the JSON line: run.json's planned_steps)
+    double epoch = 0;        // fractional epoch
+    int64_t tokensSeen = 0;  // real tokens of all micro-batches so far
+    double loss = 0;         // mean loss per loss-carrying token of this step
+    double lr = 0;
+    double gradNorm = 0;  // before clipping
+    double tokensPerSecond = 0;
+    int64_t memoryCurrent =
+        0;  // bytes of tensor memory after the step (CUDA allocated, or tracked CPU tensors)
+    int64_t memoryPeak = 0;  // highest tensor memory during the step
+    int64_t memoryReserved =
+        0;  // CUDA: bytes the caching allocator holds (allocated + cached); CPU: 0
+    // Tensor memory after each phase of the step (first micro-batch for forward/backward), bytes.
+    int64_t memoryAfterLoad = 0, memoryAfterForward = 0, memoryAfterBackward = 0,
+            memoryAfterOptimizer = 0;
+    int64_t memoryResident = 0;  // the process's resident memory (CPU), bytes
+    double seconds = 0;          // since the job started (not in the JSON line)
+};
+
+// One evaluation. metrics.jsonl: {"type": "eval", "step", "val_loss", "val_perplexity",
+// "memory_peak_bytes", and "general_loss", "general_loss_base" when there is a general holdout}.
+struct EvalMetrics {
+    int64_t step = 0;
+    double valLoss = 0;
+    double valPerplexity = 0;
+    std::optional<double> generalLoss;  // tuned model on the general holdout
+    std::optional<double>
+        generalLossBase;     // base model on the same holdout (forgetting = difference)
+    int64_t memoryPeak = 0;  // highest tensor memory during the evaluation, bytes
+};
+
+// Estimated (from config.json alone) vs measured memory after the first optimizer step, item by
+// item. metrics.jsonl: {"type": "memory", "step", "seq", <key>: {"estimated", "measured"} ...}.
+struct MemoryReport {
+    struct Item {
+        std::string key;        // weights, gradients, optimizer_states, activations, total
+        int64_t estimated = 0;  // bytes
+        int64_t measured =
+            0;  // bytes; activations: tensors alive after the forward pass minus those after load
+        bool exact = false;  // an exact match is expected (weights, gradients, optimizer states)
+    };
+    int64_t step = 0;
+    int64_t seq = 0;  // tokens per sequence of the first micro-batch
+    std::vector<Item> items;
+};
+
+// Why the divergence guard stopped an update. metrics.jsonl: {"type": "diverged", "step", "what",
+// "value"}.
+struct Diagnosis {
+    int64_t step = 0;
+    std::string what;  // "loss is NaN", "loss spiked to 12.3 (4.1x the recent mean 3.0)"
+    double value = 0;
+    std::string cause;   // likely cause (not in the JSON line)
+    std::string advice;  // what to try (not in the JSON line)
+};
+
+// What a run will do, known before its first step: the studio draws the schedule from it.
+struct RunPlan {
+    std::string runDir;
+    int64_t totalSteps = 0;        // planned optimizer steps
+    int64_t startStep = 0;         // steps already done (a resumed run)
+    std::vector<double> schedule;  // learning rate of each step, 0-based
+    int64_t trainSequences = 0, valSequences = 0;
+    int64_t trainableParameters = 0, totalParameters = 0;
+    std::string device;  // "cpu", "cuda:0"
+};
+
+struct TrainSummary {
+    std::string runDir;
+    int64_t steps = 0;
+    double initialLoss = 0;
+    double finalLoss = 0;
+    std::optional<double> valLoss;
+    std::optional<double> initialValLoss;  // the base model's (method at init) validation loss
+    int64_t trainableParameters = 0;
+    int64_t totalParameters = 0;
+    double tokensPerSecond = 0;
+    int64_t peakMemoryBytes = 0;
+    std::string resumedFrom;  // checkpoint folder, when resumed
+    bool stopped = false;     // stopped by the user before the planned steps
+};
+
+nlohmann::json toJson(const StepMetrics& m);
+StepMetrics
+stepMetricsFromJson(const nlohmann::json& line);  // throws tb::Error naming a missing key
+nlohmann::json toJson(const EvalMetrics& e);
+EvalMetrics evalMetricsFromJson(const nlohmann::json& line);
+nlohmann::json toJson(const MemoryReport& r);
+nlohmann::json toJson(const Diagnosis& d);
+nlohmann::json toJson(const TrainSummary& s);  // the CLI's `train --json` object
+
+// The human-readable lines of a run's progress, the same on the console and in the studio's log.
+std::string formatStepLine(const StepMetrics& m);
+std::string formatEvalLine(const EvalMetrics& e);
+std::string formatMemoryReport(const MemoryReport& r);
+std::string formatDiagnosis(const Diagnosis& d);
+
+// A run directory's metrics.jsonl, read without writing anything. Lines of other types and a torn
+// last line are skipped; totalSteps comes from run.json's planned_steps when present.
+struct RunMetrics {
+    std::vector<StepMetrics> steps;
+    std::vector<EvalMetrics> evals;
+    std::vector<Diagnosis> diagnoses;
+};
+RunMetrics readRunMetrics(const std::string& runDir);
+
+}  // namespace tb

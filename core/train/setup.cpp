@@ -1,0 +1,196 @@
+// Setting up a run: its device, its base model with the method applied, and its tokenized data.
+#include "train/setup.h"
+
+#include "data/ingest/example_file.h"
+#include "data/record.h"
+#include "data/store/snapshot.h"
+#include "data/store/store.h"
+#include "model/model_impl.h"
+#include "model/registry.h"
+#include "model/safetensors.h"
+#include "peft/peft.h"
+#include "util/error.h"
+#include "util/file_util.h"
+#include "util/sha256.h"
+
+#include <cmath>
+#include <filesystem>
+
+namespace tb {
+namespace {
+
+TokenizeOptions tokenizeOptions(const TrainConfig& c, const std::string& modelDir)
+{
+    TokenizeOptions o;
+    o.lossOnResponsesOnly = c.data.lossOnResponsesOnly;
+    o.maxLength = c.data.maxLength;
+    if (c.data.chatTemplate == "auto") {
+        auto family = detectChatTemplateForModel(modelDir);
+        if (!family)
+            fail(c.sourcePath, ": key 'data.chat_template' is auto but the model at ", modelDir,
+                 " has no recognised chat template: set it to chatml, llama3, inst, alpaca or "
+                 "plain");
+        o.family = *family;
+    } else {
+        // parseTrainConfig admitted only the names parseChatTemplateName knows.
+        o.family = parseChatTemplateName(c.data.chatTemplate).value_or(ChatTemplateFamily::Plain);
+    }
+    return o;
+}
+
+SequenceSet tokenizeAll(const std::vector<Example>& examples, const Tokenizer& tok,
+                        const TokenizeOptions& o, bool packing)
+{
+    std::vector<TokenizedExample> tokenized;
+    tokenized.reserve(examples.size());
+    for (const auto& e : examples)
+        tokenized.push_back(tokenizeExample(tok, e, o));
+    return buildSequences(tokenized, o.maxLength, packing);
+}
+
+}  // namespace
+
+torch::Device runDevice(const TrainConfig& config)
+{
+    try {
+        return parseTorchDevice(config.device);  // the one rule for cpu | cuda | cuda:N | auto
+    } catch (const Error& e) {
+        fail(config.sourcePath, ": key 'device': ", e.what());
+    }
+}
+
+// Autocast for a run's precision: bf16 or fp16 compute over fp32 weights; off for fp32.
+AutocastGuard precisionAutocast(const torch::Device& device, const std::string& precision)
+{
+    return AutocastGuard(device.type(), precision == "bf16" || precision == "fp16",
+                         precision == "fp16" ? at::kHalf : at::kBFloat16);
+}
+
+PreparedModel prepareModel(const TrainConfig& config)
+{
+    PreparedModel m;
+    ModelConfig modelConfig = loadModelConfig(config.model);
+    m.device = runDevice(config);
+    if (config.precision == "fp16" && !m.device.is_cuda())
+        fail(config.sourcePath,
+             ": key 'precision' fp16 needs a CUDA device (use bf16 or fp32 on the CPU)");
+    m.module = createCausalLM(modelConfig);
+    m.module->loadWeights(Checkpoint::open(config.model), torch::kFloat32, m.device);
+    m.tokenizer = loadTokenizer(config.model);
+    applyMethod(*m.module, config, m.tokenizer.get(), config.seed);
+    m.module->setGradientCheckpointing(config.gradientCheckpointing);
+    return m;
+}
+
+PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
+{
+    PreparedData d;
+    const TokenizeOptions options = tokenizeOptions(c, c.model);
+    // parseTrainConfig admitted only the names parseExampleFormat knows.
+    const auto format = parseExampleFormat(c.data.format).value_or(ExampleFormat::Auto);
+    auto report = [&d](const ExampleFile& f) {
+        d.rejectedRows += static_cast<int64_t>(f.rejected.size());
+        for (size_t i = 0; i < f.rejected.size() && i < 20; ++i)
+            d.warnings.push_back("skipped " + f.rejected[i].location + ": " + f.rejected[i].reason);
+        if (f.rejected.size() > 20)
+            d.warnings.push_back(std::to_string(f.rejected.size() - 20) + " more rows skipped");
+    };
+    // Examples come from snapshots of a dataset store (recorded by id and hash) or from JSONL
+    // files.
+    std::unique_ptr<DataStore> store;
+    std::string hashInput;
+    auto fromSnapshot = [&](const std::string& role, const std::string& id) {
+        SnapshotInfo info;
+        const std::vector<SnapshotRecord> records = snapshotRecords(*store, id, &info);
+        std::vector<Example> examples;
+        for (const SnapshotRecord& r : records) {
+            examples.push_back(recordToExample(r.kind, r.fields));
+            examples.back().source =
+                store->path() + "#" + id + ":record " + std::to_string(r.recordId);
+        }
+        d.snapshots[role] = {{"id", info.id}, {"sha256", info.sha256}, {"records", info.records}};
+        hashInput += info.sha256;
+        return examples;
+    };
+    std::vector<Example> trainExamples;
+    if (!c.data.store.empty()) {
+        store = DataStore::open(c.data.store, false);
+        trainExamples = fromSnapshot("train", c.data.snapshot);
+    } else {
+        ExampleFile train = readExampleFile(c.data.trainFile, format);
+        report(train);
+        hashInput = sha256File(c.data.trainFile);
+        trainExamples = std::move(train.examples);
+    }
+    std::vector<Example> valExamples;
+    if (store && !c.data.valSnapshot.empty()) {
+        valExamples = fromSnapshot("validation", c.data.valSnapshot);
+    } else if (!c.data.valFile.empty()) {
+        ExampleFile val = readExampleFile(c.data.valFile, format);
+        report(val);
+        valExamples = std::move(val.examples);
+        hashInput += sha256File(c.data.valFile);
+    } else if (c.data.valRatio > 0) {
+        // A seeded split: the same seed always holds out the same examples.
+        auto order = epochOrder(static_cast<int64_t>(trainExamples.size()), c.seed ^ 0x5eed, 0);
+        const auto nVal = static_cast<size_t>(
+            std::llround(c.data.valRatio * static_cast<double>(trainExamples.size())));
+        std::vector<Example> kept;
+        for (size_t i = 0; i < order.size(); ++i)
+            (i < nVal ? valExamples : kept).push_back(trainExamples[static_cast<size_t>(order[i])]);
+        trainExamples = std::move(kept);
+    }
+    const std::string dataName =
+        store ? c.data.store + " snapshot " + c.data.snapshot : c.data.trainFile;
+    if (trainExamples.empty())
+        fail(dataName, ": no training examples left after the validation split");
+    d.train = tokenizeAll(trainExamples, tokenizer, options, c.data.packing);
+    d.val = tokenizeAll(valExamples, tokenizer, options, false);
+    if (store && !c.data.generalSnapshot.empty()) {
+        d.general =
+            tokenizeAll(fromSnapshot("general", c.data.generalSnapshot), tokenizer, options, false);
+    } else if (!c.data.generalFile.empty()) {
+        ExampleFile general = readExampleFile(c.data.generalFile, ExampleFormat::Auto);
+        report(general);
+        d.general = tokenizeAll(general.examples, tokenizer, options, false);
+        hashInput += sha256File(c.data.generalFile);
+    }
+    if (d.train.sequences.empty())
+        fail(dataName, ": no sequences after tokenization");
+    if (d.train.truncated > 0)
+        d.warnings.push_back(
+            std::to_string(d.train.truncated) + " of " + std::to_string(d.train.examples) +
+            " training examples were cut at max_length " + std::to_string(c.data.maxLength));
+    d.hash = sha256Hex(hashInput);
+    return d;
+}
+
+nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
+                       int64_t trainableParameters)
+{
+    std::string weightsHash;
+    for (const auto& f : std::filesystem::directory_iterator(config.model))
+        if (f.path().extension() == ".safetensors")
+            weightsHash += sha256File(f.path().string());
+    const std::string modelHash =
+        sha256Hex(readFile(joinPath(config.model, "config.json")) + weightsHash);
+    return {
+        {"config", toJson(config)},
+        {"model", {{"path", config.model}, {"hash", modelHash}}},
+        {"data",
+         {{"train_file", config.data.trainFile},
+          {"store", config.data.store},
+          {"snapshots", data.snapshots},
+          {"hash", data.hash},
+          {"train_sequences", data.train.sequences.size()},
+          {"val_sequences", data.val.sequences.size()},
+          {"truncated", data.train.truncated},
+          {"rejected_rows", data.rejectedRows}}},
+        {"seed", config.seed},
+        {"planned_steps", plannedSteps},
+        {"trainable_parameters", trainableParameters},
+        {"versions", {{"tunebench", "0.1.0"}, {"torch", TORCH_VERSION}}},
+    };
+}
+
+}  // namespace tb

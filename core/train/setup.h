@@ -1,0 +1,49 @@
+// Setting up a run before its first step: the device, the base model in fp32 with the method
+// applied, and the tokenized train / validation / general sets. Internal to core (LibTorch types).
+#pragma once
+
+#include "model/causal_lm.h"
+#include "tokenizer/tokenizer.h"
+#include "train/batching.h"
+#include "train/train_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tb {
+
+// The run's device: `device` through the one rule of model/ (auto = the first CUDA device when
+// LibTorch sees one, else the CPU); errors name the config file and key.
+torch::Device runDevice(const TrainConfig& config);
+
+// Autocast for a run's precision: bf16 or fp16 compute over fp32 weights; off for fp32.
+AutocastGuard precisionAutocast(const torch::Device& device, const std::string& precision);
+
+// The base model of a run in fp32 on the run's device, with the run's method applied.
+struct PreparedModel {
+    std::shared_ptr<CausalLM> module;
+    std::unique_ptr<Tokenizer> tokenizer;
+    torch::Device device{torch::kCPU};
+};
+PreparedModel prepareModel(const TrainConfig& config);
+
+// Tokenized train / validation / general sets of a run.
+struct PreparedData {
+    SequenceSet train, val, general;
+    int64_t rejectedRows = 0;
+    std::vector<std::string> warnings;
+    std::string hash;  // SHA-256 over the data files, or of the snapshots' contents
+    nlohmann::json snapshots =
+        nlohmann::json::object();  // role -> {id, sha256, records} when from a store
+};
+PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
+
+// run.json of a new run: the resolved config, the model (path, SHA-256 over config.json and the
+// weights), the data (files or snapshots, hash, sequence counts), seed, planned steps, versions.
+nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
+                       int64_t trainableParameters);
+
+}  // namespace tb

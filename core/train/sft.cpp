@@ -1,0 +1,387 @@
+// The supervised fine-tuning loop, top to bottom: set up (model, method, data, optimizer, run
+// folder), then per step accumulate micro-batch gradients, clip, guard against divergence, update,
+// log, evaluate and checkpoint; at the end evaluate, save and free the model.
+#include "train/sft.h"
+
+#include "memory/measure.h"
+#include "peft/peft.h"
+#include "train/losses.h"
+#include "train/memory_report.h"
+#include "train/schedule.h"
+#include "util/error.h"
+#include "util/file_util.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace tb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A batch as tensors on the device: ids and labels [rows, width] int64.
+std::pair<torch::Tensor, torch::Tensor> toTensors(const TokenBatch& b, const torch::Device& device)
+{
+    auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width}).to(device);
+    auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width}).to(device);
+    return {ids, labels};
+}
+
+}  // namespace
+
+SftRecipe::SftRecipe(const TrainConfig& config, std::string resumeDir, JobControl& control,
+                     JobEvents* events)
+    : m_config(config), m_resumeDir(std::move(resumeDir)), m_control(control), m_events(events),
+      m_guard(config.spikeFactor, config.spikeWindow)
+{
+}
+
+TrainSummary SftRecipe::run()
+{
+    setUp();
+    int64_t& step = m_position.step;
+    while (step < m_totalSteps) {
+        if (!m_control.waitWhilePaused())
+            break;
+        if (!this->step()) {
+            m_control.pause();  // the guard fired: wait for the user
+            continue;
+        }
+        const bool more = step < m_totalSteps;
+        if (m_config.evalEvery > 0 && step % m_config.evalEvery == 0 && more)
+            evaluate(step);
+        if (m_config.saveEvery > 0 && step % m_config.saveEvery == 0 && more)
+            save();
+    }
+    TrainSummary& s = m_summary;
+    s.stopped = step < m_totalSteps;
+    if (!s.stopped)
+        evaluate(step);
+    if (step > 0)
+        save();  // the final state, or where the user stopped: resumable either way
+    s.steps = step;
+    s.initialLoss = m_position.initialLoss.value_or(0.0);
+    s.finalLoss = m_position.lastLoss;
+    s.valLoss = m_lastValLoss;
+    s.initialValLoss = m_position.initialValLoss;
+    s.tokensPerSecond =
+        m_trainSeconds > 0 ? static_cast<double>(m_trainTokens) / m_trainSeconds : 0;
+    // Free model and optimizer memory before reporting, so a stopped job leaves nothing behind.
+    m_optimizer.reset();
+    m_model.module.reset();
+    return s;
+}
+
+void SftRecipe::setUp()
+{
+    const bool resuming = !m_resumeDir.empty();
+    const std::string runDir = resuming ? m_resumeDir : joinPath(m_config.outputDir, m_config.name);
+    if (!resuming && fileExists(joinPath(runDir, "run.json")))
+        fail(runDir,
+             ": a run with this name exists (resume it with --resume, or choose another name)");
+    m_store = std::make_unique<RunStore>(RunStore::create(runDir));
+    installCpuMemoryTracking();  // CPU tensor bytes; CUDA has its allocator's statistics
+    m_model = prepareModel(m_config);
+    m_device = m_model.device.str();
+    m_memoryAfterLoad = memoryNow();
+    m_data = prepareData(m_config, *m_model.tokenizer);
+    for (const auto& w : m_data.warnings)
+        warn(w);
+    const auto sequences = static_cast<int64_t>(m_data.train.sequences.size());
+    m_totalSteps = plannedSteps(m_config, sequences);
+
+    auto params = trainableParameters(*m_model.module);
+    if (params.empty())
+        fail(m_config.sourcePath, ": the method leaves no parameter to train");
+    std::vector<bool> decay;
+    for (const auto& [name, p] : params)
+        decay.push_back(!noWeightDecay(name));
+    m_optimizer = std::make_unique<Optimizer>(params, decay, m_config.optim);
+    m_order = epochOrder(sequences, m_config.seed, 0);
+
+    m_summary.runDir = m_store->dir();
+    m_summary.trainableParameters = countTrainable(*m_model.module);
+    for (const auto& p : m_model.module->parameters())
+        m_summary.totalParameters += p.numel();
+    if (resuming) {
+        auto checkpoint = m_store->loadLatestCheckpoint();
+        if (!checkpoint)
+            fail(runDir, ": no complete checkpoint to resume from");
+        restore(*checkpoint);
+    } else {
+        m_store->writeRunInfo(
+            runInfo(m_config, m_data, m_totalSteps, m_summary.trainableParameters));
+    }
+    if (m_events)
+        m_events->onStarted(RunPlan{m_store->dir(), m_totalSteps, m_position.step,
+                                    plannedSchedule(m_config.optim, m_totalSteps), sequences,
+                                    static_cast<int64_t>(m_data.val.sequences.size()),
+                                    m_summary.trainableParameters, m_summary.totalParameters,
+                                    m_device});
+    if (resuming)
+        return;
+    // Before any update: the base model's general loss and the start of the validation curve.
+    if (!m_data.general.sequences.empty())
+        m_position.generalBase = meanLoss(m_data.general);
+    if (!m_data.val.sequences.empty())
+        m_position.initialValLoss = evaluate(0).valLoss;
+}
+
+void SftRecipe::restore(const CheckpointLoad& checkpoint)
+{
+    for (const auto& w : checkpoint.warnings)
+        warn(w);
+    torch::NoGradGuard noGrad;
+    m_position = trainerPositionFromJson(checkpoint.data.state, checkpoint.dir);
+    loadTrainableTensors(m_optimizer->params(), tensorFile(checkpoint, "trainable"),
+                         checkpoint.dir);
+    m_optimizer->loadState(tensorFile(checkpoint, "optimizer"), m_position.optimizerSteps);
+    const auto& rng = tensorFile(checkpoint, "rng");
+    if (!rng.empty())
+        restoreCpuGenerator(rng[0]);
+    m_guard.restore(m_position.recentLosses);
+    if (!m_position.lossScale.is_null())
+        m_scaler.restore(m_position.lossScale);
+    m_order = epochOrder(static_cast<int64_t>(m_data.train.sequences.size()), m_config.seed,
+                         m_position.epoch);
+    m_store->truncateMetrics(m_position.step);
+    m_summary.resumedFrom = checkpoint.dir;
+    warn("resumed from " + checkpoint.dir + " (step " + std::to_string(m_position.step) + ")");
+}
+
+// One optimizer step over grad_accum micro-batches: forward and backward each (gradients add up,
+// normalised by the loss tokens of the whole step), unscale (fp16), clip, guard, update.
+bool SftRecipe::step()
+{
+    auto& model = *m_model.module;
+    model.train();
+    const auto t0 = Clock::now();
+    resetMemoryPeak(m_device);
+    const int32_t pad = m_model.tokenizer->eosId().value_or(0);
+
+    std::vector<TokenBatch> micro;
+    int64_t lossTokens = 0, tokens = 0;
+    for (int i = 0; i < m_config.gradAccum; ++i) {
+        const auto indices = nextMicroBatch();
+        for (int64_t index : indices)
+            tokens += m_data.train.sequences[static_cast<size_t>(index)].length;
+        micro.push_back(makeBatch(m_data.train, indices, pad));
+        lossTokens += micro.back().lossTokens;
+    }
+    const double normaliser = std::max<int64_t>(lossTokens, 1);
+    const bool fp16 = m_config.precision == "fp16";
+    double lossValue = 0;
+    for (size_t i = 0; i < micro.size(); ++i) {
+        const auto [ids, labels] = toTensors(micro[i], m_model.device);
+        torch::Tensor loss;
+        {
+            auto autocast = precisionAutocast(m_model.device, m_config.precision);
+            loss = batchLoss(model, ids, labels, normaliser, m_config);
+        }
+        if (i == 0)
+            m_memoryAfterForward = memoryNow();
+        lossValue += loss.item<double>();
+        if (i == 0 && m_config.optim.l2 > 0) {
+            torch::Tensor penalty = torch::zeros({}, loss.options());
+            for (const auto& [name, p] : m_optimizer->params())
+                penalty = penalty + p.pow(2).sum();
+            loss = loss + m_config.optim.l2 * penalty;
+        }
+        (fp16 ? loss * m_scaler.scale() : loss).backward();
+        if (i == 0)
+            m_memoryAfterBackward = memoryNow();
+    }
+    if (fp16) {
+        torch::NoGradGuard noGrad;
+        for (const auto& [name, p] : m_optimizer->params())
+            if (p.grad().defined())
+                p.grad().div_(m_scaler.scale());
+    }
+    m_gradientBytes = 0;
+    for (const auto& [name, p] : m_optimizer->params())
+        if (p.grad().defined())
+            m_gradientBytes += static_cast<int64_t>(p.grad().nbytes());
+    const double gradNorm = m_optimizer->clipGradNorm(m_config.optim.clipNorm);
+
+    // Never apply an update computed from a NaN/Inf loss or gradient, or a spike.
+    const int64_t stepNumber = m_position.step + 1;
+    std::optional<Diagnosis> diagnosis;
+    if (fp16 && std::isfinite(lossValue)) {
+        const double scale = m_scaler.scale();
+        const auto outcome = m_scaler.update(std::isfinite(gradNorm));
+        if (outcome == DynamicLossScaler::Outcome::Skipped) {
+            m_optimizer->zeroGrad();  // fp16 overflow: skip this update, retry with a smaller scale
+            warn("fp16 gradient overflow at step " + std::to_string(stepNumber) + " (loss scale " +
+                 std::to_string(scale) + "): update skipped, loss scale now " +
+                 std::to_string(m_scaler.scale()));
+            return true;
+        }
+        if (outcome == DynamicLossScaler::Outcome::Exhausted)
+            diagnosis = DivergenceGuard::fp16Exhausted(stepNumber, gradNorm);
+    }
+    if (!diagnosis)
+        diagnosis = m_guard.check(stepNumber, lossValue, gradNorm);
+    if (diagnosis) {
+        m_optimizer->zeroGrad();
+        m_store->appendMetrics(toJson(*diagnosis));
+        if (m_events)
+            m_events->onDiverged(*diagnosis);
+        return false;
+    }
+
+    const double lr = learningRateAt(m_config.optim, m_position.step, m_totalSteps);
+    m_optimizer->step(lr);
+    m_memoryAfterOptimizer = memoryNow();  // weights, gradients and optimizer states all alive
+    m_optimizer->zeroGrad();
+    m_memoryPeak = memorySnapshot(m_device).peak;
+    if (m_optimizer->steps() == 1)
+        reportMemory(micro.front().width);
+    ++m_position.step;
+    m_position.optimizerSteps = m_optimizer->steps();
+    m_position.tokensSeen += tokens;
+    if (!m_position.initialLoss)
+        m_position.initialLoss = lossValue;
+    m_position.lastLoss = lossValue;
+    m_guard.record(lossValue);
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m_trainSeconds += seconds;
+    m_trainTokens += tokens;
+    emitStep(lossValue, lr, gradNorm, tokens, seconds);
+    return true;
+}
+
+void SftRecipe::emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds)
+{
+    StepMetrics m;
+    m.step = m_position.step;
+    m.totalSteps = m_totalSteps;
+    m.epoch = static_cast<double>(m_position.epoch) +
+              static_cast<double>(m_position.cursor) /
+                  static_cast<double>(std::max<size_t>(1, m_order.size()));
+    m.tokensSeen = m_position.tokensSeen;
+    m.loss = loss;
+    m.lr = lr;
+    m.gradNorm = gradNorm;
+    m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+    const MemorySnapshot now = memorySnapshot(m_device);
+    m.memoryCurrent = now.current;
+    m.memoryPeak = m_memoryPeak;
+    m.memoryReserved = now.source == "cuda" ? now.reserved : 0;
+    m.memoryAfterLoad = m_memoryAfterLoad;
+    m.memoryAfterForward = m_memoryAfterForward;
+    m.memoryAfterBackward = m_memoryAfterBackward;
+    m.memoryAfterOptimizer = m_memoryAfterOptimizer;
+    m.memoryResident = residentBytes();
+    // tensor memory (tracked CPU allocations or CUDA allocated)
+    m_summary.peakMemoryBytes = std::max(m_summary.peakMemoryBytes, m.memoryPeak);
+    m_store->appendMetrics(toJson(m));  // every step; log_every only thins what the console prints
+    if (m_events)
+        m_events->onStep(m);
+}
+
+EvalMetrics SftRecipe::evaluate(int64_t step)
+{
+    EvalMetrics e;
+    e.step = step;
+    resetMemoryPeak(m_device);
+    if (!m_data.val.sequences.empty()) {
+        e.valLoss = meanLoss(m_data.val);
+        e.valPerplexity = std::exp(e.valLoss);
+        m_lastValLoss = e.valLoss;
+    }
+    if (!m_data.general.sequences.empty()) {
+        e.generalLoss = meanLoss(m_data.general);
+        e.generalLossBase = m_position.generalBase;
+    }
+    e.memoryPeak = memorySnapshot(m_device).peak;
+    m_store->appendMetrics(toJson(e));
+    if (m_events)
+        m_events->onEval(e);
+    return e;
+}
+
+// Mean loss per loss-carrying token over a whole set, in eval mode and the run's precision.
+double SftRecipe::meanLoss(const SequenceSet& set)
+{
+    torch::NoGradGuard noGrad;
+    auto& model = *m_model.module;
+    const bool wasTraining = model.is_training();
+    model.eval();
+    auto autocast = precisionAutocast(m_model.device, m_config.precision);
+    const int32_t pad = m_model.tokenizer->eosId().value_or(0);
+    double sum = 0;
+    int64_t tokens = 0;
+    forEachEvalBatch(set, m_config.batchSize, pad, -1, [&](const TokenBatch& b) {
+        const auto [ids, labels] = toTensors(b, m_model.device);
+        sum += batchLoss(model, ids, labels, 1.0, m_config).item<double>();
+        tokens += b.lossTokens;
+    });
+    if (wasTraining)
+        model.train();
+    return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;
+}
+
+void SftRecipe::save()
+{
+    CheckpointData data;
+    data.step = m_position.step;
+    std::vector<TensorBlob> trainable;
+    for (const auto& [name, p] : m_optimizer->params())
+        trainable.push_back(tensorToBlob(name, p));
+    data.tensorFiles.emplace_back("trainable", std::move(trainable));
+    data.tensorFiles.emplace_back("optimizer", m_optimizer->stateBlobs());
+    data.tensorFiles.emplace_back("rng", std::vector<TensorBlob>{cpuGeneratorState()});
+    m_position.optimizerSteps = m_optimizer->steps();
+    m_position.recentLosses.assign(m_guard.recentLosses().begin(), m_guard.recentLosses().end());
+    m_position.lossScale = m_scaler.state();
+    data.state = toJson(m_position);
+    const std::string dir = m_store->saveCheckpoint(data, m_config.keepCheckpoints);
+    if (m_events)
+        m_events->onCheckpoint(m_position.step, dir);
+}
+
+// Estimated (from config.json alone) vs measured memory after the first optimizer step.
+void SftRecipe::reportMemory(int64_t seq)
+{
+    const StepMemory measured{m_memoryAfterLoad, m_memoryAfterForward, m_memoryPeak,
+                              m_gradientBytes, m_optimizer->stateBytes()};
+    MemoryReport r;
+    try {
+        r = compareWithEstimate(*m_model.module, m_config, measured, m_position.step + 1, seq,
+                                m_model.device.is_cuda());
+    } catch (const std::exception& error) {
+        warn(std::string("memory estimate unavailable: ") + error.what());
+        return;
+    }
+    m_store->appendMetrics(toJson(r));
+    if (m_events)
+        m_events->onMemoryReport(r);
+}
+
+std::vector<int64_t> SftRecipe::nextMicroBatch()
+{
+    const auto n = static_cast<int64_t>(m_order.size());
+    int64_t& cursor = m_position.cursor;
+    if (cursor >= n) {
+        ++m_position.epoch;
+        cursor = 0;
+        m_order = epochOrder(n, m_config.seed, m_position.epoch);
+    }
+    const int64_t end = std::min<int64_t>(n, cursor + m_config.batchSize);
+    std::vector<int64_t> indices(m_order.begin() + cursor, m_order.begin() + end);
+    cursor = end;
+    return indices;
+}
+
+int64_t SftRecipe::memoryNow() const
+{
+    return memorySnapshot(m_device).current;
+}
+
+void SftRecipe::warn(const std::string& message)
+{
+    if (m_events)
+        m_events->onWarning(message);
+}
+
+}  // namespace tb

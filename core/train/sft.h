@@ -1,0 +1,67 @@
+// SftRecipe: supervised fine-tuning, the loop of a run read top to bottom. It composes the
+// components of train/ (setup, batching, losses, optimizer, schedule, loss scaler, divergence
+// guard, checkpoint, run store) and knows nothing of threads: TrainingJob runs it and owns its
+// control. Internal to core.
+#pragma once
+
+#include "train/checkpoint.h"
+#include "train/control.h"
+#include "train/divergence_guard.h"
+#include "train/job.h"
+#include "train/loss_scaler.h"
+#include "train/optimizer.h"
+#include "train/run_store.h"
+#include "train/setup.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace tb {
+
+class SftRecipe {
+public:
+    // resumeDir empty: a new run in output_dir/name; else the continuation of that run.
+    SftRecipe(const TrainConfig& config, std::string resumeDir, JobControl& control,
+              JobEvents* events);
+    TrainSummary run();
+
+private:
+    void setUp();
+    void restore(const CheckpointLoad& checkpoint);
+    bool step();  // one optimizer step; false when the divergence guard stopped it
+    void emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds);
+    EvalMetrics evaluate(int64_t step);
+    double meanLoss(const SequenceSet& set);
+    void save();
+    void reportMemory(int64_t seq);
+    std::vector<int64_t> nextMicroBatch();
+    int64_t memoryNow() const;
+    void warn(const std::string& message);
+
+    const TrainConfig& m_config;
+    std::string m_resumeDir;
+    JobControl& m_control;
+    JobEvents* m_events;
+    std::unique_ptr<RunStore> m_store;
+    PreparedModel m_model;
+    PreparedData m_data;
+    std::unique_ptr<Optimizer> m_optimizer;
+    DynamicLossScaler m_scaler;  // fp16 only
+    DivergenceGuard m_guard;
+    TrainerPosition m_position;
+    std::vector<int64_t> m_order;  // this epoch's sequence order
+    int64_t m_totalSteps = 0;
+    std::optional<double> m_lastValLoss;
+    std::string m_device;  // for memory snapshots: "cpu", "cuda:0"
+    // Tensor memory (bytes) after loading and after each phase of the first micro-batch of a step,
+    // named as in StepMetrics.
+    int64_t m_memoryAfterLoad = 0, m_memoryAfterForward = 0, m_memoryAfterBackward = 0,
+            m_memoryAfterOptimizer = 0, m_memoryPeak = 0;
+    int64_t m_gradientBytes = 0;
+    TrainSummary m_summary;
+    double m_trainSeconds = 0;
+    int64_t m_trainTokens = 0;
+};
+
+}  // namespace tb

@@ -1,0 +1,361 @@
+// The tunebench CLI contract (JSON shapes other parts rely on) and its error behaviour: one clear
+// line on stderr naming the file and problem, non-zero exit, no crash.
+#include "export/gguf.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+const QString kBundled = QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k");
+
+struct Run {
+    int exitCode = -1;
+    QProcess::ExitStatus status = QProcess::CrashExit;
+    QByteArray out, err;
+};
+
+Run tunebench(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), args);
+    Run r;
+    if (!p.waitForFinished(120000))
+        return r;
+    r.exitCode = p.exitCode();
+    r.status = p.exitStatus();
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+}
+
+nlohmann::json jsonOf(const Run& r)
+{
+    return nlohmann::json::parse(r.out.toStdString());
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void info();
+    void tokenize();
+    void generate();
+    void convert();
+    void bench();
+    void trainResumeExport();
+    void errors_data();
+    void errors();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void TestCli::info()
+{
+    for (const QString& path : {kBundled, kBundled + QStringLiteral("/config.json")}) {
+        Run r = tunebench(
+            {QStringLiteral("info"), QStringLiteral("--model"), path, QStringLiteral("--json")});
+        QCOMPARE(r.exitCode, 0);
+        auto j = jsonOf(r);
+        QCOMPARE(j["architecture"].get<std::string>(), std::string("llama"));
+        QCOMPARE(j["parameters"].get<int64_t>(), int64_t(260032));
+        QCOMPARE(j["layers"].get<int>(), 5);
+        QCOMPARE(j["hidden_size"].get<int>(), 64);
+        QCOMPARE(j["vocab_size"].get<int>(), 512);
+        QCOMPARE(j["dtype"].get<std::string>(), std::string("float32"));
+    }
+    // A bare config.json of a model whose weights are not here.
+    Run r = tunebench({QStringLiteral("info"), QStringLiteral("--model"),
+                       QStringLiteral(TB_SOURCE_DIR "/tests/data/configs/tinyllama-1.1b.json"),
+                       QStringLiteral("--json")});
+    QCOMPARE(r.exitCode, 0);
+    QCOMPARE(jsonOf(r)["parameters"].get<int64_t>(), int64_t(1100048384));
+}
+
+void TestCli::tokenize()
+{
+    Run r = tunebench({QStringLiteral("tokenize"), QStringLiteral("--model"), kBundled,
+                       QStringLiteral("--text"), QStringLiteral("Once upon a time"),
+                       QStringLiteral("--json")});
+    QCOMPARE(r.exitCode, 0);
+    QCOMPARE(jsonOf(r)["ids"].get<std::vector<int>>(), (std::vector<int>{1, 403, 407, 261, 378}));
+}
+
+void TestCli::generate()
+{
+    Run r = tunebench({QStringLiteral("generate"), QStringLiteral("--model"), kBundled,
+                       QStringLiteral("--prompt"), QStringLiteral("Once upon a time"),
+                       QStringLiteral("--max-new-tokens"), QStringLiteral("92"),
+                       QStringLiteral("--greedy"), QStringLiteral("--json")});
+    QCOMPARE(r.exitCode, 0);
+    auto j = jsonOf(r);
+    QCOMPARE(j["prompt_ids"].get<std::vector<int>>(), (std::vector<int>{1, 403, 407, 261, 378}));
+    QCOMPARE(j["generated_ids"].size(), size_t(92));
+    QVERIFY(j["text"].get<std::string>().rfind(", there was a little girl named Lily.", 0) == 0);
+    QVERIFY(j["text"].get<std::string>().find("Lily was sad and didn't") != std::string::npos);
+
+    // Streaming text mode prints the prompt and the continuation.
+    Run text = tunebench({QStringLiteral("generate"), QStringLiteral("--prompt"),
+                          QStringLiteral("Once upon a time"), QStringLiteral("--max-new-tokens"),
+                          QStringLiteral("10"), QStringLiteral("--greedy")});
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY(text.out.startsWith("Once upon a time, there was a little girl"));
+}
+
+void TestCli::convert()
+{
+    const QString out = m_dir.filePath(QStringLiteral("conv"));
+    Run r = tunebench({QStringLiteral("convert"), QStringLiteral("llama2c"),
+                       QStringLiteral("--checkpoint"),
+                       QStringLiteral(TB_SOURCE_DIR "/tests/data/llama2c/stories260K.bin"),
+                       QStringLiteral("--tokenizer"),
+                       QStringLiteral(TB_SOURCE_DIR "/tests/data/llama2c/tok512.bin"),
+                       QStringLiteral("--out"), out, QStringLiteral("--json")});
+    QCOMPARE(r.exitCode, 0);
+    QCOMPARE(jsonOf(r)["parameters"].get<int64_t>(), int64_t(260032));
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model",
+                          "tokenizer_config.json", "generation_config.json"})
+        QVERIFY2(QFileInfo::exists(out + QLatin1Char('/') + QLatin1String(f)), f);
+}
+
+void TestCli::bench()
+{
+    Run r = tunebench({QStringLiteral("bench"), QStringLiteral("generate"),
+                       QStringLiteral("--model"), kBundled, QStringLiteral("--prompt-tokens"),
+                       QStringLiteral("16"), QStringLiteral("--new-tokens"), QStringLiteral("8"),
+                       QStringLiteral("--repeats"), QStringLiteral("1"), QStringLiteral("--json")});
+    QCOMPARE(r.exitCode, 0);
+    auto j = jsonOf(r)["results"][0];
+    QVERIFY(j["prefill_tokens_per_s"].get<double>() > 0);
+    QVERIFY(j["decode_tokens_per_s"].get<double>() > 0);
+    QCOMPARE(j["parameters"].get<int64_t>(), int64_t(260032));
+}
+
+void TestCli::trainResumeExport()
+{
+    const QString runs = m_dir.filePath(QStringLiteral("runs"));
+    Run r = tunebench({QStringLiteral("train"), QStringLiteral("--config"),
+                       QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json"),
+                       QStringLiteral("max_steps=4"), QStringLiteral("output_dir=") + runs,
+                       QStringLiteral("name=cli"), QStringLiteral("log_every=2"),
+                       QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QVERIFY(lines.size() > 2);  // progress lines, then the summary
+    QVERIFY(lines.first().startsWith("eval step 0") || lines.first().startsWith("step "));
+    auto j = nlohmann::json::parse(lines.last().toStdString());
+    for (const char* key : {"run_dir", "steps", "initial_loss", "final_loss", "val_loss",
+                            "trainable_parameters", "tokens_per_second", "peak_memory_bytes"})
+        QVERIFY2(j.contains(key), key);
+    QCOMPARE(j["steps"].get<int>(), 4);
+    QCOMPARE(j["trainable_parameters"].get<int64_t>(), int64_t(46240));
+    QVERIFY(j["final_loss"].get<double>() < j["initial_loss"].get<double>());
+    const QString runDir = QString::fromStdString(j["run_dir"].get<std::string>());
+
+    // A finished run resumes to nothing more; a second run under the same name is refused.
+    Run again = tunebench({QStringLiteral("train"), QStringLiteral("--config"),
+                           QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json"),
+                           QStringLiteral("output_dir=") + runs, QStringLiteral("name=cli")});
+    QVERIFY(again.exitCode != 0);
+    QVERIFY2(again.err.contains("a run with this name exists"), again.err.constData());
+    Run resumed = tunebench(
+        {QStringLiteral("train"), QStringLiteral("--resume"), runDir, QStringLiteral("--json")});
+    QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+    QCOMPARE(nlohmann::json::parse(resumed.out.trimmed().split('\n').last().toStdString())["steps"]
+                 .get<int>(),
+             4);
+
+    for (const char* format : {"peft", "merged"}) {
+        const QString out = m_dir.filePath(QStringLiteral("export-") + QLatin1String(format));
+        Run e = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir,
+                           QStringLiteral("--format"), QLatin1String(format),
+                           QStringLiteral("--out"), out, QStringLiteral("--json")});
+        QVERIFY2(e.exitCode == 0, e.err.constData());
+        QVERIFY(QFileInfo::exists(out + (QLatin1String(format) == QLatin1String("peft")
+                                             ? QStringLiteral("/adapter_model.safetensors")
+                                             : QStringLiteral("/model.safetensors"))));
+    }
+    // The GGUF formats: the JSON names the format, dtype and size; the adapter is a fraction of the
+    // base.
+    int64_t adapterBytes = 0, baseBytes = 0;
+    for (const char* format : {"gguf-lora", "gguf-base"}) {
+        const QString out = m_dir.filePath(QStringLiteral("export-") + QLatin1String(format) +
+                                           QStringLiteral(".gguf"));
+        Run e = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir,
+                           QStringLiteral("--format"), QLatin1String(format),
+                           QStringLiteral("--out"), out, QStringLiteral("--dtype"),
+                           QStringLiteral("f16"), QStringLiteral("--json")});
+        QVERIFY2(e.exitCode == 0, e.err.constData());
+        const auto x = nlohmann::json::parse(e.out.trimmed().toStdString());
+        QCOMPARE(x["format"].get<std::string>(), std::string(format));
+        QCOMPARE(x["dtype"].get<std::string>(), std::string("f16"));
+        QCOMPARE(x["bytes"].get<int64_t>(), int64_t(QFileInfo(out).size()));
+        (QLatin1String(format) == QLatin1String("gguf-lora") ? adapterBytes : baseBytes) =
+            x["bytes"].get<int64_t>();
+    }
+    QVERIFY(adapterBytes > 0 && adapterBytes < baseBytes / 2);
+    // A model folder straight to GGUF, without a run: the bundled model, named after its folder.
+    const QString converted = m_dir.filePath(QStringLiteral("stories.gguf"));
+    Run conv =
+        tunebench({QStringLiteral("convert"), QStringLiteral("gguf"), QStringLiteral("--model"),
+                   QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"),
+                   QStringLiteral("--out"), converted, QStringLiteral("--json")});
+    QVERIFY2(conv.exitCode == 0, conv.err.constData());
+    const auto cj = nlohmann::json::parse(conv.out.trimmed().toStdString());
+    QCOMPARE(cj.at("tensors").get<int64_t>(), int64_t(47));  // 2 + 9 per block x 5, the head tied
+    const tb::GgufSummary summary = tb::readGgufSummary(converted.toStdString());
+    QCOMPARE(summary.metadata.at("general.name"), std::string("stories260k"));
+    QCOMPARE(summary.metadata.at("general.architecture"), std::string("llama"));
+    QCOMPARE(int64_t(summary.fileSize), cj.at("bytes").get<int64_t>());
+    // `info` reads a GGUF file's header: the converted model, and the LoRA adapter exported above.
+    Run info = tunebench(
+        {QStringLiteral("info"), QStringLiteral("--model"), converted, QStringLiteral("--json")});
+    QVERIFY2(info.exitCode == 0, info.err.constData());
+    const auto ij = nlohmann::json::parse(info.out.trimmed().toStdString());
+    QCOMPARE(ij.at("architecture").get<std::string>(), std::string("llama"));
+    QCOMPARE(ij.at("type").get<std::string>(), std::string("model"));
+    QCOMPARE(ij.at("tensor_count").get<int64_t>(), int64_t(47));
+    QCOMPARE(ij.at("tensor_types").at("F32").get<int64_t>(), int64_t(47));
+    Run adapterInfo = tunebench({QStringLiteral("info"), QStringLiteral("--model"),
+                                 m_dir.filePath(QStringLiteral("export-gguf-lora.gguf"))});
+    QVERIFY2(adapterInfo.exitCode == 0, adapterInfo.err.constData());
+    QVERIFY2(adapterInfo.out.contains("type          adapter") && adapterInfo.out.contains("F16"),
+             adapterInfo.out.constData());
+    Run badOut =
+        tunebench({QStringLiteral("convert"), QStringLiteral("gguf"), QStringLiteral("--model"),
+                   QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"),
+                   QStringLiteral("--out"), m_dir.filePath(QStringLiteral("stories.bin"))});
+    QVERIFY(badOut.exitCode != 0);
+    QVERIFY2(badOut.err.contains("ending in .gguf"), badOut.err.constData());
+
+    // Q8_0: the JSON says what the quantisation costs on the validation set, and which matrices
+    // stayed f16.
+    Run q8 = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir,
+                        QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--out"),
+                        m_dir.filePath(QStringLiteral("q8.gguf")), QStringLiteral("--dtype"),
+                        QStringLiteral("q8_0"), QStringLiteral("--json")});
+    QVERIFY2(q8.exitCode == 0, q8.err.constData());
+    const auto qj = nlohmann::json::parse(q8.out.trimmed().toStdString());
+    QVERIFY(qj.at("quantization").at("tokens").get<int64_t>() > 0);
+    QVERIFY(qj.at("quantization").at("loss_q8_0").get<double>() !=
+            qj.at("quantization").at("loss_fp32").get<double>());
+    QCOMPARE(qj.at("warnings").size(), size_t(5));  // stories260k's five ffn_down (rows of 172)
+    QVERIFY(qj.at("warnings").at(0).get<std::string>().find("ffn_down") != std::string::npos);
+    Run dtype = tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir,
+                           QStringLiteral("--format"), QStringLiteral("peft"),
+                           QStringLiteral("--out"), m_dir.filePath(QStringLiteral("x")),
+                           QStringLiteral("--dtype"), QStringLiteral("f16")});
+    QVERIFY(dtype.exitCode != 0);
+    QVERIFY2(dtype.err.contains("--dtype applies to the GGUF formats only"), dtype.err.constData());
+
+    // The merged folder is a model the CLI loads like any other.
+    Run g = tunebench({QStringLiteral("generate"), QStringLiteral("--model"),
+                       m_dir.filePath(QStringLiteral("export-merged")), QStringLiteral("--prompt"),
+                       QStringLiteral("Tell"), QStringLiteral("--max-new-tokens"),
+                       QStringLiteral("4"), QStringLiteral("--json")});
+    QVERIFY2(g.exitCode == 0, g.err.constData());
+
+    // Bad config values stop before training with the key named.
+    Run bad = tunebench({QStringLiteral("train"), QStringLiteral("--config"),
+                         QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json"),
+                         QStringLiteral("lora.rank=0"), QStringLiteral("output_dir=") + runs,
+                         QStringLiteral("name=bad")});
+    QVERIFY(bad.exitCode != 0);
+    QVERIFY2(bad.err.contains("lora.rank"), bad.err.constData());
+    QVERIFY(!QFileInfo::exists(runs + QStringLiteral("/bad/run.json")));
+}
+
+void TestCli::errors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("expected");  // fragment of the one-line message
+    const QString dir = m_dir.path();
+    auto write = [&](const QString& name, const QByteArray& bytes) {
+        QDir().mkpath(QFileInfo(dir + QLatin1Char('/') + name).path());
+        QFile f(dir + QLatin1Char('/') + name);
+        f.open(QIODevice::WriteOnly);
+        f.write(bytes);
+        return dir + QLatin1Char('/') + name;
+    };
+    QFile config(kBundled + QStringLiteral("/config.json"));
+    config.open(QIODevice::ReadOnly);
+    const QByteArray configBytes = config.readAll();
+    QFile weights(kBundled + QStringLiteral("/model.safetensors"));
+    weights.open(QIODevice::ReadOnly);
+    const QByteArray weightBytes = weights.readAll();
+
+    write(QStringLiteral("trunc/config.json"), configBytes);
+    write(QStringLiteral("trunc/model.safetensors"), weightBytes.left(weightBytes.size() / 2));
+    write(QStringLiteral("garbage/config.json"), configBytes);
+    write(QStringLiteral("garbage/model.safetensors"),
+          QByteArray("\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": nonsense}", 24));
+    write(QStringLiteral("noweights/config.json"), configBytes);
+    write(QStringLiteral("unknown/config.json"),
+          QByteArray(R"({"model_type": "falcon", "vocab_size": 10})"));
+    write(QStringLiteral("badjson/config.json"), QByteArray("{\"model_type\": \"llama\","));
+    QByteArray missingKey = configBytes;
+    missingKey.replace("\"num_hidden_layers\"", "\"num_layers_typo\"");
+    write(QStringLiteral("missingkey/config.json"), missingKey);
+
+    auto gen = [](const QString& model) {
+        return QStringList{
+            QStringLiteral("generate"), QStringLiteral("--model"), model,
+            QStringLiteral("--prompt"), QStringLiteral("hi"),      QStringLiteral("--json")};
+    };
+    QTest::newRow("missing folder") << gen(dir + QStringLiteral("/nothing"))
+                                    << QStringLiteral("nothing: model folder not found");
+    QTest::newRow("truncated safetensors")
+        << gen(dir + QStringLiteral("/trunc")) << QStringLiteral("model.safetensors");
+    QTest::newRow("garbage header")
+        << gen(dir + QStringLiteral("/garbage")) << QStringLiteral("not valid JSON");
+    QTest::newRow("no weights") << QStringList{QStringLiteral("generate"),
+                                               QStringLiteral("--model"),
+                                               dir + QStringLiteral("/noweights"),
+                                               QStringLiteral("--prompt"), QStringLiteral("x")}
+                                << QStringLiteral("noweights: no model.safetensors");
+    QTest::newRow("unknown architecture")
+        << QStringList{QStringLiteral("info"), QStringLiteral("--model"),
+                       dir + QStringLiteral("/unknown")}
+        << QStringLiteral("unknown architecture model_type 'falcon'");
+    QTest::newRow("bad json") << QStringList{QStringLiteral("info"), QStringLiteral("--model"),
+                                             dir + QStringLiteral("/badjson")}
+                              << QStringLiteral("badjson/config.json: not valid JSON");
+    QTest::newRow("missing key") << QStringList{QStringLiteral("info"), QStringLiteral("--model"),
+                                                dir + QStringLiteral("/missingkey")}
+                                 << QStringLiteral("missing required key 'num_hidden_layers'");
+    QTest::newRow("unknown command")
+        << QStringList{QStringLiteral("frobnicate")} << QStringLiteral("unknown command");
+    QTest::newRow("unknown option")
+        << QStringList{QStringLiteral("info"), QStringLiteral("--modle"), kBundled}
+        << QStringLiteral("unknown option --modle");
+    QTest::newRow("bad number") << QStringList{QStringLiteral("generate"),
+                                               QStringLiteral("--prompt"), QStringLiteral("x"),
+                                               QStringLiteral("--max-new-tokens"),
+                                               QStringLiteral("ten")}
+                                << QStringLiteral("--max-new-tokens expects an integer");
+    QTest::newRow("missing checkpoint")
+        << QStringList{QStringLiteral("convert"),      QStringLiteral("llama2c"),
+                       QStringLiteral("--checkpoint"), dir + QStringLiteral("/none.bin"),
+                       QStringLiteral("--tokenizer"),  dir + QStringLiteral("/none2.bin"),
+                       QStringLiteral("--out"),        dir + QStringLiteral("/o")}
+        << QStringLiteral("none.bin: cannot open");
+}
+
+void TestCli::errors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QString, expected);
+    Run r = tunebench(args);
+    QCOMPARE(r.status, QProcess::NormalExit);  // no crash
+    QVERIFY(r.exitCode != 0);
+    const QString err = QString::fromUtf8(r.err).trimmed();
+    QVERIFY2(!err.contains(QLatin1Char('\n')), qPrintable(err));  // one line
+    QVERIFY2(err.startsWith(QStringLiteral("tunebench: ")), qPrintable(err));
+    QVERIFY2(err.contains(expected), qPrintable(err));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"

@@ -1,0 +1,253 @@
+// The `tunebench data` contract end to end: JSON shapes of import, dedup, scan, stats and snapshot,
+// the bad inputs of the Datasets issue (non-UTF-8, empty, 50 MB line, JSON array as JSONL) as clear
+// one-line errors, and a training run that reads a snapshot and records its id and SHA-256 in
+// run.json.
+#include <QCryptographicHash>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+    int exitCode = -1;
+    QByteArray out, err;
+};
+
+Run tunebench(const QStringList& args, int timeoutMs = 300000)
+{
+    QProcess p;
+    p.start(QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), args);
+    Run r;
+    if (!p.waitForFinished(timeoutMs))
+        return r;
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+}
+
+json jsonOf(const Run& r)
+{
+    return json::parse(r.out.toStdString());
+}
+
+QString q(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+void writeText(const std::string& path, const std::string& text)
+{
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+class TestDataCli : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void importDedupScanStatsSnapshotTrain()
+    {
+        QTemporaryDir dir;
+        const std::string base = dir.path().toStdString();
+        const QString store = q(base + "/project.tbstore");
+        // 6 rows: line 3 lacks output, line 5 has a number for input; one exact duplicate (line 4
+        // of line 1, different case and spacing); an email in line 6.
+        writeText(base + "/data.jsonl",
+                  "{\"instruction\": \"Name a colour.\", \"output\": \"Blue is a colour.\"}\n"
+                  "{\"instruction\": \"Name an animal.\", \"output\": \"A cat is an animal.\"}\n"
+                  "{\"instruction\": \"Broken row\"}\n"
+                  "{\"instruction\": \"name a  colour.\", \"output\": \"BLUE is a colour.\"}\n"
+                  "{\"instruction\": \"Count.\", \"input\": 3, \"output\": \"three\"}\n"
+                  "{\"instruction\": \"Who wrote?\", \"output\": \"Mail ann.lee@example.org for "
+                  "details.\"}\n");
+        Run r =
+            tunebench({QStringLiteral("data"), QStringLiteral("import"), QStringLiteral("--store"),
+                       store, q(base + "/data.jsonl"), QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        json j = jsonOf(r);
+        QCOMPARE(j["format"], json("alpaca"));
+        QCOMPARE(j["imported"], json(4));
+        QCOMPARE(j["rejected"].size(), size_t(2));
+        QCOMPARE(j["rejected"][0]["line"], json(3));
+        QVERIFY(j["rejected"][0]["reason"].get<std::string>().find("output") != std::string::npos);
+        QCOMPARE(j["rejected"][1]["line"], json(5));
+
+        r = tunebench({QStringLiteral("data"), QStringLiteral("dedup"), QStringLiteral("--store"),
+                       store, QStringLiteral("--near"), QStringLiteral("0.8"),
+                       QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        j = jsonOf(r);
+        QCOMPARE(j["records"], json(4));
+        QCOMPARE(j["exact_duplicates"], json(1));
+        QCOMPARE(j["near_duplicates"], json(0));
+        QCOMPARE(j["clusters"], json(1));
+        QCOMPARE(j["removed"], json(0));
+        r = tunebench({QStringLiteral("data"), QStringLiteral("dedup"), QStringLiteral("--store"),
+                       store, QStringLiteral("--apply"), QStringLiteral("--json")});
+        QCOMPARE(jsonOf(r)["removed"], json(1));
+
+        r = tunebench({QStringLiteral("data"), QStringLiteral("scan"), QStringLiteral("--store"),
+                       store, QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        j = jsonOf(r);
+        QCOMPARE(j["flagged"], json(1));
+        QCOMPARE(j["by_kind"]["email"], json(1));
+        QVERIFY(j["matches"][0]["masked"].get<std::string>().find("ann.lee@") == std::string::npos);
+
+        r = tunebench({QStringLiteral("data"), QStringLiteral("stats"), QStringLiteral("--store"),
+                       store, QStringLiteral("--model"),
+                       QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"),
+                       QStringLiteral("--max-length"), QStringLiteral("20"),
+                       QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        j = jsonOf(r);
+        QCOMPARE(j["records"], json(3));
+        for (const char* key : {"min", "median", "p95", "max"})
+            QVERIFY(j["tokens"][key].is_number_integer());
+        QVERIFY(j["tokens"]["min"] <= j["tokens"]["median"] &&
+                j["tokens"]["median"] <= j["tokens"]["max"]);
+        QVERIFY(j["truncated"].is_number_integer());
+
+        // Review: accept two of the three, then freeze them.
+        for (int id : {1, 2})
+            QCOMPARE(tunebench({QStringLiteral("data"), QStringLiteral("review"),
+                                QStringLiteral("--store"), store, QStringLiteral("--id"),
+                                QString::number(id), QStringLiteral("--annotator"),
+                                QStringLiteral("ana"), QStringLiteral("--decision"),
+                                QStringLiteral("accept")})
+                         .exitCode,
+                     0);
+        r = tunebench({QStringLiteral("data"), QStringLiteral("snapshot"),
+                       QStringLiteral("--store"), store, QStringLiteral("--out"),
+                       q(base + "/export"), QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        j = jsonOf(r);
+        QCOMPARE(j["id"], json("train-v1"));
+        QCOMPARE(j["records"], json(2));
+        QFile exported(q(base + "/export/train-v1.jsonl"));
+        QVERIFY(exported.open(QIODevice::ReadOnly));
+        QCOMPARE(QCryptographicHash::hash(exported.readAll(), QCryptographicHash::Sha256)
+                     .toHex()
+                     .toStdString(),
+                 j["sha256"].get<std::string>());
+        const std::string sha = j["sha256"].get<std::string>();
+
+        // A run that trains on the snapshot records it.
+        writeText(base + "/run.json", json{{"name", "snap"},
+                                           {"model", TB_SOURCE_DIR "/datasets/models/stories260k"},
+                                           {"output_dir", base + "/runs"},
+                                           {"method", "lora"},
+                                           {"data",
+                                            {{"store", "project.tbstore"},
+                                             {"snapshot", "train-v1"},
+                                             {"val_ratio", 0.0},
+                                             {"chat_template", "alpaca"},
+                                             {"max_length", 48}}},
+                                           {"batch_size", 2},
+                                           {"max_steps", 2}}
+                                          .dump());
+        r = tunebench({QStringLiteral("train"), QStringLiteral("--config"), q(base + "/run.json"),
+                       QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        std::ifstream runInfo(base + "/runs/snap/run.json");
+        const json info = json::parse(runInfo);
+        QCOMPARE(info["data"]["snapshots"]["train"]["id"], json("train-v1"));
+        QCOMPARE(info["data"]["snapshots"]["train"]["sha256"], json(sha));
+        QCOMPARE(info["data"]["snapshots"]["train"]["records"], json(2));
+        QCOMPARE(info["config"]["data"]["snapshot"], json("train-v1"));
+
+        // An unknown snapshot is named with the known ones.
+        writeText(base + "/bad.json", json{{"model", TB_SOURCE_DIR "/datasets/models/stories260k"},
+                                           {"output_dir", base + "/runs"},
+                                           {"data",
+                                            {{"store", "project.tbstore"},
+                                             {"snapshot", "train-v7"},
+                                             {"chat_template", "alpaca"}}}}
+                                          .dump());
+        r = tunebench({QStringLiteral("train"), QStringLiteral("--config"), q(base + "/bad.json")});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("no snapshot \"train-v7\"") && r.err.contains("train-v1"),
+                 r.err.constData());
+    }
+
+    void badInputsGetClearMessages_data()
+    {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("empty") << QByteArray() << QStringLiteral("empty.jsonl")
+                               << QStringLiteral("empty");
+        QTest::newRow("json array in jsonl")
+            << QByteArray("[{\"text\": \"a\"}, {\"text\": \"b\"}]\n")
+            << QStringLiteral("array.jsonl") << QStringLiteral("JSON array, not JSONL");
+        QTest::newRow("not utf-8")
+            << QByteArray("{\"text\": \"caf\xe9\"}\n") << QStringLiteral("latin1.jsonl")
+            << QStringLiteral(":1: not valid UTF-8");
+        QTest::newRow("50 MB line")
+            << QByteArray() << QStringLiteral("huge.jsonl")
+            << QStringLiteral(":1: line is 50.0 MB, over the 16 MiB row limit");
+    }
+
+    void badInputsGetClearMessages()
+    {
+        QFETCH(QByteArray, content);
+        QFETCH(QString, name);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const QString file = dir.filePath(name);
+        {
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            if (name == QStringLiteral("huge.jsonl")) {
+                const QByteArray block(1000000, 'x');  // 50 x 1 MB: a 50 MB line
+                f.write("{\"text\": \"");
+                for (int i = 0; i < 50; ++i)
+                    f.write(block);
+                f.write("\"}\n");
+            } else {
+                f.write(content);
+            }
+        }
+        const QString store = dir.filePath(QStringLiteral("s.tbstore"));
+        Run r = tunebench({QStringLiteral("data"), QStringLiteral("import"),
+                           QStringLiteral("--store"), store, file});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(file.toUtf8()) && r.err.contains(expected.toUtf8()),
+                 r.err.constData());
+        QCOMPARE(r.err.count('\n'), qsizetype(1));  // one line
+        // The store stays usable and empty.
+        r = tunebench({QStringLiteral("data"), QStringLiteral("list"), QStringLiteral("--store"),
+                       store, QStringLiteral("--json")});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(jsonOf(r)["total"], json(0));
+    }
+
+    void storeErrors()
+    {
+        QTemporaryDir dir;
+        Run r =
+            tunebench({QStringLiteral("data"), QStringLiteral("dedup"), QStringLiteral("--store"),
+                       dir.filePath(QStringLiteral("missing.tbstore"))});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("missing.tbstore: no such dataset store"), r.err.constData());
+        const QString notStore = dir.filePath(QStringLiteral("notes.txt"));
+        writeText(notStore.toStdString(), std::string(200, 'z'));
+        r = tunebench(
+            {QStringLiteral("data"), QStringLiteral("list"), QStringLiteral("--store"), notStore});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("not a Tunebench dataset store"), r.err.constData());
+        r = tunebench({QStringLiteral("data"), QStringLiteral("frobnicate"),
+                       QStringLiteral("--store"), notStore});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("unknown subcommand 'frobnicate'"), r.err.constData());
+    }
+};
+
+QTEST_MAIN(TestDataCli)
+#include "test_data_cli.moc"

@@ -1,0 +1,122 @@
+// config.json parsing: exact parameter counts of real models, and clear errors for bad configs.
+#include "model/config.h"
+#include "util/error.h"
+
+#include <QtTest>
+
+namespace {
+
+const std::string kData = TB_SOURCE_DIR "/tests/data/configs/";
+
+// Expects parseModelConfig to throw a tb::Error naming the file and containing `fragment`.
+void expectError(const std::string& json, const std::string& fragment)
+{
+    try {
+        tb::parseModelConfig(json, "/models/x/config.json");
+    } catch (const tb::Error& e) {
+        const std::string msg = e.what();
+        QVERIFY2(msg.find("/models/x/config.json") != std::string::npos, msg.c_str());
+        QVERIFY2(msg.find(fragment) != std::string::npos, msg.c_str());
+        return;
+    }
+    QFAIL(qPrintable(QString::fromStdString("accepted: " + json)));
+}
+
+}  // namespace
+
+class TestConfig : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void parameterCounts_data();
+    void parameterCounts();
+    void fields();
+    void badConfigs();
+};
+
+void TestConfig::parameterCounts_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<qint64>("expected");
+    // Published parameter counts of the real checkpoints (Hugging Face model.num_parameters()).
+    QTest::newRow("gpt2") << "gpt2.json" << qint64(124439808);
+    QTest::newRow("tinyllama") << "tinyllama-1.1b.json" << qint64(1100048384);
+    QTest::newRow("qwen2.5-0.5b") << "qwen2.5-0.5b.json" << qint64(494032768);
+    QTest::newRow("llama-3.1-8b") << "llama-3.1-8b.json" << qint64(8030261248);
+}
+
+void TestConfig::parameterCounts()
+{
+    QFETCH(QString, file);
+    QFETCH(qint64, expected);
+    tb::ModelConfig c = tb::loadModelConfig(kData + file.toStdString());
+    QCOMPARE(tb::parameterCount(c), expected);
+}
+
+void TestConfig::fields()
+{
+    auto llama = tb::loadModelConfig(kData + "llama-3.1-8b.json");
+    QCOMPARE(llama.architecture, tb::Architecture::Llama);
+    QCOMPARE(llama.headDim, int64_t(128));
+    QCOMPARE(llama.numKvHeads, int64_t(8));
+    QCOMPARE(llama.ropeScaling.type, std::string("llama3"));
+    QCOMPARE(llama.ropeScaling.originalMaxPositions, int64_t(8192));
+    QCOMPARE(llama.ropeTheta, 500000.0);
+    QCOMPARE(llama.eosTokenIds, (std::vector<int64_t>{128001, 128008, 128009}));
+    auto qwen = tb::loadModelConfig(kData + "qwen2.5-0.5b.json");
+    QVERIFY(qwen.qkvBias && !qwen.oBias && qwen.tieWordEmbeddings);
+    auto gpt2 = tb::loadModelConfig(kData + "gpt2.json");
+    QCOMPARE(gpt2.intermediateSize, int64_t(3072));
+    QVERIFY(gpt2.tieWordEmbeddings);
+    // transformers 5 spelling: theta and scaling inside rope_parameters.
+    auto v5 = tb::parseModelConfig(
+        R"({"model_type":"llama","vocab_size":10,"hidden_size":8,"intermediate_size":16,
+        "num_hidden_layers":1,"num_attention_heads":2,"rope_parameters":{"rope_type":"linear","factor":2.0,
+        "rope_theta":1000.0}})",
+        "v5.json");
+    QCOMPARE(v5.ropeScaling.type, std::string("linear"));
+    QCOMPARE(v5.ropeTheta, 1000.0);
+    // A folder path finds its config.json.
+    auto bundled = tb::loadModelConfig(TB_SOURCE_DIR "/datasets/models/stories260k");
+    QCOMPARE(tb::parameterCount(bundled), int64_t(260032));
+}
+
+void TestConfig::badConfigs()
+{
+    const std::string base =
+        R"("vocab_size":10,"hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,)";
+    expectError("{", "not valid JSON");
+    expectError("[]", "must be a JSON object");
+    expectError(R"({"vocab_size":10})", "'model_type'");
+    expectError(R"({"model_type":"bert","vocab_size":10})",
+                "unknown architecture model_type 'bert'");
+    expectError(R"({"model_type":"llama","hidden_size":8})", "'vocab_size'");
+    expectError(R"({"model_type":"llama",)" + base + R"("num_attention_heads":"2"})",
+                "'num_attention_heads' must be an integer");
+    expectError(R"({"model_type":"llama",)" + base + R"("num_attention_heads":3})",
+                "not divisible");
+    expectError(R"({"model_type":"llama",)" + base +
+                    R"("num_attention_heads":4,"num_key_value_heads":3})",
+                "not a multiple of num_key_value_heads");
+    expectError(R"({"model_type":"llama",)" + base +
+                    R"("num_attention_heads":2,"hidden_act":"gelu"})",
+                "hidden_act");
+    expectError(R"({"model_type":"llama",)" + base +
+                    R"("num_attention_heads":2,"rope_scaling":{"type":"yarn","factor":2}})",
+                "'yarn' is not supported");
+    expectError(R"({"model_type":"llama",)" + base + R"("num_attention_heads":0})",
+                "must be positive");
+    expectError(
+        R"({"model_type":"gpt2","vocab_size":10,"n_embd":8,"n_layer":1,"n_head":3,"n_positions":4})",
+        "not divisible");
+    expectError(R"({"model_type":"gpt2","vocab_size":10,"n_embd":8,"n_layer":1,"n_head":2})",
+                "'n_positions'");
+    try {
+        tb::loadModelConfig("/nonexistent/model");
+        QFAIL("missing folder accepted");
+    } catch (const tb::Error& e) {
+        QVERIFY(std::string(e.what()).find("/nonexistent/model: not found") != std::string::npos);
+    }
+}
+
+QTEST_GUILESS_MAIN(TestConfig)
+#include "test_config.moc"

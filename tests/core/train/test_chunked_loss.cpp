@@ -1,0 +1,401 @@
+// Chunked cross-entropy: loss and gradients against torch's plain cross_entropy on full logits, and
+// its peak memory against the plain path's, counted by a tracking CPU allocator local to this test.
+#include "train/chunked_loss.h"
+#include "util/error.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <torch/torch.h>
+
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+
+namespace {
+
+// Counts the bytes LibTorch's CPU tensors hold now and at most since resetPeak(), delegating the
+// allocation itself. Tests only: the project's own tracking allocator lives in core/memory/.
+class PeakAllocator final : public c10::Allocator {
+public:
+    explicit PeakAllocator(c10::Allocator* inner) : m_inner(inner) {}
+
+    c10::DataPtr allocate(size_t bytes) override
+    {
+        c10::DataPtr inner = m_inner->allocate(bytes);
+        void* data = inner.get();
+        auto* block = new Block{std::move(inner), static_cast<int64_t>(bytes), this};
+        const int64_t now = m_current.fetch_add(block->bytes) + block->bytes;
+        int64_t peak = m_peak.load();
+        while (now > peak && !m_peak.compare_exchange_weak(peak, now)) {
+        }
+        return c10::DataPtr(data, block, &PeakAllocator::release, c10::Device(c10::kCPU));
+    }
+
+    void copy_data(void* dest, const void* src, std::size_t count) const override
+    {
+        default_copy_data(dest, src, count);
+    }
+
+    int64_t current() const { return m_current.load(); }  // bytes
+    int64_t peak() const { return m_peak.load(); }        // bytes
+    void resetPeak() { m_peak.store(m_current.load()); }
+
+private:
+    struct Block {
+        c10::DataPtr inner;  // frees the memory through the wrapped allocator
+        int64_t bytes;
+        PeakAllocator* owner;
+    };
+
+    static void release(void* context)
+    {
+        auto* block = static_cast<Block*>(context);
+        block->owner->m_current.fetch_sub(block->bytes);
+        delete block;
+    }
+
+    c10::Allocator* m_inner;
+    std::atomic<int64_t> m_current{0};
+    std::atomic<int64_t> m_peak{0};
+};
+
+// Bytes above the starting point that run() held at its peak, with PeakAllocator installed as
+// LibTorch's CPU allocator for the duration (the original is restored afterwards).
+int64_t peakBytesOf(const std::function<void()>& run)
+{
+    // Never deleted: tensors it allocated may be freed after it is uninstalled.
+    static PeakAllocator* tracker = new PeakAllocator(c10::GetCPUAllocator());
+    c10::Allocator* original = c10::GetCPUAllocator();
+    c10::SetCPUAllocator(tracker, 0);
+    if (c10::GetCPUAllocator() != tracker)
+        tb::fail("could not install the tracking CPU allocator (a higher-priority one is set)");
+    const int64_t start = tracker->current();
+    tracker->resetPeak();
+    try {
+        run();
+    } catch (...) {
+        c10::SetCPUAllocator(original, 0);
+        throw;
+    }
+    c10::SetCPUAllocator(original, 0);
+    return tracker->peak() - start;
+}
+
+// Labels in [0, vocab) with every `ignoreEvery`-th token (0: none) and tokens [ignoreFrom,
+// ignoreTo) set to -100.
+torch::Tensor makeLabels(int64_t tokens, int64_t vocab, int64_t ignoreEvery, int64_t ignoreFrom,
+                         int64_t ignoreTo)
+{
+    torch::Tensor labels = torch::randint(vocab, {tokens}, torch::kLong);
+    auto at = labels.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < tokens; ++i) {
+        if ((ignoreEvery > 0 && i % ignoreEvery == 0) || (i >= ignoreFrom && i < ignoreTo))
+            at[i] = tb::kIgnoreIndex;
+    }
+    return labels;
+}
+
+// The reference: full fp32 logits through torch's own cross_entropy (sum over labelled tokens).
+torch::Tensor plainCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                const torch::Tensor& labels)
+{
+    const torch::Tensor logits = hidden.to(torch::kFloat).matmul(weight.to(torch::kFloat).t());
+    return torch::nn::functional::cross_entropy(logits, labels,
+                                                torch::nn::functional::CrossEntropyFuncOptions()
+                                                    .ignore_index(tb::kIgnoreIndex)
+                                                    .reduction(torch::kSum));
+}
+
+double maxAbs(const torch::Tensor& t)
+{
+    return t.numel() == 0 ? 0.0 : t.abs().max().item<double>();
+}
+
+// Gradients agree within 1e-5 of the reference's largest entry; a bf16 gradient may also differ by
+// one bf16 rounding step (2^-7 relative) since both are fp32 results rounded to bf16.
+void compareGrad(const torch::Tensor& got, const torch::Tensor& want, const char* name)
+{
+    QVERIFY2(got.defined() && want.defined(), name);
+    QVERIFY2(got.scalar_type() == want.scalar_type(), name);
+    QVERIFY2(got.sizes() == want.sizes(), name);
+    const torch::Tensor g = got.to(torch::kDouble);
+    const torch::Tensor w = want.to(torch::kDouble);
+    const double scale = std::max(maxAbs(w), 1e-30);
+    const double ulp = want.scalar_type() == torch::kFloat ? 0.0 : std::ldexp(1.0, -7);
+    const torch::Tensor excess = (g - w).abs() - (w.abs() * ulp + 1e-5 * scale);
+    const double worst = maxAbs(torch::relu(excess));
+    QVERIFY2(worst == 0.0,
+             qPrintable(QStringLiteral("%1: max |diff| %2 beyond tolerance (scale %3)")
+                            .arg(QString::fromLatin1(name))
+                            .arg(maxAbs(g - w))
+                            .arg(scale)));
+}
+
+QString mib(int64_t bytes)
+{
+    return QString::number(static_cast<double>(bytes) / (1024.0 * 1024.0), 'f', 1) +
+           QStringLiteral(" MiB");
+}
+
+struct PeakPair {
+    int64_t plain = 0;    // bytes
+    int64_t chunked = 0;  // bytes
+};
+
+// Peak bytes of forward + backward (gradients included) for both paths on the same inputs.
+PeakPair measurePeaks(int64_t tokens, int64_t vocab, int64_t hiddenDim, int64_t chunk,
+                      bool weightTrainable)
+{
+    torch::manual_seed(7);
+    torch::Tensor hidden = torch::randn({tokens, hiddenDim}).requires_grad_(true);
+    torch::Tensor weight =
+        (torch::randn({vocab, hiddenDim}) * 0.05).requires_grad_(weightTrainable);
+    const torch::Tensor labels = makeLabels(tokens, vocab, 0, 0, 0);
+    PeakPair peaks;
+    peaks.plain = peakBytesOf([&] {
+        plainCrossEntropy(hidden, weight, labels).backward();
+        hidden.mutable_grad().reset();
+        weight.mutable_grad().reset();
+    });
+    peaks.chunked = peakBytesOf([&] {
+        tb::chunkedCrossEntropy(hidden, weight, labels, chunk).backward();
+        hidden.mutable_grad().reset();
+        weight.mutable_grad().reset();
+    });
+    return peaks;
+}
+
+}  // namespace
+
+class TestChunkedLoss : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void matchesPlainPath_data();
+    void matchesPlainPath();
+    void nonContiguousHidden();
+    void onlyRequestedGradients();
+    void badInputsFail();
+    void peakMemoryBelowQuarter();
+    void peakMemory150kVocab_data();
+    void peakMemory150kVocab();
+};
+
+void TestChunkedLoss::matchesPlainPath_data()
+{
+    QTest::addColumn<qint64>("tokens");
+    QTest::addColumn<qint64>("vocab");
+    QTest::addColumn<qint64>("hiddenDim");
+    QTest::addColumn<qint64>("chunk");
+    QTest::addColumn<qint64>("ignoreEvery");  // every n-th label is -100 (0: none)
+    QTest::addColumn<qint64>("ignoreFrom");   // labels [ignoreFrom, ignoreTo) are -100
+    QTest::addColumn<qint64>("ignoreTo");
+    QTest::addColumn<bool>("weightTrainable");
+    QTest::addColumn<bool>("hiddenBf16");
+    QTest::addColumn<bool>("weightBf16");
+    QTest::addColumn<double>("gradScale");  // d(objective)/d(loss), as a mean over tokens gives
+
+    QTest::newRow("tokens not a multiple of chunk")
+        << 37ll << 101ll << 16ll << 8ll << 4ll << 0ll << 0ll << true << false << false << 1.0;
+    QTest::newRow("chunk larger than tokens")
+        << 10ll << 50ll << 8ll << 64ll << 0ll << 0ll << 0ll << true << false << false << 1.0;
+    QTest::newRow("chunk of one token")
+        << 7ll << 33ll << 8ll << 1ll << 3ll << 0ll << 0ll << true << false << false << 1.0;
+    QTest::newRow("all labels ignored in a chunk")
+        << 40ll << 97ll << 16ll << 8ll << 0ll << 8ll << 24ll << true << false << false << 1.0;
+    QTest::newRow("every label ignored")
+        << 12ll << 40ll << 8ll << 4ll << 1ll << 0ll << 0ll << true << false << false << 1.0;
+    QTest::newRow("frozen weight")
+        << 45ll << 120ll << 16ll << 16ll << 5ll << 0ll << 0ll << false << false << false << 1.0;
+    QTest::newRow("bf16 hidden, fp32 weight")
+        << 33ll << 90ll << 32ll << 8ll << 4ll << 0ll << 0ll << true << true << false << 1.0;
+    QTest::newRow("bf16 hidden and weight")
+        << 33ll << 90ll << 32ll << 8ll << 4ll << 0ll << 0ll << true << true << true << 1.0;
+    QTest::newRow("mean over tokens (scaled grad_output)")
+        << 50ll << 70ll << 16ll << 16ll << 6ll << 0ll << 0ll << true << false << false << 1.0 / 50;
+    QTest::newRow("larger vocab") << 300ll << 5000ll << 64ll << 128ll << 7ll << 100ll << 140ll
+                                  << true << false << false << 1.0;
+}
+
+void TestChunkedLoss::matchesPlainPath()
+{
+    QFETCH(qint64, tokens);
+    QFETCH(qint64, vocab);
+    QFETCH(qint64, hiddenDim);
+    QFETCH(qint64, chunk);
+    QFETCH(qint64, ignoreEvery);
+    QFETCH(qint64, ignoreFrom);
+    QFETCH(qint64, ignoreTo);
+    QFETCH(bool, weightTrainable);
+    QFETCH(bool, hiddenBf16);
+    QFETCH(bool, weightBf16);
+    QFETCH(double, gradScale);
+
+    torch::manual_seed(1234);
+    const auto hiddenType = hiddenBf16 ? torch::kBFloat16 : torch::kFloat;
+    const auto weightType = weightBf16 ? torch::kBFloat16 : torch::kFloat;
+    const torch::Tensor hiddenInit = torch::randn({tokens, hiddenDim}).to(hiddenType);
+    // Logits of a few units, as an LM head gives: softmax neither uniform nor one-hot.
+    const torch::Tensor weightInit =
+        (torch::randn({vocab, hiddenDim}) * (2.0 / std::sqrt(double(hiddenDim)))).to(weightType);
+    const torch::Tensor labels = makeLabels(tokens, vocab, ignoreEvery, ignoreFrom, ignoreTo);
+
+    auto run = [&](bool chunked, torch::Tensor& gradHidden, torch::Tensor& gradWeight) {
+        torch::Tensor hidden = hiddenInit.clone().requires_grad_(true);
+        torch::Tensor weight = weightInit.clone().requires_grad_(weightTrainable);
+        torch::Tensor loss = chunked ? tb::chunkedCrossEntropy(hidden, weight, labels, chunk)
+                                     : plainCrossEntropy(hidden, weight, labels);
+        (loss * gradScale).backward();
+        gradHidden = hidden.grad();
+        gradWeight = weight.grad();
+        return loss.detach();
+    };
+    torch::Tensor wantHidden, wantWeight, gotHidden, gotWeight;
+    const torch::Tensor want = run(false, wantHidden, wantWeight);
+    const torch::Tensor got = run(true, gotHidden, gotWeight);
+
+    QVERIFY(got.scalar_type() == torch::kFloat);
+    QCOMPARE(got.dim(), int64_t(0));
+    const double lossWant = want.item<double>();
+    const double lossGot = got.item<double>();
+    QVERIFY2(std::abs(lossGot - lossWant) <= 1e-5 * std::abs(lossWant),
+             qPrintable(QStringLiteral("loss %1 vs plain %2")
+                            .arg(lossGot, 0, 'g', 10)
+                            .arg(lossWant, 0, 'g', 10)));
+    if (ignoreEvery == 1)
+        QCOMPARE(lossGot, 0.0);
+
+    compareGrad(gotHidden, wantHidden, "grad hidden");
+    if (weightTrainable)
+        compareGrad(gotWeight, wantWeight, "grad weight");
+    else
+        QVERIFY(!gotWeight.defined());
+}
+
+void TestChunkedLoss::nonContiguousHidden()
+{
+    torch::manual_seed(5);
+    // hidden: a transposed [hidden, tokens] buffer, as a view with strides (1, tokens).
+    const torch::Tensor base = torch::randn({16, 29});
+    const torch::Tensor weight = torch::randn({60, 16}) * 0.5;
+    const torch::Tensor labels = makeLabels(29, 60, 3, 0, 0);
+    torch::Tensor hidden = base.clone().requires_grad_(true);
+    torch::Tensor hiddenRef = base.clone().requires_grad_(true);
+    QVERIFY(!hidden.t().is_contiguous());
+    const torch::Tensor got = tb::chunkedCrossEntropy(hidden.t(), weight, labels, 7);
+    const torch::Tensor want = plainCrossEntropy(hiddenRef.t(), weight, labels);
+    got.backward();
+    want.backward();
+    QVERIFY(std::abs(got.item<double>() - want.item<double>()) <= 1e-5 * want.item<double>());
+    compareGrad(hidden.grad(), hiddenRef.grad(), "grad hidden (transposed view)");
+}
+
+void TestChunkedLoss::onlyRequestedGradients()
+{
+    // Trainable weight, frozen hidden (e.g. everything below the head frozen): only the weight's.
+    torch::manual_seed(9);
+    const torch::Tensor hidden = torch::randn({20, 8});
+    torch::Tensor weight = torch::randn({30, 8}).requires_grad_(true);
+    torch::Tensor weightRef = weight.detach().clone().requires_grad_(true);
+    const torch::Tensor labels = makeLabels(20, 30, 0, 0, 0);
+    tb::chunkedCrossEntropy(hidden, weight, labels, 6).backward();
+    plainCrossEntropy(hidden, weightRef, labels).backward();
+    compareGrad(weight.grad(), weightRef.grad(), "grad weight (frozen hidden)");
+
+    // Nothing requires grad: a plain fp32 scalar without a graph.
+    const torch::Tensor loss = tb::chunkedCrossEntropy(hidden, weight.detach(), labels, 6);
+    QVERIFY(!loss.requires_grad());
+    QVERIFY(std::abs(loss.item<double>() -
+                     plainCrossEntropy(hidden, weightRef, labels).item<double>()) <=
+            1e-5 * loss.item<double>());
+}
+
+void TestChunkedLoss::badInputsFail()
+{
+    const torch::Tensor hidden = torch::randn({6, 4});
+    const torch::Tensor weight = torch::randn({10, 4});
+    const torch::Tensor labels = torch::tensor({1, 2, 3, -100, 4, 5}, torch::kLong);
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::chunkedCrossEntropy(hidden, weight, labels.clone().fill_(10)));
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::chunkedCrossEntropy(hidden, weight, labels.clone().fill_(-1)));
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::chunkedCrossEntropy(hidden, weight, labels.to(torch::kInt)));
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::chunkedCrossEntropy(hidden, torch::randn({10, 5}), labels));
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::chunkedCrossEntropy(hidden, weight, labels.narrow(0, 0, 5)));
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::chunkedCrossEntropy(hidden.unsqueeze(0), weight, labels));
+    QVERIFY_THROWS_EXCEPTION(tb::Error, tb::chunkedCrossEntropy(hidden, weight, labels, 0));
+    // The message names the bad label and where it is.
+    try {
+        torch::Tensor bad = labels.clone();
+        bad[4] = 12;
+        tb::chunkedCrossEntropy(hidden, weight, bad);
+        QFAIL("no error for label 12 with vocab 10");
+    } catch (const tb::Error& e) {
+        const QString message = QString::fromStdString(e.what());
+        QVERIFY2(message.contains(QStringLiteral("label 12 at token 4")), qPrintable(message));
+    }
+}
+
+void TestChunkedLoss::peakMemoryBelowQuarter()
+{
+    // Plain: [4096, 32000] fp32 logits are 500 MiB, and its log-softmax and backward add more of
+    // the same size; chunked holds one [1024, 32000] chunk (125 MiB) at a time.
+    const int64_t tokens = 4096, vocab = 32000, hiddenDim = 64, chunk = 1024;
+    const PeakPair peaks = measurePeaks(tokens, vocab, hiddenDim, chunk, true);
+    qInfo().noquote() << "tokens 4096, vocab 32000, hidden 64, chunk 1024: peak plain"
+                      << mib(peaks.plain) << "chunked" << mib(peaks.chunked);
+    const int64_t logitsBytes = tokens * vocab * 4;
+    QVERIFY2(peaks.plain >= logitsBytes, "the plain path should hold the full logits");
+    QVERIFY2(peaks.chunked < peaks.plain / 4, "chunked peak is not below 25% of the plain peak");
+    // One chunk of logits plus the gradients ([vocab, hidden] fp32 accumulator and result,
+    // hidden's) and small change: nothing [tokens, vocab]-sized is kept.
+    const int64_t chunkBytes = chunk * vocab * 4;
+    const int64_t gradBytes = 2 * vocab * hiddenDim * 4 + tokens * hiddenDim * 4;
+    QVERIFY2(peaks.chunked < chunkBytes + gradBytes + chunkBytes / 4,
+             qPrintable(QStringLiteral("chunked peak %1 exceeds one chunk (%2) + grads (%3)")
+                            .arg(mib(peaks.chunked), mib(chunkBytes), mib(gradBytes))));
+}
+
+void TestChunkedLoss::peakMemory150kVocab_data()
+{
+    QTest::addColumn<qint64>("chunk");
+    QTest::addColumn<bool>("weightTrainable");
+    QTest::newRow("trainable head, chunk 1024") << 1024ll << true;
+    QTest::newRow("trainable head, chunk 256") << 256ll << true;
+    QTest::newRow("frozen head (LoRA), chunk 1024") << 1024ll << false;
+}
+
+void TestChunkedLoss::peakMemory150kVocab()
+{
+    // A Qwen2-0.5B-like head (vocab 151,936, hidden 896) over 2048 tokens in fp32: the plain path's
+    // logits alone are 1.16 GiB, a trainable head's gradient 519 MiB. Printed for the benchmarks.
+    QFETCH(qint64, chunk);
+    QFETCH(bool, weightTrainable);
+    const int64_t tokens = 2048, vocab = 151936, hiddenDim = 896;
+    const auto start = std::chrono::steady_clock::now();
+    const PeakPair peaks = measurePeaks(tokens, vocab, hiddenDim, chunk, weightTrainable);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    qInfo().noquote() << QStringLiteral("tokens 2048, vocab 151936, hidden 896, fp32, %1 head, "
+                                        "chunk %2, forward + backward: peak plain %3 (%4 B), "
+                                        "chunked %5 (%6 B), ratio %7; both runs %8 s")
+                             .arg(weightTrainable ? QStringLiteral("trainable")
+                                                  : QStringLiteral("frozen"))
+                             .arg(chunk)
+                             .arg(mib(peaks.plain))
+                             .arg(peaks.plain)
+                             .arg(mib(peaks.chunked))
+                             .arg(peaks.chunked)
+                             .arg(double(peaks.chunked) / double(peaks.plain), 0, 'f', 3)
+                             .arg(seconds, 0, 'f', 1);
+    QVERIFY(peaks.chunked < peaks.plain);
+}
+
+QTEST_GUILESS_MAIN(TestChunkedLoss)
+#include "test_chunked_loss.moc"

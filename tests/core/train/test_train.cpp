@@ -1,0 +1,383 @@
+// The training job end to end on the bundled model: every example config lowers validation loss,
+// resume is bit-exact, accumulation equals a larger batch, pause/stop work between steps, the
+// divergence guard fires, a corrupt newest checkpoint is skipped, and bad configs stop before
+// training.
+#include "export/export.h"
+#include "model/model.h"
+#include "train/job.h"
+#include "train/run_store.h"
+#include "train/train_config.h"
+#include "train/tuned_model.h"
+#include "util/error.h"
+
+#include <QtTest>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+namespace {
+
+const std::string kExamples = TB_SOURCE_DIR "/datasets/examples/";
+
+class Recorder : public tb::JobEvents {
+public:
+    void onStep(const tb::StepMetrics& m) override
+    {
+        std::lock_guard lock(mutex);
+        losses.push_back(m.loss);
+        if (stopAfter > 0 && m.step == stopAfter && job)
+            job->stop();
+        if (pauseAfter > 0 && m.step == pauseAfter && job)
+            job->pause();
+    }
+    void onWarning(const std::string& w) override
+    {
+        std::lock_guard lock(mutex);
+        warnings.push_back(w);
+    }
+    void onDiverged(const tb::Diagnosis& d) override
+    {
+        std::lock_guard lock(mutex);
+        diagnoses.push_back(d);
+    }
+    void onCheckpoint(int64_t step, const std::string&) override
+    {
+        std::lock_guard lock(mutex);
+        checkpoints.push_back(step);
+    }
+    std::mutex mutex;
+    std::vector<double> losses;
+    std::vector<std::string> warnings;
+    std::vector<tb::Diagnosis> diagnoses;
+    std::vector<int64_t> checkpoints;
+    tb::TrainingJob* job = nullptr;
+    int64_t stopAfter = 0, pauseAfter = 0;
+};
+
+tb::TrainConfig config(const std::string& example, const QString& dir, const std::string& name,
+                       std::vector<std::string> overrides = {})
+{
+    overrides.push_back("output_dir=" + dir.toStdString());
+    overrides.push_back("name=" + name);
+    return tb::loadTrainConfig(kExamples + example, overrides);
+}
+
+tb::TrainSummary train(const tb::TrainConfig& c, Recorder* events = nullptr,
+                       const std::string& resume = {})
+{
+    tb::TrainingJob job(c, events, resume);
+    if (events)
+        events->job = &job;
+    job.runHere();
+    if (job.state() != tb::JobState::Finished)
+        throw tb::Error("job failed: " + job.error());
+    return job.summary();
+}
+
+std::vector<float> tunedLogits(const std::string& runDir)
+{
+    return tb::loadTunedModel(runDir)->logits({1, 403, 407, 261, 378, 432, 383, 286});
+}
+
+double maxDiff(const std::vector<float>& a, const std::vector<float>& b)
+{
+    double d = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+        d = std::max(d, std::abs(double(a[i]) - b[i]));
+    return d;
+}
+
+}  // namespace
+
+class TestTrain : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void exampleConfigsLearn_data();
+    void exampleConfigsLearn();
+    void resumeIsBitExact();
+    void accumulationEqualsLargerBatch();
+    void pauseAndStopBetweenSteps();
+    void divergenceGuardPauses();
+    void badConfigsStopEarly();
+    void mergedExportShardsAndRefusesNoChange();
+    void chunkedLossTrainsLikeFullLoss();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void TestTrain::exampleConfigsLearn_data()
+{
+    QTest::addColumn<QString>("example");
+    QTest::addColumn<qint64>("trainable");
+    // Trainable counts by hand for stories260k (dim 64, hidden 172, 5 layers, 8 heads, 4 kv heads
+    // of 8). LoRA r=8 on all 7 projections: 8 x [(64+64) + (64+32)x2 + (64+64) + (64+172)x2 +
+    // (172+64)] per layer.
+    QTest::newRow("lora") << "lora-tiny.json"
+                          << qint64(5 * 8 * (128 + 96 * 2 + 128 + 236 * 2 + 236));
+    QTest::newRow("full") << "full-tiny.json" << qint64(260032);
+    // Last 2 blocks (64*64*2 + 64*32*2 + 3*64*172 + 2*64 each) + final norm + 3 frozen blocks x 2
+    // norms.
+    QTest::newRow("partial") << "partial-tiny.json"
+                             << qint64(2 * (8192 + 4096 + 33024 + 128) + 64 + 3 * 128);
+    // Houlsby, size 16: 2 adapters x (64*16 + 16 + 16*64 + 64) per layer.
+    QTest::newRow("adapter") << "adapter-tiny.json" << qint64(5 * 2 * (1024 + 16 + 1024 + 64));
+    QTest::newRow("prompt") << "prompt-tiny.json" << qint64(16 * 64);
+}
+
+void TestTrain::exampleConfigsLearn()
+{
+    QFETCH(QString, example);
+    QFETCH(qint64, trainable);
+    auto c = config(example.toStdString(), m_dir.path(), "learn-" + example.toStdString());
+    auto s = train(c);
+    QCOMPARE(s.trainableParameters, trainable);
+    QVERIFY(s.valLoss && s.initialValLoss);
+    qInfo("%s: val loss %.4f -> %.4f, train loss %.4f -> %.4f, %.0f tok/s", qPrintable(example),
+          *s.initialValLoss, *s.valLoss, s.initialLoss, s.finalLoss, s.tokensPerSecond);
+    // Clearly lower: at least a quarter off the base model's validation loss.
+    QVERIFY2(*s.valLoss < 0.75 * *s.initialValLoss, qPrintable(QString::number(*s.valLoss)));
+    QCOMPARE(s.steps, c.maxSteps);
+}
+
+void TestTrain::resumeIsBitExact()
+{
+    // dropout > 0 so the RNG state is part of what must resume exactly.
+    std::vector<std::string> o{"max_steps=8", "lora.dropout=0.1", "save_every=0", "eval_every=0"};
+    Recorder whole;
+    train(config("lora-tiny.json", m_dir.path(), "resume-whole", o), &whole);
+
+    Recorder first;
+    first.stopAfter = 3;
+    auto c = config("lora-tiny.json", m_dir.path(), "resume-split", o);
+    auto s1 = train(c, &first);
+    QVERIFY(s1.stopped);
+    QCOMPARE(s1.steps, int64_t(3));
+    Recorder second;
+    auto s2 = train(c, &second, s1.runDir);
+    QVERIFY(!s2.resumedFrom.empty());
+    std::vector<double> joined = first.losses;
+    joined.insert(joined.end(), second.losses.begin(), second.losses.end());
+    QCOMPARE(joined.size(), whole.losses.size());
+    for (size_t i = 0; i < joined.size(); ++i)
+        QVERIFY2(joined[i] == whole.losses[i],  // bit for bit
+                 qPrintable(QStringLiteral("step %1: %2 vs %3")
+                                .arg(i + 1)
+                                .arg(joined[i], 0, 'g', 17)
+                                .arg(whole.losses[i], 0, 'g', 17)));
+    QCOMPARE(maxDiff(tunedLogits(s2.runDir),
+                     tunedLogits(m_dir.filePath(QStringLiteral("resume-whole")).toStdString())),
+             0.0);
+
+    // metrics.jsonl holds each step once after the resume.
+    tb::RunStore store(s2.runDir);
+    int steps = 0;
+    for (const auto& line : store.readMetrics())
+        steps += line.value("type", "") == "step";
+    QCOMPARE(steps, 8);
+
+    // A corrupt newest checkpoint is skipped with a warning; the previous one is used.
+    Recorder third;
+    third.stopAfter = 2;
+    auto c3 = config("lora-tiny.json", m_dir.path(), "resume-corrupt",
+                     {"max_steps=8", "save_every=1", "keep_checkpoints=3"});
+    auto s3 = train(c3, &third);
+    QCOMPARE(s3.steps, int64_t(2));
+    const std::string newest = s3.runDir + "/checkpoints/step-2/trainable.safetensors";
+    {
+        std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+        QVERIFY(f.good());
+        f.seekp(-3, std::ios::end);
+        f.put('\x7f');
+    }
+    Recorder fourth;
+    auto s4 = train(c3, &fourth, s3.runDir);
+    QVERIFY(s4.resumedFrom.find("step-1") != std::string::npos);
+    bool warned = false;
+    for (const auto& w : fourth.warnings)
+        warned = warned ||
+                 (w.find("step-2") != std::string::npos && w.find("skipped") != std::string::npos);
+    QVERIFY(warned);
+    QCOMPARE(s4.steps, int64_t(8));
+}
+
+void TestTrain::accumulationEqualsLargerBatch()
+{
+    // Plain SGD, so the weights move by exactly lr x gradient: equal weights mean equal gradients
+    // (AdamW's normalisation would magnify float rounding in near-zero gradients).
+    const std::vector<std::string> sgd{
+        "max_steps=2",          "optim.optimizer=sgd", "lr=0.5", "optim.schedule=constant",
+        "optim.warmup_steps=0", "optim.clip_norm=0"};
+    auto with = [&](std::vector<std::string> o) {
+        o.insert(o.end(), sgd.begin(), sgd.end());
+        return o;
+    };
+    auto one = train(
+        config("full-tiny.json", m_dir.path(), "accum-1", with({"batch_size=8", "grad_accum=1"})));
+    auto two = train(
+        config("full-tiny.json", m_dir.path(), "accum-2", with({"batch_size=4", "grad_accum=2"})));
+    const auto a = tunedLogits(one.runDir);
+    const double scale = std::abs(*std::max_element(
+        a.begin(), a.end(), [](float x, float y) { return std::abs(x) < std::abs(y); }));
+    const double d = maxDiff(a, tunedLogits(two.runDir));
+    // fp32 sums in another order: equal within 1e-5 relative to the largest logit.
+    QVERIFY2(d < 1e-5 * scale, qPrintable(QStringLiteral("%1 vs scale %2").arg(d).arg(scale)));
+    QVERIFY(std::abs(one.finalLoss - two.finalLoss) < 1e-5);
+    // And a different batch really gives different weights (the comparison can fail).
+    auto other = train(
+        config("full-tiny.json", m_dir.path(), "accum-3", with({"batch_size=4", "grad_accum=1"})));
+    QVERIFY(maxDiff(tunedLogits(one.runDir), tunedLogits(other.runDir)) > 1e-3);
+}
+
+void TestTrain::pauseAndStopBetweenSteps()
+{
+    Recorder events;
+    events.pauseAfter = 2;
+    tb::TrainingJob job(config("lora-tiny.json", m_dir.path(), "pause", {"max_steps=40"}), &events);
+    events.job = &job;
+    job.start();
+    QTRY_COMPARE_WITH_TIMEOUT(job.state(), tb::JobState::Paused, 30000);
+    size_t seen = 0;
+    {
+        std::lock_guard lock(events.mutex);
+        seen = events.losses.size();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    {
+        std::lock_guard lock(events.mutex);
+        QCOMPARE(events.losses.size(), seen);  // no step while paused
+    }
+    events.pauseAfter = 0;
+    job.resume();
+    QTRY_VERIFY_WITH_TIMEOUT(events.losses.size() > seen + 1, 30000);
+    job.stop();
+    job.wait();
+    QCOMPARE(job.state(), tb::JobState::Finished);
+    QVERIFY(job.summary().stopped);
+    QVERIFY(job.summary().steps < 40);
+    QVERIFY(!events.checkpoints.empty());  // stopping saves where it stopped
+}
+
+void TestTrain::divergenceGuardPauses()
+{
+    Recorder events;
+    tb::TrainingJob job(config("full-tiny.json", m_dir.path(), "diverge",
+                               {"max_steps=30", "lr=50", "optim.clip_norm=0", "spike_window=2",
+                                "spike_factor=1.5"}),
+                        &events);
+    events.job = &job;
+    job.start();
+    QTRY_COMPARE_WITH_TIMEOUT(job.state(), tb::JobState::Paused, 60000);
+    {
+        std::lock_guard lock(events.mutex);
+        QCOMPARE(events.diagnoses.size(), size_t(1));
+        QVERIFY(!events.diagnoses[0].cause.empty() && !events.diagnoses[0].advice.empty());
+        QVERIFY(events.diagnoses[0].step >= 1);
+    }
+    job.stop();
+    job.wait();
+    QCOMPARE(job.state(), tb::JobState::Finished);
+}
+
+void TestTrain::badConfigsStopEarly()
+{
+    auto message = [&](std::vector<std::string> o) -> std::string {
+        try {
+            auto c = config("lora-tiny.json", m_dir.path(), "bad", std::move(o));
+            tb::TrainingJob job(c, nullptr);
+            job.runHere();
+            return job.state() == tb::JobState::Failed ? job.error() : "";
+        } catch (const tb::Error& e) {
+            return e.what();
+        }
+    };
+    auto expect = [&](std::vector<std::string> o, const std::string& fragment) {
+        const std::string m = message(std::move(o));
+        QVERIFY2(m.find(fragment) != std::string::npos, m.c_str());
+    };
+    expect({"lora.rank=0"}, "lora.rank");
+    expect({"lora.targets=[\"c_attn\"]"}, "'c_attn', which matches no layer");
+    expect({"method=magic"}, "method");
+    expect({"data.train_file=missing.jsonl"}, "data.train_file");
+    expect({"colour=red"}, "colour");
+    expect({"batch_size=\"eight\""}, "batch_size");
+    QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/checkpoints/step-1"))));
+}
+
+void TestTrain::mergedExportShardsAndRefusesNoChange()
+{
+    auto s = train(config("full-tiny.json", m_dir.path(), "shard", {"max_steps=2"}));
+    tb::ExportOptions whole{"merged", m_dir.filePath(QStringLiteral("shard-whole")).toStdString()};
+    tb::ExportOptions sharded{"merged",
+                              m_dir.filePath(QStringLiteral("shard-parts")).toStdString()};
+    sharded.maxShardBytes = 300000;  // the 1 MB model in four shards
+    tb::exportRun(s.runDir, whole);
+    auto report = tb::exportRun(s.runDir, sharded);
+    QVERIFY(report.maxAbsChange > 0);
+    QVERIFY(QFileInfo::exists(
+        QString::fromStdString(sharded.outDir + "/model.safetensors.index.json")));
+    QVERIFY(QFileInfo::exists(
+        QString::fromStdString(sharded.outDir + "/model-00001-of-00004.safetensors")));
+    QVERIFY(QFileInfo::exists(QString::fromStdString(sharded.outDir + "/tokenizer.model")));
+    const std::vector<int32_t> ids{1, 403, 407, 261, 378};
+    auto a = tb::Model::load(whole.outDir)->logits(ids);
+    QCOMPARE(maxDiff(a, tb::Model::load(sharded.outDir)->logits(ids)), 0.0);
+    QCOMPARE(maxDiff(a, tb::loadTunedModel(s.runDir)->logits(ids)), 0.0);
+
+    // An update far below fp32 resolution leaves the weights bit-identical: refused unless forced.
+    auto still = train(config("full-tiny.json", m_dir.path(), "still",
+                              {"max_steps=1", "lr=1e-30", "optim.warmup_steps=0"}));
+    tb::ExportOptions o{"merged", m_dir.filePath(QStringLiteral("still-out")).toStdString()};
+    try {
+        tb::exportRun(still.runDir, o);
+        QFAIL("an unchanged model was exported");
+    } catch (const tb::Error& e) {
+        QVERIFY(std::string(e.what()).find("nothing was learned") != std::string::npos);
+    }
+    o.force = true;
+    QCOMPARE(tb::exportRun(still.runDir, o).maxAbsChange, 0.0);
+
+    // The same for a llama.cpp LoRA adapter: B moved by ~1e-30, which no fp32 base weight can show.
+    auto lora = train(config("lora-tiny.json", m_dir.path(), "still-lora",
+                             {"max_steps=1", "lr=1e-30", "optim.warmup_steps=0"}));
+    tb::ExportOptions adapter{"gguf-lora",
+                              m_dir.filePath(QStringLiteral("still-lora.gguf")).toStdString()};
+    try {
+        tb::exportRun(lora.runDir, adapter);
+        QFAIL("an adapter that changes nothing was exported");
+    } catch (const tb::Error& e) {
+        QVERIFY2(std::string(e.what()).find("nothing was learned") != std::string::npos, e.what());
+    }
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(adapter.outDir)));
+    adapter.force = true;
+    const auto forced = tb::exportRun(lora.runDir, adapter);
+    QCOMPARE(forced.maxAbsChange, 0.0);
+    QCOMPARE(forced.tensors,
+             int64_t(2 * 7 * 5));  // A and B of the seven projections in each of 5 blocks
+}
+
+void TestTrain::chunkedLossTrainsLikeFullLoss()
+{
+    // loss: chunked applies the head in chunks inside a custom autograd function; the training run
+    // it drives (losses and resulting weights) equals the full-logits run's within fp32 rounding.
+    Recorder full, chunked;
+    auto a = train(config("full-tiny.json", m_dir.path(), "loss-full", {"max_steps=3"}), &full);
+    auto b = train(config("full-tiny.json", m_dir.path(), "loss-chunked",
+                          {"max_steps=3", "loss=chunked", "loss_chunk_tokens=100"}),
+                   &chunked);
+    QCOMPARE(full.losses.size(), chunked.losses.size());
+    for (size_t i = 0; i < full.losses.size(); ++i)
+        QVERIFY2(std::abs(full.losses[i] - chunked.losses[i]) <= 1e-5 * std::abs(full.losses[i]),
+                 qPrintable(QStringLiteral("%1 vs %2").arg(full.losses[i]).arg(chunked.losses[i])));
+    const auto x = tunedLogits(a.runDir);
+    const double scale = std::abs(*std::max_element(
+        x.begin(), x.end(), [](float p, float q) { return std::abs(p) < std::abs(q); }));
+    QVERIFY(maxDiff(x, tunedLogits(b.runDir)) <= 1e-4 * scale);
+}
+
+QTEST_GUILESS_MAIN(TestTrain)
+#include "test_train.moc"

@@ -1,0 +1,75 @@
+// GenerationController: runs the Playground's generations (base, then fine-tuned) on a worker;
+// tokens, status and the models it loaded come back through an EventBuffer, drained on the GUI
+// thread in batches.
+#pragma once
+
+#include "event_buffer.h"
+#include "model/model.h"
+
+#include <QFuture>
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tb {
+
+// One generation's request: which model and run, the prompt already as the user typed it, the
+// sampling.
+struct GenerationRequest {
+    QString modelPath;
+    QString runDir;        // empty: base only
+    QString chatTemplate;  // empty: raw text
+    std::string prompt;
+    GenerateOptions options;
+};
+
+// Everything the worker reported since the last drain.
+struct GenerationBatch {
+    std::vector<std::pair<int, std::string>>
+        pieces;                     // (side, text) in order; side 0: base, 1: fine-tuned
+    std::optional<QString> status;  // the latest status line
+    // Models the worker loaded, handed to the controller (which caches them for the next request).
+    std::shared_ptr<Model> baseModel, tunedModel;
+    QString baseModelPath, tunedModelRun;
+    std::optional<QString> finished;  // the summary, or "Error: ..."
+};
+
+class GenerationController : public QObject {
+    Q_OBJECT
+public:
+    explicit GenerationController(QObject* parent = nullptr);
+    ~GenerationController() override;  // cancels and waits for the worker
+
+    // False when a generation is running.
+    bool start(const GenerationRequest& request);
+    void cancel();
+    bool busy() const { return m_busy; }
+    int drains() const { return m_events.drains(); }
+
+Q_SIGNALS:
+    void
+    batchArrived(const tb::GenerationBatch& batch);  // pieces and status; `finished` last of all
+    void finished(const QString& message);
+
+private:
+    void drain(GenerationBatch&& batch);
+
+    EventBuffer<GenerationBatch> m_events;
+    QFuture<void> m_future;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+    bool m_busy = false;
+    // Loaded models, reused while their source is unchanged; written only here, on the GUI thread,
+    // from a drained batch; the (single) worker gets its own reference with the request.
+    std::shared_ptr<Model> m_baseModel, m_tunedModel;
+    QString m_baseModelPath, m_tunedModelRun;
+};
+
+}  // namespace tb
+
+Q_DECLARE_METATYPE(tb::GenerationBatch)
