@@ -27,7 +27,6 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -111,7 +110,8 @@ ImportPreview previewImport(const QString& path, const ImportOptions& options, i
 
 ImportDialog::ImportDialog(const QString& storePath, const QString& who, const QString& modelDir,
                            QWidget* parent)
-    : QDialog(parent), m_storePath(storePath), m_who(who), m_modelDir(modelDir)
+    : QDialog(parent), m_storePath(storePath), m_who(who), m_modelDir(modelDir),
+      m_events(this, [this](ImportEvents&& events) { onImportEvents(std::move(events)); })
 {
     setWindowTitle(tr("Import a dataset"));
     resize(900, 640);
@@ -230,19 +230,20 @@ ImportDialog::ImportDialog(const QString& storePath, const QString& who, const Q
         showPreview();
         Q_EMIT previewReady();
     });
-    connect(&m_importWatcher, &QFutureWatcher<ImportOutcome>::finished, this, [this] {
-        m_outcome = m_importWatcher.result();
+}
+
+void ImportDialog::onImportEvents(ImportEvents&& events)
+{
+    if (events.progress && events.progress->second > 0 && m_running)
+        m_progress->setValue(
+            int(1000 * double(events.progress->first) / double(events.progress->second)));
+    if (events.outcome) {
+        m_importWorker.waitForFinished();  // it returns right after handing over its outcome
+        m_outcome = std::move(*events.outcome);
         m_running = false;
         showOutcome();
         Q_EMIT imported(m_outcome);
-    });
-    auto* poll = new QTimer(this);
-    poll->setInterval(100);
-    connect(poll, &QTimer::timeout, this, [this] {
-        if (m_running && m_total && *m_total > 0)
-            m_progress->setValue(int(1000 * double(*m_done) / double(*m_total)));
-    });
-    poll->start();
+    }
 }
 
 ImportDialog::~ImportDialog()
@@ -250,7 +251,8 @@ ImportDialog::~ImportDialog()
     m_file->disconnect(
         this);  // QDialog's destructor hides the dialog, and the line edit's focus-out follows
     if (m_cancelFlag)
-        *m_cancelFlag = true;  // a running import rolls back; its worker owns everything it touches
+        *m_cancelFlag = true;          // a running import rolls back at its next progress report
+    m_importWorker.waitForFinished();  // it reports into m_events: it must end before the buffer
 }
 
 void ImportDialog::setFile(const QString& path)
@@ -410,17 +412,15 @@ bool ImportDialog::startImport()
     m_progress->setValue(0);
     m_summary->setText(tr("Importing %1…").arg(QFileInfo(path).fileName()));
     m_cancelFlag = std::make_shared<std::atomic<bool>>(false);
-    m_done = std::make_shared<std::atomic<qint64>>(0);
-    m_total = std::make_shared<std::atomic<qint64>>(0);
+    m_events.discard();
     const ImportOptions o = options();
     const bool tokenize = needsTokenizer(path, o.format);
     auto cancel = m_cancelFlag;
-    auto done = m_done;
-    auto total = m_total;
+    EventBuffer<ImportEvents>* events = &m_events;
     const std::string store = m_storePath.toStdString(), file = path.toStdString(),
                       who = m_who.toStdString(), modelDir = m_modelDir.toStdString(),
                       split = m_split->currentText().toStdString();
-    m_importWatcher.setFuture(QtConcurrent::run([=]() {
+    m_importWorker = QtConcurrent::run([=]() {
         ImportOutcome out;
         try {
             // SQLite connections belong to their thread: the import writes through a connection of
@@ -434,8 +434,7 @@ bool ImportDialog::startImport()
             }
             const StoreImportReport r =
                 importIntoStore(*s, file, options, split, who, [&](int64_t d, int64_t t) {
-                    *done = d;
-                    *total = t;
+                    events->add([&](ImportEvents& e) { e.progress = std::make_pair(d, t); });
                     return !cancel->load();
                 });
             out.format = QString::fromLatin1(importFormatName(r.summary.format));
@@ -445,8 +444,8 @@ bool ImportDialog::startImport()
         } catch (const std::exception& e) {
             out.error = QString::fromUtf8(e.what());
         }
-        return out;
-    }));
+        events->add([&](ImportEvents& e) { e.outcome = std::move(out); });
+    });
     return true;
 }
 

@@ -1,16 +1,19 @@
 // ImportDialog: picks a file, previews its first rows as core imports them (detected format,
 // records, rejected lines), maps CSV columns to fields, then imports into the store on a worker
-// thread (its own DataStore connection) with progress and cancel, and lists every rejected row with
-// its line and reason.
+// thread (its own DataStore connection) with progress and cancel, streamed back through an
+// EventBuffer, and lists every rejected row with its line and reason.
 #pragma once
 
 #include "data/ingest/import.h"
+#include "event_buffer.h"
 
 #include <QDialog>
 #include <QFutureWatcher>
 
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <utility>
 
 class QComboBox;
 class QDialogButtonBox;
@@ -63,6 +66,7 @@ public:
     QTableWidget* rejectionTable() const { return m_rejections; }
     QLabel* summaryLabel() const { return m_summary; }
     QProgressBar* progressBar() const { return m_progress; }
+    int eventDrains() const { return m_events.drains(); }  // batches the import was reported in
 
 Q_SIGNALS:
     void previewReady();
@@ -90,11 +94,17 @@ private:
     QPushButton* m_cancel = nullptr;
     QPushButton* m_close = nullptr;
     QFutureWatcher<ImportPreview> m_previewWatcher;
-    QFutureWatcher<ImportOutcome> m_importWatcher;
+    // What the import worker reported since the last drain: the newest progress, and its outcome.
+    struct ImportEvents {
+        std::optional<std::pair<qint64, qint64>> progress;  // bytes done, bytes in all
+        std::optional<ImportOutcome> outcome;
+    };
+    void onImportEvents(ImportEvents&& events);
+    EventBuffer<ImportEvents> m_events;
+    QFuture<void> m_importWorker;
     ImportPreview m_preview;
     ImportOutcome m_outcome;
     std::shared_ptr<std::atomic<bool>> m_cancelFlag;
-    std::shared_ptr<std::atomic<qint64>> m_done, m_total;  // bytes
     bool m_running = false;
     bool m_previewAgain = false;
 };

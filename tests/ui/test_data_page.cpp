@@ -21,6 +21,7 @@
 #include <QElapsedTimer>
 #include <QListWidget>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QTableWidget>
@@ -452,6 +453,35 @@ private Q_SLOTS:
         QCOMPARE(dialog.rejectionTable()->item(2, 0)->text(), QStringLiteral("19999"));
         QVERIFY(worst < 300);  // generous: the machine is shared
         QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(rows - 3));
+        // Progress and the outcome came through the dialog's EventBuffer, in batches.
+        QVERIFY(dialog.eventDrains() >= 1);
+        QCOMPARE(dialog.progressBar()->value(), 1000);
+    }
+
+    // Closing the dialog while its import runs cancels it and waits for the worker: nothing is
+    // written, nothing crashes (the worker reports into the dialog's buffer).
+    void importDialogClosedMidImport()
+    {
+        const QString store = m_dir.filePath(QStringLiteral("closed.tbstore"));
+        tb::DataStore::open(store.toStdString(), true);
+        const QString file = m_dir.filePath(QStringLiteral("closed.jsonl"));
+        {
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            for (int i = 0; i < 50000; ++i)
+                f.write(QStringLiteral("{\"instruction\": \"q%1\", \"output\": \"a%1\"}\n")
+                            .arg(i)
+                            .toUtf8());
+        }
+        {
+            tb::ImportDialog dialog(store, QStringLiteral("tester"), QString());
+            QSignalSpy previewed(&dialog, &tb::ImportDialog::previewReady);
+            dialog.setFile(file);
+            QVERIFY(previewed.wait(10000));
+            QVERIFY(dialog.startImport());
+            QVERIFY(dialog.running());
+        }  // destroyed at once, mid-import
+        QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(0));
     }
 
     // Scan, chunking and snapshots through the page, each checked in the store.
