@@ -52,9 +52,8 @@ int64_t intOption(const Args& args, const std::string& name, int64_t fallback, i
 
 Method methodOption(const std::string& name)
 {
-    for (Method m : {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt})
-        if (name == methodName(m))
-            return m;
+    if (auto method = parseMethod(name))
+        return *method;
     fail("option --method is '", name, "' (allowed: full, partial, lora, adapter, prompt)");
 }
 

@@ -205,8 +205,8 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
     ctx.modelDir = [this] { return modelDir(); };
     // Token statistics render records as the run will, so the truncation count is the trainer's.
     ctx.chatTemplate = [this] {
-        return m_state ? QString::fromStdString(m_state->config().data.chatTemplate)
-                       : QStringLiteral("auto");
+        return QString::fromLatin1(
+            chatTemplateChoiceName(m_state ? m_state->config().data.chatTemplate : std::nullopt));
     };
     ctx.changed = [this] { refreshAll(); };
     ctx.showRecord = [this](qint64 id) { showRecordById(id); };
@@ -740,8 +740,9 @@ bool DataPage::snapshot(const QString& split, bool acceptedOnly)
     o.acceptedOnly = acceptedOnly;
     o.who = who.isEmpty() ? "studio" : who.toStdString();
     if (m_state)
-        o.templateInfo = {{"chat_template", m_state->config().data.chatTemplate},
-                          {"max_length", m_state->config().data.maxLength}};
+        o.templateInfo = {
+            {"chat_template", chatTemplateChoiceName(m_state->config().data.chatTemplate)},
+            {"max_length", m_state->config().data.maxLength}};
     return m_jobs->run(tr("Snapshot"),
                        [this, o](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
                            const SnapshotInfo s = createSnapshot(store, o);
@@ -757,8 +758,8 @@ bool DataPage::snapshot(const QString& split, bool acceptedOnly)
 
 void DataPage::openSynthDialog()
 {
-    SynthDialog dialog(m_state ? QString::fromStdString(m_state->config().data.chatTemplate)
-                               : QStringLiteral("auto"),
+    SynthDialog dialog(QString::fromLatin1(chatTemplateChoiceName(
+                           m_state ? m_state->config().data.chatTemplate : std::nullopt)),
                        currentRecordId(), this);
     if (dialog.exec() == QDialog::Accepted)
         generateSynthetic(dialog.request(modelDir()));

@@ -200,9 +200,9 @@ void MemoryPage::buildControls(QWidget* box)
     slider(tr("Sequence length:"), 1, 512, &m_seq, &m_seqValue);
     slider(tr("LoRA rank:"), 0, 8, &m_rank, &m_rankValue);
     m_precision = new QComboBox(box);
-    m_precision->addItem(tr("fp32"), QStringLiteral("fp32"));
-    m_precision->addItem(tr("bf16 mixed"), QStringLiteral("bf16"));
-    m_precision->addItem(tr("fp16 mixed"), QStringLiteral("fp16"));
+    m_precision->addItem(tr("fp32"), static_cast<int>(Precision::Fp32));
+    m_precision->addItem(tr("bf16 mixed"), static_cast<int>(Precision::Bf16));
+    m_precision->addItem(tr("fp16 mixed"), static_cast<int>(Precision::Fp16));
     form->addRow(tr("Precision:"), m_precision);
     m_checkpointing = new QCheckBox(tr("Gradient checkpointing"), box);
     form->addRow(QString(), m_checkpointing);
@@ -233,9 +233,9 @@ void MemoryPage::buildControls(QWidget* box)
                 c.batchSize = 1 << m_batch->value();
                 c.data.maxLength = 16 * m_seq->value();
                 c.lora.rank = 1 << m_rank->value();
-                c.precision = m_precision->currentData().toString().toStdString();
+                c.precision = static_cast<Precision>(m_precision->currentData().toInt());
                 c.gradientCheckpointing = m_checkpointing->isChecked();
-                c.loss = m_chunkedLoss->isChecked() ? "chunked" : "full";
+                c.loss = m_chunkedLoss->isChecked() ? LossKind::Chunked : LossKind::Full;
             },
             this);
         refresh();
@@ -265,10 +265,9 @@ void MemoryPage::fromState()
     m_batch->setValue(log2(c.batchSize));
     m_seq->setValue(std::max(1, c.data.maxLength / 16));
     m_rank->setValue(log2(c.lora.rank));
-    m_precision->setCurrentIndex(
-        std::max(0, m_precision->findData(QString::fromStdString(c.precision))));
+    m_precision->setCurrentIndex(std::max(0, m_precision->findData(static_cast<int>(c.precision))));
     m_checkpointing->setChecked(c.gradientCheckpointing);
-    m_chunkedLoss->setChecked(c.loss == "chunked");
+    m_chunkedLoss->setChecked(c.loss == LossKind::Chunked);
     m_updating = false;
     refresh();
 }

@@ -271,16 +271,19 @@ void MethodPage::buildOptions(QStackedWidget* stack)
 
     QFormLayout* adapter = page(Method::Adapter);
     m_adapterKind = new QComboBox(stack);
-    m_adapterKind->addItem(tr("Houlsby (after attention and MLP)"), QStringLiteral("houlsby"));
-    m_adapterKind->addItem(tr("Pfeiffer (after MLP)"), QStringLiteral("pfeiffer"));
+    m_adapterKind->addItem(tr("Houlsby (after attention and MLP)"),
+                           static_cast<int>(AdapterKind::Houlsby));
+    m_adapterKind->addItem(tr("Pfeiffer (after MLP)"), static_cast<int>(AdapterKind::Pfeiffer));
     m_adapterSize = new QSpinBox(stack);
     m_adapterSize->setRange(0, 65536);
     m_adapterSize->setSpecialValueText(tr("auto (hidden / reduction)"));
     m_adapterReduction = new QSpinBox(stack);
     m_adapterReduction->setRange(1, 1024);
     m_adapterActivation = new QComboBox(stack);
-    for (const char* a : {"relu", "gelu", "silu", "tanh"})
-        m_adapterActivation->addItem(QString::fromLatin1(a), QString::fromLatin1(a));
+    for (AdapterActivation a : {AdapterActivation::Relu, AdapterActivation::Gelu,
+                                AdapterActivation::Silu, AdapterActivation::Tanh})
+        m_adapterActivation->addItem(QString::fromLatin1(adapterActivationName(a)),
+                                     static_cast<int>(a));
     adapter->addRow(tr("Placement:"), m_adapterKind);
     adapter->addRow(tr("Bottleneck size:"), m_adapterSize);
     adapter->addRow(tr("Reduction factor:"), m_adapterReduction);
@@ -347,9 +350,9 @@ void MethodPage::fromState()
     m_loraDropout->setValue(c.lora.dropout);
     m_rslora->setChecked(c.lora.rslora);
     showLoraTargets();
-    m_adapterKind->setCurrentIndex(m_adapterKind->findData(QString::fromStdString(c.adapter.kind)));
+    m_adapterKind->setCurrentIndex(m_adapterKind->findData(static_cast<int>(c.adapter.kind)));
     m_adapterActivation->setCurrentIndex(
-        m_adapterActivation->findData(QString::fromStdString(c.adapter.activation)));
+        m_adapterActivation->findData(static_cast<int>(c.adapter.activation)));
     m_adapterSize->setValue(c.adapter.size);
     m_adapterReduction->setValue(c.adapter.reductionFactor);
     m_promptTokens->setValue(c.prompt.numTokens);
@@ -393,8 +396,9 @@ void MethodPage::toState()
                     if (box->isChecked())
                         c.lora.targets.push_back(box->text().toStdString());
             }
-            c.adapter.kind = m_adapterKind->currentData().toString().toStdString();
-            c.adapter.activation = m_adapterActivation->currentData().toString().toStdString();
+            c.adapter.kind = static_cast<AdapterKind>(m_adapterKind->currentData().toInt());
+            c.adapter.activation =
+                static_cast<AdapterActivation>(m_adapterActivation->currentData().toInt());
             c.adapter.size = m_adapterSize->value();
             c.adapter.reductionFactor = m_adapterReduction->value();
             c.prompt.numTokens = m_promptTokens->value();

@@ -121,12 +121,13 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
     connect(m_state, &StudioState::runsChanged, this, &PlaygroundPage::refreshRuns);
     connect(m_state, &StudioState::selectedRunChanged, this, &PlaygroundPage::refreshRuns);
     connect(m_state, &StudioState::configChanged, this, [this] {
-        const int i =
-            m_template->findData(QString::fromStdString(m_state->config().data.chatTemplate));
+        const int i = m_template->findData(
+            QString::fromLatin1(chatTemplateChoiceName(m_state->config().data.chatTemplate)));
         if (i >= 0)
             m_template->setCurrentIndex(i);
     });
-    const int i = m_template->findData(QString::fromStdString(m_state->config().data.chatTemplate));
+    const int i = m_template->findData(
+        QString::fromLatin1(chatTemplateChoiceName(m_state->config().data.chatTemplate)));
     m_template->setCurrentIndex(std::max(0, i));
     refreshRuns();
 }

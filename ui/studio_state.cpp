@@ -42,7 +42,7 @@ TrainConfig StudioState::defaultConfig()
     c.lora.targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
     c.data.trainFile = dataDir() + "/tiny/train.jsonl";
     c.data.valFile = dataDir() + "/tiny/val.jsonl";
-    c.data.chatTemplate = "alpaca";
+    c.data.chatTemplate = ChatTemplateFamily::Alpaca;
     c.data.maxLength = 96;
     c.optim.lr = 0.01;
     c.optim.warmupSteps = 5;

@@ -41,10 +41,22 @@ void setText(QLineEdit* edit, const QString& text)
     if (edit->text() != text)
         edit->setText(text);
 }
-void setText(QComboBox* box, const QString& text)
+// A combo box over an enum: each item's data is the value, its text the value's name.
+template <typename Enum>
+void addChoices(QComboBox* box, std::initializer_list<Enum> values, const char* (*nameOf)(Enum))
 {
-    if (box->currentText() != text)
-        box->setCurrentText(text);
+    for (Enum v : values)
+        box->addItem(QString::fromLatin1(nameOf(v)), static_cast<int>(v));
+}
+template <typename Enum> void setChoice(QComboBox* box, Enum value)
+{
+    const int i = box->findData(static_cast<int>(value));
+    if (i >= 0 && box->currentIndex() != i)
+        box->setCurrentIndex(i);
+}
+template <typename Enum> Enum choice(const QComboBox* box)
+{
+    return static_cast<Enum>(box->currentData().toInt());
 }
 
 // On a worker: a short read of the store's snapshot table (WAL: never waits for a writer).
@@ -125,12 +137,12 @@ void TrainSettingsForm::buildOptimizerGroup(QFormLayout* optim)
         return s;
     };
     m_optimizer = new QComboBox(this);
-    m_optimizer->addItems({QStringLiteral("adamw"), QStringLiteral("sgd")});
+    addChoices(m_optimizer, {OptimizerKind::AdamW, OptimizerKind::Sgd}, optimizerKindName);
     m_lr = dspin(1e-7, 10, 6, 1e-4);
     m_minLr = dspin(0, 10, 6, 1e-5);
     m_schedule = new QComboBox(this);
-    m_schedule->addItems(
-        {QStringLiteral("cosine"), QStringLiteral("linear"), QStringLiteral("constant")});
+    addChoices(m_schedule, {ScheduleKind::Cosine, ScheduleKind::Linear, ScheduleKind::Constant},
+               scheduleKindName);
     m_warmup = new QSpinBox(this);
     m_warmup->setRange(0, 1000000);
     m_weightDecay = dspin(0, 10, 4, 0.01);
@@ -288,10 +300,10 @@ void TrainSettingsForm::fromState()
     setValue(m_accum, c.gradAccum);
     setValue(m_maxLength, c.data.maxLength);
     setValue(m_seed, int(c.seed));
-    setText(m_optimizer, QString::fromStdString(c.optim.optimizer));
+    setChoice(m_optimizer, c.optim.optimizer);
     setValue(m_lr, c.optim.lr);
     setValue(m_minLr, c.optim.minLr);
-    setText(m_schedule, QString::fromStdString(c.optim.schedule));
+    setChoice(m_schedule, c.optim.schedule);
     setValue(m_warmup, int(c.optim.warmupSteps));
     setValue(m_weightDecay, c.optim.weightDecay);
     setValue(m_clip, c.optim.clipNorm);
@@ -326,10 +338,10 @@ void TrainSettingsForm::toState()
             c.gradAccum = m_accum->value();
             c.data.maxLength = m_maxLength->value();
             c.seed = uint64_t(m_seed->value());
-            c.optim.optimizer = m_optimizer->currentText().toStdString();
+            c.optim.optimizer = choice<OptimizerKind>(m_optimizer);
             c.optim.lr = m_lr->value();
             c.optim.minLr = m_minLr->value();
-            c.optim.schedule = m_schedule->currentText().toStdString();
+            c.optim.schedule = choice<ScheduleKind>(m_schedule);
             c.optim.warmupSteps = m_warmup->value();
             c.optim.weightDecay = m_weightDecay->value();
             c.optim.clipNorm = m_clip->value();

@@ -383,10 +383,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         frozenBlock.loraRank = run.lora.rank;
         break;
     case Method::Adapter:
-        frozenBlock.adapters = run.adapter.kind == "pfeiffer" ? 1 : 2;
+        frozenBlock.adapters = run.adapter.kind == AdapterKind::Pfeiffer ? 1 : 2;
         frozenBlock.adapterWidth = adapterSize(model, run.adapter);
-        frozenBlock.adapterKeepsInput =
-            run.adapter.activation == "gelu" || run.adapter.activation == "silu";
+        frozenBlock.adapterKeepsInput = run.adapter.activation == AdapterActivation::Gelu ||
+                                        run.adapter.activation == AdapterActivation::Silu;
         break;
     case Method::Prompt:
         // The soft prompt joins the embeddings' output: every block's input needs a gradient.

@@ -3,13 +3,26 @@
 // a run.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace tb {
 
+// Each closed choice is an enum with one name function (how run configs spell it) and one parse
+// function (nullopt for a name it does not know; the caller reports it in its own terms).
 enum class Method { Full, Partial, Lora, Adapter, Prompt };
 const char* methodName(Method method);  // "full", "partial", "lora", "adapter", "prompt"
+std::optional<Method> parseMethod(const std::string& name);
+
+// Where bottleneck adapters sit: Houlsby after attention and MLP, Pfeiffer after the MLP only.
+enum class AdapterKind { Houlsby, Pfeiffer };
+const char* adapterKindName(AdapterKind kind);  // "houlsby", "pfeiffer"
+std::optional<AdapterKind> parseAdapterKind(const std::string& name);
+
+enum class AdapterActivation { Relu, Gelu, Silu, Tanh };
+const char* adapterActivationName(AdapterActivation activation);  // "relu", "gelu", "silu", "tanh"
+std::optional<AdapterActivation> parseAdapterActivation(const std::string& name);
 
 struct LoraOptions {
     int rank = 8;
@@ -22,10 +35,10 @@ struct LoraOptions {
 };
 
 struct AdapterOptions {
-    std::string kind = "houlsby";  // houlsby (after attention and MLP) | pfeiffer (after MLP)
-    int size = 0;                  // bottleneck width; 0 = hidden_size / reduction_factor
+    AdapterKind kind = AdapterKind::Houlsby;
+    int size = 0;  // bottleneck width; 0 = hidden_size / reduction_factor
     int reductionFactor = 16;
-    std::string activation = "relu";  // relu | gelu | silu | tanh
+    AdapterActivation activation = AdapterActivation::Relu;
 
     bool operator==(const AdapterOptions&) const = default;
 };

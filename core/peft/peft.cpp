@@ -98,19 +98,17 @@ void applyLora(CausalLM& model, const MethodOptions& run)
 void applyAdapters(CausalLM& model, const MethodOptions& run)
 {
     const auto& a = run.adapter;
-    if (a.kind != "houlsby" && a.kind != "pfeiffer")
-        fail("key 'adapter.kind' is '", a.kind, "' (allowed: houlsby, pfeiffer)");
     const int64_t size = adapterSize(model.config(), a);
     const int64_t hidden = model.config().hiddenSize;
     const auto device = model.tokenEmbeddingWeight().device();
     auto make = [&] {
-        BottleneckAdapter adapter(hidden, size, a.activation);
+        BottleneckAdapter adapter(hidden, size, adapterActivationName(a.activation));
         adapter->to(device);
         return adapter;
     };
     for (size_t i = 0; i < model.numBlocks(); ++i) {
         auto& block = model.block(i);
-        if (a.kind == "houlsby")
+        if (a.kind == AdapterKind::Houlsby)
             block.adapter_attn = block.register_module("adapter_attn", make());
         block.adapter_mlp = block.register_module("adapter_mlp", make());
     }

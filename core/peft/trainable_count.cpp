@@ -203,7 +203,7 @@ int64_t trainableParameterCount(const ModelConfig& c, const MethodOptions& run)
     case Method::Adapter: {
         const int64_t m = adapterSize(c, run.adapter);
         const int64_t perAdapter = h * m + m + m * h + h;
-        const int64_t perBlock = run.adapter.kind == "pfeiffer" ? 1 : 2;
+        const int64_t perBlock = run.adapter.kind == AdapterKind::Pfeiffer ? 1 : 2;
         return perAdapter * perBlock * c.numLayers;
     }
     case Method::Prompt:

@@ -15,7 +15,7 @@ torch::Tensor tokenLoss(const torch::Tensor& logits, const torch::Tensor& labels
 torch::Tensor batchLoss(CausalLM& model, const torch::Tensor& ids, const torch::Tensor& labels,
                         double normaliser, const TrainConfig& config)
 {
-    if (config.loss != "chunked")
+    if (config.loss != LossKind::Chunked)
         return tokenLoss(model.forward(ids, nullptr), labels, normaliser);
     // The head is applied chunk by chunk inside the loss: [tokens, vocab] logits never exist at
     // once.

@@ -14,11 +14,9 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params,
                      std::vector<bool> decay, OptimOptions options)
     : m_params(std::move(params)), m_decay(std::move(decay)), m_options(std::move(options))
 {
-    if (m_options.optimizer != "adamw" && m_options.optimizer != "sgd")
-        fail("key 'optim.optimizer' is '", m_options.optimizer, "' (allowed: adamw, sgd)");
     torch::NoGradGuard noGrad;
     for (auto& [name, p] : m_params) {
-        if (m_options.optimizer == "adamw") {
+        if (m_options.optimizer == OptimizerKind::AdamW) {
             m_expAvg.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
             m_expAvgSq.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
         } else if (m_options.momentum > 0) {
@@ -39,7 +37,7 @@ void Optimizer::step(double lr)
         if (!grad.defined())
             continue;
         const double wd = m_decay[i] ? o.weightDecay : 0.0;
-        if (o.optimizer == "adamw") {
+        if (o.optimizer == OptimizerKind::AdamW) {
             p.mul_(1.0 - lr * wd);
             m_expAvg[i].lerp_(grad, 1.0 - o.beta1);
             m_expAvgSq[i].mul_(o.beta2).addcmul_(grad, grad, 1.0 - o.beta2);

@@ -2,8 +2,6 @@
 // count.
 #include "train/schedule.h"
 
-#include "util/error.h"
-
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -31,16 +29,13 @@ double learningRateAt(const OptimOptions& optim, int64_t step, int64_t totalStep
     const int64_t warmup = warmupStepsFor(optim, totalSteps);
     if (s < warmup)
         return optim.lr * static_cast<double>(s + 1) / static_cast<double>(warmup);
-    if (optim.schedule == "constant")
+    if (optim.schedule == ScheduleKind::Constant)
         return optim.lr;
     const double span = static_cast<double>(std::max<int64_t>(1, totalSteps - warmup));
     const double p = std::clamp(static_cast<double>(s - warmup) / span, 0.0, 1.0);
-    if (optim.schedule == "linear")
+    if (optim.schedule == ScheduleKind::Linear)
         return optim.minLr + (optim.lr - optim.minLr) * (1.0 - p);
-    if (optim.schedule == "cosine")
-        return optim.minLr +
-               (optim.lr - optim.minLr) * 0.5 * (1.0 + std::cos(std::numbers::pi * p));
-    fail("optim.schedule: unknown schedule '", optim.schedule, "' (constant | linear | cosine)");
+    return optim.minLr + (optim.lr - optim.minLr) * 0.5 * (1.0 + std::cos(std::numbers::pi * p));
 }
 
 std::vector<double> plannedSchedule(const OptimOptions& optim, int64_t totalSteps)

@@ -24,7 +24,7 @@ TokenizeOptions tokenizeOptions(const TrainConfig& c, const std::string& modelDi
     TokenizeOptions o;
     o.lossOnResponsesOnly = c.data.lossOnResponsesOnly;
     o.maxLength = c.data.maxLength;
-    if (c.data.chatTemplate == "auto") {
+    if (!c.data.chatTemplate) {  // auto
         auto family = detectChatTemplateForModel(modelDir);
         if (!family)
             fail(c.sourcePath, ": key 'data.chat_template' is auto but the model at ", modelDir,
@@ -32,8 +32,7 @@ TokenizeOptions tokenizeOptions(const TrainConfig& c, const std::string& modelDi
                  "plain");
         o.family = *family;
     } else {
-        // parseTrainConfig admitted only the names parseChatTemplateName knows.
-        o.family = parseChatTemplateName(c.data.chatTemplate).value_or(ChatTemplateFamily::Plain);
+        o.family = *c.data.chatTemplate;
     }
     return o;
 }
@@ -60,10 +59,10 @@ torch::Device runDevice(const TrainConfig& config)
 }
 
 // Autocast for a run's precision: bf16 or fp16 compute over fp32 weights; off for fp32.
-AutocastGuard precisionAutocast(const torch::Device& device, const std::string& precision)
+AutocastGuard precisionAutocast(const torch::Device& device, Precision precision)
 {
-    return AutocastGuard(device.type(), precision == "bf16" || precision == "fp16",
-                         precision == "fp16" ? at::kHalf : at::kBFloat16);
+    return AutocastGuard(device.type(), precision != Precision::Fp32,
+                         precision == Precision::Fp16 ? at::kHalf : at::kBFloat16);
 }
 
 PreparedModel prepareModel(const TrainConfig& config)
@@ -71,7 +70,7 @@ PreparedModel prepareModel(const TrainConfig& config)
     PreparedModel m;
     ModelConfig modelConfig = loadModelConfig(config.model);
     m.device = runDevice(config);
-    if (config.precision == "fp16" && !m.device.is_cuda())
+    if (config.precision == Precision::Fp16 && !m.device.is_cuda())
         fail(config.sourcePath,
              ": key 'precision' fp16 needs a CUDA device (use bf16 or fp32 on the CPU)");
     m.module = createCausalLM(modelConfig);
@@ -86,8 +85,6 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
 {
     PreparedData d;
     const TokenizeOptions options = tokenizeOptions(c, c.model);
-    // parseTrainConfig admitted only the names parseExampleFormat knows.
-    const auto format = parseExampleFormat(c.data.format).value_or(ExampleFormat::Auto);
     auto report = [&d](const ExampleFile& f) {
         d.rejectedRows += static_cast<int64_t>(f.rejected.size());
         for (size_t i = 0; i < f.rejected.size() && i < 20; ++i)
@@ -117,7 +114,7 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
         store = DataStore::open(c.data.store, false);
         trainExamples = fromSnapshot("train", c.data.snapshot);
     } else {
-        ExampleFile train = readExampleFile(c.data.trainFile, format);
+        ExampleFile train = readExampleFile(c.data.trainFile, c.data.format);
         report(train);
         hashInput = sha256File(c.data.trainFile);
         trainExamples = std::move(train.examples);
@@ -126,7 +123,7 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
     if (store && !c.data.valSnapshot.empty()) {
         valExamples = fromSnapshot("validation", c.data.valSnapshot);
     } else if (!c.data.valFile.empty()) {
-        ExampleFile val = readExampleFile(c.data.valFile, format);
+        ExampleFile val = readExampleFile(c.data.valFile, c.data.format);
         report(val);
         valExamples = std::move(val.examples);
         hashInput += sha256File(c.data.valFile);

@@ -20,7 +20,7 @@ namespace tb {
 torch::Device runDevice(const TrainConfig& config);
 
 // Autocast for a run's precision: bf16 or fp16 compute over fp32 weights; off for fp32.
-AutocastGuard precisionAutocast(const torch::Device& device, const std::string& precision);
+AutocastGuard precisionAutocast(const torch::Device& device, Precision precision);
 
 // The base model of a run in fp32 on the run's device, with the run's method applied.
 struct PreparedModel {

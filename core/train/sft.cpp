@@ -169,7 +169,7 @@ bool SftRecipe::step()
         lossTokens += micro.back().lossTokens;
     }
     const double normaliser = std::max<int64_t>(lossTokens, 1);
-    const bool fp16 = m_config.precision == "fp16";
+    const bool fp16 = m_config.precision == Precision::Fp16;
     double lossValue = 0;
     for (size_t i = 0; i < micro.size(); ++i) {
         const auto [ids, labels] = toTensors(micro[i], m_model.device);

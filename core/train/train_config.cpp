@@ -1,5 +1,5 @@
-// Run config parsing and validation (keys, types, ranges, enumerations), overrides, and the
-// learning-rate schedule as a pure function of the config.
+// Run config parsing and validation (keys, types, ranges, closed choices read into their enums),
+// the names of those enums, overrides, run.json (toJson) and the estimate options of a run.
 #include "train/train_config.h"
 
 #include "util/error.h"
@@ -18,16 +18,50 @@ namespace {
 using nlohmann::json;
 using Names = std::vector<std::string>;
 
-const Names kMethods{"full", "partial", "lora", "adapter", "prompt"};
-const Names kLosses{"full", "chunked"};
-const Names kPrecisions{"fp32", "bf16", "fp16"};
-const Names kAdapterKinds{"houlsby", "pfeiffer"};
-const Names kActivations{"relu", "gelu", "silu", "tanh"};
+// The names of `values`, in order: what a closed choice admits and its messages list.
+template <typename Enum> Names namesOf(const std::vector<Enum>& values, const char* (*nameOf)(Enum))
+{
+    Names out;
+    for (Enum v : values)
+        out.push_back(nameOf(v));
+    return out;
+}
+
+// The enum value that nameOf spells `name`; nullopt when none does.
+template <typename Enum>
+std::optional<Enum> parseName(const std::string& name, const std::vector<Enum>& values,
+                              const char* (*nameOf)(Enum))
+{
+    for (Enum v : values)
+        if (name == nameOf(v))
+            return v;
+    return std::nullopt;
+}
+
+const std::vector<Precision> kPrecisionValues{Precision::Fp32, Precision::Bf16, Precision::Fp16};
+const std::vector<LossKind> kLossValues{LossKind::Full, LossKind::Chunked};
+const std::vector<OptimizerKind> kOptimizerValues{OptimizerKind::AdamW, OptimizerKind::Sgd};
+const std::vector<ScheduleKind> kScheduleValues{ScheduleKind::Constant, ScheduleKind::Linear,
+                                                ScheduleKind::Cosine};
+
+const Names kMethods = namesOf(
+    {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt}, methodName);
+const Names kLosses = namesOf(kLossValues, lossKindName);
+const Names kPrecisions = namesOf(kPrecisionValues, precisionName);
+const Names kAdapterKinds = namesOf({AdapterKind::Houlsby, AdapterKind::Pfeiffer}, adapterKindName);
+const Names kActivations = namesOf({AdapterActivation::Relu, AdapterActivation::Gelu,
+                                    AdapterActivation::Silu, AdapterActivation::Tanh},
+                                   adapterActivationName);
 const Names kPartialModules{"embeddings", "lm_head", "norms"};
-const Names kFormats{"auto", "alpaca", "messages", "prompt_completion", "text"};
-const Names kChatTemplates{"auto", "chatml", "llama3", "inst", "alpaca", "plain"};
-const Names kOptimizers{"adamw", "sgd"};
-const Names kSchedules{"constant", "linear", "cosine"};
+const Names kFormats = namesOf({ExampleFormat::Auto, ExampleFormat::Alpaca, ExampleFormat::Messages,
+                                ExampleFormat::PromptCompletion, ExampleFormat::Text},
+                               exampleFormatName);
+const Names kChatTemplates =
+    namesOf({std::nullopt, ChatTemplateFamily::ChatML, ChatTemplateFamily::Llama3,
+             ChatTemplateFamily::Inst, ChatTemplateFamily::Alpaca, ChatTemplateFamily::Plain},
+            chatTemplateChoiceName);
+const Names kOptimizers = namesOf(kOptimizerValues, optimizerKindName);
+const Names kSchedules = namesOf(kScheduleValues, scheduleKindName);
 
 const Names kTopKeys{"name",
                      "model",
@@ -233,6 +267,15 @@ public:
         return out;
     }
 
+    // A closed choice into its enum: `allowed` holds nameOf's names, all of which parse reads
+    // (parse may read aliases too, which the config does not admit).
+    template <typename Enum>
+    Enum choice(std::string_view name, Enum fallback, const Names& allowed,
+                const char* (*nameOf)(Enum), std::optional<Enum> (*parse)(const std::string&)) const
+    {
+        return parse(choice(name, nameOf(fallback), allowed)).value_or(fallback);
+    }
+
     // An array of strings, or one comma-separated string ("q_proj, v_proj"); blanks are dropped.
     Names list(std::string_view name, const Names& fallback) const
     {
@@ -304,14 +347,6 @@ private:
     const std::string& m_source;
 };
 
-Method parseMethod(const std::string& name)
-{
-    for (Method m : {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt})
-        if (name == methodName(m))
-            return m;
-    return Method::Lora;  // unreachable: the name was checked against kMethods
-}
-
 bool validDevice(const std::string& device)
 {
     if (device == "cpu" || device == "cuda" || device == "auto")
@@ -352,10 +387,11 @@ void parseLora(const Section& s, LoraOptions& o)
 void parseAdapter(const Section& s, AdapterOptions& o)
 {
     s.checkKeys(kAdapterKeys);
-    o.kind = s.choice("kind", o.kind, kAdapterKinds);
+    o.kind = s.choice("kind", o.kind, kAdapterKinds, adapterKindName, parseAdapterKind);
     o.size = s.intValue("size", o.size, 0);
     o.reductionFactor = s.intValue("reduction_factor", o.reductionFactor, 1);
-    o.activation = s.choice("activation", o.activation, kActivations);
+    o.activation = s.choice("activation", o.activation, kActivations, adapterActivationName,
+                            parseAdapterActivation);
 }
 
 void parsePrompt(const Section& s, PromptOptions& o)
@@ -403,8 +439,13 @@ void parseData(const Section& s, DataOptions& o)
     o.generalFile = s.string("general_file", o.generalFile);
     o.valRatio = s.number("val_ratio", o.valRatio);
     s.halfOpen("val_ratio", o.valRatio, 0, 1);
-    o.format = s.choice("format", o.format, kFormats);
-    o.chatTemplate = s.choice("chat_template", o.chatTemplate, kChatTemplates);
+    o.format = s.choice("format", o.format, kFormats, exampleFormatName, parseExampleFormat);
+    const std::string chat =
+        s.choice("chat_template", chatTemplateChoiceName(o.chatTemplate), kChatTemplates);
+    if (chat == chatTemplateChoiceName(std::nullopt))
+        o.chatTemplate = std::nullopt;
+    else
+        o.chatTemplate = parseChatTemplateName(chat);
     o.lossOnResponsesOnly = s.boolean("loss_on_responses_only", o.lossOnResponsesOnly);
     o.packing = s.boolean("packing", o.packing);
     o.maxLength = s.intValue("max_length", o.maxLength, 8);
@@ -413,7 +454,8 @@ void parseData(const Section& s, DataOptions& o)
 void parseOptim(const Section& s, OptimOptions& o)
 {
     s.checkKeys(kOptimKeys);
-    o.optimizer = s.choice("optimizer", o.optimizer, kOptimizers);
+    o.optimizer =
+        s.choice("optimizer", o.optimizer, kOptimizers, optimizerKindName, parseOptimizerKind);
     o.lr = s.number("lr", o.lr);
     s.above("lr", o.lr, 0);
     o.weightDecay = s.number("weight_decay", o.weightDecay);
@@ -428,7 +470,7 @@ void parseOptim(const Section& s, OptimOptions& o)
     s.halfOpen("momentum", o.momentum, 0, 1);
     o.l2 = s.number("l2", o.l2);
     s.atLeast("l2", o.l2, 0);
-    o.schedule = s.choice("schedule", o.schedule, kSchedules);
+    o.schedule = s.choice("schedule", o.schedule, kSchedules, scheduleKindName, parseScheduleKind);
     o.warmupSteps = s.integer("warmup_steps", o.warmupSteps, 0);
     o.warmupRatio = s.number("warmup_ratio", o.warmupRatio);
     s.halfOpen("warmup_ratio", o.warmupRatio, 0, 1);
@@ -442,6 +484,75 @@ void parseOptim(const Section& s, OptimOptions& o)
 }
 
 }  // namespace
+
+const char* precisionName(Precision precision)
+{
+    switch (precision) {
+    case Precision::Fp32:
+        return "fp32";
+    case Precision::Bf16:
+        return "bf16";
+    case Precision::Fp16:
+        return "fp16";
+    }
+    return "fp32";
+}
+std::optional<Precision> parsePrecision(const std::string& name)
+{
+    return parseName(name, kPrecisionValues, precisionName);
+}
+
+const char* lossKindName(LossKind loss)
+{
+    switch (loss) {
+    case LossKind::Full:
+        return "full";
+    case LossKind::Chunked:
+        return "chunked";
+    }
+    return "full";
+}
+std::optional<LossKind> parseLossKind(const std::string& name)
+{
+    return parseName(name, kLossValues, lossKindName);
+}
+
+const char* optimizerKindName(OptimizerKind optimizer)
+{
+    switch (optimizer) {
+    case OptimizerKind::AdamW:
+        return "adamw";
+    case OptimizerKind::Sgd:
+        return "sgd";
+    }
+    return "adamw";
+}
+std::optional<OptimizerKind> parseOptimizerKind(const std::string& name)
+{
+    return parseName(name, kOptimizerValues, optimizerKindName);
+}
+
+const char* scheduleKindName(ScheduleKind schedule)
+{
+    switch (schedule) {
+    case ScheduleKind::Constant:
+        return "constant";
+    case ScheduleKind::Linear:
+        return "linear";
+    case ScheduleKind::Cosine:
+        return "cosine";
+    }
+    return "cosine";
+}
+std::optional<ScheduleKind> parseScheduleKind(const std::string& name)
+{
+    return parseName(name, kScheduleValues, scheduleKindName);
+}
+
+const char* chatTemplateChoiceName(std::optional<ChatTemplateFamily> family)
+{
+    return family ? chatTemplateName(*family) : "auto";
+}
 
 TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sourcePath)
 {
@@ -462,17 +573,17 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     c.outputDir = top.string("output_dir", c.outputDir);
     if (c.outputDir.empty())
         top.bad("output_dir", "must not be empty");
-    c.method = parseMethod(top.choice("method", methodName(c.method), kMethods));
+    c.method = top.choice("method", c.method, kMethods, methodName, parseMethod);
     c.batchSize = top.intValue("batch_size", c.batchSize, 1);
     c.gradAccum = top.intValue("grad_accum", c.gradAccum, 1);
     c.maxSteps = top.integer("max_steps", c.maxSteps, 0);
     c.epochs = top.intValue("epochs", c.epochs, 1);
-    c.precision = top.choice("precision", c.precision, kPrecisions);
+    c.precision = top.choice("precision", c.precision, kPrecisions, precisionName, parsePrecision);
     c.device = top.string("device", c.device);
     if (!validDevice(c.device))
         top.bad("device", "must be one of cpu | cuda | auto | cuda:N (got '", c.device, "')");
     c.gradientCheckpointing = top.boolean("gradient_checkpointing", c.gradientCheckpointing);
-    c.loss = top.choice("loss", c.loss, kLosses);
+    c.loss = top.choice("loss", c.loss, kLosses, lossKindName, parseLossKind);
     c.lossChunkTokens = top.intValue("loss_chunk_tokens", c.lossChunkTokens, 16);
     c.evalEvery = top.integer("eval_every", c.evalEvery, 0);
     c.logEvery = top.integer("log_every", c.logEvery, 1);
@@ -587,10 +698,10 @@ nlohmann::json toJson(const TrainConfig& c)
     j["grad_accum"] = c.gradAccum;
     j["max_steps"] = c.maxSteps;
     j["epochs"] = c.epochs;
-    j["precision"] = c.precision;
+    j["precision"] = precisionName(c.precision);
     j["device"] = c.device;
     j["gradient_checkpointing"] = c.gradientCheckpointing;
-    j["loss"] = c.loss;
+    j["loss"] = lossKindName(c.loss);
     j["loss_chunk_tokens"] = c.lossChunkTokens;
     j["eval_every"] = c.evalEvery;
     j["log_every"] = c.logEvery;
@@ -604,10 +715,10 @@ nlohmann::json toJson(const TrainConfig& c)
                  {"dropout", c.lora.dropout},
                  {"targets", c.lora.targets},
                  {"rslora", c.lora.rslora}};
-    j["adapter"] = {{"kind", c.adapter.kind},
+    j["adapter"] = {{"kind", adapterKindName(c.adapter.kind)},
                     {"size", c.adapter.size},
                     {"reduction_factor", c.adapter.reductionFactor},
-                    {"activation", c.adapter.activation}};
+                    {"activation", adapterActivationName(c.adapter.activation)}};
     j["prompt"] = {{"num_tokens", c.prompt.numTokens}, {"init_text", c.prompt.initText}};
     j["partial"] = {{"trainable_blocks", c.partial.trainableBlocks},
                     {"modules", c.partial.modules}};
@@ -615,8 +726,8 @@ nlohmann::json toJson(const TrainConfig& c)
                  {"val_file", c.data.valFile},
                  {"general_file", c.data.generalFile},
                  {"val_ratio", c.data.valRatio},
-                 {"format", c.data.format},
-                 {"chat_template", c.data.chatTemplate},
+                 {"format", exampleFormatName(c.data.format)},
+                 {"chat_template", chatTemplateChoiceName(c.data.chatTemplate)},
                  {"loss_on_responses_only", c.data.lossOnResponsesOnly},
                  {"packing", c.data.packing},
                  {"max_length", c.data.maxLength}};
@@ -630,7 +741,7 @@ nlohmann::json toJson(const TrainConfig& c)
         j["data"]["val_snapshot"] = c.data.valSnapshot;
         j["data"]["general_snapshot"] = c.data.generalSnapshot;
     }
-    j["optim"] = {{"optimizer", c.optim.optimizer},
+    j["optim"] = {{"optimizer", optimizerKindName(c.optim.optimizer)},
                   {"lr", c.optim.lr},
                   {"weight_decay", c.optim.weightDecay},
                   {"beta1", c.optim.beta1},
@@ -638,7 +749,7 @@ nlohmann::json toJson(const TrainConfig& c)
                   {"eps", c.optim.eps},
                   {"momentum", c.optim.momentum},
                   {"l2", c.optim.l2},
-                  {"schedule", c.optim.schedule},
+                  {"schedule", scheduleKindName(c.optim.schedule)},
                   {"warmup_steps", c.optim.warmupSteps},
                   {"warmup_ratio", c.optim.warmupRatio},
                   {"min_lr", c.optim.minLr},
@@ -649,15 +760,17 @@ nlohmann::json toJson(const TrainConfig& c)
 EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
 {
     EstimateOptions o;
-    o.precision = run.precision == "fp32" ? "fp32" : run.precision + "-mixed";
-    o.optimizer = run.optim.optimizer == "adamw"
+    o.precision = run.precision == Precision::Fp32
+                      ? std::string("fp32")
+                      : precisionName(run.precision) + std::string("-mixed");
+    o.optimizer = run.optim.optimizer == OptimizerKind::AdamW
                       ? "adamw"
                       : (run.optim.momentum > 0 ? "sgd-momentum" : "sgd");
     o.batch = run.batchSize;
     o.seq = seq;
     o.gradAccum = run.gradAccum;
     o.gradientCheckpointing = run.gradientCheckpointing;
-    o.loss = run.loss;
+    o.loss = lossKindName(run.loss);
     o.lossChunk = run.lossChunkTokens;
     return o;
 }

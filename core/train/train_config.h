@@ -2,16 +2,44 @@
 // and validated before anything loads; errors name the key and the allowed values.
 #pragma once
 
+#include "data/example.h"
 #include "memory/estimator.h"
 #include "peft/method.h"
+#include "tokenizer/chat_template.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace tb {
+
+// The run's closed choices, each with one name function (as run.json spells it) and one parse
+// function (nullopt for an unknown name), like methodName / parseMethod.
+
+// fp32; bf16: autocast over fp32 weights; fp16: autocast on CUDA with dynamic loss scaling.
+enum class Precision { Fp32, Bf16, Fp16 };
+const char* precisionName(Precision precision);  // "fp32", "bf16", "fp16"
+std::optional<Precision> parsePrecision(const std::string& name);
+
+// full: through the [tokens, vocab] logits; chunked: cross-entropy in chunks, logits never whole.
+enum class LossKind { Full, Chunked };
+const char* lossKindName(LossKind loss);  // "full", "chunked"
+std::optional<LossKind> parseLossKind(const std::string& name);
+
+enum class OptimizerKind { AdamW, Sgd };
+const char* optimizerKindName(OptimizerKind optimizer);  // "adamw", "sgd"
+std::optional<OptimizerKind> parseOptimizerKind(const std::string& name);
+
+enum class ScheduleKind { Constant, Linear, Cosine };
+const char* scheduleKindName(ScheduleKind schedule);  // "constant", "linear", "cosine"
+std::optional<ScheduleKind> parseScheduleKind(const std::string& name);
+
+// data.chat_template as run.json spells it: a family's name, or "auto" for nullopt (the model's
+// own template); its parse is parseChatTemplateName after "auto".
+const char* chatTemplateChoiceName(std::optional<ChatTemplateFamily> family);
 
 struct DataOptions {
     // Either a dataset store with snapshot ids (what the run saw is then recorded by id and
@@ -26,9 +54,8 @@ struct DataOptions {
     std::string
         generalFile;  // optional holdout of general text: base-vs-tuned loss shows forgetting
     double valRatio = 0.1;
-    std::string format = "auto";  // auto | alpaca | messages | prompt_completion | text
-    std::string chatTemplate =
-        "auto";  // auto (from the model) | chatml | llama3 | inst | alpaca | plain
+    ExampleFormat format = ExampleFormat::Auto;
+    std::optional<ChatTemplateFamily> chatTemplate;  // nullopt: auto (from the model)
     bool lossOnResponsesOnly = true;
     bool packing = false;
     int maxLength = 256;
@@ -37,13 +64,13 @@ struct DataOptions {
 };
 
 struct OptimOptions {
-    std::string optimizer = "adamw";  // adamw | sgd
+    OptimizerKind optimizer = OptimizerKind::AdamW;
     double lr = 1e-3;
     double weightDecay = 0.0;  // decoupled (AdamW); never applied to biases and norms
     double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     double momentum = 0.0;  // sgd
     double l2 = 0.0;        // L2 penalty added to the loss (distinct from decoupled decay)
-    std::string schedule = "cosine";  // constant | linear | cosine
+    ScheduleKind schedule = ScheduleKind::Cosine;
     int64_t warmupSteps = 0;
     double warmupRatio = 0.0;  // used when warmup_steps is 0
     double minLr = 0.0;
@@ -64,11 +91,10 @@ struct TrainConfig : MethodOptions {
     int gradAccum = 1;     // micro-batches per optimizer step
     int64_t maxSteps = 0;  // optimizer steps; 0 = epochs x steps per epoch
     int epochs = 1;
-    std::string precision = "fp32";  // fp32 | bf16 (autocast) | fp16 (CUDA, dynamic loss scaling)
+    Precision precision = Precision::Fp32;
     std::string device = "auto";
     bool gradientCheckpointing = false;
-    std::string loss =
-        "full";  // full | chunked (cross-entropy in chunks, logits never materialised)
+    LossKind loss = LossKind::Full;
     int lossChunkTokens = 1024;  // chunked: tokens per chunk
     int64_t evalEvery = 0;       // steps; 0 = only at the end
     int64_t logEvery = 1;

@@ -750,7 +750,8 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("s.tbstore"));
         tb::StudioState state;
-        state.updateConfig([](tb::TrainConfig& c) { c.data.chatTemplate = "alpaca"; });
+        state.updateConfig(
+            [](tb::TrainConfig& c) { c.data.chatTemplate = tb::ChatTemplateFamily::Alpaca; });
         tb::DataPage page(&state);
         QSignalSpy opened(&page, &tb::DataPage::storeOpened);
         page.openBundledStore(path);

@@ -224,7 +224,7 @@ private Q_SLOTS:
         w->state()->updateConfig([](tb::TrainConfig& c) {
             c.batchSize = 32;
             c.gradientCheckpointing = true;
-            c.precision = "bf16";
+            c.precision = tb::Precision::Bf16;
         });
         check(true);
         // A device too small: does not fit, and the advice shown is core's.
@@ -408,7 +408,7 @@ private Q_SLOTS:
         w->state()->updateConfig([](tb::TrainConfig& c) {
             c.maxSteps = 3;
             c.evalEvery = 0;
-            c.data.chatTemplate = "alpaca";
+            c.data.chatTemplate = tb::ChatTemplateFamily::Alpaca;
         });
         w->state()->setStorePath(QString::fromStdString(storePath));
         tb::TrainPage* train = w->trainPage();

@@ -144,7 +144,7 @@ void TestPeft::loraMergeEqualsUnmerged()
 
 void TestPeft::adaptersStartAsBase()
 {
-    for (auto kind : {"houlsby", "pfeiffer"})
+    for (auto kind : {tb::AdapterKind::Houlsby, tb::AdapterKind::Pfeiffer})
         for (auto arch : {tb::Architecture::Llama, tb::Architecture::Gpt2}) {
             auto m = randomModel(tiny(arch));
             torch::NoGradGuard g;

@@ -89,6 +89,7 @@ private Q_SLOTS:
     void ranges();
     void ranges_data();
     void enumerations();
+    void enumNames();
     void requiredKeys();
     void aliasesAndLists();
     void overrides();
@@ -138,7 +139,7 @@ void TestTrainConfig::fullRoundTrip()
     QCOMPARE(c.data.maxLength, 64);
     QCOMPARE(c.optim.eps, 1e-6);
     QCOMPARE(c.optim.warmupSteps, int64_t(7));
-    QCOMPARE(c.loss, std::string("chunked"));
+    QCOMPARE(c.loss, tb::LossKind::Chunked);
     QCOMPARE(c.lossChunkTokens, 512);
 
     // toJson is the full resolved config: every key of full() is there with the same value, and
@@ -304,6 +305,59 @@ void TestTrainConfig::enumerations()
             std::string(method));
 }
 
+void TestTrainConfig::enumNames()
+{
+    // Each closed choice: its name reads back as its value; unknown names are nullopt.
+    for (auto p : {tb::Precision::Fp32, tb::Precision::Bf16, tb::Precision::Fp16})
+        QCOMPARE(tb::parsePrecision(tb::precisionName(p)), std::optional(p));
+    for (auto l : {tb::LossKind::Full, tb::LossKind::Chunked})
+        QCOMPARE(tb::parseLossKind(tb::lossKindName(l)), std::optional(l));
+    for (auto o : {tb::OptimizerKind::AdamW, tb::OptimizerKind::Sgd})
+        QCOMPARE(tb::parseOptimizerKind(tb::optimizerKindName(o)), std::optional(o));
+    for (auto s : {tb::ScheduleKind::Constant, tb::ScheduleKind::Linear, tb::ScheduleKind::Cosine})
+        QCOMPARE(tb::parseScheduleKind(tb::scheduleKindName(s)), std::optional(s));
+    for (auto k : {tb::AdapterKind::Houlsby, tb::AdapterKind::Pfeiffer})
+        QCOMPARE(tb::parseAdapterKind(tb::adapterKindName(k)), std::optional(k));
+    for (auto a : {tb::AdapterActivation::Relu, tb::AdapterActivation::Gelu,
+                   tb::AdapterActivation::Silu, tb::AdapterActivation::Tanh})
+        QCOMPARE(tb::parseAdapterActivation(tb::adapterActivationName(a)), std::optional(a));
+    for (auto m : {tb::Method::Full, tb::Method::Partial, tb::Method::Lora, tb::Method::Adapter,
+                   tb::Method::Prompt})
+        QCOMPARE(tb::parseMethod(tb::methodName(m)), std::optional(m));
+    QVERIFY(!tb::parsePrecision("bf16-mixed"));
+    QVERIFY(!tb::parseOptimizerKind("sgd-momentum"));
+    QVERIFY(!tb::parseMethod("qlora"));
+    QCOMPARE(std::string(tb::chatTemplateChoiceName(std::nullopt)), std::string("auto"));
+    QCOMPARE(std::string(tb::chatTemplateChoiceName(tb::ChatTemplateFamily::Llama3)),
+             std::string("llama3"));
+
+    // A config reads each name into its value and run.json writes the same name back.
+    const tb::TrainConfig d = tb::parseTrainConfig(minimal(), "run.json");
+    QCOMPARE(d.precision, tb::Precision::Fp32);
+    QCOMPARE(d.loss, tb::LossKind::Full);
+    QCOMPARE(d.optim.optimizer, tb::OptimizerKind::AdamW);
+    QCOMPARE(d.optim.schedule, tb::ScheduleKind::Cosine);
+    QCOMPARE(d.adapter.kind, tb::AdapterKind::Houlsby);
+    QCOMPARE(d.adapter.activation, tb::AdapterActivation::Relu);
+    QCOMPARE(d.data.format, tb::ExampleFormat::Auto);
+    QVERIFY(!d.data.chatTemplate.has_value());  // auto
+    QCOMPARE(tb::toJson(d)["data"]["chat_template"], json("auto"));
+    const auto read = [](const std::string& override) {
+        return tb::parseTrainConfig(with(override), "run.json");
+    };
+    QCOMPARE(read("precision=fp16").precision, tb::Precision::Fp16);
+    QCOMPARE(read("optim.optimizer=sgd").optim.optimizer, tb::OptimizerKind::Sgd);
+    QCOMPARE(read("data.format=prompt_completion").data.format,
+             tb::ExampleFormat::PromptCompletion);
+    QCOMPARE(read("data.chat_template=inst").data.chatTemplate,
+             std::optional(tb::ChatTemplateFamily::Inst));
+    QCOMPARE(read("adapter.activation=silu").adapter.activation, tb::AdapterActivation::Silu);
+    QCOMPARE(tb::toJson(read("adapter.kind=pfeiffer"))["adapter"]["kind"], json("pfeiffer"));
+    // Aliases the parse functions know are still not admitted by a config.
+    expectError(with("data.format=chat"), {"key 'data.format'", "got 'chat'"});
+    expectError(with("data.chat_template=mistral"), {"key 'data.chat_template'", "got 'mistral'"});
+}
+
 void TestTrainConfig::requiredKeys()
 {
     json j = minimal();
@@ -370,8 +424,8 @@ void TestTrainConfig::overrides()
     const tb::TrainConfig c = tb::parseTrainConfig(j, "run.json");
     QCOMPARE(c.lora.rank, 4);
     QCOMPARE(c.optim.lr, 2e-4);
-    QCOMPARE(c.optim.schedule, std::string("linear"));
-    QCOMPARE(c.data.chatTemplate, std::string("plain"));
+    QCOMPARE(c.optim.schedule, tb::ScheduleKind::Linear);
+    QCOMPARE(c.data.chatTemplate, std::optional(tb::ChatTemplateFamily::Plain));
     QCOMPARE(c.lora.targets, (std::vector<std::string>{"q_proj", "o_proj"}));
 
     // "lr" goes to optim.lr, so it can override a file that sets optim.lr
@@ -468,7 +522,8 @@ void TestTrainConfig::scheduleClosedForms()
     const int64_t total = 110;  // 100 decay steps after warmup
     const double tol = 1e-15;
 
-    for (const char* schedule : {"constant", "linear", "cosine"}) {
+    for (tb::ScheduleKind schedule :
+         {tb::ScheduleKind::Constant, tb::ScheduleKind::Linear, tb::ScheduleKind::Cosine}) {
         o.schedule = schedule;
         // warmup: lr / W, 2 lr / W, ..., lr at s = W - 1
         QVERIFY(std::fabs(tb::learningRateAt(o, 0, total) - 1e-3 / 10) < tol);
@@ -482,18 +537,18 @@ void TestTrainConfig::scheduleClosedForms()
             QCOMPARE(plan[s], tb::learningRateAt(o, s, total));
     }
 
-    o.schedule = "constant";
+    o.schedule = tb::ScheduleKind::Constant;
     QCOMPARE(tb::learningRateAt(o, 109, total), 1e-3);
     QCOMPARE(tb::learningRateAt(o, 500, total), 1e-3);
 
-    o.schedule = "linear";
+    o.schedule = tb::ScheduleKind::Linear;
     // at the end (s = T - 1): min_lr + (lr - min_lr) / (T - W)
     QVERIFY(std::fabs(tb::learningRateAt(o, 109, total) - (1e-4 + 9e-4 / 100)) < tol);
     QVERIFY(std::fabs(tb::learningRateAt(o, 60, total) - (1e-4 + 9e-4 * 0.5)) < tol);
     QVERIFY(std::fabs(tb::learningRateAt(o, 110, total) - 1e-4) < tol);  // p clamps to 1
     QVERIFY(std::fabs(tb::learningRateAt(o, 1000, total) - 1e-4) < tol);
 
-    o.schedule = "cosine";
+    o.schedule = tb::ScheduleKind::Cosine;
     // midpoint after warmup: (lr + min_lr) / 2
     QVERIFY(std::fabs(tb::learningRateAt(o, 60, total) - (1e-3 + 1e-4) / 2) < tol);
     // quarter: min + (lr - min) (1 + cos(pi / 4)) / 2
@@ -528,7 +583,7 @@ void TestTrainConfig::scheduleWarmupRatio()
     QCOMPARE(tb::warmupStepsFor(o, 100), int64_t(7));
     o.warmupSteps = 0;
     QVERIFY(std::fabs(tb::learningRateAt(o, 0, 100) - 2e-3 / 10) < 1e-15);
-    o.schedule = "linear";
+    o.schedule = tb::ScheduleKind::Linear;
     QVERIFY(std::fabs(tb::learningRateAt(o, 99, 100) - 2e-3 / 90) < 1e-15);
 }
 
