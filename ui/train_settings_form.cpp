@@ -261,6 +261,7 @@ void TrainSettingsForm::showSnapshots(const SnapshotList& list)
 {
     if (list.request != m_snapshotRequest)
         return;  // superseded
+    m_snapshotShown = list.request;
     if (!list.error.isEmpty())
         Q_EMIT message(tr("Dataset store: %1").arg(list.error));
     // The config owns the choice once it reads from the store; before that, keep what the boxes

@@ -40,7 +40,8 @@ public:
     void useSnapshots(bool on);
     // Lists the store's snapshots on a worker; a newer request supersedes one still in flight.
     void refreshSnapshots();
-    bool listingSnapshots() const { return m_snapshotWatcher.isRunning(); }
+    // A listing was asked for and its answer has not been shown yet.
+    bool listingSnapshots() const { return m_snapshotShown != m_snapshotRequest; }
     QComboBox* snapshotBox() const { return m_snapshot; }
 
     QSpinBox* maxStepsBox() const { return m_maxSteps; }
@@ -81,6 +82,7 @@ private:
     QFormLayout* m_dataForm = nullptr;
     QFutureWatcher<SnapshotList> m_snapshotWatcher;
     quint64 m_snapshotRequest = 0;  // the newest listing asked for; older results are dropped
+    quint64 m_snapshotShown = 0;    // the request whose answer the boxes show
 };
 
 }  // namespace tb

@@ -149,14 +149,11 @@ void SftRecipe::restore(const CheckpointLoad& checkpoint)
     warn("resumed from " + checkpoint.dir + " (step " + std::to_string(m_position.step) + ")");
 }
 
-// One optimizer step over grad_accum micro-batches: forward and backward each (gradients add up,
-// normalised by the loss tokens of the whole step), unscale (fp16), clip, guard, update.
-bool SftRecipe::step()
+// grad_accum micro-batches, forward and backward each: their gradients add up, normalised by the
+// loss tokens of the whole step, and come out unscaled (fp16).
+SftRecipe::Accumulated SftRecipe::accumulateGradients()
 {
     auto& model = *m_model.module;
-    model.train();
-    const auto t0 = Clock::now();
-    resetMemoryPeak(m_device);
     const int32_t pad = m_model.tokenizer->eosId().value_or(0);
 
     std::vector<TokenBatch> micro;
@@ -170,7 +167,9 @@ bool SftRecipe::step()
     }
     const double normaliser = std::max<int64_t>(lossTokens, 1);
     const bool fp16 = m_config.precision == Precision::Fp16;
-    double lossValue = 0;
+    Accumulated acc;
+    acc.tokens = tokens;
+    acc.width = micro.front().width;
     for (size_t i = 0; i < micro.size(); ++i) {
         const auto [ids, labels] = toTensors(micro[i], m_model.device);
         torch::Tensor loss;
@@ -180,7 +179,7 @@ bool SftRecipe::step()
         }
         if (i == 0)
             m_memoryAfterForward = memoryNow();
-        lossValue += loss.item<double>();
+        acc.loss += loss.item<double>();
         if (i == 0 && m_config.optim.l2 > 0) {
             torch::Tensor penalty = torch::zeros({}, loss.options());
             for (const auto& [name, p] : m_optimizer->params())
@@ -201,6 +200,19 @@ bool SftRecipe::step()
     for (const auto& [name, p] : m_optimizer->params())
         if (p.grad().defined())
             m_gradientBytes += static_cast<int64_t>(p.grad().nbytes());
+    return acc;
+}
+
+// One optimizer step: accumulate the micro-batches' gradients, clip, guard, update, report.
+bool SftRecipe::step()
+{
+    m_model.module->train();
+    const auto t0 = Clock::now();
+    resetMemoryPeak(m_device);
+    const bool fp16 = m_config.precision == Precision::Fp16;
+    const Accumulated acc = accumulateGradients();
+    const double lossValue = acc.loss;
+    const int64_t tokens = acc.tokens;
     const double gradNorm = m_optimizer->clipGradNorm(m_config.optim.clipNorm);
 
     // Never apply an update computed from a NaN/Inf loss or gradient, or a spike.
@@ -235,7 +247,7 @@ bool SftRecipe::step()
     m_optimizer->zeroGrad();
     m_memoryPeak = memorySnapshot(m_device).peak;
     if (m_optimizer->steps() == 1)
-        reportMemory(micro.front().width);
+        reportMemory(acc.width);
     ++m_position.step;
     m_position.optimizerSteps = m_optimizer->steps();
     m_position.tokensSeen += tokens;

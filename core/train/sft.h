@@ -30,6 +30,12 @@ private:
     void setUp();
     void restore(const CheckpointLoad& checkpoint);
     bool step();  // one optimizer step; false when the divergence guard stopped it
+    struct Accumulated {
+        double loss = 0;     // mean token loss of the step
+        int64_t tokens = 0;  // real tokens of its micro-batches
+        int64_t width = 0;   // the first micro-batch's padded length
+    };
+    Accumulated accumulateGradients();
     void emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds);
     EvalMetrics evaluate(int64_t step);
     double meanLoss(const SequenceSet& set);
