@@ -27,7 +27,7 @@ json toJson(const StepMetrics& m)
     return {{"type", "step"},
             {"step", m.step},
             {"epoch", m.epoch},
-            {"tokens", m.tokensSeen},
+            {"tokens_seen", m.tokensSeen},
             {"loss", m.loss},
             {"lr", m.lr},
             {"grad_norm", m.gradNorm},
@@ -50,7 +50,8 @@ StepMetrics stepMetricsFromJson(const json& line)
     StepMetrics m;
     m.step = line["step"].get<int64_t>();
     m.epoch = line.value("epoch", 0.0);
-    m.tokensSeen = line.value("tokens", int64_t(0));
+    // "tokens": the key of runs written before it took the struct's name
+    m.tokensSeen = line.value("tokens_seen", line.value("tokens", int64_t(0)));
     m.loss = line["loss"].is_null() ? NAN : line["loss"].get<double>();
     m.lr = line.value("lr", 0.0);
     m.gradNorm = line.value("grad_norm", 0.0);

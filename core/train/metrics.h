@@ -12,7 +12,8 @@
 
 namespace tb {
 
-// One optimizer step. metrics.jsonl: {"type": "step", "step", "epoch", "tokens", "loss", "lr",
+// One optimizer step. metrics.jsonl: {"type": "step", "step", "epoch", "tokens_seen" (runs written
+// before 2026-12 say "tokens"; both are read), "loss", "lr",
 // "grad_norm", "tokens_per_s", "memory_bytes", "memory_peak_bytes", "memory_reserved_bytes",
 // "memory_phases": {"load", "forward", "backward", "optimizer_step"}, "resident_bytes"}.
 struct StepMetrics {

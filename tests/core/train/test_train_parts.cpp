@@ -157,7 +157,7 @@ void TestTrainParts::stepMetricsOneForm()
             R"({"epoch":0.375,"grad_norm":0.75,"loss":2.5,"lr":0.00125,"memory_bytes":3145728,)"
             R"("memory_peak_bytes":5242880,"memory_phases":{"backward":3,"forward":2,"load":1,)"
             R"("optimizer_step":4},"memory_reserved_bytes":0,"resident_bytes":99,"step":12,)"
-            R"("tokens":4096,"tokens_per_s":1500.0,"type":"step"})"));
+            R"("tokens_per_s":1500.0,"tokens_seen":4096,"type":"step"})"));
     const tb::StepMetrics back = tb::stepMetricsFromJson(j);
     QCOMPARE(back.step, m.step);
     QCOMPARE(back.tokensSeen, m.tokensSeen);
@@ -166,6 +166,11 @@ void TestTrainParts::stepMetricsOneForm()
     QCOMPARE(back.memoryPeak, m.memoryPeak);
     QCOMPARE(back.memoryAfterOptimizer, m.memoryAfterOptimizer);
     QCOMPARE(back.memoryResident, m.memoryResident);
+    // A step line as runs wrote it before the key took the struct's name.
+    json legacy = j;
+    legacy.erase("tokens_seen");
+    legacy["tokens"] = 777;
+    QCOMPARE(tb::stepMetricsFromJson(legacy).tokensSeen, int64_t(777));
     QCOMPARE(tb::formatStepLine(m),
              std::string("step 12/100  epoch 0.38  loss 2.5000  lr 0.00125  grad norm "
                          "0.750  1500 tok/s  tensors 3.0 MiB (peak 5.0)"));
