@@ -23,6 +23,15 @@ inline std::string errorOf(const std::function<void()>& f)
     return "";
 }
 
+// prefix followed by n, without `const char* + std::string`, which GCC 12 at -O3 flags with a false
+// -Wrestrict.
+inline std::string numbered(const char* prefix, long long n)
+{
+    std::string out(prefix);
+    out += std::to_string(n);
+    return out;
+}
+
 inline bool contains(const std::string& text, const std::string& part)
 {
     return text.find(part) != std::string::npos;

@@ -87,14 +87,7 @@ void DataJobs::drain(Batch&& batch)
     for (ReadResult& read : batch.reads) {
         if (!read.receiver)
             continue;
-        QString error = read.result.error;
-        if (error.isEmpty() && read.result.finish) {
-            try {
-                read.result.finish();
-            } catch (const std::exception& e) {
-                error = QString::fromUtf8(e.what());
-            }
-        }
+        const QString error = finishOf(read.result);
         if (!error.isEmpty())
             Q_EMIT readFailed(error);
     }
@@ -109,16 +102,21 @@ void DataJobs::finishJob(const Result& r)
     const QString what = m_what;
     m_busy = false;
     m_cancel.reset();
-    QString error = r.error;
-    if (error.isEmpty() && r.finish) {
-        try {
-            r.finish();
-        } catch (const std::exception& e) {
-            error = QString::fromUtf8(e.what());
-        }
-    }
+    const QString error = finishOf(r);
     m_what.clear();
     Q_EMIT finished(what, error);
+}
+
+QString DataJobs::finishOf(const Result& r)
+{
+    if (!r.error.isEmpty() || !r.finish)
+        return r.error;
+    try {
+        r.finish();
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return {};
 }
 
 }  // namespace tb

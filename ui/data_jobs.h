@@ -71,6 +71,8 @@ private:
     };
     void drain(Batch&& batch);
     void finishJob(const Result& r);
+    // Runs r.finish on the GUI thread; the worker's error, or the one finish threw, or empty.
+    static QString finishOf(const Result& r);
     static Result runWork(const std::string& path, const Work& work,
                           const CurateProgress& progress);
 

@@ -114,6 +114,16 @@ json toJson(const Diagnosis& d)
             {"value", std::isfinite(d.value) ? json(d.value) : json(nullptr)}};
 }
 
+Diagnosis diagnosisFromJson(const json& line)
+{
+    Diagnosis d;
+    d.step = line.value("step", int64_t(0));
+    d.what = line.value("what", "");
+    d.value =
+        line.contains("value") && line["value"].is_number() ? line["value"].get<double>() : NAN;
+    return d;
+}
+
 json toJson(const TrainSummary& s)
 {
     return {{"run_dir", s.runDir},
@@ -184,13 +194,7 @@ RunMetrics readRunMetrics(const std::string& runDir)
         } else if (type == "eval") {
             out.evals.push_back(evalMetricsFromJson(line));
         } else if (type == "diverged") {
-            Diagnosis d;
-            d.step = line.value("step", int64_t(0));
-            d.what = line.value("what", "");
-            d.value = line.contains("value") && line["value"].is_number()
-                          ? line["value"].get<double>()
-                          : NAN;
-            out.diagnoses.push_back(d);
+            out.diagnoses.push_back(diagnosisFromJson(line));
         }
     }
     return out;

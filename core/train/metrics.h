@@ -107,7 +107,8 @@ nlohmann::json toJson(const EvalMetrics& e);
 EvalMetrics evalMetricsFromJson(const nlohmann::json& line);
 nlohmann::json toJson(const MemoryReport& r);
 nlohmann::json toJson(const Diagnosis& d);
-nlohmann::json toJson(const TrainSummary& s);  // the CLI's `train --json` object
+Diagnosis diagnosisFromJson(const nlohmann::json& line);  // cause and advice stay empty
+nlohmann::json toJson(const TrainSummary& s);             // the CLI's `train --json` object
 
 // The human-readable lines of a run's progress, the same on the console and in the studio's log.
 std::string formatStepLine(const StepMetrics& m);

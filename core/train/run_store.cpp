@@ -221,9 +221,13 @@ nlohmann::json RunStore::readRunInfo() const
 
 void RunStore::appendMetrics(const nlohmann::json& line) const
 {
-    ensureFolder(m_dir);
     const std::string path = joinPath(m_dir, kMetrics);
-    const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    const int flags = O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC;
+    int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0 && errno == ENOENT) {  // the first line of a run whose folder nothing made yet
+        ensureFolder(m_dir);
+        fd = ::open(path.c_str(), flags, 0644);
+    }
     if (fd < 0)
         fail(path, ": cannot open for appending (", std::strerror(errno), ")");
     try {

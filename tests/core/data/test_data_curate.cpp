@@ -8,6 +8,8 @@
 #include "data/curate/stats.h"
 #include "util/error.h"
 
+#include "test_util.h"
+
 #include <QtTest>
 
 #include <algorithm>
@@ -23,14 +25,6 @@
 #endif
 
 namespace {
-
-// prefix followed by n ("q" + std::to_string(n) trips GCC 12's false -Wrestrict at -O3).
-std::string numbered(const char* prefix, long long n)
-{
-    std::string out(prefix);
-    out += std::to_string(n);
-    return out;
-}
 
 std::string describe(const std::vector<tb::ScanMatch>& matches)
 {
@@ -305,7 +299,7 @@ void TestDataCurate::nearAndExactTogether()
 {
     std::vector<std::string> words;
     for (int i = 0; i < 60; ++i)
-        words.push_back(numbered("w", i));
+        words.push_back(tbtest::numbered("w", i));
     std::string base, edited;
     for (int i = 0; i < 60; ++i) {
         if (i) {
@@ -725,7 +719,7 @@ void TestDataCurate::timingReport()
     for (size_t i = 0; i < base.size(); ++i) {
         std::string t = base[i].substr(0, 500);
         if (i % 50 == 0)
-            t += numbered(" contact me at someone", i) + "@example.com or +44 20 7946 0958";
+            t += tbtest::numbered(" contact me at someone", i) + "@example.com or +44 20 7946 0958";
         if (i % 97 == 0)
             t = "Exact COPY " + base[i / 2].substr(0, 480);
         bytes += t.size();

@@ -30,14 +30,6 @@ using tb::ReviewStatus;
 
 namespace {
 
-// prefix followed by n ("q" + std::to_string(n) trips GCC 12's false -Wrestrict at -O3).
-std::string numbered(const char* prefix, long long n)
-{
-    std::string out(prefix);
-    out += std::to_string(n);
-    return out;
-}
-
 using tbtest::contains;
 using tbtest::errorOf;
 
@@ -142,7 +134,7 @@ private Q_SLOTS:
         std::vector<std::string> bases;
         for (int i = 0; i < 40; ++i) {
             bases.push_back(prose(rng, 60));
-            rs.push_back(alpaca(numbered("Describe item ", i), bases.back()));
+            rs.push_back(alpaca(tbtest::numbered("Describe item ", i), bases.back()));
         }
         rs.push_back(alpaca("DESCRIBE  item 3", bases[3]));        // exact after normalisation
         rs.push_back(alpaca("Describe item 5", bases[5] + " x"));  // near: one extra word
@@ -285,7 +277,8 @@ private Q_SLOTS:
         auto store = DataStore::open(tempPath(dir, "s.tbstore"));
         std::vector<NewRecord> rs;
         for (int i = 0; i < 100; ++i)
-            rs.push_back(alpaca(numbered("q", i), "a", {{"label", i < 80 ? "common" : "rare"}}));
+            rs.push_back(
+                alpaca(tbtest::numbered("q", i), "a", {{"label", i < 80 ? "common" : "rare"}}));
         NewRecord general = alpaca("g", "general text");
         general.split = "general";
         rs.push_back(general);
@@ -360,7 +353,7 @@ private Q_SLOTS:
         auto store = DataStore::open(tempPath(dir, "s.tbstore"));
         std::vector<NewRecord> rs;
         for (int i = 0; i < 10; ++i)
-            rs.push_back(alpaca(numbered("q", i), "a, \"quoted\""));
+            rs.push_back(alpaca(tbtest::numbered("q", i), "a, \"quoted\""));
         const auto ids = store->addRecords(rs, 0, "x");
         const char* ana[] = {"accept", "accept", "accept", "accept", "reject",
                              "reject", "reject", "accept", "accept", "reject"};
@@ -415,7 +408,7 @@ private Q_SLOTS:
         std::vector<tb::EntityRecord> records;
         for (int e = 0; e < 6; ++e)
             for (const auto& [name, city] : spellings[e])
-                records.push_back({numbered("E", e), json{{"name", name}, {"city", city}}});
+                records.push_back({tbtest::numbered("E", e), json{{"name", name}, {"city", city}}});
         tb::EntityPairOptions o;
         const auto pairs = tb::entityPairs(records, o);
         int positives = 0, negatives = 0;

@@ -251,6 +251,11 @@ void TestTrainParts::readRunMetricsWritesNothing()
     QCOMPARE(r.evals.size(), size_t(1));
     QCOMPARE(r.diagnoses.size(), size_t(1));
     QVERIFY(std::isnan(r.diagnoses[0].value));
+    const tb::Diagnosis spike{4, "loss spiked to 9.0", 9.0, "cause", "advice"};
+    const tb::Diagnosis back = tb::diagnosisFromJson(tb::toJson(spike));
+    QCOMPARE(back.step, int64_t(4));
+    QCOMPARE(back.what, spike.what);
+    QCOMPARE(back.value, 9.0);
     QCOMPARE(tb::readFile(dir + "/metrics.jsonl"), before);
 }
 
