@@ -28,7 +28,7 @@ struct LoraOptions {
     int rank = 8;
     double alpha = 16.0;
     double dropout = 0.0;
-    std::vector<std::string> targets;  // empty: q_proj,v_proj (c_attn for gpt2)
+    std::vector<std::string> targets;  // empty: PEFT's default (peft/defaults.h)
     bool rslora = false;               // scaling alpha / sqrt(rank) instead of alpha / rank
 
     bool operator==(const LoraOptions&) const = default;

@@ -1,6 +1,7 @@
 // Exact trainable-parameter arithmetic per method (LoRA: r x (in + out) per targeted layer, ...).
 #include "peft/trainable_count.h"
 
+#include "peft/defaults.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -126,9 +127,7 @@ std::vector<std::string> resolvedLoraTargets(const ModelConfig& model, const Lor
 {
     if (!lora.targets.empty())
         return lora.targets;
-    if (model.architecture == Architecture::Gpt2)
-        return {"c_attn"};
-    return {"q_proj", "v_proj"};
+    return defaultLoraTargets(model.architecture);
 }
 
 int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter)

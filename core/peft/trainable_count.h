@@ -14,7 +14,8 @@ namespace tb {
 // Names of the linear layers of one block that LoRA can target, e.g. q_proj ... down_proj (gpt2:
 // c_attn, c_proj, c_fc); "lm_head" is also accepted when the head is untied.
 std::vector<std::string> loraTargetNames(const ModelConfig& config);
-// The targets a config asks for: its list, or q_proj,v_proj (c_attn for gpt2) when empty.
+// The targets a config asks for: its list, or PEFT's default for the architecture when empty
+// (defaultLoraTargets).
 std::vector<std::string> resolvedLoraTargets(const ModelConfig& model, const LoraOptions& lora);
 // Bottleneck width: adapter.size, or hidden_size / reduction_factor (at least 1).
 int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter);

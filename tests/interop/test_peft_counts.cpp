@@ -1,8 +1,13 @@
 // Interop: LoRA trainable-parameter counts from config.json alone equal PEFT's on the real
-// architectures (built by transformers on the meta device, so no weights are needed).
+// architectures (built by transformers on the meta device, so no weights are needed), and the
+// default LoRA targets of every architecture are PEFT's own.
+#include "oracle_util.h"
+
 #include "model/config.h"
+#include "peft/defaults.h"
 #include "peft/trainable_count.h"
 #include "train/train_config.h"
+#include "util/file_util.h"
 
 #include <QtTest>
 
@@ -34,6 +39,18 @@ const std::vector<Case>& cases()
     };
     return all;
 }
+
+// Tiny configs of the architectures tests/data/configs has no real model of.
+const std::pair<const char*, const char*> kTinyConfigs[] = {
+    {"mistral", R"({"model_type": "mistral", "architectures": ["MistralForCausalLM"],
+        "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
+        "sliding_window": 128})"},
+    {"qwen3", R"({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"],
+        "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "max_position_embeddings": 256, "tie_word_embeddings": true})"},
+};
 
 }  // namespace
 
@@ -75,6 +92,58 @@ private Q_SLOTS:
                                     .arg(QLatin1String(c.name))
                                     .arg(tb::trainableParameterCount(model, run))
                                     .arg(want.at("trainable").get<int64_t>())));
+        }
+    }
+    // defaultLoraTargets equals peft's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING for every
+    // architecture Tunebench loads, and a LoRA run naming no targets trains what PEFT's does.
+    void defaultTargetsArePeftsOwn()
+    {
+        if (!QFileInfo::exists(QStringLiteral(TB_PYTHON)))
+            QSKIP("the Python oracle venv is missing (run scripts/setup)");
+        QTemporaryDir dir;
+        std::vector<std::pair<std::string, std::string>> configs;  // name, config.json path
+        for (const char* file : {"gpt2.json", "tinyllama-1.1b.json", "qwen2.5-0.5b.json"})
+            configs.emplace_back(file, std::string(TB_SOURCE_DIR "/tests/data/configs/") + file);
+        for (const auto& [name, json] : kTinyConfigs) {
+            const std::string path = dir.filePath(QLatin1String(name)).toStdString() + ".json";
+            tb::writeFileAtomic(path, json);
+            configs.emplace_back(name, path);
+        }
+        const auto architectures = {tb::Architecture::Llama, tb::Architecture::Mistral,
+                                    tb::Architecture::Qwen2, tb::Architecture::Qwen3,
+                                    tb::Architecture::Gpt2};
+        nlohmann::json input = {{"model_types", nlohmann::json::array()},
+                                {"configs", nlohmann::json::array()}};
+        for (tb::Architecture a : architectures)
+            input["model_types"].push_back(tb::architectureName(a));
+        for (const auto& [name, path] : configs)
+            input["configs"].push_back({{"name", name}, {"config", path}, {"rank", 8}});
+        const QString cases = dir.filePath(QStringLiteral("cases.json"));
+        tb::writeFileAtomic(cases.toStdString(), input.dump());
+        QString error;
+        const QByteArray out =
+            tbtest::runOracleScript(QStringLiteral("peft_defaults.py"), {cases}, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        const auto oracle = nlohmann::json::parse(out.toStdString());
+        for (tb::Architecture a : architectures) {
+            const auto& want = oracle.at("mapping").at(tb::architectureName(a));
+            QVERIFY2(!want.is_null(), tb::architectureName(a));
+            QVERIFY2(tb::defaultLoraTargets(a) == want.get<std::vector<std::string>>(),
+                     qPrintable(QStringLiteral("%1: PEFT's %2")
+                                    .arg(QLatin1String(tb::architectureName(a)),
+                                         QString::fromStdString(want.dump()))));
+        }
+        for (const auto& [name, path] : configs) {
+            const tb::ModelConfig model = tb::loadModelConfig(path);
+            const auto& want = oracle.at("resolved").at(name);
+            QCOMPARE(want.at("model_type").get<std::string>(), model.modelType);
+            tb::TrainConfig run;
+            run.method = tb::Method::Lora;
+            run.lora.rank = 8;
+            auto ours = tb::resolvedLoraTargets(model, run.lora);
+            std::sort(ours.begin(), ours.end());
+            QVERIFY2(ours == want.at("targets").get<std::vector<std::string>>(), name.c_str());
+            QCOMPARE(tb::trainableParameterCount(model, run), want.at("trainable").get<int64_t>());
         }
     }
 };

@@ -3,6 +3,7 @@
 // gives the same gradients, and trainable counts from config.json alone equal the modules' counts.
 #include "model/causal_lm.h"
 #include "model/registry.h"
+#include "peft/defaults.h"
 #include "peft/peft.h"
 #include "peft/trainable_count.h"
 #include "tokenizer/tokenizer.h"
@@ -13,6 +14,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <set>
 
 namespace {
@@ -96,6 +98,7 @@ private Q_SLOTS:
     void countsFromConfigMatchModules();
     void countsOfRealModels();
     void badTargets();
+    void defaultLoraTargetsPerArchitecture();
     void displayedRolesMatchTraining();
 };
 
@@ -307,6 +310,30 @@ void TestPeft::countsOfRealModels()
     auto gpt2 = tb::loadModelConfig(TB_SOURCE_DIR "/tests/data/configs/gpt2.json");
     r.method = tb::Method::Lora;  // default target c_attn: 12 x 8 x (768 + 2304)
     QCOMPARE(tb::trainableParameterCount(gpt2, r), int64_t(294912));
+}
+
+// The table of PEFT's defaults (checked against peft itself by test_peft_counts): every default
+// names layers of its architecture, and a run that names no targets gets exactly them.
+void TestPeft::defaultLoraTargetsPerArchitecture()
+{
+    using A = tb::Architecture;
+    const std::vector<std::string> qv = {"q_proj", "v_proj"};
+    const std::pair<A, std::vector<std::string>> table[] = {
+        {A::Llama, qv}, {A::Mistral, qv}, {A::Qwen2, qv}, {A::Qwen3, qv}, {A::Gpt2, {"c_attn"}}};
+    for (const auto& [arch, want] : table) {
+        const char* name = tb::architectureName(arch);
+        QVERIFY2(tb::defaultLoraTargets(arch) == want, name);
+        const tb::ModelConfig c = tiny(arch);
+        const auto names = tb::loraTargetNames(c);
+        for (const auto& t : want)
+            QVERIFY2(std::find(names.begin(), names.end(), t) != names.end(), name);
+        auto r = run(tb::Method::Lora);
+        QVERIFY(tb::resolvedLoraTargets(c, r.lora) == want);
+        auto m = randomModel(c);
+        tb::applyMethod(*m, r, nullptr, 1);
+        r.lora.targets = want;
+        QCOMPARE(tb::countTrainable(*m), tb::trainableParameterCount(c, r));
+    }
 }
 
 void TestPeft::badTargets()
