@@ -87,7 +87,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_sidebar->setCurrentRow(0);
 
     connect(m_modelPage, &ModelPage::modelOpened, this, [this](const ModelSummary& s) {
-        m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt);
+        m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt, s.chatTemplate);
+        if (!m_state->modelNote().isEmpty())
+            statusBar()->showMessage(m_state->modelNote(), 30000);
     });
     connect(m_controller, &TrainingController::eventsArrived, m_memoryPage,
             [this](const JobEventBatch& b) {
@@ -208,6 +210,9 @@ bool MainWindow::openProject(const QString& path, QString* error)
     if (!readProject(path, &p, error))
         return false;
     TrainConfig c = p.config;
+    // The project's choices were made for its model: opening it below keeps them.
+    if (!p.modelPath.isEmpty())
+        c.model = p.modelPath.toStdString();
     if (!p.trainFile.isEmpty())
         c.data.trainFile = p.trainFile.toStdString();
     c.data.valFile = p.valFile.toStdString();

@@ -46,6 +46,7 @@ ModelSummary summarizeModel(const QString& path)
         s.dtype = QString::fromStdString(c.torchDtype);
         s.tokenizer = QString::fromStdString(loadTokenizer(path.toStdString())->kind());
         s.config = c;
+        s.chatTemplate = detectChatTemplateForModel(path.toStdString());
         const Checkpoint checkpoint = Checkpoint::open(path.toStdString());
         for (const std::string& name : checkpoint.names()) {
             const TensorInfo* info = checkpoint.find(name)->info;
@@ -65,6 +66,14 @@ ModelSummary summarizeModel(const QString& path)
 ModelPage::ModelPage(StudioState* state, QWidget* parent) : QWidget(parent), m_state(state)
 {
     auto* layout = new QVBoxLayout(this);
+    // What opening this model reset: a note above the trees, not a dialog.
+    m_note = new QLabel(this);
+    m_note->setObjectName(QStringLiteral("modelNote"));
+    m_note->setWordWrap(true);
+    m_note->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_note->setFrameShape(QFrame::StyledPanel);
+    m_note->setContentsMargins(6, 4, 6, 4);
+    m_note->hide();
     auto* row = new QHBoxLayout();
     m_path = new QLineEdit(this);
     m_path->setPlaceholderText(tr("Model folder (config.json + safetensors)"));
@@ -72,6 +81,7 @@ ModelPage::ModelPage(StudioState* state, QWidget* parent) : QWidget(parent), m_s
     row->addWidget(m_path, 1);
     row->addWidget(m_browse);
     layout->addLayout(row);
+    layout->addWidget(m_note);
     m_info = new QStandardItemModel(0, 2, this);
     m_info->setHorizontalHeaderLabels({tr("Property"), tr("Value")});
     setAcceptDrops(true);
@@ -94,8 +104,13 @@ ModelPage::ModelPage(StudioState* state, QWidget* parent) : QWidget(parent), m_s
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     layout->addWidget(split, 1);
-    if (m_state)
+    if (m_state) {
         connect(m_state, &StudioState::configChanged, this, &ModelPage::showTensors);
+        connect(m_state, &StudioState::modelChanged, this, [this] {
+            m_note->setText(m_state->modelNote());
+            m_note->setVisible(!m_state->modelNote().isEmpty());
+        });
+    }
     m_status = new QLabel(this);
     layout->addWidget(m_status);
 

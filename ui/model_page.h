@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/config.h"
+#include "tokenizer/chat_template.h"
 
 #include <QFutureWatcher>
 #include <QWidget>
@@ -25,6 +26,8 @@ struct ModelSummary {
     QString dtype;
     QString tokenizer;  // "sentencepiece" / "bpe"
     std::optional<ModelConfig> config;
+    // The family of the folder's own chat template; nullopt when it has none Tunebench renders.
+    std::optional<ChatTemplateFamily> chatTemplate;
     struct Tensor {
         QString name, dtype;
         QVector<qint64> shape;
@@ -47,6 +50,8 @@ public:
     QStandardItemModel* infoModel() const { return m_info; }
     void openModel(const QString& path);
     const ModelSummary& summary() const { return m_summary; }
+    // What opening the model reset (StudioState::modelNote), shown until the next model opens.
+    QLabel* noteLabel() const { return m_note; }
 
 Q_SIGNALS:
     void modelOpened(const tb::ModelSummary& summary);
@@ -67,6 +72,7 @@ private:
     StudioState* m_state = nullptr;
     void showTensors();
     QLabel* m_status = nullptr;
+    QLabel* m_note = nullptr;
     QFutureWatcher<ModelSummary> m_watcher;
     ModelSummary m_summary;
 };

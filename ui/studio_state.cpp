@@ -1,9 +1,12 @@
 // StudioState: shared session data with change signals.
 #include "studio_state.h"
 
+#include "model_switch.h"
+
 #include "util/paths.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QStandardPaths>
 
 namespace tb {
@@ -27,7 +30,23 @@ QString jobStateName(StudioJobState state)
     return {};
 }
 
-StudioState::StudioState(QObject* parent) : QObject(parent), m_config(defaultConfig()) {}
+namespace {
+
+// One spelling per folder, so "dir", "dir/" and a relative path name the same model.
+QString folderKey(const QString& path)
+{
+    const QFileInfo info(path);
+    const QString canonical = info.canonicalFilePath();
+    return canonical.isEmpty() ? QDir::cleanPath(info.absoluteFilePath()) : canonical;
+}
+
+}  // namespace
+
+StudioState::StudioState(QObject* parent)
+    : QObject(parent), m_config(defaultConfig()),
+      m_choicesModel(folderKey(QString::fromStdString(m_config.model)))
+{
+}
 
 TrainConfig StudioState::defaultConfig()
 {
@@ -53,17 +72,31 @@ TrainConfig StudioState::defaultConfig()
     return c;
 }
 
-void StudioState::setModel(const QString& path, const std::optional<ModelConfig>& config)
+void StudioState::setModel(const QString& path, const std::optional<ModelConfig>& config,
+                           std::optional<ChatTemplateFamily> chatTemplate)
 {
     m_modelPath = path;
     m_modelConfig = config;
     m_config.model = path.toStdString();
+    m_modelNote.clear();
+    // A folder that did not load leaves the choices to the model they were made for.
+    if (config) {
+        const QString key = folderKey(path);
+        if (key != m_choicesModel) {
+            const auto resets =
+                resetForModel(m_config, *config, chatTemplate, defaultConfig().data.chatTemplate);
+            m_modelNote = modelSwitchNote(QFileInfo(key).fileName(), *config, resets);
+            m_choicesModel = key;
+        }
+    }
     Q_EMIT modelChanged();
     Q_EMIT configChanged(nullptr);
 }
 
 void StudioState::setConfig(const TrainConfig& config, QObject* origin)
 {
+    if (!origin)
+        m_choicesModel = folderKey(QString::fromStdString(config.model));
     if (config == m_config)
         return;
     m_config = config;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "model/config.h"
+#include "tokenizer/chat_template.h"
 #include "train/train_config.h"
 
 #include <QObject>
@@ -36,9 +37,20 @@ public:
 
     const QString& modelPath() const { return m_modelPath; }
     const std::optional<ModelConfig>& modelConfig() const { return m_modelConfig; }
-    void setModel(const QString& path, const std::optional<ModelConfig>& config);
+    // A model folder opened (config: nullopt when it did not load; chatTemplate: the family of its
+    // own chat template, nullopt when it has none Tunebench renders). Opening a model other than
+    // the one the config's choices were made for resets every option that depends on the
+    // architecture to this model's defaults (model_switch.h), in the same change; reopening that
+    // model (a project with its own model) keeps them. One modelChanged, one configChanged.
+    void setModel(const QString& path, const std::optional<ModelConfig>& config,
+                  std::optional<ChatTemplateFamily> chatTemplate);
+    // What the last setModel reset, as a sentence for the Model page ("Opened gpt2 (GPT-2): LoRA
+    // targets q_proj, v_proj → c_attn; ..."); empty when it kept the config's choices.
+    const QString& modelNote() const { return m_modelNote; }
 
     // The method, hyperparameters, dataset files and run shape (config.model follows setModel).
+    // A config set from outside any page (origin nullptr: a project opened, a test) brings choices
+    // made for its own config.model, which opening that model then keeps.
     const TrainConfig& config() const { return m_config; }
     void setConfig(const TrainConfig& config, QObject* origin = nullptr);
     void updateConfig(const std::function<void(TrainConfig&)>& change, QObject* origin = nullptr);
@@ -76,6 +88,8 @@ private:
     QString m_modelPath;
     std::optional<ModelConfig> m_modelConfig;
     TrainConfig m_config;
+    QString m_choicesModel;  // the model folder the config's architecture-dependent options fit
+    QString m_modelNote;
     QStringList m_runs;
     QString m_selectedRun;
     QString m_storePath;

@@ -4,12 +4,15 @@
 // runs. Then the studio's guarantees: a page never rewrites itself in answer to its own change,
 // snapshots are listed on a worker (the newest request wins), generation streams in batches, and a
 // drain replots once.
+#include "gpt2_folder.h"
+
 #include "export_page.h"
 #include "generation_controller.h"
 #include "main_window.h"
 #include "memory_page.h"
 #include "method_page.h"
 #include "model_page.h"
+#include "model_switch.h"
 #include "playground_page.h"
 #include "project.h"
 #include "studio_state.h"
@@ -23,19 +26,23 @@
 #include "export/gguf.h"
 #include "memory/estimator.h"
 #include "model/model.h"
+#include "peft/defaults.h"
 #include "peft/trainable_count.h"
 #include "tokenizer/tokenizer.h"
+#include "util/file_util.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -260,6 +267,119 @@ private Q_SLOTS:
         QCOMPARE(other.state()->storePath(), storePath);
         QVERIFY(!tb::readProject(dir.path() + QStringLiteral("/missing.tunebench"), &p, &error));
         QVERIFY(error.contains(QStringLiteral("missing.tunebench")));
+    }
+    // Opening a GPT-2 folder after the bundled Llama resets what depends on the architecture
+    // (LoRA targets, partial modules, the chat template, a max length past its context) in one
+    // change, says so on the Model page and the status bar, and LoRA works on it at once; a
+    // project reopened with its own model keeps its own choices.
+    void modelSwitchResetsArchitectureOptions()
+    {
+        QTemporaryDir dir;
+        auto w = openWindow(dir.filePath(QStringLiteral("runs")));
+        QVERIFY(w);
+        nlohmann::json tokenizerConfig = nlohmann::json::parse(
+            tb::readFile(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2/tokenizer_config.json"));
+        tokenizerConfig["chat_template"] =
+            "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+            "{% endfor %}";
+        const QString gpt2 = dir.filePath(QStringLiteral("gpt2"));
+        QVERIFY(tbtest::writeRandomGpt2(gpt2, tokenizerConfig.dump()));
+        QCOMPARE(tb::Model::load(gpt2.toStdString(), {"fp32", "cpu"})->parameterCount(),
+                 tb::parameterCount(tb::loadModelConfig(gpt2.toStdString())));
+        w->methodPage()->chooseMethod(QStringLiteral("lora"));
+        w->state()->updateConfig([](tb::TrainConfig& c) {
+            c.lora.targets = {"q_proj", "v_proj"};
+            c.partial.modules = {"lm_head"};
+        });
+        QVERIFY(w->modelPage()->noteLabel()->isHidden());
+
+        QSignalSpy changed(w->state(), &tb::StudioState::configChanged);
+        QSignalSpy opened(w->state(), &tb::StudioState::modelChanged);
+        w->modelPage()->openModel(gpt2);
+        QVERIFY(opened.wait(15000));
+        QCOMPARE(changed.size(), 1);  // the model and its resets: one change
+        const tb::TrainConfig& c = w->state()->config();
+        QCOMPARE(c.lora.targets, std::vector<std::string>{"c_attn"});
+        QVERIFY(c.partial.modules.empty());
+        QVERIFY(!c.data.chatTemplate);  // the model's own (ChatML)
+        QCOMPARE(c.data.maxLength, 32);
+        QCOMPARE(c.model, gpt2.toStdString());
+        const QString note = QStringLiteral(
+            "Opened gpt2 (GPT-2): LoRA targets q_proj, v_proj → c_attn; partial also trains "
+            "lm_head → nothing; chat template alpaca → model's own (chatml); max length 64 → 32 "
+            "(its context)");
+        QCOMPARE(w->state()->modelNote(), note);
+        QCOMPARE(w->modelPage()->noteLabel()->text(), note);
+        QVERIFY(!w->modelPage()->noteLabel()->isHidden());
+        QCOMPARE(w->statusBar()->currentMessage(), note);
+
+        // The Method page: LoRA counts (not n/a), c_attn ticked; the Memory page: a LoRA bar.
+        const tb::ModelConfig model = *w->state()->modelConfig();
+        const qint64 lora = tb::trainableParameterCount(model, c);
+        QCOMPARE(lora, qint64(8 * (16 + 48) * 2));
+        const auto& row = w->methodPage()->comparison()->rows()[size_t(tb::Method::Lora)];
+        QVERIFY2(row.error.isEmpty(), qPrintable(row.error));
+        QCOMPARE(row.trainable, lora);
+        QCOMPARE(w->methodPage()->trainableParameters(), lora);
+        QStringList ticked;
+        for (QCheckBox* box : w->methodPage()->findChildren<QCheckBox*>())
+            if (box->isChecked() && box->text().contains(QLatin1Char('_')))
+                ticked << box->text();
+        QCOMPARE(ticked, QStringList{QStringLiteral("c_attn")});
+        tb::MemoryPage* memory = w->memoryPage();
+        QVERIFY(memory->estimate());
+        QCOMPARE(memory->estimate()->trainableParameters, lora);
+        QCOMPARE(memory->categories().first(), QStringLiteral("LoRA\n(chosen)"));
+        QVERIFY(memory->barBytes(QStringLiteral("gradients"), 0) > 0);
+
+        // The user's own targets on this model survive reopening it and a project round trip.
+        for (QCheckBox* box : w->methodPage()->findChildren<QCheckBox*>())
+            if (box->text() == QLatin1String("c_fc"))
+                box->setChecked(true);
+        const std::vector<std::string> mine = {"c_attn", "c_fc"};
+        QCOMPARE(w->state()->config().lora.targets, mine);
+        w->modelPage()->openModel(gpt2);
+        QVERIFY(opened.wait(15000));
+        QCOMPARE(w->state()->config().lora.targets, mine);
+        QVERIFY(w->state()->modelNote().isEmpty());
+        QVERIFY(w->modelPage()->noteLabel()->isHidden());
+        const QString file = dir.filePath(QStringLiteral("gpt2.tunebench"));
+        QString error;
+        QVERIFY2(w->saveProject(file, &error), qPrintable(error));
+        tb::MainWindow other;  // starts on the bundled model's defaults
+        QSignalSpy otherOpened(other.state(), &tb::StudioState::modelChanged);
+        QVERIFY2(other.openProject(file, &error), qPrintable(error));
+        QVERIFY(otherOpened.wait(15000));
+        QCOMPARE(other.state()->modelPath(), gpt2);
+        QCOMPARE(other.state()->config(), w->state()->config());
+        QVERIFY(other.state()->modelNote().isEmpty());
+        QCOMPARE(other.methodPage()->trainableParameters(),
+                 tb::trainableParameterCount(model, w->state()->config()));
+    }
+    // The reset lists only what changed, with the placement and blocks it puts back.
+    void modelSwitchListsOnlyWhatChanged()
+    {
+        const tb::ModelConfig llama = tb::loadModelConfig(kModel.toStdString());
+        tb::TrainConfig c;
+        c.lora.targets = tb::defaultLoraTargets(llama.architecture);
+        c.data.chatTemplate = tb::ChatTemplateFamily::Alpaca;
+        QVERIFY(tb::resetForModel(c, llama, std::nullopt, tb::ChatTemplateFamily::Alpaca).empty());
+        c.partial.trainableBlocks = 3;
+        c.adapter.kind = tb::AdapterKind::Pfeiffer;
+        c.adapter.size = 8;
+        const auto resets =
+            tb::resetForModel(c, llama, tb::ChatTemplateFamily::Llama3, std::nullopt);
+        QCOMPARE(resets.size(), size_t(4));
+        QCOMPARE(resets[0], (tb::ConfigReset{QStringLiteral("partial trainable blocks"),
+                                             QStringLiteral("3"), QStringLiteral("1")}));
+        QCOMPARE(resets[1].after, QStringLiteral("houlsby"));
+        QCOMPARE(resets[2].after, QStringLiteral("auto"));
+        QCOMPARE(resets[3].after, QStringLiteral("model's own (llama3)"));
+        QCOMPARE(c.partial, tb::PartialOptions{});
+        QVERIFY(c.adapter.kind == tb::AdapterKind::Houlsby && c.adapter.size == 0);
+        QVERIFY(!c.data.chatTemplate);
+        QCOMPARE(tb::modelSwitchNote(QStringLiteral("m"), llama, {}),
+                 QStringLiteral("Opened m (Llama): every option already fits it, nothing reset"));
     }
     void wholeFlow()
     {
