@@ -20,8 +20,10 @@ commands:
   tokenize  --model DIR --text T [--json]              token ids of a text
   generate  --model DIR --prompt T [--max-new-tokens N] [--greedy] [--temperature X] [--top-k K]
             [--top-p P] [--repetition-penalty R] [--seed S] [--stop STR] [--dtype fp32|bf16|fp16]
-            [--device cpu|cuda|auto] [--run RUN_DIR] [--json]
+            [--device cpu|cuda|auto] [--run RUN_DIR] [--chat [--template model|FAMILY]] [--json]
                                                        continue a prompt, streaming tokens to stdout
+                                                       (--chat: the prompt is a user message in the
+                                                       chat template; a run's own template by default)
                                                        (--run: the fine-tuned model of a training run)
   convert llama2c --checkpoint F --tokenizer F --out DIR   llama2.c model -> Hugging Face folder
   convert gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--json]
@@ -39,6 +41,9 @@ commands:
   export    --run RUN_DIR --format gguf-lora|gguf-base --out FILE.gguf [--dtype ...] [--json]
                                                        LoRA adapter for llama.cpp (--lora) / its base model
   estimate  --model PATH --method M [options, docs/memory.md] [--explain] [--json]  memory per GPU before launch
+  template  render --model DIR --messages FILE.json [--add-generation-prompt] [--template model|FAMILY]
+            [--train-on all|last] [--json]             a conversation as the chat template renders it:
+                                                       text, token ids, loss mask
   data      <subcommand> --store FILE [options] [--json]   dataset store: import, curate, review, snapshot
             (tunebench data help lists the subcommands; docs/data.md)
 Without --model the bundled stories260k model is used. Errors: one line on stderr, exit status 1.
@@ -66,8 +71,14 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         return argv.empty() ? 1 : 0;
     }
     try {
-        std::set<std::string> flags{"json",   "greedy", "no-special", "force", "grad-checkpointing",
-                                    "explain"};
+        std::set<std::string> flags{"json",
+                                    "greedy",
+                                    "no-special",
+                                    "force",
+                                    "grad-checkpointing",
+                                    "explain",
+                                    "add-generation-prompt",
+                                    "chat"};
         flags.insert(dataCommandFlags().begin(), dataCommandFlags().end());
         Args args(argv, flags);
         const std::string& cmd = argv[0];
@@ -89,6 +100,8 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
             return cmdEstimate(args, out);
         if (cmd == "data")
             return cmdData(args, out, err);
+        if (cmd == "template")
+            return cmdTemplate(args, out);
         err << "tunebench: unknown command '" << cmd << "' (see tunebench help)\n";
         return 1;
     } catch (const Error& e) {

@@ -25,6 +25,8 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err);
 int cmdExport(const Args& args, std::ostream& out, std::ostream& err);
 // Flags it reads: json, explain, grad-checkpointing (give them to Args as flags).
 int cmdEstimate(const Args& args, std::ostream& out);
+// argv[1] is "render"; reads the flag add-generation-prompt.
+int cmdTemplate(const Args& args, std::ostream& out);
 // argv[1] is the subcommand; dataCommandFlags() are the flags its subcommands read (merge them into
 // Args').
 int cmdData(const Args& args, std::ostream& out, std::ostream& err);

@@ -641,21 +641,20 @@ int cmdEntityPairs(const Args& args, std::ostream& out)
 
 int cmdRender(const Args& args, std::ostream& out)
 {
-    args.allowOnly({"store", "id", "model", "chat-template", "all-tokens", "max-length", "json"});
+    args.allowOnly(
+        {"store", "id", "model", "chat-template", "train-on", "all-tokens", "max-length", "json"});
     auto store = openStore(args);
     const StoredRecord r = store->record(args.integer("id", 0));
     const std::string modelDir = args.value("model", bundledModelDir());
     const auto tokenizer = loadTokenizer(modelDir);
     TokenizeOptions o;
-    const std::string name = args.value("chat-template", "auto");
-    const auto family =
-        name == "auto" ? detectChatTemplateForModel(modelDir) : parseChatTemplateName(name);
-    if (!family)
-        fail(name == "auto" ? "the model has no recognised chat template: pass --chat-template "
-                              "chatml|llama3|inst|alpaca|plain"
-                            : "option --chat-template '" + name +
-                                  "' (allowed: chatml, llama3, inst, alpaca, plain)");
-    o.family = *family;
+    const std::string name = args.value("chat-template", "model");
+    const auto chat = chatTemplateByName(name, modelDir);
+    if (!chat)
+        fail("option --chat-template '" + name +
+             "' (allowed: model, chatml, llama3, inst, alpaca, plain)");
+    o.setTemplate(*chat);
+    o.trainOn = parseTrainOn(args.value("train-on", "all")).value_or(TrainOn::All);
     o.lossOnResponsesOnly = !args.flag("all-tokens");
     o.maxLength = int(args.integer("max-length", 1 << 20));
     const Example example = recordToExample(r.kind, r.fields);
@@ -684,7 +683,7 @@ int cmdRender(const Args& args, std::ostream& out)
         lossTokens += m;
     print(out, args,
           json{{"id", r.id},
-               {"chat_template", chatTemplateName(o.family)},
+               {"chat_template", o.templateName()},
                {"ids", t.ids},
                {"loss_mask", t.lossMask},
                {"tokens", t.ids.size()},

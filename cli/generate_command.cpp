@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 
 #include "model/model.h"
+#include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/run_store.h"
 #include "train/tuned_model.h"
@@ -40,22 +41,45 @@ GenerateOptions generateOptions(const Args& args)
 int cmdGenerate(const Args& args, std::ostream& out)
 {
     args.allowOnly({"model", "run", "prompt", "max-new-tokens", "greedy", "temperature", "top-k",
-                    "top-p", "repetition-penalty", "seed", "stop", "dtype", "device", "json"});
-    const GenerateOptions options = generateOptions(args);
+                    "top-p", "repetition-penalty", "seed", "stop", "dtype", "device", "chat",
+                    "template", "json"});
+    GenerateOptions options = generateOptions(args);
     std::unique_ptr<Model> model;
     std::string dir = modelArg(args);
+    std::string runTemplate = "model";
     if (args.has("run")) {
         // The fine-tuned model of a run: its base model's tokenizer, its newest checkpoint's
         // weights.
         if (args.has("model"))
             fail("generate: give --model or --run, not both");
-        dir = RunStore(args.value("run")).readRunInfo().at("config").at("model").get<std::string>();
+        const json config = RunStore(args.value("run")).readRunInfo().at("config");
+        dir = config.at("model").get<std::string>();
+        // The run's own template renders its chat prompts, as training rendered its examples.
+        if (config.contains("data") && config["data"].contains("chat_template"))
+            runTemplate = config["data"]["chat_template"].get<std::string>();
         model = loadTunedModel(args.value("run"), loadOptions(args));
     } else {
         model = Model::load(dir, loadOptions(args));
     }
     auto tok = loadTokenizer(dir);
-    auto prompt = tok->encode(args.value("prompt"), true);
+    std::vector<int32_t> prompt;
+    if (args.flag("chat")) {
+        // --prompt is the user's message, rendered with the chat template and its generation
+        // prompt; the template's end-of-turn tokens stop generation.
+        const std::string name = args.value("template", runTemplate);
+        const auto chat = chatTemplateByName(name, dir);
+        if (!chat)
+            fail("option --template '", name,
+                 "' (allowed: model, chatml, llama3, inst, alpaca, plain)");
+        const jinja::Value messages =
+            jinja::Value::array({{{"role", "user"}, {"content", args.value("prompt")}}});
+        prompt = chatPromptIds(*chat, *tok, messages);
+        options.stopTokenIds = chatStopIds(*chat, *tok);
+    } else {
+        if (args.has("template"))
+            fail("option --template needs --chat");
+        prompt = tok->encode(args.value("prompt"), true);
+    }
     const bool asJson = args.flag("json");
     TokenCallback stream;
     if (!asJson) {

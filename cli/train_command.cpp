@@ -54,7 +54,12 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
         if (s.valLoss)
             out << ", val loss " << *s.valLoss;
         out << ", " << s.trainableParameters << " of " << s.totalParameters
-            << " parameters trained\n";
+            << " parameters trained";
+        if (s.stopPrompts > 0)
+            out << ", stop rate " << (100 * s.stopStopped + s.stopPrompts / 2) / s.stopPrompts
+                << "% (" << s.stopStopped << " of " << s.stopPrompts
+                << " held-out answers end with a stop token)";
+        out << "\n";
     }
     return events.diverged ? 2 : 0;
 }

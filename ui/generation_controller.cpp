@@ -2,7 +2,7 @@
 // tokens into an EventBuffer; the drain caches the loaded models and hands the pages one batch.
 #include "generation_controller.h"
 
-#include "tokenizer/chat_template.h"
+#include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/tuned_model.h"
 
@@ -36,11 +36,22 @@ void runGeneration(const GenerationRequest& request, std::shared_ptr<Model> base
             });
         }
         const auto tokenizer = loadTokenizer(request.modelPath.toStdString());
-        std::string text = request.prompt;
-        if (!request.chatTemplate.isEmpty())
-            if (auto family = parseChatTemplateName(request.chatTemplate.toStdString()))
-                text = renderChatText(*family, {{"user", request.prompt}}, true);
-        const std::vector<int32_t> ids = tokenizer->encode(text, true);
+        std::vector<int32_t> ids;
+        GenerateOptions options = request.options;
+        if (request.chatTemplate.isEmpty()) {
+            ids = tokenizer->encode(request.prompt, true);
+        } else {
+            // The prompt as a user message in the chat template (the model's own or a family),
+            // stopping at the template's end-of-turn tokens as well as EOS.
+            const std::string name = request.chatTemplate.toStdString();
+            const auto chat = chatTemplateByName(name, request.modelPath.toStdString());
+            if (!chat)
+                throw Error("unknown chat template '" + name + "'");
+            ids = chatPromptIds(
+                *chat, *tokenizer,
+                jinja::Value::array({{{"role", "user"}, {"content", request.prompt}}}));
+            options.stopTokenIds = chatStopIds(*chat, *tokenizer);
+        }
         events->add([](GenerationBatch& b) { b.status = GenerationController::tr("Generating…"); });
         QString summary;
         const std::pair<int, std::shared_ptr<Model>> sides[] = {
@@ -50,7 +61,7 @@ void runGeneration(const GenerationRequest& request, std::shared_ptr<Model> base
                 continue;
             const int s = side;
             const GenerateResult r = model->generate(
-                ids, request.options, tokenizer.get(), [&](int32_t, const std::string& piece) {
+                ids, options, tokenizer.get(), [&](int32_t, const std::string& piece) {
                     if (!piece.empty())
                         events->add([&](GenerationBatch& b) { b.pieces.emplace_back(s, piece); });
                     return !cancel->load();

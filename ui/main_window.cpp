@@ -87,7 +87,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_sidebar->setCurrentRow(0);
 
     connect(m_modelPage, &ModelPage::modelOpened, this, [this](const ModelSummary& s) {
-        m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt, s.chatTemplate);
+        m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt, s.ownChatTemplate);
         if (!m_state->modelNote().isEmpty())
             statusBar()->showMessage(m_state->modelNote(), 30000);
     });

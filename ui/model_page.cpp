@@ -1,6 +1,8 @@
 // Model page: folder picker, background loading of config and tokenizer, a summary tree.
 #include "model_page.h"
 
+#include "tokenizer/model_template.h"
+
 #include "studio_state.h"
 
 #include "model/config.h"
@@ -46,7 +48,15 @@ ModelSummary summarizeModel(const QString& path)
         s.dtype = QString::fromStdString(c.torchDtype);
         s.tokenizer = QString::fromStdString(loadTokenizer(path.toStdString())->kind());
         s.config = c;
-        s.chatTemplate = detectChatTemplateForModel(path.toStdString());
+        try {
+            if (const auto own = ChatTemplate::fromModel(path.toStdString())) {
+                s.ownChatTemplate = true;
+                s.chatTemplateOrigin = QString::fromStdString(own->origin());
+                s.stopTokens = own->endOfTurnTokens();
+            }
+        } catch (const std::exception& e) {
+            s.chatTemplateError = QString::fromUtf8(e.what());
+        }
         const Checkpoint checkpoint = Checkpoint::open(path.toStdString());
         for (const std::string& name : checkpoint.names()) {
             const TensorInfo* info = checkpoint.find(name)->info;
@@ -171,6 +181,16 @@ void ModelPage::showSummary(const ModelSummary& s)
     add(tr("Context length"), QString::number(s.context));
     add(tr("Stored dtype"), s.dtype);
     add(tr("Tokenizer"), s.tokenizer);
+    QStringList stops;
+    for (const std::string& t : s.stopTokens)
+        stops << QString::fromStdString(t);
+    add(tr("Chat template"),
+        !s.chatTemplateError.isEmpty() ? tr("cannot be used: %1").arg(s.chatTemplateError)
+        : s.ownChatTemplate
+            ? tr("the model's own (%1), turns end with %2")
+                  .arg(s.chatTemplateOrigin,
+                       stops.isEmpty() ? tr("EOS") : stops.join(QStringLiteral(", ")))
+            : tr("none (training uses a family: chatml, llama3, inst, alpaca, plain)"));
     add(tr("Tensors"), QString::number(s.tensors.size()));
     // The module tree: one node per dotted prefix, tensors as leaves with their shapes. Every row
     // has all four columns (empty where a module has no value), as a tree model should.

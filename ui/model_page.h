@@ -4,6 +4,9 @@
 #include "model/config.h"
 #include "tokenizer/chat_template.h"
 
+#include <string>
+#include <vector>
+
 #include <QFutureWatcher>
 #include <QWidget>
 
@@ -26,8 +29,12 @@ struct ModelSummary {
     QString dtype;
     QString tokenizer;  // "sentencepiece" / "bpe"
     std::optional<ModelConfig> config;
-    // The family of the folder's own chat template; nullopt when it has none Tunebench renders.
-    std::optional<ChatTemplateFamily> chatTemplate;
+    // The folder's own chat template: whether it has one, where it came from, and why it cannot be
+    // used when it does not parse (shown on the page, not found at step 500).
+    bool ownChatTemplate = false;
+    QString chatTemplateOrigin;
+    QString chatTemplateError;
+    std::vector<std::string> stopTokens;  // the template's end-of-turn tokens
     struct Tensor {
         QString name, dtype;
         QVector<qint64> shape;

@@ -18,13 +18,11 @@ QString joined(const std::vector<std::string>& names, const QString& none)
     return out.isEmpty() ? none : out.join(QStringLiteral(", "));
 }
 
-QString templateText(std::optional<ChatTemplateFamily> family,
-                     std::optional<ChatTemplateFamily> own = std::nullopt)
+QString templateText(std::optional<ChatTemplateFamily> family)
 {
     if (family)
         return QString::fromLatin1(chatTemplateName(*family));
-    return own ? QObject::tr("model's own (%1)").arg(QLatin1String(chatTemplateName(*own)))
-               : QObject::tr("model's own");
+    return QObject::tr("model's own");
 }
 
 QString sizeText(int size)
@@ -35,8 +33,7 @@ QString sizeText(int size)
 }  // namespace
 
 std::vector<ConfigReset> resetForModel(TrainConfig& config, const ModelConfig& model,
-                                       std::optional<ChatTemplateFamily> ownTemplate,
-                                       std::optional<ChatTemplateFamily> fallback)
+                                       bool ownTemplate, std::optional<ChatTemplateFamily> fallback)
 {
     std::vector<ConfigReset> resets;
     auto note = [&resets](bool changed, const QString& option, const QString& before,
@@ -69,7 +66,7 @@ std::vector<ConfigReset> resetForModel(TrainConfig& config, const ModelConfig& m
 
     const std::optional<ChatTemplateFamily> chat = ownTemplate ? std::nullopt : fallback;
     note(config.data.chatTemplate != chat, QObject::tr("chat template"),
-         templateText(config.data.chatTemplate), templateText(chat, ownTemplate));
+         templateText(config.data.chatTemplate), templateText(chat));
     config.data.chatTemplate = chat;
 
     const bool tooLong = model.maxPositions > 0 && config.data.maxLength > model.maxPositions;

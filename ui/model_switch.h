@@ -24,19 +24,19 @@ struct ConfigReset {
 
 // Resets in `config` every option that depends on the architecture to `model`'s defaults: the LoRA
 // targets (PEFT's, peft/defaults.h), partial training's blocks and extra modules, the adapter
-// placement and bottleneck size, the chat template (the model's own when it has one Tunebench
-// renders, `ownTemplate`; else `fallback`, the family the studio uses by default) and a max length
+// placement and bottleneck size, the chat template (the model's own when it has one,
+// `ownTemplate`; else `fallback`, the family the studio uses by default) and a max length
 // beyond the model's context. Returns what changed, in that order; an option already at its new
 // value is not listed.
 std::vector<ConfigReset> resetForModel(TrainConfig& config, const ModelConfig& model,
-                                       std::optional<ChatTemplateFamily> ownTemplate,
+                                       bool ownTemplate,
                                        std::optional<ChatTemplateFamily> fallback);
 
 // "Llama", "Mistral", "Qwen2", "Qwen3", "GPT-2".
 QString architectureTitle(Architecture arch);
 
-// "Opened gpt2 (GPT-2): LoRA targets q_proj, v_proj → c_attn; chat template alpaca → model's own
-// (chatml)", or "...: nothing to reset" when every option already fits.
+// "Opened gpt2 (GPT-2): LoRA targets q_proj, v_proj → c_attn; chat template alpaca → model's
+// own", or "...: nothing to reset" when every option already fits.
 QString modelSwitchNote(const QString& modelName, const ModelConfig& model,
                         const std::vector<ConfigReset>& resets);
 

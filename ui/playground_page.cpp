@@ -53,7 +53,7 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
     m_run = new QComboBox(settings);
     m_template = new QComboBox(settings);
     m_template->addItem(tr("none (raw text)"), QString());
-    for (const char* t : {"alpaca", "chatml", "llama3", "inst", "plain"})
+    for (const char* t : {"model", "alpaca", "chatml", "llama3", "inst", "plain"})
         m_template->addItem(QString::fromLatin1(t), QString::fromLatin1(t));
     m_maxTokens = new QSpinBox(settings);
     m_maxTokens->setRange(1, 4096);

@@ -73,7 +73,7 @@ TrainConfig StudioState::defaultConfig()
 }
 
 void StudioState::setModel(const QString& path, const std::optional<ModelConfig>& config,
-                           std::optional<ChatTemplateFamily> chatTemplate)
+                           bool ownChatTemplate)
 {
     m_modelPath = path;
     m_modelConfig = config;
@@ -83,8 +83,8 @@ void StudioState::setModel(const QString& path, const std::optional<ModelConfig>
     if (config) {
         const QString key = folderKey(path);
         if (key != m_choicesModel) {
-            const auto resets =
-                resetForModel(m_config, *config, chatTemplate, defaultConfig().data.chatTemplate);
+            const auto resets = resetForModel(m_config, *config, ownChatTemplate,
+                                              defaultConfig().data.chatTemplate);
             m_modelNote = modelSwitchNote(QFileInfo(key).fileName(), *config, resets);
             m_choicesModel = key;
         }

@@ -37,13 +37,13 @@ public:
 
     const QString& modelPath() const { return m_modelPath; }
     const std::optional<ModelConfig>& modelConfig() const { return m_modelConfig; }
-    // A model folder opened (config: nullopt when it did not load; chatTemplate: the family of its
-    // own chat template, nullopt when it has none Tunebench renders). Opening a model other than
+    // A model folder opened (config: nullopt when it did not load; ownChatTemplate: whether it has
+    // a chat template of its own). Opening a model other than
     // the one the config's choices were made for resets every option that depends on the
     // architecture to this model's defaults (model_switch.h), in the same change; reopening that
     // model (a project with its own model) keeps them. One modelChanged, one configChanged.
     void setModel(const QString& path, const std::optional<ModelConfig>& config,
-                  std::optional<ChatTemplateFamily> chatTemplate);
+                  bool ownChatTemplate);
     // What the last setModel reset, as a sentence for the Model page ("Opened gpt2 (GPT-2): LoRA
     // targets q_proj, v_proj → c_attn; ..."); empty when it kept the config's choices.
     const QString& modelNote() const { return m_modelNote; }

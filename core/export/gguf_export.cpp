@@ -254,7 +254,14 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
 
     // Vocabulary: sentencepiece pieces or byte-level BPE tokens; embedding rows beyond the
     // tokenizer become unused [PAD<id>] tokens so that the token count equals the embedding rows.
-    const GgufVocab vocab = readGgufVocab(run.model, c);
+    GgufVocab vocab = readGgufVocab(run.model, c);
+    // tokenizer.chat_template: the template the run trained with (a family as its Jinja
+    // equivalent), so llama.cpp serves the format the model learned.
+    // A run from before model templates whose "auto" found none keeps the folder's own.
+    try {
+        vocab.chatTemplate = runChatTemplate(run).jinjaSource();
+    } catch (const Error&) {
+    }
     // llama.cpp names Mistral "llama" too; qwen2 (q/k/v biases) and qwen3 (q/k norms) have their
     // own architectures, with HF's rotary layout, so no q/k row permutation.
     const std::string arch = ggufArchitecture(c);

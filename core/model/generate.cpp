@@ -65,6 +65,7 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
     std::unordered_set<int64_t> eos(cfg.eosTokenIds.begin(), cfg.eosTokenIds.end());
     if (tokenizer && tokenizer->eosId())
         eos.insert(*tokenizer->eosId());
+    eos.insert(o.stopTokenIds.begin(), o.stopTokenIds.end());
 
     std::vector<int64_t> history(prompt.begin(), prompt.end());
     for (int64_t id : history)

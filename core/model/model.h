@@ -29,6 +29,9 @@ struct GenerateOptions {
         1.0;  // 1 = off; as transformers: divide positive logits, multiply negative
     uint64_t seed = 0;
     bool stopAtEos = true;
+    // More ids that end generation as EOS does (a chat template's end-of-turn tokens); the model's
+    // eos_token_id list and the tokenizer's EOS always count.
+    std::vector<int32_t> stopTokenIds;
     std::vector<std::string> stopStrings;  // need a tokenizer
 };
 

@@ -268,7 +268,7 @@ std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& 
 std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name,
                                                       const std::string& modelDir)
 {
-    if (name == "auto")
+    if (name == "auto" || name == "model")
         return detectChatTemplateForModel(modelDir).value_or(ChatTemplateFamily::Plain);
     return parseChatTemplateName(name);
 }

@@ -47,9 +47,9 @@ std::optional<ChatTemplateFamily> detectChatTemplate(const std::string& jinjaTem
 // there is no silent fallback).
 std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& modelDir);
 
-// A family by name, where "auto" means the model folder's own template and plain when it has none
-// (data statistics and synthetic generation; training refuses a model without one instead). nullopt
-// for an unknown name, which the caller reports in its own terms.
+// A family by name, where "auto" (or "model") means the family of the model folder's own template
+// and plain when it has none (data statistics and synthetic generation; training refuses a model
+// without one instead). nullopt for an unknown name, which the caller reports in its own terms.
 std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name,
                                                       const std::string& modelDir);
 

@@ -133,7 +133,12 @@ json toJson(const TrainSummary& s)
             {"val_loss", jsonOrNull(s.valLoss)},
             {"trainable_parameters", s.trainableParameters},
             {"tokens_per_second", s.tokensPerSecond},
-            {"peak_memory_bytes", s.peakMemoryBytes}};
+            {"peak_memory_bytes", s.peakMemoryBytes},
+            {"stop_rate", s.stopPrompts > 0
+                              ? json{{"prompts", s.stopPrompts},
+                                     {"stopped", s.stopStopped},
+                                     {"rate", double(s.stopStopped) / double(s.stopPrompts)}}
+                              : json()}};
 }
 
 std::string formatStepLine(const StepMetrics& m)

@@ -98,6 +98,10 @@ struct TrainSummary {
     int64_t peakMemoryBytes = 0;
     std::string resumedFrom;  // checkpoint folder, when resumed
     bool stopped = false;     // stopped by the user before the planned steps
+    // Of up to 16 held-out conversations, how many greedy answers ended with a stop token within
+    // their budget (train/stop_rate.h); 0 prompts: not measured (a stopped run, no conversations).
+    int64_t stopPrompts = 0;
+    int64_t stopStopped = 0;
 };
 
 nlohmann::json toJson(const StepMetrics& m);

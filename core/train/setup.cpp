@@ -9,6 +9,7 @@
 #include "model/registry.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
+#include "train/stop_rate.h"
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/sha256.h"
@@ -19,21 +20,13 @@
 namespace tb {
 namespace {
 
-TokenizeOptions tokenizeOptions(const TrainConfig& c, const std::string& modelDir)
+TokenizeOptions tokenizeOptions(const TrainConfig& c)
 {
     TokenizeOptions o;
     o.lossOnResponsesOnly = c.data.lossOnResponsesOnly;
     o.maxLength = c.data.maxLength;
-    if (!c.data.chatTemplate) {  // auto
-        auto family = detectChatTemplateForModel(modelDir);
-        if (!family)
-            fail(c.sourcePath, ": key 'data.chat_template' is auto but the model at ", modelDir,
-                 " has no recognised chat template: set it to chatml, llama3, inst, alpaca or "
-                 "plain");
-        o.family = *family;
-    } else {
-        o.family = *c.data.chatTemplate;
-    }
+    o.trainOn = c.data.trainOn;
+    o.setTemplate(runChatTemplate(c));
     return o;
 }
 
@@ -84,7 +77,7 @@ PreparedModel prepareModel(const TrainConfig& config)
 PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
 {
     PreparedData d;
-    const TokenizeOptions options = tokenizeOptions(c, c.model);
+    const TokenizeOptions options = tokenizeOptions(c);
     auto report = [&d](const ExampleFile& f) {
         d.rejectedRows += static_cast<int64_t>(f.rejected.size());
         for (size_t i = 0; i < f.rejected.size() && i < 20; ++i)
@@ -141,6 +134,7 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
         store ? c.data.store + " snapshot " + c.data.snapshot : c.data.trainFile;
     if (trainExamples.empty())
         fail(dataName, ": no training examples left after the validation split");
+    d.stopProbe = stopProbeExamples(valExamples.empty() ? trainExamples : valExamples);
     d.train = tokenizeAll(trainExamples, tokenizer, options, c.data.packing);
     d.val = tokenizeAll(valExamples, tokenizer, options, false);
     if (store && !c.data.generalSnapshot.empty()) {

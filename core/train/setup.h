@@ -35,7 +35,8 @@ struct PreparedData {
     SequenceSet train, val, general;
     int64_t rejectedRows = 0;
     std::vector<std::string> warnings;
-    std::string hash;  // SHA-256 over the data files, or of the snapshots' contents
+    std::vector<Example> stopProbe;  // held-out conversations the stop rate probes
+    std::string hash;                // SHA-256 over the data files, or of the snapshots' contents
     nlohmann::json snapshots =
         nlohmann::json::object();  // role -> {id, sha256, records} when from a store
 };

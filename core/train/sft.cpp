@@ -4,10 +4,12 @@
 #include "train/sft.h"
 
 #include "memory/measure.h"
+#include "model/model_impl.h"
 #include "peft/peft.h"
 #include "train/losses.h"
 #include "train/memory_report.h"
 #include "train/schedule.h"
+#include "train/stop_rate.h"
 #include "util/error.h"
 #include "util/file_util.h"
 
@@ -66,6 +68,8 @@ TrainSummary SftRecipe::run()
     s.initialValLoss = m_position.initialValLoss;
     s.tokensPerSecond =
         m_trainSeconds > 0 ? static_cast<double>(m_trainTokens) / m_trainSeconds : 0;
+    if (!s.stopped)
+        measureStops();
     // Free model and optimizer memory before reporting, so a stopped job leaves nothing behind.
     m_optimizer.reset();
     m_model.module.reset();
@@ -331,6 +335,23 @@ double SftRecipe::meanLoss(const SequenceSet& set)
     if (wasTraining)
         model.train();
     return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;
+}
+
+void SftRecipe::measureStops()
+{
+    if (m_data.stopProbe.empty())
+        return;
+    const bool training = m_model.module->is_training();
+    m_model.module->eval();
+    auto impl = std::make_unique<Model::Impl>();
+    impl->module = m_model.module;
+    impl->device = m_model.device;
+    const std::unique_ptr<Model> model = Model::fromImpl(std::move(impl));
+    const StopRate r =
+        measureStopRate(*model, *m_model.tokenizer, runChatTemplate(m_config), m_data.stopProbe);
+    m_summary.stopPrompts = r.prompts;
+    m_summary.stopStopped = r.stopped;
+    m_model.module->train(training);
 }
 
 void SftRecipe::save()

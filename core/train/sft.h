@@ -40,6 +40,7 @@ private:
     EvalMetrics evaluate(int64_t step);
     double meanLoss(const SequenceSet& set);
     void save();
+    void measureStops();  // the summary's stop rate on held-out conversations
     void reportMemory(int64_t seq);
     std::vector<int64_t> nextMicroBatch();
     int64_t memoryNow() const;

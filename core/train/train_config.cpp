@@ -60,6 +60,7 @@ const Names kChatTemplates =
     namesOf({std::nullopt, ChatTemplateFamily::ChatML, ChatTemplateFamily::Llama3,
              ChatTemplateFamily::Inst, ChatTemplateFamily::Alpaca, ChatTemplateFamily::Plain},
             chatTemplateChoiceName);
+const Names kTrainOn = namesOf({TrainOn::All, TrainOn::Last}, trainOnName);
 const Names kOptimizers = namesOf(kOptimizerValues, optimizerKindName);
 const Names kSchedules = namesOf(kScheduleValues, scheduleKindName);
 
@@ -97,7 +98,7 @@ const Names kPartialKeys{"trainable_blocks", "modules"};
 const Names kDataKeys{"store",      "snapshot",      "val_snapshot",           "general_snapshot",
                       "train_file", "val_file",      "general_file",           "val_ratio",
                       "format",     "chat_template", "loss_on_responses_only", "packing",
-                      "max_length"};
+                      "max_length", "train_on"};
 const Names kOptimKeys{"optimizer",    "lr",       "weight_decay", "beta1",    "beta2",
                        "eps",          "momentum", "l2",           "schedule", "warmup_steps",
                        "warmup_ratio", "min_lr",   "clip_norm"};
@@ -440,12 +441,15 @@ void parseData(const Section& s, DataOptions& o)
     o.valRatio = s.number("val_ratio", o.valRatio);
     s.halfOpen("val_ratio", o.valRatio, 0, 1);
     o.format = s.choice("format", o.format, kFormats, exampleFormatName, parseExampleFormat);
-    const std::string chat =
-        s.choice("chat_template", chatTemplateChoiceName(o.chatTemplate), kChatTemplates);
-    if (chat == chatTemplateChoiceName(std::nullopt))
+    // "auto" is how run.json files before the model's own templates spelled "model".
+    std::string chat = s.string("chat_template", chatTemplateChoiceName(o.chatTemplate));
+    if (chat != "auto")
+        chat = s.choice("chat_template", chatTemplateChoiceName(o.chatTemplate), kChatTemplates);
+    if (chat == "auto" || chat == chatTemplateChoiceName(std::nullopt))
         o.chatTemplate = std::nullopt;
     else
         o.chatTemplate = parseChatTemplateName(chat);
+    o.trainOn = s.choice("train_on", o.trainOn, kTrainOn, trainOnName, parseTrainOn);
     o.lossOnResponsesOnly = s.boolean("loss_on_responses_only", o.lossOnResponsesOnly);
     o.packing = s.boolean("packing", o.packing);
     o.maxLength = s.intValue("max_length", o.maxLength, 8);
@@ -549,9 +553,30 @@ std::optional<ScheduleKind> parseScheduleKind(const std::string& name)
     return parseName(name, kScheduleValues, scheduleKindName);
 }
 
+ChatTemplate runChatTemplate(const TrainConfig& config)
+{
+    if (config.data.chatTemplate)
+        return ChatTemplate::fromFamily(*config.data.chatTemplate);
+    std::optional<ChatTemplate> own;
+    try {
+        own = ChatTemplate::fromModel(config.model);
+    } catch (const Error& e) {
+        fail(config.sourcePath,
+             ": key 'data.chat_template' is model, but the model's template "
+             "cannot be used: ",
+             e.what());
+    }
+    if (!own)
+        fail(config.sourcePath, ": key 'data.chat_template' is model, but the model at ",
+             config.model,
+             " has no chat template (tokenizer_config.json has no chat_template): set it to "
+             "chatml, llama3, inst, alpaca or plain");
+    return *own;
+}
+
 const char* chatTemplateChoiceName(std::optional<ChatTemplateFamily> family)
 {
-    return family ? chatTemplateName(*family) : "auto";
+    return family ? chatTemplateName(*family) : "model";
 }
 
 TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sourcePath)
@@ -728,6 +753,7 @@ nlohmann::json toJson(const TrainConfig& c)
                  {"val_ratio", c.data.valRatio},
                  {"format", exampleFormatName(c.data.format)},
                  {"chat_template", chatTemplateChoiceName(c.data.chatTemplate)},
+                 {"train_on", trainOnName(c.data.trainOn)},
                  {"loss_on_responses_only", c.data.lossOnResponsesOnly},
                  {"packing", c.data.packing},
                  {"max_length", c.data.maxLength}};

@@ -6,6 +6,7 @@
 #include "memory/estimator.h"
 #include "peft/method.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/model_template.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,8 +38,9 @@ enum class ScheduleKind { Constant, Linear, Cosine };
 const char* scheduleKindName(ScheduleKind schedule);  // "constant", "linear", "cosine"
 std::optional<ScheduleKind> parseScheduleKind(const std::string& name);
 
-// data.chat_template as run.json spells it: a family's name, or "auto" for nullopt (the model's
-// own template); its parse is parseChatTemplateName after "auto".
+// data.chat_template as run.json spells it: a family's name, or "model" for nullopt (the model's
+// own Jinja template; older run.json files wrote "auto"); its parse is parseChatTemplateName after
+// "model".
 const char* chatTemplateChoiceName(std::optional<ChatTemplateFamily> family);
 
 struct DataOptions {
@@ -55,7 +57,8 @@ struct DataOptions {
         generalFile;  // optional holdout of general text: base-vs-tuned loss shows forgetting
     double valRatio = 0.1;
     ExampleFormat format = ExampleFormat::Auto;
-    std::optional<ChatTemplateFamily> chatTemplate;  // nullopt: auto (from the model)
+    std::optional<ChatTemplateFamily> chatTemplate;  // nullopt: the model's own template
+    TrainOn trainOn = TrainOn::All;                  // which assistant turns carry loss
     bool lossOnResponsesOnly = true;
     bool packing = false;
     int maxLength = 256;
@@ -125,5 +128,10 @@ nlohmann::json toJson(const TrainConfig& config);  // the resolved config (run.j
 // momentum: sgd-momentum), micro-batch, accumulation, checkpointing and loss from the run. seq:
 // tokens per sequence.
 EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq);
+
+// The chat template a run renders with: data.chat_template's family, or the model's own (parsed
+// now). Throws tb::Error naming the config, the key and the model folder when the model has none
+// or its template does not parse.
+ChatTemplate runChatTemplate(const TrainConfig& config);
 
 }  // namespace tb

@@ -1,6 +1,8 @@
 // The tunebench CLI contract (JSON shapes other parts rely on) and its error behaviour: one clear
 // line on stderr naming the file and problem, non-zero exit, no crash.
 #include "export/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "util/file_util.h"
 
 #include <QtTest>
 
@@ -46,6 +48,7 @@ private Q_SLOTS:
     void convert();
     void bench();
     void trainResumeExport();
+    void templateRender();
     void errors_data();
     void errors();
 
@@ -152,6 +155,10 @@ void TestCli::trainResumeExport()
         QVERIFY2(j.contains(key), key);
     QCOMPARE(j["steps"].get<int>(), 4);
     QCOMPARE(j["trainable_parameters"].get<int64_t>(), int64_t(46240));
+    // The held-out stop probe: 16 validation conversations answered greedily.
+    QCOMPARE(j["stop_rate"]["prompts"].get<int>(), 16);
+    QVERIFY(j["stop_rate"]["stopped"].get<int>() >= 0 &&
+            j["stop_rate"]["stopped"].get<int>() <= 16);
     QVERIFY(j["final_loss"].get<double>() < j["initial_loss"].get<double>());
     const QString runDir = QString::fromStdString(j["run_dir"].get<std::string>());
 
@@ -268,6 +275,93 @@ void TestCli::trainResumeExport()
     QVERIFY(!QFileInfo::exists(runs + QStringLiteral("/bad/run.json")));
 }
 
+// `template render` and `generate --chat`: the text, ids and loss mask training sees, through a
+// real template (Qwen2.5's, with the GPT-2 tokenizer plus its markers) and through a family.
+void TestCli::templateRender()
+{
+    using nlohmann::json;
+    const QString model = m_dir.filePath(QStringLiteral("qwen-like"));
+    QDir().mkpath(model);
+    json tokenizer =
+        json::parse(tb::readFile(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2/tokenizer.json"));
+    tokenizer["truncation"] = nullptr;
+    int id = 50257;
+    for (const char* t : {"<|im_start|>", "<|im_end|>"})
+        tokenizer["added_tokens"].push_back({{"id", id++},
+                                             {"content", t},
+                                             {"single_word", false},
+                                             {"lstrip", false},
+                                             {"rstrip", false},
+                                             {"normalized", false},
+                                             {"special", true}});
+    json config = json::parse(
+        tb::readFile(TB_SOURCE_DIR
+                     "/tests/data/chat_templates/Qwen--Qwen2.5-7B-Instruct/tokenizer_config.json"));
+    config.erase("template_special_tokens");
+    {
+        QFile f(model + QStringLiteral("/tokenizer.json"));
+        f.open(QIODevice::WriteOnly);
+        f.write(QByteArray::fromStdString(tokenizer.dump()));
+        QFile c(model + QStringLiteral("/tokenizer_config.json"));
+        c.open(QIODevice::WriteOnly);
+        c.write(QByteArray::fromStdString(config.dump()));
+        QFile m(m_dir.filePath(QStringLiteral("chat.json")));
+        m.open(QIODevice::WriteOnly);
+        m.write(R"({"messages": [{"role": "user", "content": "Hi"},
+                                 {"role": "assistant", "content": "Hello there!"}]})");
+    }
+    const QString messages = m_dir.filePath(QStringLiteral("chat.json"));
+    Run r =
+        tunebench({QStringLiteral("template"), QStringLiteral("render"), QStringLiteral("--model"),
+                   model, QStringLiteral("--messages"), messages, QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    json j = jsonOf(r);
+    const std::string text = j["text"];
+    QVERIFY2(text.starts_with("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud."),
+             text.c_str());
+    QVERIFY(text.ends_with("<|im_start|>assistant\nHello there!<|im_end|>\n"));
+    const auto ids = j["ids"].get<std::vector<int32_t>>();
+    const auto mask = j["loss_mask"].get<std::vector<int>>();
+    QCOMPARE(ids.size(), mask.size());
+    const auto tok = tb::loadTokenizer(model.toStdString());
+    QCOMPARE(ids, tok->encode(text, false));
+    std::vector<int32_t> masked;
+    for (size_t i = 0; i < ids.size(); ++i)
+        if (mask[i])
+            masked.push_back(ids[i]);
+    QCOMPARE(tok->decode(masked, false), std::string("Hello there!<|im_end|>"));
+
+    Run prompt =
+        tunebench({QStringLiteral("template"), QStringLiteral("render"), QStringLiteral("--model"),
+                   model, QStringLiteral("--messages"), messages,
+                   QStringLiteral("--add-generation-prompt"), QStringLiteral("--json")});
+    QVERIFY2(prompt.exitCode == 0, prompt.err.constData());
+    QVERIFY(
+        jsonOf(prompt)["text"].get<std::string>().ends_with("<|im_end|>\n<|im_start|>assistant\n"));
+
+    // A family on the bundled model: its EOS ends the assistant turn and carries loss.
+    Run alpaca = tunebench({QStringLiteral("template"), QStringLiteral("render"),
+                            QStringLiteral("--messages"), messages, QStringLiteral("--template"),
+                            QStringLiteral("alpaca"), QStringLiteral("--json")});
+    QVERIFY2(alpaca.exitCode == 0, alpaca.err.constData());
+    j = jsonOf(alpaca);
+    QCOMPARE(j["text"].get<std::string>(),
+             std::string("### Instruction:\nHi\n\n### Response:\nHello there!</s>"));
+    QCOMPARE(j["ids"].back().get<int>(), 2);
+    QCOMPARE(j["loss_mask"].back().get<int>(), 1);
+
+    // generate --chat renders the prompt with the template's generation prompt.
+    Run chat = tunebench({QStringLiteral("generate"), QStringLiteral("--chat"),
+                          QStringLiteral("--template"), QStringLiteral("alpaca"),
+                          QStringLiteral("--prompt"), QStringLiteral("Hi"),
+                          QStringLiteral("--max-new-tokens"), QStringLiteral("4"),
+                          QStringLiteral("--greedy"), QStringLiteral("--json")});
+    QVERIFY2(chat.exitCode == 0, chat.err.constData());
+    const auto bundled = tb::loadTokenizer(kBundled.toStdString());
+    QCOMPARE(jsonOf(chat)["prompt_ids"].get<std::vector<int32_t>>(),
+             bundled->encode("### Instruction:\nHi\n\n### Response:\n", true));
+}
+
 void TestCli::errors_data()
 {
     QTest::addColumn<QStringList>("args");
@@ -288,6 +382,22 @@ void TestCli::errors_data()
     const QByteArray weightBytes = weights.readAll();
 
     write(QStringLiteral("trunc/config.json"), configBytes);
+    const QString noRole = write(QStringLiteral("norole.json"), R"([{"content": "Hi"}])");
+    QTest::newRow("template message without role")
+        << QStringList{QStringLiteral("template"), QStringLiteral("render"),
+                       QStringLiteral("--messages"), noRole}
+        << QStringLiteral("norole.json: message 1 needs a string 'role'");
+    const QString chat =
+        write(QStringLiteral("chat.json"), R"([{"role": "user", "content": "Hi"}])");
+    QTest::newRow("model without a template")
+        << QStringList{QStringLiteral("template"), QStringLiteral("render"),
+                       QStringLiteral("--messages"), chat}
+        << QStringLiteral("has no chat template");
+    QTest::newRow("unknown template family")
+        << QStringList{QStringLiteral("template"),   QStringLiteral("render"),
+                       QStringLiteral("--messages"), chat,
+                       QStringLiteral("--template"), QStringLiteral("vicuna")}
+        << QStringLiteral("option --template 'vicuna'");
     write(QStringLiteral("trunc/model.safetensors"), weightBytes.left(weightBytes.size() / 2));
     write(QStringLiteral("garbage/config.json"), configBytes);
     write(QStringLiteral("garbage/model.safetensors"),

@@ -306,7 +306,7 @@ private Q_SLOTS:
         QCOMPARE(c.model, gpt2.toStdString());
         const QString note = QStringLiteral(
             "Opened gpt2 (GPT-2): LoRA targets q_proj, v_proj → c_attn; partial also trains "
-            "lm_head → nothing; chat template alpaca → model's own (chatml); max length 64 → 32 "
+            "lm_head → nothing; chat template alpaca → model's own; max length 64 → 32 "
             "(its context)");
         QCOMPARE(w->state()->modelNote(), note);
         QCOMPARE(w->modelPage()->noteLabel()->text(), note);
@@ -363,18 +363,17 @@ private Q_SLOTS:
         tb::TrainConfig c;
         c.lora.targets = tb::defaultLoraTargets(llama.architecture);
         c.data.chatTemplate = tb::ChatTemplateFamily::Alpaca;
-        QVERIFY(tb::resetForModel(c, llama, std::nullopt, tb::ChatTemplateFamily::Alpaca).empty());
+        QVERIFY(tb::resetForModel(c, llama, false, tb::ChatTemplateFamily::Alpaca).empty());
         c.partial.trainableBlocks = 3;
         c.adapter.kind = tb::AdapterKind::Pfeiffer;
         c.adapter.size = 8;
-        const auto resets =
-            tb::resetForModel(c, llama, tb::ChatTemplateFamily::Llama3, std::nullopt);
+        const auto resets = tb::resetForModel(c, llama, true, std::nullopt);
         QCOMPARE(resets.size(), size_t(4));
         QCOMPARE(resets[0], (tb::ConfigReset{QStringLiteral("partial trainable blocks"),
                                              QStringLiteral("3"), QStringLiteral("1")}));
         QCOMPARE(resets[1].after, QStringLiteral("houlsby"));
         QCOMPARE(resets[2].after, QStringLiteral("auto"));
-        QCOMPARE(resets[3].after, QStringLiteral("model's own (llama3)"));
+        QCOMPARE(resets[3].after, QStringLiteral("model's own"));
         QCOMPARE(c.partial, tb::PartialOptions{});
         QVERIFY(c.adapter.kind == tb::AdapterKind::Houlsby && c.adapter.size == 0);
         QVERIFY(!c.data.chatTemplate);

@@ -251,12 +251,12 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
     TokenizeOptions options;
     options.maxLength = 1 << 30;  // count everything; truncation is what the report measures
     TokenStatsReport report;
-    const auto family = chatTemplateOrPlain(chatTemplate, modelDir);
-    if (!family)
+    const auto chat = chatTemplateByName(chatTemplate, modelDir, true);
+    if (!chat)
         fail("data stats: chat template \"", chatTemplate,
-             "\" (allowed: auto, chatml, llama3, inst, alpaca, plain)");
-    options.family = *family;
-    report.chatTemplate = chatTemplateName(options.family);
+             "\" (allowed: model, chatml, llama3, inst, alpaca, plain)");
+    options.setTemplate(*chat);
+    report.chatTemplate = options.templateName();
     report.maxLength = maxLength;
     // Counts depend on the tokenizer and the template: a different pair recounts everything.
     // Keyed by the tokenizer files' contents (not the path as typed), so another spelling of the
@@ -268,7 +268,8 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
             tokenizerFiles += std::string(name) + "=" + sha256File(file) + ";";
     }
     const std::string tokenizerId =
-        sha256Hex(tokenizer->kind() + ":" + tokenizerFiles + ":" + report.chatTemplate)
+        sha256Hex(tokenizer->kind() + ":" + tokenizerFiles + ":" + report.chatTemplate +
+                  (chat->isModel() ? ":" + chat->jinjaSource() : std::string()))
             .substr(0, 16);
     const bool reuse = store.tokenizerId() == tokenizerId;
 

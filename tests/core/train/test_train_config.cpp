@@ -41,7 +41,7 @@ json full()
       "data": {"train_file": "/d/train.jsonl", "val_file": "/d/val.jsonl",
                "general_file": "/d/general.jsonl", "val_ratio": 0.2, "format": "messages",
                "chat_template": "chatml", "loss_on_responses_only": false, "packing": true,
-               "max_length": 64},
+               "max_length": 64, "train_on": "last"},
       "optim": {"optimizer": "sgd", "lr": 0.0003, "weight_decay": 0.01, "beta1": 0.8,
                 "beta2": 0.95, "eps": 1e-6, "momentum": 0.9, "l2": 0.001, "schedule": "linear",
                 "warmup_steps": 7, "warmup_ratio": 0.1, "min_lr": 1e-5, "clip_norm": 0.5}
@@ -327,7 +327,18 @@ void TestTrainConfig::enumNames()
     QVERIFY(!tb::parsePrecision("bf16-mixed"));
     QVERIFY(!tb::parseOptimizerKind("sgd-momentum"));
     QVERIFY(!tb::parseMethod("qlora"));
-    QCOMPARE(std::string(tb::chatTemplateChoiceName(std::nullopt)), std::string("auto"));
+    QCOMPARE(std::string(tb::chatTemplateChoiceName(std::nullopt)), std::string("model"));
+    // run.json files from before the model's own templates wrote "auto" for it.
+    tb::TrainConfig legacy = tb::parseTrainConfig(
+        [] {
+            json j = minimal();
+            j["data"]["chat_template"] = "auto";
+            return j;
+        }(),
+        "run.json");
+    QVERIFY(!legacy.data.chatTemplate);
+    for (auto on : {tb::TrainOn::All, tb::TrainOn::Last})
+        QCOMPARE(tb::parseTrainOn(tb::trainOnName(on)), std::optional(on));
     QCOMPARE(std::string(tb::chatTemplateChoiceName(tb::ChatTemplateFamily::Llama3)),
              std::string("llama3"));
 
@@ -341,7 +352,7 @@ void TestTrainConfig::enumNames()
     QCOMPARE(d.adapter.activation, tb::AdapterActivation::Relu);
     QCOMPARE(d.data.format, tb::ExampleFormat::Auto);
     QVERIFY(!d.data.chatTemplate.has_value());  // auto
-    QCOMPARE(tb::toJson(d)["data"]["chat_template"], json("auto"));
+    QCOMPARE(tb::toJson(d)["data"]["chat_template"], json("model"));
     const auto read = [](const std::string& override) {
         return tb::parseTrainConfig(with(override), "run.json");
     };

@@ -212,11 +212,15 @@ void TestTrainParts::summaryJsonContract()
     s.tokensPerSecond = 2.0;
     s.peakMemoryBytes = 7;
     // `tunebench train --json`: the keys and null for a missing validation loss.
-    QCOMPARE(
-        tb::toJson(s).dump(),
-        std::string(
-            R"({"final_loss":3.0,"initial_loss":4.0,"peak_memory_bytes":7,"run_dir":"runs/a",)"
-            R"("steps":3,"tokens_per_second":2.0,"trainable_parameters":10,"val_loss":null})"));
+    QCOMPARE(tb::toJson(s).dump(),
+             std::string(
+                 R"({"final_loss":3.0,"initial_loss":4.0,"peak_memory_bytes":7,"run_dir":"runs/a",)"
+                 R"("steps":3,"stop_rate":null,"tokens_per_second":2.0,"trainable_parameters":10,)"
+                 R"("val_loss":null})"));
+    s.stopPrompts = 16;
+    s.stopStopped = 12;
+    QCOMPARE(tb::toJson(s)["stop_rate"].dump(),
+             std::string(R"({"prompts":16,"rate":0.75,"stopped":12})"));
 }
 
 void TestTrainParts::readRunMetricsWritesNothing()
