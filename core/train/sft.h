@@ -42,6 +42,7 @@ private:
     void save();
     void reportMemory(int64_t seq);
     std::vector<int64_t> nextMicroBatch();
+    std::vector<int64_t> orderOfEpoch(int64_t epoch) const;  // epochOrder or lengthGroupedOrder
     int64_t memoryNow() const;
     void warn(const std::string& message);
 

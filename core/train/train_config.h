@@ -57,7 +57,8 @@ struct DataOptions {
     ExampleFormat format = ExampleFormat::Auto;
     std::optional<ChatTemplateFamily> chatTemplate;  // nullopt: auto (from the model)
     bool lossOnResponsesOnly = true;
-    bool packing = false;
+    bool packing = false;        // whole examples in bins of max_length tokens (not with prompt)
+    bool groupByLength = false;  // unpacked: batches of similar length (lengthGroupedOrder)
     int maxLength = 256;
 
     bool operator==(const DataOptions&) const = default;
