@@ -55,6 +55,8 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
             out << ", val loss " << *s.valLoss;
         out << ", " << s.trainableParameters << " of " << s.totalParameters
             << " parameters trained\n";
+        if (s.packing)
+            out << formatPacking(*s.packing) << "\n";
     }
     return events.diverged ? 2 : 0;
 }
