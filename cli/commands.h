@@ -32,5 +32,8 @@ int cmdTemplate(const Args& args, std::ostream& out);
 int cmdData(const Args& args, std::ostream& out, std::ostream& err);
 const std::set<std::string>& dataCommandFlags();
 extern const char* const kDataUsage;
+// `data render --packed` (cli/data_packed.cpp): the bins packed training makes of a store's
+// records.
+int cmdRenderPacked(const Args& args, std::ostream& out);
 
 }  // namespace tb

@@ -50,6 +50,8 @@ const char* const kDataUsage = R"(usage: tunebench data <subcommand> --store FIL
         [--max-new-tokens N] [--temperature X] [--seed S] [--chat-template T]
   entity-pairs FILE --entity-key K [--negatives N] [--seed S] [--split S]
   render --id N --model DIR [--chat-template T] [--all-tokens]   training text with loss marks
+  render --packed --model DIR [--snapshot ID | --split S] [--max-length 256] [--seed 0]
+         [--chat-template T]                       the bins of packed training, their efficiency
   snapshot [--split train] [--include-pending] [--exclude-flagged] [--no-synthetic]
            [--min-tokens N] [--max-tokens N] [--chat-template T] [--out DIR]
   export --snapshot ID --out DIR                   JSONL + manifest of a snapshot
@@ -61,7 +63,7 @@ const std::set<std::string>& dataCommandFlags()
 {
     static const std::set<std::string> flags{"apply",        "drop-empty",      "keep-matches",
                                              "flagged",      "include-pending", "exclude-flagged",
-                                             "no-synthetic", "all-tokens"};
+                                             "no-synthetic", "all-tokens",      "packed"};
     return flags;
 }
 
@@ -641,6 +643,8 @@ int cmdEntityPairs(const Args& args, std::ostream& out)
 
 int cmdRender(const Args& args, std::ostream& out)
 {
+    if (args.flag("packed"))
+        return cmdRenderPacked(args, out);
     args.allowOnly(
         {"store", "id", "model", "chat-template", "train-on", "all-tokens", "max-length", "json"});
     auto store = openStore(args);

@@ -60,6 +60,8 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
                 << "% (" << s.stopStopped << " of " << s.stopPrompts
                 << " held-out answers end with a stop token)";
         out << "\n";
+        if (s.packing)
+            out << formatPacking(*s.packing) << "\n";
     }
     return events.diverged ? 2 : 0;
 }

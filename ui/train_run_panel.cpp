@@ -59,10 +59,13 @@ TrainRunPanel::TrainRunPanel(StudioState* state, TrainingController* controller,
     m_progress->setFormat(tr("step %v of %m"));
     m_eta = new QLabel(this);
     m_eta->setMinimumWidth(150);
+    m_packing = new QLabel(this);
+    m_packing->hide();
     for (QPushButton* b : {m_start, m_pause, m_resume, m_stop})
         controls->addWidget(b);
     controls->addWidget(m_progress, 1);
     controls->addWidget(m_eta);
+    controls->addWidget(m_packing);
     right->addLayout(controls);
 
     m_banner = new QLabel(this);
@@ -193,6 +196,8 @@ bool TrainRunPanel::startRun(const QString& runName)
     m_clock.invalidate();
     m_plots->clear();
     m_banner->hide();
+    m_packing->clear();
+    m_packing->hide();
     updatePlanned();
     QString error;
     if (!m_controller->start(c, &error)) {
@@ -218,6 +223,16 @@ void TrainRunPanel::onEvents(const JobEventBatch& batch)
         m_progress->setRange(0, int(std::max<int64_t>(1, m_totalSteps)));
         m_progress->setValue(int(batch.plan->startStep));
         m_eta->setText(tr("training…"));
+        if (const auto& p = batch.plan->packing) {
+            m_packing->setText(tr("packed %1 examples into %2 bins: %3% of the token slots filled")
+                                   .arg(p->examples)
+                                   .arg(p->bins)
+                                   .arg(100.0 * p->efficiency(), 0, 'f', 1));
+            m_packing->show();
+        } else {
+            m_packing->clear();
+            m_packing->hide();
+        }
     }
     m_plots->appendBatch(batch.steps, batch.evals);  // one rescale and replot for the whole drain
     showProgress(batch);
@@ -279,6 +294,10 @@ void TrainRunPanel::exportPlots(const QString& dir)
 QString TrainRunPanel::bannerText() const
 {
     return m_banner->isHidden() ? QString() : m_banner->text();
+}
+QString TrainRunPanel::packingText() const
+{
+    return m_packing->text();
 }
 QString TrainRunPanel::logText() const
 {

@@ -34,6 +34,7 @@ public:
     QPushButton* resumeButton() const { return m_resume; }
     QPushButton* stopButton() const { return m_stop; }
     QString bannerText() const;
+    QString packingText() const;  // empty unless the run packs its examples
     QString logText() const;
     void log(const QString& line);
     // A tab beside the log (the page puts the run history there).
@@ -62,6 +63,7 @@ private:
     QPushButton *m_start = nullptr, *m_pause = nullptr, *m_resume = nullptr, *m_stop = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_eta = nullptr;
+    QLabel* m_packing = nullptr;  // packed runs: the packing efficiency of the plan
     QLabel* m_banner = nullptr;
     QCheckBox* m_logScale = nullptr;
     QSlider* m_smoothing = nullptr;

@@ -137,9 +137,9 @@ double sampleLoss(CausalLM& model, const SequenceSet& set, int32_t pad, int64_t 
     double sum = 0;
     int64_t tokens = 0;
     forEachEvalBatch(set, batch, pad, kQuantLossTokens, [&](const TokenBatch& b) {
-        auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width});
-        auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width});
-        sum += tokenLoss(model.forward(ids, nullptr), labels, 1.0).item<double>();
+        const BatchTensors t = toTensors(b, torch::kCPU);  // packed when the run packed
+        sum +=
+            tokenLoss(model.forward(t.ids, nullptr, t.packedRows()), t.labels, 1.0).item<double>();
         tokens += b.lossTokens;
     });
     *tokensOut = tokens;

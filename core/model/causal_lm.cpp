@@ -1,4 +1,5 @@
-// The shared forward pass (soft prompt, blocks with optional checkpointing, head), weight loading,
+// The shared forward pass (soft prompt, packed rows' block-diagonal mask, blocks with optional
+// checkpointing, head), weight loading,
 // rotary embeddings and cached attention.
 #include "model/causal_lm.h"
 
@@ -13,6 +14,17 @@ namespace tb {
 
 namespace {
 
+// A custom autograd function takes no undefined tensors: an absent table or mask travels as an
+// empty tensor (a real one is never empty).
+torch::Tensor orEmpty(const torch::Tensor& t)
+{
+    return t.defined() ? t : torch::empty({0});
+}
+torch::Tensor orUndefined(const torch::Tensor& t)
+{
+    return t.numel() > 0 ? t : torch::Tensor();
+}
+
 // Block activation checkpointing: forward runs without storing activations; backward recomputes the
 // block with the same RNG state (dropout) and back-propagates through it (the reentrant scheme).
 class BlockCheckpoint : public torch::autograd::Function<BlockCheckpoint> {
@@ -21,7 +33,7 @@ public:
     // embeddings), and backward runs to reach the block's trainable parameters.
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
                                  torch::Tensor /*dummy*/, int64_t blockAddress, torch::Tensor cos,
-                                 torch::Tensor sin)
+                                 torch::Tensor sin, torch::Tensor mask)
     {
         auto* block = reinterpret_cast<BlockBase*>(static_cast<intptr_t>(blockAddress));
         ctx->saved_data["block"] = blockAddress;
@@ -31,8 +43,9 @@ public:
         ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(x.device().type());
         ctx->saved_data["autocast_dtype"] =
             static_cast<int64_t>(at::autocast::get_autocast_dtype(x.device().type()));
-        ctx->save_for_backward({x, cos, sin});
-        return block->forward(x, BlockContext{cos, sin}, nullptr, 0, 0);
+        ctx->save_for_backward({x, cos, sin, mask});  // cos, sin, mask may be empty (absent)
+        return block->forward(
+            x, BlockContext{orUndefined(cos), orUndefined(sin), orUndefined(mask)}, nullptr, 0, 0);
     }
 
     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -51,11 +64,15 @@ public:
             AutocastGuard autocast(
                 input.device().type(), ctx->saved_data["autocast"].toBool(),
                 static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
-            output = block->forward(input, BlockContext{saved[1], saved[2]}, nullptr, 0, 0);
+            output = block->forward(
+                input,
+                BlockContext{orUndefined(saved[1]), orUndefined(saved[2]), orUndefined(saved[3])},
+                nullptr, 0, 0);
         }
         generator.set_state(current);
         torch::autograd::backward({output}, {gradOut[0]});
-        return {input.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+        return {input.grad(),    torch::Tensor(), torch::Tensor(),
+                torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
 };
 
@@ -91,9 +108,37 @@ torch::Tensor tensorView(const SafetensorsFile& file, const TensorInfo& info)
                             torch::TensorOptions().dtype(type));
 }
 
-torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
+namespace {
+
+// Packed rows: a query attends to the keys before it (causal) in its own segment only, so each
+// example of a row sees nothing of the others. segments: [batch, seq] -> [batch, 1, seq, seq] bool.
+torch::Tensor segmentMask(const torch::Tensor& segments)
+{
+    const int64_t seq = segments.size(1);
+    auto causal = torch::ones({seq, seq},
+                              torch::TensorOptions().dtype(torch::kBool).device(segments.device()))
+                      .tril();
+    return segments.unsqueeze(2).eq(segments.unsqueeze(1)).logical_and(causal).unsqueeze(1);
+}
+
+}  // namespace
+
+torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
+                                  const PackedRows* packed)
 {
     const int64_t past = cache ? cache->length : 0;
+    torch::Tensor positions, mask;
+    if (packed) {
+        if (cache)
+            fail("packed rows cannot be decoded with a KV cache");
+        if (m_prompt.defined())
+            fail("packed rows cannot carry a soft prompt (prompt tuning trains unpacked: set "
+                 "data.packing to false)");
+        if (packed->positions.sizes() != ids.sizes() || packed->segments.sizes() != ids.sizes())
+            fail("packed rows: positions and segments must have the shape of ids [batch, seq]");
+        positions = packed->positions.to(ids.device(), torch::kInt64);
+        mask = segmentMask(packed->segments.to(ids.device()));
+    }
     auto h = embedTokens(ids);  // [batch, seq, hidden]
     int64_t virtualTokens = 0;
     if (m_prompt.defined() && past == 0) {
@@ -101,8 +146,9 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
         h = torch::cat({m_prompt.to(h.scalar_type()).unsqueeze(0).expand({h.size(0), -1, -1}), h},
                        1);
     }
-    h = addPositions(h, past);
-    BlockContext ctx = blockContext(past, h.size(1), h);
+    h = addPositions(h, past, positions);
+    BlockContext ctx = blockContext(past, h.size(1), h, positions);
+    ctx.mask = mask;
     const bool checkpoint =
         m_checkpointing && is_training() && torch::GradMode::is_enabled() && !cache;
     torch::Tensor dummy;
@@ -112,7 +158,7 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
         if (checkpoint)
             h = BlockCheckpoint::apply(
                 h, dummy, static_cast<int64_t>(reinterpret_cast<intptr_t>(m_blocks[i].get())),
-                ctx.cos, ctx.sin);
+                orEmpty(ctx.cos), orEmpty(ctx.sin), orEmpty(ctx.mask));
         else
             h = m_blocks[i]->forward(h, ctx, cache, i, past);
     }
@@ -122,9 +168,9 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
     return virtualTokens > 0 ? h.narrow(1, virtualTokens, ids.size(1)) : h;
 }
 
-torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
+torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache, const PackedRows* packed)
 {
-    auto h = finalNorm(runBlocks(ids, cache));
+    auto h = finalNorm(runBlocks(ids, cache, packed));
     if (auto head = headLayer())
         return head->forward(h);
     return torch::nn::functional::linear(h, tokenEmbeddingWeight());
@@ -132,16 +178,16 @@ torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
 
 torch::Tensor CausalLM::forwardLast(const torch::Tensor& ids, KVCache* cache)
 {
-    auto h = finalNorm(runBlocks(ids, cache));
+    auto h = finalNorm(runBlocks(ids, cache, nullptr));
     h = h.select(1, h.size(1) - 1);  // [batch, hidden]
     if (auto head = headLayer())
         return head->forward(h);
     return linearForward(h, tokenEmbeddingWeight());
 }
 
-torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids)
+torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids, const PackedRows* packed)
 {
-    return finalNorm(runBlocks(ids, nullptr));
+    return finalNorm(runBlocks(ids, nullptr, packed));
 }
 
 torch::Tensor CausalLM::headWeight()
@@ -265,9 +311,11 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer,
-                              int64_t pastLength)
+                              int64_t pastLength, const torch::Tensor& mask)
 {
     const int64_t seq = q.size(2);
+    if (mask.defined() && cache)
+        fail("cachedAttention: a packed-rows mask cannot be combined with a KV cache");
     torch::Tensor keys = k;
     torch::Tensor values = v;
     if (cache) {
@@ -304,6 +352,8 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
         keys = keys.repeat_interleave(groups, 1);
         values = values.repeat_interleave(groups, 1);
     }
+    if (mask.defined())  // packed rows: causal within each segment, nothing across
+        return at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false);
     if (pastLength == 0)
         return at::scaled_dot_product_attention(q, keys, values, {}, 0.0, /*is_causal=*/seq > 1);
     if (seq == 1)
@@ -314,8 +364,8 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
         torch::arange(seq, torch::TensorOptions().device(q.device())).unsqueeze(1) + pastLength;
     auto cols =
         torch::arange(pastLength + seq, torch::TensorOptions().device(q.device())).unsqueeze(0);
-    auto mask = cols <= rows;
-    return at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false);
+    auto prefixMask = cols <= rows;
+    return at::scaled_dot_product_attention(q, keys, values, prefixMask, 0.0, false);
 }
 
 }  // namespace tb

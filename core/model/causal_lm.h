@@ -113,9 +113,20 @@ public:
 };
 TORCH_MODULE(BottleneckAdapter);
 
-// What every block of a forward pass shares (rotary tables; empty for learned positions).
+// Rows that each hold several whole examples (packed training): per token, its position within
+// its own example (restarting at 0) and its segment, which tells the examples of a row apart;
+// attention never crosses segments. Both [batch, seq] int64.
+struct PackedRows {
+    torch::Tensor positions;
+    torch::Tensor segments;
+};
+
+// What every block of a forward pass shares: rotary tables (empty for learned positions) and, for
+// packed rows, the attention mask.
 struct BlockContext {
-    torch::Tensor cos, sin;  // [seq, head_dim]
+    torch::Tensor cos, sin;  // [seq, head_dim]; packed rows: [batch, 1, seq, head_dim]
+    torch::Tensor
+        mask;  // packed rows: [batch, 1, seq, seq] bool, true = may attend; else undefined
 };
 
 // One transformer block. Architectures implement forward(); adapters are applied through the two
@@ -145,14 +156,17 @@ public:
 
     // ids: [batch, seq] int64. cache: appended to when given (positions continue from
     // cache->length). A soft prompt, when present, is prepended on the first pass; its positions
-    // are not in the result. Returns logits [batch, seq, vocab] in the model dtype.
-    torch::Tensor forward(const torch::Tensor& ids, KVCache* cache);
+    // are not in the result. packed: rows of several examples (block-diagonal causal attention,
+    // positions per example); not with a cache or a soft prompt. Returns logits [batch, seq, vocab]
+    // in the model dtype.
+    torch::Tensor forward(const torch::Tensor& ids, KVCache* cache,
+                          const PackedRows* packed = nullptr);
     // The same, but the head runs on the last position only: logits [batch, vocab] (generation's
     // prefill needs no [seq, vocab] logits for the prompt).
     torch::Tensor forwardLast(const torch::Tensor& ids, KVCache* cache);
     // The final-normed hidden states [batch, seq, hidden] that the head turns into logits (no
     // cache), for losses that apply the head themselves (chunked cross-entropy).
-    torch::Tensor forwardHidden(const torch::Tensor& ids);
+    torch::Tensor forwardHidden(const torch::Tensor& ids, const PackedRows* packed = nullptr);
     // The head's weight [vocab, hidden] (the token embeddings when tied). Throws when the head
     // carries LoRA.
     torch::Tensor headWeight();
@@ -181,10 +195,17 @@ public:
 
 protected:
     virtual torch::Tensor embedTokens(const torch::Tensor& ids) = 0;
-    // Adds position information to the (prompt-extended) embeddings; past = cache length.
-    virtual torch::Tensor addPositions(const torch::Tensor& h, int64_t /*past*/) { return h; }
+    // Adds position information to the (prompt-extended) embeddings; past = cache length;
+    // positions: [batch, seq] int64 for packed rows, else undefined (past, past + 1, ...).
+    virtual torch::Tensor addPositions(const torch::Tensor& h, int64_t /*past*/,
+                                       const torch::Tensor& /*positions*/)
+    {
+        return h;
+    }
+    // The rotary tables of the blocks (cos, sin), for the same positions as addPositions.
     virtual BlockContext blockContext(int64_t /*past*/, int64_t /*length*/,
-                                      const torch::Tensor& /*like*/)
+                                      const torch::Tensor& /*like*/,
+                                      const torch::Tensor& /*positions*/)
     {
         return {};
     }
@@ -202,8 +223,8 @@ protected:
         m_blocks;  // registered by the architecture under its own names
 
 private:
-    torch::Tensor runBlocks(const torch::Tensor& ids,
-                            KVCache* cache);  // hidden states, prompt positions removed
+    // Hidden states [batch, seq, hidden], prompt positions removed.
+    torch::Tensor runBlocks(const torch::Tensor& ids, KVCache* cache, const PackedRows* packed);
     torch::Tensor m_prompt;  // registered as parameter "prompt_embeddings" when set
     bool m_checkpointing = false;
 };
@@ -218,10 +239,12 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 
 // Appends k/v ([batch, kv_heads, seq, head_dim]) to the cache of `layer` and runs causal
 // scaled-dot-product attention for q ([batch, heads, seq, head_dim]) over all cached positions.
-// pastLength is the cache length before this call. Returns [batch, heads, seq, head_dim].
+// pastLength is the cache length before this call. mask (packed rows, no cache): [batch, 1, seq,
+// seq] bool, true where a query may attend, used instead of the causal rule. Returns [batch,
+// heads, seq, head_dim].
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer,
-                              int64_t pastLength);
+                              int64_t pastLength, const torch::Tensor& mask = {});
 
 // Activation by name: relu, gelu (erf), gelu_new / gelu_pytorch_tanh (tanh approximation), silu,
 // tanh.

@@ -19,14 +19,16 @@ public:
         c_attn = register_module("c_attn", conv1d(c.hiddenSize, 3 * c.hiddenSize));
         c_proj = register_module("c_proj", conv1d(c.hiddenSize, c.hiddenSize));
     }
-    torch::Tensor forward(const torch::Tensor& x, KVCache* cache, size_t layer, int64_t past)
+    torch::Tensor forward(const torch::Tensor& x, KVCache* cache, size_t layer, int64_t past,
+                          const torch::Tensor& mask)
     {
         const int64_t b = x.size(0), s = x.size(1), h = x.size(2);
         auto qkv = c_attn->forward(x).split(h, -1);  // 3 x [b, s, hidden]
         auto heads = [&](const torch::Tensor& t) {
             return t.view({b, s, numHeads, headDim}).transpose(1, 2);
         };
-        auto out = cachedAttention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), cache, layer, past);
+        auto out =
+            cachedAttention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), cache, layer, past, mask);
         return c_proj->forward(out.transpose(1, 2).reshape({b, s, h}));
     }
     int64_t numHeads, headDim;
@@ -59,10 +61,10 @@ public:
         ln_2 = register_module("ln_2", LayerNorm(c.hiddenSize, c.normEps));
         mlp = register_module("mlp", Gpt2Mlp(c));
     }
-    torch::Tensor forward(const torch::Tensor& x, const BlockContext&, KVCache* cache, size_t layer,
-                          int64_t past) override
+    torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache,
+                          size_t layer, int64_t past) override
     {
-        auto h = x + afterAttention(attn->forward(ln_1->forward(x), cache, layer, past));
+        auto h = x + afterAttention(attn->forward(ln_1->forward(x), cache, layer, past, ctx.mask));
         return h + afterMlp(mlp->forward(ln_2->forward(h)));
     }
     LayerNorm ln_1{nullptr}, ln_2{nullptr};
@@ -108,15 +110,25 @@ protected:
         return transformer->wte->forward(ids);
     }
 
-    torch::Tensor addPositions(const torch::Tensor& h, int64_t past) override
+    torch::Tensor addPositions(const torch::Tensor& h, int64_t past,
+                               const torch::Tensor& positions) override
     {
         const int64_t s = h.size(1);
+        if (positions.defined()) {  // packed rows: each example counts from 0
+            if (s > m_config.maxPositions) {
+                const int64_t last = positions.max().item<int64_t>();
+                if (last >= m_config.maxPositions)
+                    fail("gpt2: an example of ", last + 1, " tokens exceeds n_positions (",
+                         m_config.maxPositions, ")");
+            }
+            return h + transformer->wpe->forward(positions);  // [batch, seq, hidden]
+        }
         if (past + s > m_config.maxPositions)
             fail("gpt2: sequence of ", past + s, " tokens exceeds n_positions (",
                  m_config.maxPositions, ")");
-        auto positions = torch::arange(
-            past, past + s, torch::TensorOptions().dtype(torch::kInt64).device(h.device()));
-        return h + transformer->wpe->forward(positions);
+        auto steps = torch::arange(past, past + s,
+                                   torch::TensorOptions().dtype(torch::kInt64).device(h.device()));
+        return h + transformer->wpe->forward(steps);
     }
 
     torch::Tensor finalNorm(const torch::Tensor& hidden) override

@@ -24,9 +24,9 @@ public:
         }
     }
 
-    // x: [batch, seq, hidden]; cos/sin: [seq, head_dim]
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
-                          const torch::Tensor& sin, KVCache* cache, size_t layer, int64_t past)
+    // x: [batch, seq, hidden]; ctx: rotary tables and, for packed rows, the attention mask
+    torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache,
+                          size_t layer, int64_t past)
     {
         const int64_t b = x.size(0), s = x.size(1);
         auto q = q_proj->forward(x).view({b, s, numHeads, headDim});
@@ -36,10 +36,10 @@ public:
             q = q_norm->forward(q);
             k = k_norm->forward(k);
         }
-        q = applyRope(q.transpose(1, 2), cos, sin);
-        k = applyRope(k.transpose(1, 2), cos, sin);
+        q = applyRope(q.transpose(1, 2), ctx.cos, ctx.sin);
+        k = applyRope(k.transpose(1, 2), ctx.cos, ctx.sin);
         v = v.transpose(1, 2);
-        auto out = cachedAttention(q, k, v, cache, layer, past);  // [b, heads, s, head_dim]
+        auto out = cachedAttention(q, k, v, cache, layer, past, ctx.mask);  // [b, heads, s, hd]
         out = out.transpose(1, 2).reshape({b, s, numHeads * headDim});
         return o_proj->forward(out);
     }
@@ -81,8 +81,7 @@ public:
     torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache,
                           size_t layer, int64_t past) override
     {
-        auto attn =
-            self_attn->forward(input_layernorm->forward(x), ctx.cos, ctx.sin, cache, layer, past);
+        auto attn = self_attn->forward(input_layernorm->forward(x), ctx, cache, layer, past);
         auto h = x + afterAttention(attn);
         return h + afterMlp(mlp->forward(post_attention_layernorm->forward(h)));
     }
@@ -129,17 +128,23 @@ protected:
         return model->embed_tokens->forward(ids);
     }
 
-    BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like) override
+    BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like,
+                              const torch::Tensor& positions) override
     {
         // Rotary tables in fp32, cast to the compute dtype as transformers does.
         if (m_invFreq.device() != like.device())
             m_invFreq = m_invFreq.to(like.device());
-        auto positions =
-            torch::arange(past, past + length,
-                          torch::TensorOptions().dtype(torch::kFloat32).device(like.device()));
-        auto freqs = torch::outer(positions, m_invFreq);
+        torch::Tensor freqs;
+        if (positions.defined()) {  // packed rows: [batch, seq] -> [batch, 1, seq, head_dim / 2]
+            freqs = (positions.to(torch::kFloat32).unsqueeze(-1) * m_invFreq).unsqueeze(1);
+        } else {  // [seq, head_dim / 2]
+            auto steps =
+                torch::arange(past, past + length,
+                              torch::TensorOptions().dtype(torch::kFloat32).device(like.device()));
+            freqs = torch::outer(steps, m_invFreq);
+        }
         auto emb = torch::cat({freqs, freqs}, -1);
-        return {emb.cos().to(like.scalar_type()), emb.sin().to(like.scalar_type())};
+        return {emb.cos().to(like.scalar_type()), emb.sin().to(like.scalar_type()), {}};
     }
 
     torch::Tensor finalNorm(const torch::Tensor& hidden) override

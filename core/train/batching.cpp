@@ -1,5 +1,6 @@
-// Batching and packing: label-shifted (packed) sequences built from tokenized examples, padded
-// batches, evaluation batches, and the seeded, platform-independent order of each epoch.
+// Batching and packing: label-shifted sequences built from tokenized examples (one each, or whole
+// examples in best-fit-decreasing bins), padded batches, evaluation batches, and the seeded,
+// platform-independent order of each epoch (plain or length-grouped).
 #include "train/batching.h"
 
 #include "data/ingest/import.h"
@@ -15,6 +16,8 @@
 #include <cctype>
 #include <fstream>
 #include <iterator>
+#include <set>
+#include <tuple>
 
 namespace tb {
 namespace {
@@ -51,16 +54,56 @@ private:
 
 }  // namespace
 
+std::vector<std::vector<int64_t>> packBins(const std::vector<int32_t>& lengths, int32_t capacity,
+                                           uint64_t seed)
+{
+    if (capacity <= 0)
+        fail("packBins: capacity must be positive, got ", capacity);
+    // Longest first; equal lengths in a seeded order (its own stream, unrelated to the epochs').
+    const std::vector<int64_t> shuffled =
+        epochOrder(static_cast<int64_t>(lengths.size()), seed ^ 0xB1A5ED0C0FFEEULL, 0);
+    std::vector<int64_t> order;
+    for (int64_t i : shuffled) {
+        const int32_t n = lengths[static_cast<size_t>(i)];
+        if (n > capacity)
+            fail("packBins: item ", i, " has ", n, " tokens, over the capacity of ", capacity);
+        if (n > 0)
+            order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return lengths[static_cast<size_t>(a)] > lengths[static_cast<size_t>(b)];
+    });
+    std::vector<std::vector<int64_t>> bins;
+    std::set<std::pair<int32_t, int64_t>> open;  // (free tokens, bin): the fullest fitting first
+    for (int64_t item : order) {
+        const int32_t n = lengths[static_cast<size_t>(item)];
+        auto fit = open.lower_bound({n, 0});
+        int64_t bin = static_cast<int64_t>(bins.size());
+        int32_t left = capacity;
+        if (fit != open.end()) {
+            std::tie(left, bin) = *fit;
+            open.erase(fit);
+        } else {
+            bins.emplace_back();
+        }
+        bins[static_cast<size_t>(bin)].push_back(item);
+        if (left - n > 0)
+            open.insert({left - n, bin});
+    }
+    return bins;
+}
+
 SequenceSet buildSequences(const std::vector<TokenizedExample>& examples, int maxLength,
-                           bool packing)
+                           bool packing, uint64_t seed)
 {
     if (maxLength <= 0)
         fail("buildSequences: maxLength must be positive, got ", maxLength);
     SequenceSet set;
     set.examples = static_cast<int64_t>(examples.size());
+    set.packed = packing;
 
-    // Labels of one example, shifted: position i predicts ids[i + 1]; its last position predicts
-    // nothing (in a pack the next token belongs to another example).
+    // Labels of one example cut at n tokens, shifted: position i predicts ids[i + 1]; its last
+    // position predicts nothing (in a bin the next token belongs to another example).
     auto shiftedLabels = [](const TokenizedExample& ex, size_t n) {
         std::vector<int32_t> labels(n, kIgnore);
         for (size_t i = 0; i + 1 < n; ++i)
@@ -68,57 +111,65 @@ SequenceSet buildSequences(const std::vector<TokenizedExample>& examples, int ma
                 labels[i] = ex.ids[i + 1];
         return labels;
     };
-    auto countLoss = [](const std::vector<int32_t>& labels) {
-        return static_cast<int64_t>(
-            std::count_if(labels.begin(), labels.end(), [](int32_t l) { return l != kIgnore; }));
-    };
-
-    if (!packing) {
-        for (const TokenizedExample& ex : examples) {
-            if (ex.ids.size() != ex.lossMask.size())
-                fail("buildSequences: ids and lossMask differ in length (", ex.ids.size(), " vs ",
-                     ex.lossMask.size(), ")");
-            const size_t n = std::min(ex.ids.size(), static_cast<size_t>(maxLength));
-            if (ex.truncated || n < ex.ids.size())
-                ++set.truncated;
-            if (n == 0)
-                continue;
-            Sequence seq;
-            seq.ids.assign(ex.ids.begin(), ex.ids.begin() + n);
-            seq.labels = shiftedLabels(ex, n);
-            seq.length = static_cast<int32_t>(n);
-            set.tokens += static_cast<int64_t>(n);
-            set.lossTokens += countLoss(seq.labels);
-            set.sequences.push_back(std::move(seq));
-        }
-        return set;
-    }
-
-    // Packing: one stream of ids and labels, cut into maxLength chunks. A chunk's last position
-    // keeps its label (the next token of the same example, as llm.c's x/y windows do); only example
-    // ends take none. The final, shorter chunk is kept: makeBatch pads it.
-    std::vector<int32_t> ids, labels;
+    std::vector<int32_t> lengths;  // each example's tokens after the cut at maxLength
     for (const TokenizedExample& ex : examples) {
         if (ex.ids.size() != ex.lossMask.size())
             fail("buildSequences: ids and lossMask differ in length (", ex.ids.size(), " vs ",
                  ex.lossMask.size(), ")");
-        if (ex.truncated)
+        const size_t n = std::min(ex.ids.size(), static_cast<size_t>(maxLength));
+        if (ex.truncated || n < ex.ids.size())
             ++set.truncated;
-        const std::vector<int32_t> exLabels = shiftedLabels(ex, ex.ids.size());
-        ids.insert(ids.end(), ex.ids.begin(), ex.ids.end());
-        labels.insert(labels.end(), exLabels.begin(), exLabels.end());
+        lengths.push_back(static_cast<int32_t>(n));
     }
-    set.tokens = static_cast<int64_t>(ids.size());
-    set.lossTokens = countLoss(labels);
-    for (size_t start = 0; start < ids.size(); start += static_cast<size_t>(maxLength)) {
-        const size_t end = std::min(ids.size(), start + static_cast<size_t>(maxLength));
-        Sequence seq;
-        seq.ids.assign(ids.begin() + start, ids.begin() + end);
-        seq.labels.assign(labels.begin() + start, labels.begin() + end);
-        seq.length = static_cast<int32_t>(end - start);
-        set.sequences.push_back(std::move(seq));
+    // Appends example e (cut) to seq.
+    auto append = [&](Sequence& seq, int64_t e) {
+        const TokenizedExample& ex = examples[static_cast<size_t>(e)];
+        const auto n = static_cast<size_t>(lengths[static_cast<size_t>(e)]);
+        const std::vector<int32_t> labels = shiftedLabels(ex, n);
+        seq.ids.insert(seq.ids.end(), ex.ids.begin(), ex.ids.begin() + static_cast<long>(n));
+        seq.labels.insert(seq.labels.end(), labels.begin(), labels.end());
+        seq.length = static_cast<int32_t>(seq.ids.size());
+    };
+
+    if (!packing) {
+        for (size_t e = 0; e < examples.size(); ++e) {
+            if (lengths[e] == 0)
+                continue;
+            Sequence seq;
+            append(seq, static_cast<int64_t>(e));
+            set.sequences.push_back(std::move(seq));
+        }
+    } else {
+        for (const std::vector<int64_t>& bin : packBins(lengths, maxLength, seed)) {
+            Sequence seq;
+            for (int64_t e : bin) {
+                seq.starts.push_back(seq.length);
+                seq.examples.push_back(e);
+                append(seq, e);
+            }
+            set.sequences.push_back(std::move(seq));
+        }
+        set.tokenSlots = static_cast<int64_t>(set.sequences.size()) * maxLength;
+    }
+    for (const Sequence& seq : set.sequences) {
+        set.tokens += seq.length;
+        set.lossTokens += static_cast<int64_t>(std::count_if(
+            seq.labels.begin(), seq.labels.end(), [](int32_t l) { return l != kIgnore; }));
     }
     return set;
+}
+
+std::optional<PackingStats> packingStats(const SequenceSet& set)
+{
+    if (!set.packed)
+        return std::nullopt;
+    PackingStats p;
+    p.bins = static_cast<int64_t>(set.sequences.size());
+    for (const Sequence& seq : set.sequences)
+        p.examples += static_cast<int64_t>(seq.examples.size());
+    p.tokens = set.tokens;
+    p.tokenSlots = set.tokenSlots;
+    return p;
 }
 
 TokenBatch makeBatch(const SequenceSet& set, const std::vector<int64_t>& indices, int32_t padId)
@@ -133,6 +184,13 @@ TokenBatch makeBatch(const SequenceSet& set, const std::vector<int64_t>& indices
     }
     batch.ids.assign(batch.rows * batch.width, padId);
     batch.labels.assign(batch.rows * batch.width, kIgnore);
+    const bool packed = std::any_of(indices.begin(), indices.end(), [&](int64_t i) {
+        return !set.sequences[static_cast<size_t>(i)].starts.empty();
+    });
+    if (packed) {
+        batch.positions.assign(batch.rows * batch.width, 0);
+        batch.segments.assign(batch.rows * batch.width, 0);
+    }
     for (int64_t r = 0; r < batch.rows; ++r) {
         const Sequence& seq = set.sequences[indices[r]];
         for (size_t i = 0; i < seq.ids.size(); ++i) {
@@ -140,6 +198,25 @@ TokenBatch makeBatch(const SequenceSet& set, const std::vector<int64_t>& indices
             const int32_t label = i < seq.labels.size() ? seq.labels[i] : kIgnore;
             batch.labels[r * batch.width + i] = label;
             batch.lossTokens += label != kIgnore;
+        }
+        if (!packed)
+            continue;
+        // Example k of the row is segment k; the padding is one segment more, so that every query
+        // has at least itself to attend to.
+        const std::vector<int32_t> starts =
+            seq.starts.empty() ? std::vector<int32_t>{0} : seq.starts;
+        int64_t* segments = batch.segments.data() + r * batch.width;
+        int64_t* positions = batch.positions.data() + r * batch.width;
+        for (size_t k = 0; k < starts.size(); ++k) {
+            const int32_t end = k + 1 < starts.size() ? starts[k + 1] : seq.length;
+            for (int32_t i = starts[k]; i < end; ++i) {
+                segments[i] = static_cast<int64_t>(k);
+                positions[i] = i - starts[k];
+            }
+        }
+        for (int64_t i = seq.length; i < batch.width; ++i) {
+            segments[i] = static_cast<int64_t>(starts.size());
+            positions[i] = i - seq.length;
         }
     }
     return batch;
@@ -186,6 +263,40 @@ std::vector<int64_t> epochOrder(int64_t count, uint64_t seed, int64_t epoch)
         std::swap(order[i - 1], order[j]);
     }
     return order;
+}
+
+std::vector<int64_t> lengthGroupedOrder(const std::vector<int32_t>& lengths, int64_t batchSize,
+                                        uint64_t seed, int64_t epoch)
+{
+    if (batchSize <= 0)
+        fail("lengthGroupedOrder: batchSize must be positive, got ", batchSize);
+    std::vector<int64_t> order = epochOrder(static_cast<int64_t>(lengths.size()), seed, epoch);
+    const auto n = static_cast<int64_t>(order.size());
+    const int64_t mega = kLengthGroupBatches * batchSize;
+    auto longer = [&](int64_t a, int64_t b) {
+        return lengths[static_cast<size_t>(a)] > lengths[static_cast<size_t>(b)];
+    };
+    for (int64_t begin = 0; begin < n; begin += mega)
+        std::stable_sort(order.begin() + begin, order.begin() + std::min(n, begin + mega), longer);
+
+    // Shuffle the full batches (their own stream); a short last batch stays last.
+    const int64_t full = n / batchSize;
+    std::vector<int64_t> batches = epochOrder(full, seed ^ 0x6E0B1E5EEDULL, epoch);
+    if (full > 1) {
+        // Each mega-batch's first batch holds its longest sequence: find the longest of them.
+        int64_t longest = 0;
+        for (int64_t b = 0; b < full; ++b)
+            if (longer(order[static_cast<size_t>(batches[b] * batchSize)],
+                       order[static_cast<size_t>(batches[longest] * batchSize)]))
+                longest = b;
+        std::swap(batches[0], batches[static_cast<size_t>(longest)]);
+    }
+    std::vector<int64_t> out;
+    out.reserve(order.size());
+    for (int64_t b : batches)
+        out.insert(out.end(), order.begin() + b * batchSize, order.begin() + (b + 1) * batchSize);
+    out.insert(out.end(), order.begin() + full * batchSize, order.end());
+    return out;
 }
 
 }  // namespace tb

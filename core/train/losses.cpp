@@ -1,7 +1,19 @@
-// Token cross-entropy of a causal LM, through the full logits or the chunked head.
+// Token cross-entropy of a causal LM, through the full logits or the chunked head, and batches as
+// the tensors it reads.
 #include "train/losses.h"
 
 namespace tb {
+
+BatchTensors toTensors(const TokenBatch& b, const torch::Device& device)
+{
+    auto tensor = [&](const std::vector<int64_t>& values) {
+        return torch::tensor(values, torch::kInt64).view({b.rows, b.width}).to(device);
+    };
+    BatchTensors t{tensor(b.ids), tensor(b.labels), std::nullopt};
+    if (!b.segments.empty())
+        t.packed = PackedRows{tensor(b.positions), tensor(b.segments)};
+    return t;
+}
 
 torch::Tensor tokenLoss(const torch::Tensor& logits, const torch::Tensor& labels, double normaliser)
 {
@@ -13,13 +25,13 @@ torch::Tensor tokenLoss(const torch::Tensor& logits, const torch::Tensor& labels
 }
 
 torch::Tensor batchLoss(CausalLM& model, const torch::Tensor& ids, const torch::Tensor& labels,
-                        double normaliser, const TrainConfig& config)
+                        double normaliser, const TrainConfig& config, const PackedRows* packed)
 {
     if (config.loss != LossKind::Chunked)
-        return tokenLoss(model.forward(ids, nullptr), labels, normaliser);
+        return tokenLoss(model.forward(ids, nullptr, packed), labels, normaliser);
     // The head is applied chunk by chunk inside the loss: [tokens, vocab] logits never exist at
     // once.
-    auto hidden = model.forwardHidden(ids);  // [batch, seq, hidden]
+    auto hidden = model.forwardHidden(ids, packed);  // [batch, seq, hidden]
     return chunkedCrossEntropy(hidden.reshape({-1, hidden.size(-1)}), model.headWeight(),
                                labels.reshape({-1}), config.lossChunkTokens) /
            normaliser;

@@ -138,7 +138,31 @@ json toJson(const TrainSummary& s)
                               ? json{{"prompts", s.stopPrompts},
                                      {"stopped", s.stopStopped},
                                      {"rate", double(s.stopStopped) / double(s.stopPrompts)}}
-                              : json()}};
+                              : json()},
+
+            {"packing", s.packing ? toJson(*s.packing) : json(nullptr)}};
+}
+
+json toJson(const PackingStats& p)
+{
+    return {{"bins", p.bins},
+            {"examples", p.examples},
+            {"tokens", p.tokens},
+            {"slots", p.tokenSlots},
+            {"efficiency", p.efficiency()}};
+}
+
+PackingStats packingStatsFromJson(const json& j)
+{
+    PackingStats p;
+    for (const char* key : {"bins", "examples", "tokens", "slots"})
+        if (!j.is_object() || !j.contains(key) || !j[key].is_number_integer())
+            fail("packing record without integer '", key, "'");
+    p.bins = j["bins"].get<int64_t>();
+    p.examples = j["examples"].get<int64_t>();
+    p.tokens = j["tokens"].get<int64_t>();
+    p.tokenSlots = j["slots"].get<int64_t>();
+    return p;
 }
 
 std::string formatStepLine(const StepMetrics& m)
@@ -182,6 +206,16 @@ std::string formatDiagnosis(const Diagnosis& d)
 {
     return "training paused at step " + std::to_string(d.step) + ": " + d.what +
            ". Likely cause: " + d.cause + ". Try: " + d.advice + ".";
+}
+
+std::string formatPacking(const PackingStats& p)
+{
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "packed %" PRId64 " examples into %" PRId64 " bins: efficiency %.1f%% (%" PRId64
+                  " of %" PRId64 " token slots)",
+                  p.examples, p.bins, 100.0 * p.efficiency(), p.tokens, p.tokenSlots);
+    return line;
 }
 
 RunMetrics readRunMetrics(const std::string& runDir)

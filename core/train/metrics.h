@@ -74,6 +74,20 @@ struct Diagnosis {
     std::string advice;  // what to try (not in the JSON line)
 };
 
+// How well packing (data.packing) filled its bins: real tokens over token slots (bins x
+// max_length). One JSON form: run.json's data.packing, `train --json`'s "packing" and `data render
+// --packed`: {"bins", "examples", "tokens", "slots", "efficiency"}.
+struct PackingStats {
+    int64_t bins = 0;
+    int64_t examples = 0;    // examples packed (those with at least one token)
+    int64_t tokens = 0;      // real tokens
+    int64_t tokenSlots = 0;  // bins x max_length; JSON "slots"
+    double efficiency() const
+    {
+        return tokenSlots > 0 ? static_cast<double>(tokens) / static_cast<double>(tokenSlots) : 0.0;
+    }
+};
+
 // What a run will do, known before its first step: the studio draws the schedule from it.
 struct RunPlan {
     std::string runDir;
@@ -82,7 +96,8 @@ struct RunPlan {
     std::vector<double> schedule;  // learning rate of each step, 0-based
     int64_t trainSequences = 0, valSequences = 0;
     int64_t trainableParameters = 0, totalParameters = 0;
-    std::string device;  // "cpu", "cuda:0"
+    std::string device;                   // "cpu", "cuda:0"
+    std::optional<PackingStats> packing;  // packed training sets only
 };
 
 struct TrainSummary {
@@ -96,8 +111,9 @@ struct TrainSummary {
     int64_t totalParameters = 0;
     double tokensPerSecond = 0;
     int64_t peakMemoryBytes = 0;
-    std::string resumedFrom;  // checkpoint folder, when resumed
-    bool stopped = false;     // stopped by the user before the planned steps
+    std::string resumedFrom;              // checkpoint folder, when resumed
+    bool stopped = false;                 // stopped by the user before the planned steps
+    std::optional<PackingStats> packing;  // packed training sets only
     // Of up to 16 held-out conversations, how many greedy answers ended with a stop token within
     // their budget (train/stop_rate.h); 0 prompts: not measured (a stopped run, no conversations).
     int64_t stopPrompts = 0;
@@ -113,12 +129,17 @@ nlohmann::json toJson(const MemoryReport& r);
 nlohmann::json toJson(const Diagnosis& d);
 Diagnosis diagnosisFromJson(const nlohmann::json& line);  // cause and advice stay empty
 nlohmann::json toJson(const TrainSummary& s);             // the CLI's `train --json` object
+nlohmann::json toJson(const PackingStats& p);
+PackingStats
+packingStatsFromJson(const nlohmann::json& j);  // throws tb::Error naming a missing key
 
 // The human-readable lines of a run's progress, the same on the console and in the studio's log.
 std::string formatStepLine(const StepMetrics& m);
 std::string formatEvalLine(const EvalMetrics& e);
 std::string formatMemoryReport(const MemoryReport& r);
 std::string formatDiagnosis(const Diagnosis& d);
+// "packed 480 examples into 130 bins: efficiency 93.1% (11620 of 12480 token slots)"
+std::string formatPacking(const PackingStats& p);
 
 // A run directory's metrics.jsonl, read without writing anything. Lines of other types and a torn
 // last line are skipped; totalSteps comes from run.json's planned_steps when present.

@@ -31,13 +31,13 @@ TokenizeOptions tokenizeOptions(const TrainConfig& c)
 }
 
 SequenceSet tokenizeAll(const std::vector<Example>& examples, const Tokenizer& tok,
-                        const TokenizeOptions& o, bool packing)
+                        const TokenizeOptions& o, bool packing = false, uint64_t seed = 0)
 {
     std::vector<TokenizedExample> tokenized;
     tokenized.reserve(examples.size());
     for (const auto& e : examples)
         tokenized.push_back(tokenizeExample(tok, e, o));
-    return buildSequences(tokenized, o.maxLength, packing);
+    return buildSequences(tokenized, o.maxLength, packing, seed);
 }
 
 }  // namespace
@@ -135,15 +135,16 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
     if (trainExamples.empty())
         fail(dataName, ": no training examples left after the validation split");
     d.stopProbe = stopProbeExamples(valExamples.empty() ? trainExamples : valExamples);
-    d.train = tokenizeAll(trainExamples, tokenizer, options, c.data.packing);
-    d.val = tokenizeAll(valExamples, tokenizer, options, false);
+    // Packed bins depend on the data and the seed alone: a resumed run packs the same bins.
+    d.train = tokenizeAll(trainExamples, tokenizer, options, c.data.packing, c.seed);
+    d.val = tokenizeAll(valExamples, tokenizer, options);
     if (store && !c.data.generalSnapshot.empty()) {
         d.general =
-            tokenizeAll(fromSnapshot("general", c.data.generalSnapshot), tokenizer, options, false);
+            tokenizeAll(fromSnapshot("general", c.data.generalSnapshot), tokenizer, options);
     } else if (!c.data.generalFile.empty()) {
         ExampleFile general = readExampleFile(c.data.generalFile, ExampleFormat::Auto);
         report(general);
-        d.general = tokenizeAll(general.examples, tokenizer, options, false);
+        d.general = tokenizeAll(general.examples, tokenizer, options);
         hashInput += sha256File(c.data.generalFile);
     }
     if (d.train.sequences.empty())
@@ -165,6 +166,7 @@ nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int6
             weightsHash += sha256File(f.path().string());
     const std::string modelHash =
         sha256Hex(readFile(joinPath(config.model, "config.json")) + weightsHash);
+    const std::optional<PackingStats> packing = packingStats(data.train);
     return {
         {"config", toJson(config)},
         {"model", {{"path", config.model}, {"hash", modelHash}}},
@@ -176,7 +178,8 @@ nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int6
           {"train_sequences", data.train.sequences.size()},
           {"val_sequences", data.val.sequences.size()},
           {"truncated", data.train.truncated},
-          {"rejected_rows", data.rejectedRows}}},
+          {"rejected_rows", data.rejectedRows},
+          {"packing", packing ? toJson(*packing) : nlohmann::json(nullptr)}}},
         {"seed", config.seed},
         {"planned_steps", plannedSteps},
         {"trainable_parameters", trainableParameters},

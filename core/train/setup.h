@@ -43,7 +43,8 @@ struct PreparedData {
 PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
 
 // run.json of a new run: the resolved config, the model (path, SHA-256 over config.json and the
-// weights), the data (files or snapshots, hash, sequence counts), seed, planned steps, versions.
+// weights), the data (files or snapshots, hash, sequence counts, packing: PackingStats or null),
+// seed, planned steps, versions.
 nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
                        int64_t trainableParameters);
 

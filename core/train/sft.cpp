@@ -21,14 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A batch as tensors on the device: ids and labels [rows, width] int64.
-std::pair<torch::Tensor, torch::Tensor> toTensors(const TokenBatch& b, const torch::Device& device)
-{
-    auto ids = torch::tensor(b.ids, torch::kInt64).view({b.rows, b.width}).to(device);
-    auto labels = torch::tensor(b.labels, torch::kInt64).view({b.rows, b.width}).to(device);
-    return {ids, labels};
-}
-
 }  // namespace
 
 SftRecipe::SftRecipe(const TrainConfig& config, std::string resumeDir, JobControl& control,
@@ -101,9 +93,10 @@ void SftRecipe::setUp()
     for (const auto& [name, p] : params)
         decay.push_back(!noWeightDecay(name));
     m_optimizer = std::make_unique<Optimizer>(params, decay, m_config.optim);
-    m_order = epochOrder(sequences, m_config.seed, 0);
+    m_order = orderOfEpoch(0);
 
     m_summary.runDir = m_store->dir();
+    m_summary.packing = packingStats(m_data.train);
     m_summary.trainableParameters = countTrainable(*m_model.module);
     for (const auto& p : m_model.module->parameters())
         m_summary.totalParameters += p.numel();
@@ -121,7 +114,7 @@ void SftRecipe::setUp()
                                     plannedSchedule(m_config.optim, m_totalSteps), sequences,
                                     static_cast<int64_t>(m_data.val.sequences.size()),
                                     m_summary.trainableParameters, m_summary.totalParameters,
-                                    m_device});
+                                    m_device, m_summary.packing});
     if (resuming)
         return;
     // Before any update: the base model's general loss and the start of the validation curve.
@@ -146,8 +139,7 @@ void SftRecipe::restore(const CheckpointLoad& checkpoint)
     m_guard.restore(m_position.recentLosses);
     if (!m_position.lossScale.is_null())
         m_scaler.restore(m_position.lossScale);
-    m_order = epochOrder(static_cast<int64_t>(m_data.train.sequences.size()), m_config.seed,
-                         m_position.epoch);
+    m_order = orderOfEpoch(m_position.epoch);
     m_store->truncateMetrics(m_position.step);
     m_summary.resumedFrom = checkpoint.dir;
     warn("resumed from " + checkpoint.dir + " (step " + std::to_string(m_position.step) + ")");
@@ -175,11 +167,11 @@ SftRecipe::Accumulated SftRecipe::accumulateGradients()
     acc.tokens = tokens;
     acc.width = micro.front().width;
     for (size_t i = 0; i < micro.size(); ++i) {
-        const auto [ids, labels] = toTensors(micro[i], m_model.device);
+        const BatchTensors t = toTensors(micro[i], m_model.device);
         torch::Tensor loss;
         {
             auto autocast = precisionAutocast(m_model.device, m_config.precision);
-            loss = batchLoss(model, ids, labels, normaliser, m_config);
+            loss = batchLoss(model, t.ids, t.labels, normaliser, m_config, t.packedRows());
         }
         if (i == 0)
             m_memoryAfterForward = memoryNow();
@@ -328,8 +320,8 @@ double SftRecipe::meanLoss(const SequenceSet& set)
     double sum = 0;
     int64_t tokens = 0;
     forEachEvalBatch(set, m_config.batchSize, pad, -1, [&](const TokenBatch& b) {
-        const auto [ids, labels] = toTensors(b, m_model.device);
-        sum += batchLoss(model, ids, labels, 1.0, m_config).item<double>();
+        const BatchTensors t = toTensors(b, m_model.device);
+        sum += batchLoss(model, t.ids, t.labels, 1.0, m_config, t.packedRows()).item<double>();
         tokens += b.lossTokens;
     });
     if (wasTraining)
@@ -398,12 +390,26 @@ std::vector<int64_t> SftRecipe::nextMicroBatch()
     if (cursor >= n) {
         ++m_position.epoch;
         cursor = 0;
-        m_order = epochOrder(n, m_config.seed, m_position.epoch);
+        m_order = orderOfEpoch(m_position.epoch);
     }
     const int64_t end = std::min<int64_t>(n, cursor + m_config.batchSize);
     std::vector<int64_t> indices(m_order.begin() + cursor, m_order.begin() + end);
     cursor = end;
     return indices;
+}
+
+// The training sequences' order in one epoch: a pure function of the data, seed and epoch, so a
+// resumed run reads the same batches.
+std::vector<int64_t> SftRecipe::orderOfEpoch(int64_t epoch) const
+{
+    if (!m_config.data.groupByLength)
+        return epochOrder(static_cast<int64_t>(m_data.train.sequences.size()), m_config.seed,
+                          epoch);
+    std::vector<int32_t> lengths;
+    lengths.reserve(m_data.train.sequences.size());
+    for (const Sequence& seq : m_data.train.sequences)
+        lengths.push_back(seq.length);
+    return lengthGroupedOrder(lengths, m_config.batchSize, m_config.seed, epoch);
 }
 
 int64_t SftRecipe::memoryNow() const

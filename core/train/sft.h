@@ -43,6 +43,7 @@ private:
     void measureStops();  // the summary's stop rate on held-out conversations
     void reportMemory(int64_t seq);
     std::vector<int64_t> nextMicroBatch();
+    std::vector<int64_t> orderOfEpoch(int64_t epoch) const;  // epochOrder or lengthGroupedOrder
     int64_t memoryNow() const;
     void warn(const std::string& message);
 

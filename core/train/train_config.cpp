@@ -95,10 +95,21 @@ const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
 const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
 const Names kPromptKeys{"num_tokens", "init_text"};
 const Names kPartialKeys{"trainable_blocks", "modules"};
-const Names kDataKeys{"store",      "snapshot",      "val_snapshot",           "general_snapshot",
-                      "train_file", "val_file",      "general_file",           "val_ratio",
-                      "format",     "chat_template", "loss_on_responses_only", "packing",
-                      "max_length", "train_on"};
+const Names kDataKeys{"store",
+                      "snapshot",
+                      "val_snapshot",
+                      "general_snapshot",
+                      "train_file",
+                      "val_file",
+                      "general_file",
+                      "val_ratio",
+                      "format",
+                      "chat_template",
+                      "loss_on_responses_only",
+                      "packing",
+                      "group_by_length",
+                      "max_length",
+                      "train_on"};
 const Names kOptimKeys{"optimizer",    "lr",       "weight_decay", "beta1",    "beta2",
                        "eps",          "momentum", "l2",           "schedule", "warmup_steps",
                        "warmup_ratio", "min_lr",   "clip_norm"};
@@ -452,6 +463,11 @@ void parseData(const Section& s, DataOptions& o)
     o.trainOn = s.choice("train_on", o.trainOn, kTrainOn, trainOnName, parseTrainOn);
     o.lossOnResponsesOnly = s.boolean("loss_on_responses_only", o.lossOnResponsesOnly);
     o.packing = s.boolean("packing", o.packing);
+    o.groupByLength = s.boolean("group_by_length", o.groupByLength);
+    if (o.packing && o.groupByLength)
+        s.bad("group_by_length",
+              "groups unpacked sequences by length and cannot be combined with "
+              "'packing' (packed bins are all near max_length): set one of them");
     o.maxLength = s.intValue("max_length", o.maxLength, 8);
 }
 
@@ -632,6 +648,10 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
         fail(source, ": key 'partial.trainable_blocks' is 0 and 'partial.modules' is empty: "
                      "method 'partial' would train nothing");
     parseData(top.child("data"), c.data);
+    if (c.data.packing && c.method == Method::Prompt)
+        fail(source, ": key 'data.packing' cannot be used with method 'prompt': the soft prompt is "
+                     "prepended once per row, so a bin's later examples would not see it (set "
+                     "data.packing to false)");
 
     Section optim = top.child("optim");
     if (top.has("lr")) {
@@ -756,6 +776,7 @@ nlohmann::json toJson(const TrainConfig& c)
                  {"train_on", trainOnName(c.data.trainOn)},
                  {"loss_on_responses_only", c.data.lossOnResponsesOnly},
                  {"packing", c.data.packing},
+                 {"group_by_length", c.data.groupByLength},
                  {"max_length", c.data.maxLength}};
     if (!c.data.store.empty()) {
         // A store-backed run: its snapshots instead of files.

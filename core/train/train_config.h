@@ -60,7 +60,8 @@ struct DataOptions {
     std::optional<ChatTemplateFamily> chatTemplate;  // nullopt: the model's own template
     TrainOn trainOn = TrainOn::All;                  // which assistant turns carry loss
     bool lossOnResponsesOnly = true;
-    bool packing = false;
+    bool packing = false;        // whole examples in bins of max_length tokens (not with prompt)
+    bool groupByLength = false;  // unpacked: batches of similar length (lengthGroupedOrder)
     int maxLength = 256;
 
     bool operator==(const DataOptions&) const = default;

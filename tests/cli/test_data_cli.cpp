@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
 
 using nlohmann::json;
 
@@ -174,6 +175,97 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("no snapshot \"train-v7\"") && r.err.contains("train-v1"),
                  r.err.constData());
+    }
+
+    // `data render --packed` shows the bins a packed run trains on: every record once, whole, with
+    // its source line; the same packing record as the run's run.json and its console summary.
+    void renderPackedShowsTheTrainersBins()
+    {
+        QTemporaryDir dir;
+        const std::string base = dir.path().toStdString();
+        const QString store = q(base + "/p.tbstore");
+        std::string rows;
+        const char* answers[] = {"Yes.",  "A red ball.",   "The cat sat on the mat all day long.",
+                                 "No.",   "Two dogs ran.", "Lily saw a big bird in the tree.",
+                                 "Blue.", "Tom had a toy."};
+        for (int i = 0; i < 8; ++i)
+            rows += "{\"instruction\": \"Say thing " + std::to_string(i) + ".\", \"output\": \"" +
+                    answers[i] + "\"}\n";
+        writeText(base + "/data.jsonl", rows);
+        QCOMPARE(tunebench({QStringLiteral("data"), QStringLiteral("import"),
+                            QStringLiteral("--store"), store, q(base + "/data.jsonl")})
+                     .exitCode,
+                 0);
+        QCOMPARE(tunebench({QStringLiteral("data"), QStringLiteral("snapshot"),
+                            QStringLiteral("--store"), store, QStringLiteral("--include-pending")})
+                     .exitCode,
+                 0);
+        const QStringList render{QStringLiteral("data"),
+                                 QStringLiteral("render"),
+                                 QStringLiteral("--packed"),
+                                 QStringLiteral("--store"),
+                                 store,
+                                 QStringLiteral("--snapshot"),
+                                 QStringLiteral("train-v1"),
+                                 QStringLiteral("--max-length"),
+                                 QStringLiteral("96"),
+                                 QStringLiteral("--chat-template"),
+                                 QStringLiteral("alpaca"),
+                                 QStringLiteral("--seed"),
+                                 QStringLiteral("3")};
+        Run r = tunebench(render + QStringList{QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const json j = jsonOf(r);
+        QCOMPARE(j["records"], json(8));
+        std::set<int64_t> records;
+        int64_t tokens = 0;
+        for (const json& bin : j["bins"]) {
+            int64_t inBin = 0;
+            for (const json& e : bin["examples"]) {
+                QVERIFY(records.insert(e["record_id"].get<int64_t>()).second);
+                const std::string source = e["source"].get<std::string>();
+                QVERIFY2(source.find("data.jsonl:") != std::string::npos, source.c_str());
+                inBin += e["tokens"].get<int64_t>();
+            }
+            QCOMPARE(bin["tokens"].get<int64_t>(), inBin);
+            QVERIFY(inBin <= 96);
+            tokens += inBin;
+        }
+        QCOMPARE(records.size(), size_t(8));
+        const json& packing = j["packing"];
+        QCOMPARE(packing["examples"], json(8));
+        QCOMPARE(packing["tokens"].get<int64_t>(), tokens);
+        QCOMPARE(packing["bins"].get<size_t>(), j["bins"].size());
+        QCOMPARE(packing["slots"].get<int64_t>(), 96 * packing["bins"].get<int64_t>());
+        QCOMPARE(packing["efficiency"].get<double>(),
+                 double(tokens) / packing["slots"].get<double>());
+        QVERIFY(packing["bins"].get<int64_t>() < 8);  // several examples share a bin
+        r = tunebench(render);
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.out.startsWith("bin 1 (") && r.out.contains("efficiency"), r.out.constData());
+
+        // A packed run of the same snapshot, max_length and seed packs the same bins.
+        writeText(base + "/run.json", json{{"name", "packed"},
+                                           {"model", TB_SOURCE_DIR "/datasets/models/stories260k"},
+                                           {"output_dir", base + "/runs"},
+                                           {"data",
+                                            {{"store", "p.tbstore"},
+                                             {"snapshot", "train-v1"},
+                                             {"val_ratio", 0.0},
+                                             {"chat_template", "alpaca"},
+                                             {"packing", true},
+                                             {"max_length", 96}}},
+                                           {"seed", 3},
+                                           {"batch_size", 2},
+                                           {"max_steps", 1}}
+                                          .dump());
+        r = tunebench({QStringLiteral("train"), QStringLiteral("--config"), q(base + "/run.json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.out.contains(QByteArray("packed 8 examples into ") +
+                                QByteArray::number(packing["bins"].get<int>()) + " bins"),
+                 r.out.constData());
+        std::ifstream runInfo(base + "/runs/packed/run.json");
+        QCOMPARE(json::parse(runInfo)["data"]["packing"], packing);
     }
 
     void badInputsGetClearMessages_data()

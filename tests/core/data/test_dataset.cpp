@@ -465,26 +465,32 @@ void TestDataset::packingBoundaries()
 {
     const TokenizedExample ex1 = tokenized({1, 10, 11, 12, 2}, {0, 0, 1, 1, 1});
     const TokenizedExample ex2 = tokenized({20, 21, 22}, {1, 1, 1});
-    // Stream: ids    1    10  11  12  2    20  21  22
-    //         labels -100 11  12  2   -100 21  22  -100  (2 -> 20 crosses examples: no loss)
-    const tb::SequenceSet set = tb::buildSequences({ex1, ex2}, 3, true);
-    QCOMPARE(set.sequences.size(), size_t(3));
-    QCOMPARE(set.sequences[0].ids, (std::vector<int32_t>{1, 10, 11}));
-    QCOMPARE(set.sequences[0].labels, (std::vector<int32_t>{-100, 11, 12}));
-    QCOMPARE(set.sequences[1].ids, (std::vector<int32_t>{12, 2, 20}));
-    QCOMPARE(set.sequences[1].labels, (std::vector<int32_t>{2, -100, 21}));
-    QCOMPARE(set.sequences[2].ids, (std::vector<int32_t>{21, 22}));
-    QCOMPARE(set.sequences[2].labels, (std::vector<int32_t>{22, -100}));
-    QCOMPARE(set.sequences[0].length, 3);
-    QCOMPARE(set.sequences[2].length, 2);
+    // One bin of 8: the longer ex1 first, then ex2, each with its own labels; an example's last
+    // token predicts nothing (2 -> 20 crosses examples).
+    const tb::SequenceSet set = tb::buildSequences({ex1, ex2}, 8, true);
+    QCOMPARE(set.sequences.size(), size_t(1));
+    QCOMPARE(set.sequences[0].ids, (std::vector<int32_t>{1, 10, 11, 12, 2, 20, 21, 22}));
+    QCOMPARE(set.sequences[0].labels, (std::vector<int32_t>{-100, 11, 12, 2, -100, 21, 22, -100}));
+    QCOMPARE(set.sequences[0].starts, (std::vector<int32_t>{0, 5}));
+    QCOMPARE(set.sequences[0].examples, (std::vector<int64_t>{0, 1}));
+    QCOMPARE(set.sequences[0].length, 8);
     QCOMPARE(set.examples, int64_t(2));
     QCOMPARE(set.tokens, int64_t(8));
     QCOMPARE(set.lossTokens, int64_t(5));
+    QCOMPARE(set.tokenSlots, int64_t(8));
+
+    // Bins of 4: no example is split across bins; ex1 is cut to 4 tokens (and counted).
+    const tb::SequenceSet cut = tb::buildSequences({ex1, ex2}, 4, true);
+    QCOMPARE(cut.sequences.size(), size_t(2));
+    QCOMPARE(cut.sequences[0].ids, (std::vector<int32_t>{1, 10, 11, 12}));
+    QCOMPARE(cut.sequences[0].labels, (std::vector<int32_t>{-100, 11, 12, -100}));
+    QCOMPARE(cut.sequences[1].ids, (std::vector<int32_t>{20, 21, 22}));
+    QCOMPARE(cut.truncated, int64_t(1));
+    QCOMPARE(cut.tokenSlots, int64_t(8));
 
     TokenizedExample truncated = ex2;
     truncated.truncated = true;
-    QCOMPARE(tb::buildSequences({ex1, truncated}, 4, true).truncated, int64_t(1));
-    QCOMPARE(tb::buildSequences({ex1, ex2}, 8, true).sequences.size(), size_t(1));
+    QCOMPARE(tb::buildSequences({ex1, truncated}, 8, true).truncated, int64_t(1));
 }
 
 void TestDataset::batchPadding()

@@ -41,7 +41,7 @@ json full()
       "data": {"train_file": "/d/train.jsonl", "val_file": "/d/val.jsonl",
                "general_file": "/d/general.jsonl", "val_ratio": 0.2, "format": "messages",
                "chat_template": "chatml", "loss_on_responses_only": false, "packing": true,
-               "max_length": 64, "train_on": "last"},
+               "group_by_length": false, "max_length": 64, "train_on": "last"},
       "optim": {"optimizer": "sgd", "lr": 0.0003, "weight_decay": 0.01, "beta1": 0.8,
                 "beta2": 0.95, "eps": 1e-6, "momentum": 0.9, "l2": 0.001, "schedule": "linear",
                 "warmup_steps": 7, "warmup_ratio": 0.1, "min_lr": 1e-5, "clip_norm": 0.5}
@@ -91,6 +91,7 @@ private Q_SLOTS:
     void enumerations();
     void enumNames();
     void requiredKeys();
+    void packingRules();
     void aliasesAndLists();
     void overrides();
     void relativePaths();
@@ -381,6 +382,29 @@ void TestTrainConfig::requiredKeys()
     j.erase("data");
     expectError(j, {"key 'data.train_file' is required"});
     expectError(with("model=\"\""), {"key 'model' is required"});
+}
+
+// data.packing and data.group_by_length: parsed and written back; packing refused with a soft
+// prompt and with grouping, naming the key.
+void TestTrainConfig::packingRules()
+{
+    QVERIFY(!tb::parseTrainConfig(minimal(), "run.json").data.groupByLength);
+    const tb::TrainConfig grouped =
+        tb::parseTrainConfig(with("data.group_by_length=true"), "run.json");
+    QVERIFY(grouped.data.groupByLength);
+    QCOMPARE(tb::toJson(grouped)["data"]["group_by_length"], json(true));
+    QVERIFY(tb::parseTrainConfig(tb::toJson(grouped), "run.json") == grouped);
+    expectError(with("data.group_by_length=\"yes\""),
+                {"key 'data.group_by_length'", "must be true or false"});
+    json j = with("data.packing=true");
+    tb::applyOverride(j, "data.group_by_length=true");
+    expectError(j, {"key 'data.group_by_length'", "cannot be combined with 'packing'"});
+    j = with("data.packing=true");
+    tb::applyOverride(j, "method=prompt");
+    expectError(j, {"key 'data.packing'", "method 'prompt'", "soft prompt"});
+    tb::applyOverride(j, "data.packing=false");
+    QVERIFY(tb::parseTrainConfig(j, "run.json").method == tb::Method::Prompt);
+    QVERIFY(tb::parseTrainConfig(with("data.packing=true"), "run.json").data.packing);
 }
 
 void TestTrainConfig::aliasesAndLists()

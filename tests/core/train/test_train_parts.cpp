@@ -211,12 +211,16 @@ void TestTrainParts::summaryJsonContract()
     s.trainableParameters = 10;
     s.tokensPerSecond = 2.0;
     s.peakMemoryBytes = 7;
-    // `tunebench train --json`: the keys and null for a missing validation loss.
-    QCOMPARE(tb::toJson(s).dump(),
-             std::string(
-                 R"({"final_loss":3.0,"initial_loss":4.0,"peak_memory_bytes":7,"run_dir":"runs/a",)"
-                 R"("steps":3,"stop_rate":null,"tokens_per_second":2.0,"trainable_parameters":10,)"
-                 R"("val_loss":null})"));
+    // `tunebench train --json`: the keys and null for a missing validation loss (and packing).
+    QCOMPARE(
+        tb::toJson(s).dump(),
+        std::string(
+            R"({"final_loss":3.0,"initial_loss":4.0,"packing":null,"peak_memory_bytes":7,)"
+            R"("run_dir":"runs/a","steps":3,"stop_rate":null,"tokens_per_second":2.0,"trainable_parameters":10,)"
+            R"("val_loss":null})"));
+    s.packing = tb::PackingStats{2, 6, 39, 40};
+    QCOMPARE(tb::toJson(s)["packing"].dump(),
+             std::string(R"({"bins":2,"efficiency":0.975,"examples":6,"slots":40,"tokens":39})"));
     s.stopPrompts = 16;
     s.stopStopped = 12;
     QCOMPARE(tb::toJson(s)["stop_rate"].dump(),
