@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <ctime>
+#include <pthread.h>
 #include <random>
 #include <thread>
 
@@ -42,6 +43,7 @@ private Q_SLOTS:
     void raiseException();
     void generationSpans();
     void hostileTemplatesStopCleanly();
+    void deepTemplatesFitASmallStack();
     void randomBytesNeverCrash();
     void concurrentRenders();
     void strftimeUsesClock();
@@ -202,6 +204,35 @@ void TestJinja::hostileTemplatesStopCleanly()
     // a namespace holding itself (a cycle) prints with a depth limit and is freed
     QVERIFY(contains(errorOf("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"),
                      "nested too deeply"));
+}
+
+// The deepest evaluation the limits allow (1500 nested evaluations: recursive macros around the
+// longest filter chain) on a thread with a 1 MiB stack ends in the depth error, not a crash.
+void TestJinja::deepTemplatesFitASmallStack()
+{
+    std::string chain;
+    for (int i = 0; i < 390; ++i)
+        chain += "|string";
+    struct Job {
+        std::string source;
+        std::string error;
+    } job{"{% macro f(n) %}{% if n > 0 %}{{ f(n - 1)" + chain +
+              " }}{% endif %}{% endmacro %}{{ f(20) }}",
+          {}};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, size_t{1} << 20);
+    pthread_t thread;
+    auto run = [](void* p) -> void* {
+        auto* j = static_cast<Job*>(p);
+        j->error = errorOf(j->source);
+        return nullptr;
+    };
+    QCOMPARE(pthread_create(&thread, &attr, run, &job), 0);
+    pthread_join(thread, nullptr);
+    pthread_attr_destroy(&attr);
+    QVERIFY2(tbtest::contains(job.error, "nested or recursing more than 1500 levels deep"),
+             job.error.c_str());
 }
 
 void TestJinja::randomBytesNeverCrash()
