@@ -50,4 +50,43 @@ const std::string& Template::name() const
     return m_impl->name;
 }
 
+Value chatTemplateContext(const Value& messages, const Value& tools, bool addGenerationPrompt,
+                          const Value& extra)
+{
+    Value plain = Value::array();
+    for (const Value& message : messages) {
+        if (!message.is_object()) {
+            plain.push_back(message);
+            continue;
+        }
+        Value kept = Value::object();
+        for (const auto& [key, value] : message.items())
+            if (!value.is_null())
+                kept[key] = value;
+        const Value* reasoning = nullptr;
+        for (const char* key : {"reasoning_content", "thinking", "reasoning"})
+            if (kept.contains(key)) {
+                reasoning = &kept[key];
+                break;
+            }
+        if (reasoning) {  // {"thinking": r, **message, "reasoning_content": r}, as Python orders it
+            Value aliased = Value::object();
+            aliased["thinking"] = *reasoning;
+            for (const auto& [key, value] : kept.items())
+                aliased[key] = value;
+            aliased["reasoning_content"] = *reasoning;
+            kept = std::move(aliased);
+        }
+        plain.push_back(std::move(kept));
+    }
+    Value context = Value::object();
+    for (const auto& [key, value] : extra.items())
+        context[key] = value;
+    context["messages"] = std::move(plain);
+    context["tools"] = tools;
+    context["documents"] = nullptr;
+    context["add_generation_prompt"] = addGenerationPrompt;
+    return context;
+}
+
 }  // namespace tb::jinja

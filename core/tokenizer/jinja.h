@@ -73,4 +73,14 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// The variables transformers' apply_chat_template gives a chat template, from an OpenAI-style
+// conversation: messages (a JSON array) with their null-valued keys dropped and a message's
+// reasoning (reasoning_content, thinking or reasoning) copied under "thinking" and
+// "reasoning_content"; tools (null when none); documents (null); add_generation_prompt; then the
+// keys of `extra`: the tokenizer's named special tokens (bos_token, eos_token, unk_token,
+// pad_token, those it sets) and the caller's template kwargs (e.g. enable_thinking), kwargs last
+// so they win.
+Value chatTemplateContext(const Value& messages, const Value& tools, bool addGenerationPrompt,
+                          const Value& extra = Value::object());
+
 }  // namespace tb::jinja

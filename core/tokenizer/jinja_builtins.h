@@ -18,7 +18,7 @@ namespace tb::jinja::detail {
 // Hard limits that keep a hostile template from exhausting the machine.
 inline constexpr size_t kMaxStringBytes = size_t{64} << 20;  // any one string, and the output
 inline constexpr size_t kMaxListItems = size_t{1} << 22;
-inline constexpr uint64_t kMaxSteps = 20'000'000;  // loop iterations, calls, items filtered
+inline constexpr uint64_t kMaxSteps = 10'000'000;  // loop iterations, calls, items filtered
 inline constexpr int64_t kMaxRange = 100000;       // jinja2's sandbox MAX_RANGE
 
 // raise_exception(message): carried to Template::render, which throws RaisedError.

@@ -411,7 +411,13 @@ Val fTrim(Ctx&, const Val& v, const Args& args)
 Val fTruncate(Ctx&, const Val& v, const Args& args)
 {
     const Params p("truncate", args, {"length", "killwords", "end", "leeway"});
-    const std::string s = strOf(v);
+    if (!v.isString()) {  // jinja2 takes len() of anything and slices it
+        const size_t n = pyLen(v);
+        if (static_cast<int64_t>(n) <= (p.has(0) ? toIndex(p[0], "length") : 255) + 5)
+            return v;
+        failRender("unsupported: truncate of a long ", typeName(v));
+    }
+    const std::string s = v.str();
     const int64_t length = p.has(0) ? toIndex(p[0], "length") : 255;
     const std::string end = p.has(2) ? strOf(p[2]) : "...";
     const int64_t leeway = p.has(3) && !p[3].isNone() ? toIndex(p[3], "leeway") : 5;

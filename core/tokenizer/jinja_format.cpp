@@ -258,7 +258,9 @@ std::string percentOne(char conv, const std::string& flags, int64_t width, int p
 std::string percentFormat(const std::string& format, const Val& args)
 {
     const bool tuple = args.isList() && args.seq() == Seq::Tuple;
-    const bool mapping = args.isDict();
+    // Python takes anything subscriptable but a tuple or str as a mapping: no "not all converted"
+    const bool mapping =
+        args.isDict() || args.isUndefined() || (args.isList() && args.seq() == Seq::List);
     const std::vector<Val> single{args};
     const std::vector<Val>& items = tuple ? args.items() : single;
     size_t next = 0;
@@ -275,7 +277,7 @@ std::string percentFormat(const std::string& format, const Val& args)
             const size_t close = format.find(')', i);
             if (close == std::string::npos)
                 failRender("incomplete format key");
-            if (!mapping)
+            if (!args.isDict())
                 failRender("format requires a mapping");
             value = args.dict().find(format.substr(i + 1, close - i - 1));
             if (!value)

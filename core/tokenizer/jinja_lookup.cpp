@@ -167,19 +167,21 @@ Val getItem(const Val& obj, const Val& key)
     return noElement(obj, key);
 }
 
+// jinja2 compiles obj[a:b:c] to a plain Python subscript: no undefined fallback here.
 Val sliceOf(const Val& obj, const Val& start, const Val& stop, const Val& step)
 {
     if (obj.isUndefined())
         obj.raiseUndefined();
+    if (obj.isDict())
+        failRender("unhashable type: 'slice'");
+    if (!obj.isString() && !obj.isSequence())
+        failRender("'", typeName(obj), "' object is not subscriptable");
     for (const Val* b : {&start, &stop, &step}) {
         if (b->isUndefined())
             b->raiseUndefined();
         if (!b->isNone() && !b->isIntLike())
-            return Val::undefined("slice indices must be integers or None");
+            failRender("slice indices must be integers or None or have an __index__ method");
     }
-    if (!obj.isString() && !obj.isSequence())
-        return Val::undefined(objectTypeRepr(obj) + " has no element slice(" + toRepr(start) +
-                              ", " + toRepr(stop) + ", " + toRepr(step) + ")");
     const int64_t by = step.isNone() ? 1 : step.integer();
     if (by == 0)
         failRender("slice step cannot be zero");

@@ -235,6 +235,7 @@ Val findIn(const std::string& s, const Params& p, bool right, bool raise, bool c
 
 Val callStrMethod(const Val& self, const std::string& name, const Args& args);
 Val callStrPredicate(const std::string& s, const std::string& name);
+Val otherStrMethod(const std::string& s, const std::string& name, const Args& args);
 
 }  // namespace
 
@@ -425,6 +426,12 @@ Val callStrMethod(const Val& self, const std::string& name, const Args& args)
     }
     if (name == "format")
         return Val(strFormat(s, args));
+    return otherStrMethod(s, name, args);
+}
+
+// join, padding, partition, affixes and case: the rest of callStrMethod.
+Val otherStrMethod(const std::string& s, const std::string& name, const Args& args)
+{
     if (name == "join") {
         const Params p("join", args, {"iterable"}, 1);
         std::string out;

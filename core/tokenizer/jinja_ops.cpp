@@ -248,6 +248,8 @@ Val power(const Val& a, const Val& b)
 
 Val binaryOp(BinOp op, const Val& a, const Val& b)
 {
+    if (op == BinOp::Mod && a.isString())  // printf-style; undefined args act as an empty mapping
+        return Val(percentFormat(a.str(), b), a.markup());
     if (a.isUndefined())
         a.raiseUndefined();
     if (b.isUndefined())
@@ -257,10 +259,6 @@ Val binaryOp(BinOp op, const Val& a, const Val& b)
         return add(a, b);
     case BinOp::Mul:
         return multiply(a, b);
-    case BinOp::Mod:
-        if (a.isString())
-            return Val(percentFormat(a.str(), b), a.markup());
-        break;
     default:
         break;
     }
