@@ -96,36 +96,6 @@ std::string trimmed(const std::string& s)
     return b < e ? std::string(b, e) : std::string();
 }
 
-// Messages as transformers' apply_chat_template hands them to the template: keys whose value is
-// null dropped, and a message's reasoning under every name templates read it by.
-Value templateMessages(const Value& messages)
-{
-    Value out = Value::array();
-    for (const Value& m : messages) {
-        if (!m.is_object()) {
-            out.push_back(m);
-            continue;
-        }
-        Value clean = Value::object();
-        for (const auto& [key, value] : m.items())
-            if (!value.is_null())
-                clean[key] = value;
-        for (const char* key : {"reasoning_content", "thinking", "reasoning"})
-            if (clean.contains(key)) {
-                const Value reasoning = clean[key];
-                Value aliased = Value::object();
-                aliased["thinking"] = reasoning;
-                for (const auto& [k, v] : clean.items())
-                    aliased[k] = v;
-                aliased["reasoning_content"] = reasoning;
-                clean = std::move(aliased);
-                break;
-            }
-        out.push_back(std::move(clean));
-    }
-    return out;
-}
-
 std::vector<ChatSegment> cut(const std::string& text, const std::vector<jinja::Span>& spans)
 {
     std::vector<ChatSegment> out;
@@ -277,16 +247,11 @@ std::string ChatTemplate::render(const Value& messages, bool addGenerationPrompt
                                                      : std::string()});
         return renderChatText(*m_family, list, addGenerationPrompt, m_bos, m_eos);
     }
-    Value context = extra.is_object() ? extra : Value::object();
-    for (const auto& [key, value] : m_source.specialTokens.items())
-        if (!context.contains(key))
-            context[key] = value;
-    context["messages"] = templateMessages(messages);
-    context["add_generation_prompt"] = addGenerationPrompt;
-    // As transformers: tools and documents are defined, null when not given.
-    context["tools"] = tools;
-    if (!context.contains("documents"))
-        context["documents"] = nullptr;
+    Value vars = m_source.specialTokens;
+    if (extra.is_object())
+        for (const auto& [key, value] : extra.items())
+            vars[key] = value;
+    const Value context = jinja::chatTemplateContext(messages, tools, addGenerationPrompt, vars);
     return m_jinja->render(context).text;
 }
 
@@ -375,11 +340,8 @@ std::vector<ChatSegment> ChatTemplate::segments(const Value& messages, TrainOn t
         return out;
     }
 
-    Value context = m_source.specialTokens;
-    context["messages"] = templateMessages(messages);
-    context["add_generation_prompt"] = false;
-    context["tools"] = tools;
-    context["documents"] = nullptr;
+    const Value context =
+        jinja::chatTemplateContext(messages, tools, false, m_source.specialTokens);
     const jinja::Rendered full = m_jinja->render(context);
     const std::string& text = full.text;
 
