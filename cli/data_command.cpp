@@ -675,9 +675,13 @@ int cmdRender(const Args& args, std::ostream& out)
         inLoss = loss;
         const std::string decoded =
             tokenizer->decode({t.ids.begin(), t.ids.begin() + long(i) + 1}, false);
-        text += decoded.compare(0, previous.size(), previous) == 0
-                    ? decoded.substr(previous.size())
-                    : tokenizer->decode({t.ids[i]}, false);
+        if (tokenizer->isSpecial(t.ids[i]) && decoded.compare(0, previous.size(), previous) == 0 &&
+            decoded.size() == previous.size())
+            text += tokenizer->idToPiece(t.ids[i]);  // a stop token decoding drops, e.g. </s>
+        else
+            text += decoded.compare(0, previous.size(), previous) == 0
+                        ? decoded.substr(previous.size())
+                        : tokenizer->decode({t.ids[i]}, false);
         previous = decoded;
     }
     if (inLoss)

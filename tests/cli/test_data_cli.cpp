@@ -244,6 +244,15 @@ private Q_SLOTS:
         QVERIFY2(r.exitCode == 0, r.err.constData());
         QVERIFY2(r.out.startsWith("bin 1 (") && r.out.contains("efficiency"), r.out.constData());
 
+        // One record: the response and its end-of-turn EOS (</s>, which decoding drops) carry loss
+        // and are marked; the instruction is not.
+        r = tunebench({QStringLiteral("data"), QStringLiteral("render"), QStringLiteral("--store"),
+                       store, QStringLiteral("--id"), QStringLiteral("2"),
+                       QStringLiteral("--chat-template"), QStringLiteral("alpaca")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.out.contains("### Response:\n[[ A red ball.</s>]]"), r.out.constData());
+        QVERIFY2(!r.out.contains("[[### Instruction"), r.out.constData());
+
         // A packed run of the same snapshot, max_length and seed packs the same bins.
         writeText(base + "/run.json", json{{"name", "packed"},
                                            {"model", TB_SOURCE_DIR "/datasets/models/stories260k"},
