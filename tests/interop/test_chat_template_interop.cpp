@@ -3,8 +3,11 @@
 // one process for every template): for each template x conversation x add_generation_prompt the
 // text is byte-identical, a conversation the template refuses fails in both (raise_exception with
 // the same message), and our tokenizer gives the oracle's ids for the text.
+#include "data/example.h"
 #include "tokenizer/jinja.h"
+#include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
+#include "util/file_util.h"
 
 #include "core/tokenizer/jinja_test_util.h"
 #include "interop/oracle_util.h"
@@ -40,6 +43,7 @@ private Q_SLOTS:
     void initTestCase();
     void rendersMatchTransformers_data();
     void rendersMatchTransformers();
+    void assistantMasksMatchTransformers();
     void cleanupTestCase();
 
 private:
@@ -140,6 +144,69 @@ void TestChatTemplateInterop::rendersMatchTransformers()
                         "\n  theirs " + ref.at("ids").dump().substr(0, 300) + "\n";
     }
     QVERIFY2(failures.empty(), failures.c_str());
+}
+
+// Our loss masks from prefix rendering of Qwen2.5's real template against transformers'
+// return_assistant_tokens_mask on the same template with {% generation %} blocks around each
+// assistant turn's content and <|im_end|> (the tool-free branch, which renders the same text):
+// the same ids and exactly the same tokens carry loss.
+void TestChatTemplateInterop::assistantMasksMatchTransformers()
+{
+    const std::string qwen =
+        m_tokenizers.filePath(QStringLiteral("Qwen--Qwen2.5-7B-Instruct")).toStdString();
+    const std::string tagged = m_tokenizers.filePath(QStringLiteral("qwen-tagged")).toStdString();
+    QDir().mkpath(QString::fromStdString(tagged));
+    for (const char* file : {"tokenizer.json", "special_tokens_map.json"})
+        if (QFileInfo::exists(QString::fromStdString(qwen + "/" + file)))
+            QFile::copy(QString::fromStdString(qwen + "/" + file),
+                        QString::fromStdString(tagged + "/" + file));
+    Value config = Value::parse(tb::readFile(qwen + "/tokenizer_config.json"));
+    config["chat_template"] =
+        "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\n' + "
+        "messages[0]['content'] + '<|im_end|>\n' }}{%- else %}{{- '<|im_start|>system\nYou are "
+        "Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }}{%- endif "
+        "%}{%- for message in messages %}{%- if message.role == \"user\" or (message.role == "
+        "\"system\" and not loop.first) %}{{- '<|im_start|>' + message.role + '\n' + "
+        "message.content + '<|im_end|>' + '\n' }}{%- elif message.role == \"assistant\" %}{{- "
+        "'<|im_start|>assistant\n' }}{% generation %}{{- message.content + '<|im_end|>' }}{% "
+        "endgeneration %}{{- '\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- "
+        "'<|im_start|>assistant\n' }}{%- endif %}";
+    std::ofstream(tagged + "/tokenizer_config.json", std::ios::binary) << config.dump();
+
+    QString error;
+    const QByteArray out = tbtest::runOracleScript(
+        QStringLiteral("chat_mask_oracle.py"),
+        {QString::fromStdString(tagged),
+         QString::fromLatin1(kTemplates) + QStringLiteral("/conversations.json")},
+        &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const Value oracle = Value::parse(out.toStdString());
+    QVERIFY(oracle.size() >= 4);
+
+    const auto tokenizer = tb::loadTokenizer(qwen);
+    const auto chat = tb::ChatTemplate::fromModel(qwen);  // the real template, no tags
+    QVERIFY(chat);
+    tb::TokenizeOptions options;
+    options.setTemplate(*chat);
+    options.maxLength = 0;
+    int compared = 0;
+    for (const Value& conv : m_conversations) {
+        const std::string id = conv["id"];
+        if (!oracle.contains(id))
+            continue;
+        const Value& ref = oracle[id];
+        QCOMPARE(chat->render(conv["messages"], false), ref["text"].get<std::string>());
+        const tb::TokenizedExample ours =
+            tb::tokenizeMessages(*tokenizer, conv["messages"], nullptr, options);
+        QCOMPARE(ours.ids, ref["ids"].get<std::vector<int32_t>>());
+        const std::vector<int> mask(ours.lossMask.begin(), ours.lossMask.end());
+        QVERIFY2(mask == ref["mask"].get<std::vector<int>>(),
+                 (id + ":\n  ours   " + Value(mask).dump() + "\n  theirs " + ref["mask"].dump())
+                     .c_str());
+        ++compared;
+    }
+    qInfo("assistant masks of %d conversations equal transformers'", compared);
+    QVERIFY(compared >= 4);
 }
 
 void TestChatTemplateInterop::cleanupTestCase()
