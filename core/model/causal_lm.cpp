@@ -94,7 +94,7 @@ torch::Tensor tensorView(const SafetensorsFile& file, const TensorInfo& info)
 torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
 {
     const int64_t past = cache ? cache->length : 0;
-    auto h = embedTokens(ids);  // [batch, seq, hidden]
+    auto h = embedWithTokenRows(ids);  // [batch, seq, hidden]
     int64_t virtualTokens = 0;
     if (m_prompt.defined() && past == 0) {
         virtualTokens = m_prompt.size(0);
@@ -124,19 +124,13 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache)
 
 torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache)
 {
-    auto h = finalNorm(runBlocks(ids, cache));
-    if (auto head = headLayer())
-        return head->forward(h);
-    return torch::nn::functional::linear(h, tokenEmbeddingWeight());
+    return headLogits(finalNorm(runBlocks(ids, cache)), false);
 }
 
 torch::Tensor CausalLM::forwardLast(const torch::Tensor& ids, KVCache* cache)
 {
     auto h = finalNorm(runBlocks(ids, cache));
-    h = h.select(1, h.size(1) - 1);  // [batch, hidden]
-    if (auto head = headLayer())
-        return head->forward(h);
-    return linearForward(h, tokenEmbeddingWeight());
+    return headLogits(h.select(1, h.size(1) - 1), true);  // [batch, hidden] -> [batch, vocab]
 }
 
 torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids)
