@@ -4,6 +4,7 @@
 #include "memory/estimator.h"
 #include "model/config.h"
 #include "peft/trainable_count.h"
+#include "peft/trainable_tokens.h"
 #include "util/error.h"
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,18 @@ MethodOptions methodFromArgs(const Args& args)
         run.adapter.size = static_cast<int>(intOption(args, "adapter-size", 0, 1));
     run.prompt.numTokens = static_cast<int>(intOption(args, "prompt-tokens", 16, 1));
     run.partial.trainableBlocks = static_cast<int>(intOption(args, "trainable-blocks", 1, 1));
+    // auto (the model's stop tokens) | none | ids and token texts, comma-separated.
+    const std::string tokens = args.value("trainable-tokens", "auto");
+    if (tokens != "auto") {
+        run.trainableTokens = {false, {}};
+        if (tokens != "none")
+            for (const auto& t : splitList(tokens)) {
+                const bool id =
+                    std::all_of(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+                run.trainableTokens.tokens.push_back(id ? TokenRef{std::stoll(t), ""}
+                                                        : TokenRef{-1, t});
+            }
+    }
     return run;
 }
 
@@ -146,9 +159,16 @@ std::string row(const std::string& name, int64_t bytes)
 void printTable(const ModelConfig& model, const MethodOptions& run, const EstimateOptions& o,
                 const MemoryEstimate& e, bool explain, std::ostream& out)
 {
+    std::string rows;
+    if (e.trainableTokens > 0) {
+        for (int64_t id : trainableTokenIds(model, run))
+            rows += (rows.empty() ? "" : ", ") + std::to_string(id);
+        rows = cat("; ", e.trainableTokens, " trainable token row",
+                   e.trainableTokens == 1 ? "" : "s", " (", rows, ")");
+    }
     out << model.sourcePath << ": " << model.modelType << ", " << groupDigits(e.parameters)
         << " parameters, " << groupDigits(e.trainableParameters) << " trainable ("
-        << methodName(run.method) << ")\n"
+        << methodName(run.method) << rows << ")\n"
         << o.precision << ", " << o.optimizer << ", micro-batch " << o.batch << " x seq " << o.seq
         << ", accumulation " << o.gradAccum << ", " << o.attention << " attention, " << o.loss
         << " loss" << (o.gradientCheckpointing ? ", gradient checkpointing" : "");
@@ -210,6 +230,7 @@ int cmdEstimate(const Args& args, std::ostream& out)
                     "adapter-size",
                     "prompt-tokens",
                     "trainable-blocks",
+                    "trainable-tokens",
                     "precision",
                     "optimizer",
                     "batch",
@@ -268,6 +289,7 @@ int cmdEstimate(const Args& args, std::ostream& out)
         result["activations_checkpointing"] = e.activationsCheckpointing;
         result["activations_no_checkpointing"] = e.activationsNoCheckpointing;
         result["step_workspace"] = e.stepWorkspace;
+        result["trainable_tokens"] = trainableTokenIds(model, run);
         result["primer"] = trainingMemoryPrimer();
         result["inference_bytes"] =
             e.inference;  // beside the contract's keys, as the rest of --explain

@@ -6,6 +6,7 @@
 #include "model/safetensors.h"
 #include "peft/peft.h"
 #include "peft/trainable_count.h"
+#include "peft/trainable_tokens.h"
 #include "train/checkpoint.h"
 #include "train/losses.h"
 #include "train/optimizer.h"
@@ -27,6 +28,46 @@ void writeJson(const std::string& path, const json& j, ExportReport& report)
 {
     writeFileAtomic(path, j.dump(2) + "\n");
     report.files.push_back(path);
+}
+
+// The module path of the token embedding ("model.embed_tokens", "transformer.wte").
+std::string embeddingModule(CausalLM& model)
+{
+    const torch::Tensor w = model.tokenEmbeddingWeight();
+    for (const auto& item : model.named_parameters())
+        if (item.value().is_same(w))
+            return item.key().substr(0, item.key().rfind('.'));
+    fail("export: the model's token embedding has no parameter name");
+}
+
+// A LoRA run's trainable tokens as PEFT's trainable_token_indices: the rows' values (base row +
+// delta), as PEFT's TrainableTokensLayer stores them, under "<module>.token_adapter.
+// trainable_tokens_delta". Tied: the list form (PEFT ties the head's rows to the embedding's);
+// untied: the dict form with lm_head, since the list form would train the embedding's rows only.
+void exportPeftTrainableTokens(CausalLM& model, json& config, std::vector<TensorBlob>& tensors)
+{
+    const torch::Tensor ids = model.trainableTokenIds();
+    if (!ids.defined())
+        return;
+    const torch::Tensor cpuIds = ids.cpu();
+    const std::vector<int64_t> list(cpuIds.data_ptr<int64_t>(),
+                                    cpuIds.data_ptr<int64_t>() + cpuIds.numel());
+    auto rows = [&](const torch::Tensor& weight, const torch::Tensor& delta) {
+        return (weight.detach().index_select(0, ids).to(torch::kFloat32) + delta.detach()).cpu();
+    };
+    const std::string embedding = embeddingModule(model);
+    tensors.push_back(
+        tensorToBlob("base_model.model." + embedding + ".token_adapter.trainable_tokens_delta",
+                     rows(model.tokenEmbeddingWeight(), model.tokenDelta())));
+    if (model.config().tieWordEmbeddings) {
+        config["trainable_token_indices"] = list;
+        return;
+    }
+    tensors.push_back(
+        tensorToBlob("base_model.model.lm_head.token_adapter.trainable_tokens_delta",
+                     rows(model.named_parameters()["lm_head.weight"], model.headTokenDelta())));
+    config["trainable_token_indices"] = {{embedding.substr(embedding.rfind('.') + 1), list},
+                                         {"lm_head", list}};
 }
 
 void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
@@ -60,7 +101,12 @@ void exportPeft(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
                   {"init_lora_weights", true},
                   {"inference_mode", true},
                   {"modules_to_save", nullptr}};
+        exportPeftTrainableTokens(model, config, tensors);
     } else if (run.method == Method::Prompt) {
+        if (model.trainableTokenIds().defined())
+            fail("export: this prompt-tuning run trained token rows (trainable_tokens), which "
+                 "PEFT's prompt tuning cannot carry (only its LoRA has trainable_token_indices); "
+                 "train with trainable_tokens=[] for a PEFT prompt adapter");
         tensors.push_back(tensorToBlob("prompt_embeddings", model.promptEmbeddings()));
         config = {{"peft_type", "PROMPT_TUNING"},
                   {"task_type", "CAUSAL_LM"},
@@ -104,10 +150,11 @@ void mergeAndMeasure(CausalLM& model, const TrainConfig& run, const ExportOption
              "); use --format peft",
              run.method == Method::Prompt ? "" : " or keep the run's checkpoint");
     mergeLora(model);
+    model.mergeTrainableTokens();  // tied: one row set, in the embedding the head shares
     Checkpoint base = Checkpoint::open(run.model);
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
-        if (name.find("lora_") != std::string::npos)
+        if (isAdapterTensor(name))
             continue;
         const auto* entry = base.find(name);
         if (!entry && name.rfind("transformer.", 0) == 0)
@@ -176,13 +223,13 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
     int64_t total = 0;
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
-        if (name.find("lora_") != std::string::npos)
+        if (isAdapterTensor(name))
             continue;
         tensors.push_back(tensorToBlob(name, item.value()));
         total += static_cast<int64_t>(tensors.back().bytes.size());
     }
-    report.tensors =
-        static_cast<int64_t>(tensors.size());  // the LoRA factors folded in are not written
+    report.tensors = static_cast<int64_t>(
+        tensors.size());  // the LoRA factors and token deltas folded in are not written
 
     // Shards of at most maxShardBytes, with an index, as transformers writes them.
     std::vector<std::vector<TensorBlob>> shards(1);
@@ -254,9 +301,11 @@ void checkExportOptions(const ExportOptions& options)
         fail("export: unknown GGUF dtype '", options.dtype, "' (allowed: f32, f16, bf16, q8_0)");
 }
 
-// The model of `run` as it was before training (any method), as GGUF.
-ExportReport exportBaseGguf(TrainConfig run, const ExportOptions& options)
+// The model of `run` as it was before training (any method), as GGUF; with trainable token rows, a
+// tied head is written as output.weight too, for the rows' pair of the gguf-lora adapter.
+ExportReport exportBaseGguf(TrainConfig run, const ExportOptions& options, bool forAdapter)
 {
+    const bool headCopy = forAdapter && !trainableTokenIds(loadModelConfig(run.model), run).empty();
     run.method = Method::Full;
     run.device = "cpu";
     checkGgufExportable(run);
@@ -267,7 +316,7 @@ ExportReport exportBaseGguf(TrainConfig run, const ExportOptions& options)
     report.format = options.format;
     report.checkpoint = run.model;
     torch::NoGradGuard noGrad;
-    exportGgufModel(*prepared.module, run, options, report);
+    exportGgufModel(*prepared.module, run, options, report, headCopy);
     report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
     return report;
 }
@@ -286,7 +335,7 @@ ExportReport exportModelGguf(const std::string& modelDir, const ExportOptions& o
     if (run.name.empty())
         run.name =
             std::filesystem::path(modelDir).lexically_normal().parent_path().filename().string();
-    return exportBaseGguf(run, o);
+    return exportBaseGguf(run, o, false);
 }
 
 ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
@@ -296,10 +345,10 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     const bool gguf = format.starts_with("gguf");
     RunStore store(runDir);
     const json info = store.readRunInfo();
-    TrainConfig run = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));
+    TrainConfig run = runConfig(info, runDir);
     run.device = "cpu";
     if (format == "gguf-base")  // the file a gguf-lora adapter goes with
-        return exportBaseGguf(run, options);
+        return exportBaseGguf(run, options, true);
     if (format == "gguf-lora" && run.method != Method::Lora)
         fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
              " run (use --format gguf for the merged model)");

@@ -127,9 +127,10 @@ void checkGgufExportable(const TrainConfig& run);
 // options.dtype f32 | f16 | bf16 | q8_0 for 2-D weights (norms and biases stay f32; under q8_0 a
 // matrix whose rows are not whole 32-weight blocks is written f16, as llama.cpp's converter does,
 // and listed in report.warnings). What checkGgufExportable refuses throws tb::Error saying what is
-// supported.
+// supported. headCopy: a tied head is written too, as output.weight (a copy of token_embd), for the
+// base of a gguf-lora adapter with trainable tokens (exportGgufLora).
 void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
-                     ExportReport& report);
+                     ExportReport& report, bool headCopy = false);
 
 // Replaces, in place, every weight that a q8_0 export writes as Q8_0 by what the file gives back
 // (quantise, dequantise), so that the model computes as the exported file does. Returns the tensors
@@ -142,8 +143,12 @@ int64_t roundTripGgufQ8_0(CausalLM& model);
 // adapted weight
 // "<its GGUF name>.lora_a" [rank, in] and ".lora_b" [out, rank], q/k rows of B in GGML's rotary
 // order as the base export writes q/k. Pair it with the same run's base model as GGUF (--format
-// gguf-base). Throws tb::Error for other methods, a LoRA target without a GGUF tensor, or (unless
-// options.force) an adapter that changes no fp32 base weight.
+// gguf-base). Trainable token rows become exact rank-k pairs at scale 1: token_embd (llama.cpp's
+// flipped layout: lora_a [vocab, k] one-hot columns, lora_b [hidden, k] the deltas) and output
+// (lora_a [k, hidden] the head's deltas, lora_b [vocab, k] one-hot), also for a tied head, whose
+// base file then holds output.weight (llama.cpp applies a tied head's token_embd pair to the
+// output matmul in the wrong layout and aborts). Throws tb::Error for other methods, a LoRA target
+// without a GGUF tensor, or (unless options.force) an adapter that changes no fp32 base weight.
 void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions& options,
                     ExportReport& report);
 

@@ -8,6 +8,7 @@
 #include "export/gguf_vocab.h"
 #include "model/causal_lm.h"
 #include "model/config.h"
+#include "peft/peft.h"
 #include "tokenizer/tokenizer.h"
 #include "train/train_config.h"
 #include "util/error.h"
@@ -246,7 +247,7 @@ void checkGgufExportable(const TrainConfig& run)
 }
 
 void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
-                     ExportReport& report)
+                     ExportReport& report, bool headCopy)
 {
     checkGgufExportable(run);
     const ModelConfig& c = model.config();
@@ -334,7 +335,7 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
     }
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
-        if (name.find("lora_") != std::string::npos)
+        if (isAdapterTensor(name))  // merged into the weights before
             continue;
         const std::string gguf = ggufTensorName(name);
         if (gguf.empty())
@@ -356,11 +357,64 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
             return tensorBytes(heads ? interleaveRopeRows(value, heads) : value, type);
         };
         tensors.push_back(std::move(t));
+        if (headCopy && c.tieWordEmbeddings && gguf == "token_embd.weight") {
+            tensors.push_back(tensors.back());
+            tensors.back().name = "output.weight";
+        }
     }
     writeGguf(o.outDir, kv, tensors);
     report.files.push_back(o.outDir);
     report.tensors = static_cast<int64_t>(tensors.size());
 }
+
+namespace {
+
+// One adapter tensor of shape `value` (PyTorch order), written in `type`.
+GgufTensor adapterTensor(const std::string& name, const torch::Tensor& value, GgufTensorType type)
+{
+    GgufTensor t;
+    t.name = name;
+    t.type = type;
+    t.shape = value.sizes().vec();
+    t.data = [value, type] { return tensorBytes(value, type); };
+    return t;
+}
+
+// The trainable token rows as rank-k pairs whose product, at llama.cpp's scale alpha / k, is
+// exactly each delta in its row: the one-hot entries are k / alpha. Returns the largest change of a
+// row.
+double appendTokenRowPairs(CausalLM& model, double alpha, GgufTensorType type,
+                           std::vector<GgufTensor>& tensors)
+{
+    const torch::Tensor ids = model.trainableTokenIds();
+    if (!ids.defined())
+        return 0;
+    const int64_t k = ids.size(0), vocab = model.config().vocabSize;
+    const torch::Tensor cpuIds = ids.cpu();
+    torch::Tensor oneHot = torch::zeros({vocab, k});  // [vocab, k]: column j is row ids[j]
+    oneHot.index_put_({cpuIds, torch::arange(k)},
+                      torch::full({k}, static_cast<float>(static_cast<double>(k) / alpha)));
+    const torch::Tensor delta = model.tokenDelta().detach().cpu().contiguous();
+    const torch::Tensor head = model.headTokenDelta().detach().cpu().contiguous();
+    // token_embd: llama.cpp looks up rows of lora_a by token and multiplies by lora_b.
+    tensors.push_back(adapterTensor("token_embd.weight.lora_a", oneHot, type));
+    tensors.push_back(adapterTensor("token_embd.weight.lora_b", delta.t().contiguous(), type));
+    // output: the plain layout, lora_b lora_a = scatter of the head's deltas into their rows.
+    tensors.push_back(adapterTensor("output.weight.lora_a", head, type));
+    tensors.push_back(adapterTensor("output.weight.lora_b", oneHot, type));
+    // As for a merged export: what the rows change in the fp32 weights they are added to.
+    double change = 0;
+    auto measure = [&](const torch::Tensor& w, const torch::Tensor& d) {
+        const torch::Tensor rows = w.detach().index_select(0, ids).to(torch::kFloat32);
+        change = std::max(change, ((rows + d.to(rows.device())) - rows).abs().max().item<double>());
+    };
+    measure(model.tokenEmbeddingWeight(), model.tokenDelta().detach());
+    if (!model.config().tieWordEmbeddings)
+        measure(model.named_parameters()["lm_head.weight"], model.headTokenDelta().detach());
+    return change;
+}
+
+}  // namespace
 
 void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
                     ExportReport& report)
@@ -416,6 +470,10 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
     }
     if (tensors.empty())
         fail("export: the run has no LoRA factors to write");
+    const double alpha = scaling * static_cast<double>(rank);
+    const double rowsChange = appendTokenRowPairs(model, alpha, weightType, tensors);
+    learned = learned || rowsChange > 0;
+    report.maxAbsChange = std::max(report.maxAbsChange, rowsChange);
     if (!learned && !o.force)
         fail("export: the adapter leaves every base weight as it is (nothing was learned); pass "
              "--force to export "
@@ -431,8 +489,7 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
         {"adapter.type", GgufValue::string("lora")},
         // llama.cpp scales each product by alpha / rank: alpha = scaling x rank keeps ours (rsLoRA
         // included).
-        {"adapter.lora.alpha",
-         GgufValue::f32(static_cast<float>(scaling * static_cast<double>(rank)))},
+        {"adapter.lora.alpha", GgufValue::f32(static_cast<float>(alpha))},
     };
     writeGguf(o.outDir, kv, tensors);
     report.files.push_back(o.outDir);
@@ -448,7 +505,7 @@ int64_t roundTripGgufQ8_0(CausalLM& model)
     for (auto& item : model.named_parameters()) {
         const std::string& name = item.key();
         torch::Tensor& p = item.value();
-        if (name.find("lora_") != std::string::npos || ggufTensorName(name).empty())
+        if (isAdapterTensor(name) || ggufTensorName(name).empty())
             continue;
         const GgufPlacement placement =
             ggufPlacement(model.config(), name, p, GgufTensorType::Q8_0);

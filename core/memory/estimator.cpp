@@ -2,6 +2,7 @@
 #include "memory/estimator.h"
 
 #include "peft/trainable_count.h"
+#include "peft/trainable_tokens.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -268,8 +269,9 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     return b;
 }
 
-// Largest trainable tensor (elements): AdamW's step makes temporaries of its size.
-int64_t largestTrainableTensor(const ModelConfig& c, const MethodOptions& run)
+// Largest trainable tensor (elements) of the method itself: AdamW's step makes temporaries of its
+// size.
+int64_t largestMethodTensor(const ModelConfig& c, const MethodOptions& run)
 {
     const int64_t h = c.hiddenSize;
     const bool gpt2 = c.architecture == Architecture::Gpt2;
@@ -306,6 +308,12 @@ int64_t largestTrainableTensor(const ModelConfig& c, const MethodOptions& run)
     return 0;
 }
 
+// The same with the trainable-token deltas, [rows, hidden].
+int64_t largestTrainableTensor(const ModelConfig& c, const MethodOptions& run, int64_t rows)
+{
+    return std::max(largestMethodTensor(c, run), rows * c.hiddenSize);
+}
+
 bool contains(const std::vector<std::string>& list, const std::string& item)
 {
     return std::find(list.begin(), list.end(), item) != list.end();
@@ -335,9 +343,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     MemoryEstimate e;
     e.parametersBase = parameterCount(model);
     e.trainableParameters = trainableParameterCount(model, run);
+    e.trainableTokens = static_cast<int64_t>(trainableTokenIds(model, run).size());
+    e.trainableTokenParameters = trainableTokenParameters(model, e.trainableTokens);
     const bool adds =
         run.method == Method::Lora || run.method == Method::Adapter || run.method == Method::Prompt;
-    e.parameters = e.parametersBase + (adds ? e.trainableParameters : 0);
+    // Trainable token deltas are new tensors beside the checkpoint's, whatever the method.
+    e.parameters = e.parametersBase + (adds ? e.trainableParameters : e.trainableTokenParameters);
     const int64_t frozen = e.parameters - e.trainableParameters;
 
     // Parameters, gradients, optimizer states: exact.
@@ -407,7 +418,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         return layer >= layers - trainedBlocks ? trained : frozenBlock;
     };
     int64_t blocksNo = 0, copiesNo = 0;
-    bool grad = embeddingsTrain || soft, rotary = false;
+    // Trainable token rows join the embeddings' output too.
+    const bool tokenRows = e.trainableTokens > 0;
+    bool grad = embeddingsTrain || soft || tokenRows, rotary = false;
     for (int64_t l = 0; l < layers; ++l) {
         const BlockBytes b = blockBytes(model, kindOf(l), p, naive, seq, grad);
         blocksNo += blockTotal(b);
@@ -436,7 +449,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
             perToken += p.autocast ? (headTrains ? 1 : 0) * p.compute * h
                                    : (headTrains ? p.residual * h : 0);
         perToken += loraHead ? run.lora.rank * p.compute : 0;
+        // The token rows' head matmul keeps its input (a 16-bit copy under autocast) for the
+        // delta's gradient; the chunked loss keeps the hidden states anyway.
+        if (tokenRows && o.loss != "chunked")
+            perToken += p.autocast ? p.compute * h : p.residual * h;
         perToken += embeddingsTrain ? 8 : 0;  // int64 ids
+        perToken += tokenRows ? 8 : 0;        // the rows' int64 slot of each token
         // GPT-2's learned positions keep their int64 indices, [seq].
         return perToken * tokens + (embeddingsTrain && gpt2 ? 8 * seq : 0);
     };
@@ -446,7 +464,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
             return 0;
         const bool loraHead = run.method == Method::Lora && headTrains;
         return (o.loss != "chunked" && (inGrad || finalNormTrains) ? 2 * v * h : 0) +
-               (loraHead ? 2 * int64_t(run.lora.rank) * (h + v) : 0);
+               (loraHead ? 2 * int64_t(run.lora.rank) * (h + v) : 0) +
+               (tokenRows && o.loss != "chunked" ? 2 * e.trainableTokens * h : 0);
     };
     e.activationsHead = headBytes(lastGrad);
 
@@ -506,7 +525,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // The peak over the step's phases, on top of weights and optimizer states. Gradients of earlier
     // micro-batches are held throughout; gradients of this one grow as backward frees activations.
     if (o.optimizer == "adamw") {
-        e.stepWorkspace = 2 * largestTrainableTensor(model, run) * p.state;
+        e.stepWorkspace = 2 * largestTrainableTensor(model, run, e.trainableTokens) * p.state;
         if (o.zero >= 1)
             e.stepWorkspace = shard(e.stepWorkspace);
     }
@@ -562,16 +581,28 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const std::string T = groupDigits(e.trainableParameters);
     auto eq = [](int64_t bytes) { return cat(" = ", groupDigits(bytes), " B"); };
 
-    std::string weightsWhat = run.method == Method::Full
-                                  ? cat("all ", groupDigits(e.parameters), " parameters train")
-                                  : cat(T, " trainable and ", groupDigits(frozen), " frozen");
+    // The trainable token rows, itemised inside the trainable count.
+    const std::string rowsWhat =
+        e.trainableTokens > 0
+            ? cat(" (", groupDigits(e.trainableTokenParameters), " of them the deltas of ",
+                  e.trainableTokens, " trainable token row", e.trainableTokens == 1 ? "" : "s",
+                  model.tieWordEmbeddings ? ", tied head" : " in the embedding and the head", ")")
+            : std::string();
+    std::string weightsWhat =
+        run.method == Method::Full
+            ? cat("all ", groupDigits(e.parameters), " parameters train")
+            : cat(T, " trainable", rowsWhat, " and ", groupDigits(frozen), " frozen");
     e.items.push_back(
         {"weights", e.weights,
          cat("The parameters in ", p.weightName, " (", p.weight, " B each): ", weightsWhat,
              o.zero >= 3 ? cat("; ZeRO-3 gives each GPU 1/", gpus) : std::string(),
              "; inference needs them too."),
-         cat("(", T, " trainable + ", groupDigits(frozen), " frozen) x ", p.weight, " B",
-             o.zero >= 3 ? perGpu : "", eq(e.weights))});
+         cat("(", T, " trainable",
+             e.trainableTokens > 0 ? cat(" incl. token rows ", e.trainableTokens, " x ", h,
+                                         model.tieWordEmbeddings ? "" : " x 2")
+                                   : std::string(),
+             " + ", groupDigits(frozen), " frozen) x ", p.weight, " B", o.zero >= 3 ? perGpu : "",
+             eq(e.weights))});
     e.items.push_back(
         {"gradients", e.gradients,
          "One gradient per trainable parameter, written by backward and read by the optimizer "

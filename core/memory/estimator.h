@@ -51,8 +51,10 @@ struct MemoryPhase {
 // activations and logits follow what the blocks save for backward (docs/memory.md).
 struct MemoryEstimate {
     int64_t parameters = 0;  // all held during training: base + LoRA/adapter/prompt (PEFT's count)
-    int64_t parametersBase = 0;  // the checkpoint's own parameters
-    int64_t trainableParameters = 0;
+    int64_t parametersBase = 0;            // the checkpoint's own parameters
+    int64_t trainableParameters = 0;       // trainable token rows included
+    int64_t trainableTokens = 0;           // rows of trainable tokens (peft/trainable_tokens.h)
+    int64_t trainableTokenParameters = 0;  // their deltas: rows x hidden (x 2 untied)
 
     int64_t weightsTrainable = 0;  // bytes (before ZeRO-3 sharding, like weightsFrozen)
     int64_t weightsFrozen = 0;

@@ -139,7 +139,7 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
         positions = packed->positions.to(ids.device(), torch::kInt64);
         mask = segmentMask(packed->segments.to(ids.device()));
     }
-    auto h = embedTokens(ids);  // [batch, seq, hidden]
+    auto h = embedWithTokenRows(ids);  // [batch, seq, hidden]
     int64_t virtualTokens = 0;
     if (m_prompt.defined() && past == 0) {
         virtualTokens = m_prompt.size(0);
@@ -170,19 +170,13 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
 
 torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache, const PackedRows* packed)
 {
-    auto h = finalNorm(runBlocks(ids, cache, packed));
-    if (auto head = headLayer())
-        return head->forward(h);
-    return torch::nn::functional::linear(h, tokenEmbeddingWeight());
+    return headLogits(finalNorm(runBlocks(ids, cache, packed)), false);
 }
 
 torch::Tensor CausalLM::forwardLast(const torch::Tensor& ids, KVCache* cache)
 {
     auto h = finalNorm(runBlocks(ids, cache, nullptr));
-    h = h.select(1, h.size(1) - 1);  // [batch, hidden]
-    if (auto head = headLayer())
-        return head->forward(h);
-    return linearForward(h, tokenEmbeddingWeight());
+    return headLogits(h.select(1, h.size(1) - 1), true);  // [batch, hidden] -> [batch, vocab]
 }
 
 torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids, const PackedRows* packed)

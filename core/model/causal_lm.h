@@ -167,8 +167,8 @@ public:
     // The final-normed hidden states [batch, seq, hidden] that the head turns into logits (no
     // cache), for losses that apply the head themselves (chunked cross-entropy).
     torch::Tensor forwardHidden(const torch::Tensor& ids, const PackedRows* packed = nullptr);
-    // The head's weight [vocab, hidden] (the token embeddings when tied). Throws when the head
-    // carries LoRA.
+    // The head's weight [vocab, hidden] (the token embeddings when tied), without the trainable
+    // token rows (headTokenDelta, added by the caller). Throws when the head carries LoRA.
     torch::Tensor headWeight();
 
     const ModelConfig& config() const { return m_config; }
@@ -192,6 +192,19 @@ public:
     // Recompute each block's activations in backward instead of storing them (training only).
     void setGradientCheckpointing(bool on) { m_checkpointing = on; }
     bool gradientCheckpointing() const { return m_checkpointing; }
+
+    // Trainable token rows (PEFT's trainable tokens, model/token_rows.cpp): a delta [k, hidden]
+    // added to rows `ids` (distinct, in [0, vocab)) of the token embedding and, with a tied head,
+    // of the head; untiedHead gives an untied head a delta of its own. Parameters
+    // "trainable_tokens_delta" and "lm_head_trainable_tokens_delta", fp32 zeros on the embedding's
+    // device, so the model starts as the base. Set once, before training.
+    void setTrainableTokens(const std::vector<int64_t>& ids, bool untiedHead);
+    torch::Tensor trainableTokenIds() const { return m_tokenIds; }  // [k] int64; undefined: none
+    torch::Tensor tokenDelta() const { return m_tokenDelta; }       // [k, hidden]
+    torch::Tensor headTokenDelta() const;  // the head's rows: its own delta, else tokenDelta()
+    // Adds the deltas into the weights' rows; forward then adds nothing more (a plain model for
+    // merged exports). One-way.
+    void mergeTrainableTokens();
 
 protected:
     virtual torch::Tensor embedTokens(const torch::Tensor& ids) = 0;
@@ -223,10 +236,18 @@ protected:
         m_blocks;  // registered by the architecture under its own names
 
 private:
+    // embedTokens plus the trainable token rows; the head's logits [..., vocab] of h with them
+    // (decode: one row, the matrix-vector path).
+    torch::Tensor embedWithTokenRows(const torch::Tensor& ids);
+    torch::Tensor headLogits(const torch::Tensor& h, bool decode);
     // Hidden states [batch, seq, hidden], prompt positions removed.
     torch::Tensor runBlocks(const torch::Tensor& ids, KVCache* cache, const PackedRows* packed);
     torch::Tensor m_prompt;  // registered as parameter "prompt_embeddings" when set
     bool m_checkpointing = false;
+    torch::Tensor m_tokenIds;        // [k] int64 on the device
+    torch::Tensor m_tokenSlot;       // [vocab] int64: j for ids[j], k for every other token
+    torch::Tensor m_tokenDelta;      // [k, hidden] parameter
+    torch::Tensor m_headTokenDelta;  // [k, hidden] parameter of an untied head; else undefined
 };
 
 // An embedding table [num, dim] whose weight is allocated but not initialised (loading fills it).

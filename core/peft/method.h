@@ -3,6 +3,7 @@
 // a run.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,13 +58,33 @@ struct PartialOptions {
     bool operator==(const PartialOptions&) const = default;
 };
 
-// The method of a run and the options of each kind (only those of `method` apply).
+// One entry of trainable_tokens: a token id, or a token as the vocabulary spells it ("</s>",
+// "<|im_end|>").
+struct TokenRef {
+    int64_t id = -1;   // >= 0: this id
+    std::string text;  // id < 0: the token whose piece this is
+
+    bool operator==(const TokenRef&) const = default;
+};
+
+// trainable_tokens: rows of the token embedding, and of the head, that train beside a method that
+// keeps both frozen (PEFT's trainable_token_indices); peft/trainable_tokens.h resolves them.
+struct TrainableTokensOptions {
+    bool automatic = true;         // "auto": the model's stop tokens (stopTokenIds)
+    std::vector<TokenRef> tokens;  // the tokens when not automatic; empty: none
+
+    bool operator==(const TrainableTokensOptions&) const = default;
+};
+
+// The method of a run and the options of each kind (only those of `method` apply; trainable tokens
+// apply to every method that keeps the embedding and the head frozen).
 struct MethodOptions {
     Method method = Method::Lora;
     LoraOptions lora;
     AdapterOptions adapter;
     PromptOptions prompt;
     PartialOptions partial;
+    TrainableTokensOptions trainableTokens;
 
     bool operator==(const MethodOptions&) const = default;
 };

@@ -3,6 +3,7 @@
 #include "peft/peft.h"
 
 #include "peft/trainable_count.h"
+#include "peft/trainable_tokens.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -154,20 +155,24 @@ void applyMethod(CausalLM& model, const MethodOptions& run, const Tokenizer* tok
     case Method::Partial:
         freezeAll(model);
         applyPartial(model, run);
-        return;
+        break;
     case Method::Lora:
         freezeAll(model);
         applyLora(model, run);
-        return;
+        break;
     case Method::Adapter:
         freezeAll(model);
         applyAdapters(model, run);  // new modules: trainable by default
-        return;
+        break;
     case Method::Prompt:
         freezeAll(model);
         applyPrompt(model, run, tokenizer);
-        return;
+        break;
     }
+    // The rows of the stop tokens (or those the config names) train beside a frozen embedding and
+    // head: trainable parameters, zero deltas.
+    model.setTrainableTokens(trainableTokenIds(model.config(), run, tokenizer),
+                             !model.config().tieWordEmbeddings);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> trainableParameters(CausalLM& model)
@@ -197,6 +202,12 @@ void unmergeLora(CausalLM& model)
 {
     for (auto& [name, layer] : model.linearLayers())
         layer->unmergeLora();
+}
+
+bool isAdapterTensor(const std::string& name)
+{
+    return name.find("lora_") != std::string::npos ||
+           name.find("trainable_tokens_delta") != std::string::npos;
 }
 
 bool noWeightDecay(const std::string& name)

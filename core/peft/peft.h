@@ -12,7 +12,8 @@ namespace tb {
 
 class Tokenizer;
 
-// Freezes what the method does not train and adds its modules (LoRA, adapters, prompt). New
+// Freezes what the method does not train and adds its modules (LoRA, adapters, prompt) and the
+// trainable token rows the options resolve to for this model (peft/trainable_tokens.h). New
 // parameters are created on the model's device in fp32 and initialised from `seed`. Throws
 // tb::Error naming the config key when an option does not fit the model.
 void applyMethod(CausalLM& model, const MethodOptions& run, const Tokenizer* tokenizer,
@@ -25,6 +26,10 @@ int64_t countTrainable(CausalLM& model);
 // LoRA layers folded into (merge) or taken out of (unmerge) their base weights.
 void mergeLora(CausalLM& model);
 void unmergeLora(CausalLM& model);
+
+// Whether a parameter belongs to a method rather than to a plain model of the architecture: LoRA
+// factors and trainable-token deltas (merged exports fold them in and write none).
+bool isAdapterTensor(const std::string& name);
 
 // Whether a parameter is exempt from weight decay (biases, norms, embeddings of soft prompts).
 bool noWeightDecay(const std::string& name);

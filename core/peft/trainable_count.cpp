@@ -2,6 +2,7 @@
 #include "peft/trainable_count.h"
 
 #include "peft/defaults.h"
+#include "peft/trainable_tokens.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -137,7 +138,10 @@ int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter)
     return std::max<int64_t>(1, model.hiddenSize / std::max(1, adapter.reductionFactor));
 }
 
-int64_t trainableParameterCount(const ModelConfig& c, const MethodOptions& run)
+namespace {
+
+// The method's own trainable parameters, without trainable tokens.
+int64_t methodParameterCount(const ModelConfig& c, const MethodOptions& run)
 {
     const int64_t h = c.hiddenSize;
     switch (run.method) {
@@ -209,6 +213,14 @@ int64_t trainableParameterCount(const ModelConfig& c, const MethodOptions& run)
         return static_cast<int64_t>(run.prompt.numTokens) * h;
     }
     return 0;
+}
+
+}  // namespace
+
+int64_t trainableParameterCount(const ModelConfig& c, const MethodOptions& run)
+{
+    const auto tokens = static_cast<int64_t>(trainableTokenIds(c, run).size());
+    return methodParameterCount(c, run) + trainableTokenParameters(c, tokens);
 }
 
 }  // namespace tb

@@ -1,4 +1,4 @@
-// Trainable-parameter counts of every method from config.json alone (no weights), equal to PEFT's
+// Trainable-parameter counts of every method from a model's config (no weights), equal to PEFT's
 // counts.
 #pragma once
 
@@ -20,9 +20,10 @@ std::vector<std::string> resolvedLoraTargets(const ModelConfig& model, const Lor
 // Bottleneck width: adapter.size, or hidden_size / reduction_factor (at least 1).
 int64_t adapterSize(const ModelConfig& model, const AdapterOptions& adapter);
 
-// Trainable parameters of `method` with its options on this architecture. Throws tb::Error naming
-// the key when an option does not fit the model (a LoRA target that matches no layer, too many
-// blocks).
+// Trainable parameters of `method` with its options on this architecture, trainable tokens included
+// (whose "auto" and token texts read the model folder's tokenizer and generation_config.json, no
+// weights). Throws tb::Error naming the key when an option does not fit the model (a LoRA target
+// that matches no layer, too many blocks, a trainable token outside the vocabulary).
 int64_t trainableParameterCount(const ModelConfig& model, const MethodOptions& run);
 
 // How one checkpoint tensor (Hugging Face name, e.g. "model.layers.1.self_attn.q_proj.weight")

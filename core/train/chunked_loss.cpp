@@ -15,16 +15,20 @@ using torch::autograd::variable_list;
 // Only the loss-carrying tokens are computed: their indices (validIdx: [valid] int64) are found
 // once, and each chunk gathers its rows of hidden, so prompt tokens masked with -100 cost nothing.
 struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntropyFn> {
-    // hidden: [tokens, hidden], weight: [vocab, hidden], labels: [tokens] (checked by the caller).
+    // hidden: [tokens, hidden], weight: [vocab, hidden], labels: [tokens]; rowIds [k] and rowDelta
+    // [k, hidden], k = 0 for none (checked by the caller).
     static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                  const torch::Tensor& weight, const torch::Tensor& labels,
-                                 int64_t chunkTokens)
+                                 int64_t chunkTokens, const torch::Tensor& rowIds,
+                                 const torch::Tensor& rowDelta)
     {
         const auto fp32 = hidden.options().dtype(torch::kFloat);
         const torch::Tensor validIdx = labels.ne(kIgnoreIndex).nonzero().squeeze(1);  // [valid]
         const int64_t valid = validIdx.size(0);
         const torch::Tensor weightF = weight.to(torch::kFloat);  // [vocab, hidden]; no copy if fp32
-        torch::Tensor lse = torch::empty({valid}, fp32);         // [valid] logsumexp per token
+        const bool rows = rowIds.numel() > 0;
+        const torch::Tensor deltaF = rowDelta.to(torch::kFloat);
+        torch::Tensor lse = torch::empty({valid}, fp32);  // [valid] logsumexp per token
         torch::Tensor loss = torch::zeros({}, fp32);
         for (int64_t start = 0; start < valid; start += chunkTokens) {
             const int64_t n = std::min(chunkTokens, valid - start);
@@ -32,7 +36,9 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
             const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat);  // [n, hidden]
             const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);      // [n, 1]
             torch::Tensor logits = hC.matmul(weightF.t());                           // [n, vocab]
-            const torch::Tensor target = logits.gather(1, lab).squeeze(1);           // [n]
+            if (rows)
+                logits.index_add_(1, rowIds, hC.matmul(deltaF.t()));        // the rows' columns
+            const torch::Tensor target = logits.gather(1, lab).squeeze(1);  // [n]
             // logsumexp in place, so the chunk needs one [n, vocab] buffer rather than three.
             const torch::Tensor rowMax = std::get<0>(logits.max(1, /*keepdim=*/true));  // [n, 1]
             logits.sub_(rowMax).exp_();
@@ -40,12 +46,13 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
             lse.narrow(0, start, n).copy_(lseC);
             loss.add_((lseC - target).sum());
         }
-        ctx->save_for_backward({hidden, weight, labels, validIdx, lse});
+        ctx->save_for_backward({hidden, weight, labels, validIdx, lse, rowIds, rowDelta});
         ctx->saved_data["chunkTokens"] = chunkTokens;
         return loss;
     }
 
-    // gradOut[0]: [], d(objective)/d(loss). Returns grads for (hidden, weight, labels, chunk).
+    // gradOut[0]: [], d(objective)/d(loss). Returns grads for (hidden, weight, labels, chunk,
+    // rowIds, rowDelta).
     static variable_list backward(AutogradContext* ctx, variable_list gradOut)
     {
         const variable_list saved = ctx->get_saved_variables();
@@ -54,10 +61,14 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
         const torch::Tensor& labels = saved[2];
         const torch::Tensor& validIdx = saved[3];
         const torch::Tensor& lse = saved[4];
+        const torch::Tensor& rowIds = saved[5];
+        const torch::Tensor& rowDelta = saved[6];
         const int64_t chunkTokens = ctx->saved_data["chunkTokens"].toInt();
         const bool wantHidden = ctx->needs_input_grad(0);
         const bool wantWeight = ctx->needs_input_grad(1);
-        const torch::Tensor go = gradOut[0].to(torch::kFloat);  // [] on the inputs' device
+        const bool rows = rowIds.numel() > 0;
+        const bool wantDelta = rows && ctx->needs_input_grad(4);  // tensor inputs only
+        const torch::Tensor go = gradOut[0].to(torch::kFloat);    // [] on the inputs' device
 
         torch::Tensor gradHidden, gradWeight;
         if (wantHidden)  // rows of ignored tokens stay 0
@@ -65,10 +76,15 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
         torch::Tensor gradWeightF;  // [vocab, hidden] fp32 accumulator across chunks
         if (wantWeight)
             gradWeightF = torch::zeros(weight.sizes(), weight.options().dtype(torch::kFloat));
-        if (!wantHidden && !wantWeight)
-            return {torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+        torch::Tensor gradDeltaF;  // [k, hidden] fp32
+        if (wantDelta)
+            gradDeltaF = torch::zeros(rowDelta.sizes(), rowDelta.options().dtype(torch::kFloat));
+        if (!wantHidden && !wantWeight && !wantDelta)
+            return {torch::Tensor(), torch::Tensor(), torch::Tensor(),
+                    torch::Tensor(), torch::Tensor(), torch::Tensor()};
 
         const torch::Tensor weightF = weight.to(torch::kFloat);
+        const torch::Tensor deltaF = rowDelta.to(torch::kFloat);
         const int64_t valid = validIdx.size(0);
         for (int64_t start = 0; start < valid; start += chunkTokens) {
             const int64_t n = std::min(chunkTokens, valid - start);
@@ -77,26 +93,38 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
             const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);      // [n, 1]
             // g = softmax(logits) - onehot(label): [n, vocab], built in the logits buffer.
             torch::Tensor g = hC.matmul(weightF.t());
+            if (rows)
+                g.index_add_(1, rowIds, hC.matmul(deltaF.t()));
             g.sub_(lse.narrow(0, start, n).unsqueeze(1)).exp_();
             g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
+            // The rows' columns of g, [n, k]: their share of the hidden gradient, and the delta's.
+            const torch::Tensor gRows = rows ? g.index_select(1, rowIds) : torch::Tensor();
             // grad_output scales the thin [n, hidden] factors rather than the [n, vocab] one.
             if (wantHidden) {
-                const torch::Tensor gH = g.matmul(weightF).mul_(go);  // [n, hidden]
-                gradHidden.index_copy_(0, idx, gH.to(hidden.scalar_type()));
+                torch::Tensor gH = g.matmul(weightF);  // [n, hidden]
+                if (gRows.defined())
+                    gH.addmm_(gRows, deltaF);
+                gradHidden.index_copy_(0, idx, gH.mul_(go).to(hidden.scalar_type()));
             }
+            hC.mul_(go);
             if (wantWeight)
-                gradWeightF.addmm_(g.t(), hC.mul_(go));  // += g^T @ hC: [vocab, hidden]
+                gradWeightF.addmm_(g.t(), hC);  // += g^T @ hC: [vocab, hidden]
+            if (wantDelta)
+                gradDeltaF.addmm_(gRows.t(), hC);  // += g_rows^T @ hC: [k, hidden]
         }
         if (wantWeight)
             gradWeight = gradWeightF.to(weight.scalar_type());
-        return {gradHidden, gradWeight, torch::Tensor(), torch::Tensor()};
+        torch::Tensor gradDelta = wantDelta ? gradDeltaF.to(rowDelta.scalar_type()) : gradDeltaF;
+        return {gradHidden,      gradWeight,      torch::Tensor(),
+                torch::Tensor(), torch::Tensor(), gradDelta};
     }
 };
 
 }  // namespace
 
 torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-                                  const torch::Tensor& labels, int64_t chunkTokens)
+                                  const torch::Tensor& labels, int64_t chunkTokens,
+                                  const HeadRows& rows)
 {
     if (!hidden.defined() || !weight.defined() || !labels.defined())
         fail("chunkedCrossEntropy: hidden, weight and labels must all be defined tensors");
@@ -117,6 +145,13 @@ torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tens
              ") and labels (", labels.device(), ") must be on one device");
     if (chunkTokens < 1)
         fail("chunkedCrossEntropy: chunkTokens must be >= 1, got ", chunkTokens);
+    if (rows.ids.defined() != rows.delta.defined() ||
+        (rows.ids.defined() &&
+         (rows.ids.dim() != 1 || rows.ids.scalar_type() != torch::kLong || rows.delta.dim() != 2 ||
+          rows.delta.size(0) != rows.ids.size(0) || rows.delta.size(1) != hidden.size(1) ||
+          rows.ids.device() != hidden.device() || rows.delta.device() != hidden.device())))
+        fail("chunkedCrossEntropy: rows must be ids [k] int64 and delta [k, ", hidden.size(1),
+             "] on the hidden states' device, or neither");
     // An out-of-range label would index past the logits row (a device-side assert on CUDA).
     const int64_t vocab = weight.size(0);
     const torch::Tensor bad =
@@ -126,7 +161,12 @@ torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tens
         fail("chunkedCrossEntropy: label ", labels[at].item<int64_t>(), " at token ", at,
              " is outside [0, ", vocab, ") and is not ", kIgnoreIndex);
     }
-    return ChunkedCrossEntropyFn::apply(hidden, weight, labels, chunkTokens);
+    // No rows: empty ones (a custom function's tensor arguments must be defined).
+    const torch::Tensor ids =
+        rows.ids.defined() ? rows.ids : torch::empty({0}, labels.options().dtype(torch::kLong));
+    const torch::Tensor delta =
+        rows.delta.defined() ? rows.delta : torch::empty({0, hidden.size(1)}, hidden.options());
+    return ChunkedCrossEntropyFn::apply(hidden, weight, labels, chunkTokens, ids, delta);
 }
 
 }  // namespace tb

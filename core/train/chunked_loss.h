@@ -21,9 +21,19 @@ inline constexpr int64_t kIgnoreIndex = -100;
 // formed in place in it), an fp32 copy of a non-fp32 weight, and in backward a [vocab, hidden] fp32
 // accumulator when the weight needs a gradient. Saved for backward: the inputs plus, per labelled
 // token, its index (int64) and logsumexp (fp32).
+// rows: the logits are those of weight + scatter(rows.delta) (its [n, k] columns added per chunk);
+// the delta's gradient is a [k, hidden] fp32 accumulator.
 // Throws tb::Error on mismatched shapes or devices, non-int64 labels, labels out of range or
 // chunkTokens < 1.
+// Trainable token rows of the head (CausalLM::headTokenDelta): delta [k, hidden] added to rows ids
+// [k] (distinct int64) of the weight, without a copy of it; undefined: none.
+struct HeadRows {
+    torch::Tensor ids;
+    torch::Tensor delta;
+};
+
 torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-                                  const torch::Tensor& labels, int64_t chunkTokens = 1024);
+                                  const torch::Tensor& labels, int64_t chunkTokens = 1024,
+                                  const HeadRows& rows = {});
 
 }  // namespace tb

@@ -32,8 +32,11 @@ torch::Tensor batchLoss(CausalLM& model, const torch::Tensor& ids, const torch::
     // The head is applied chunk by chunk inside the loss: [tokens, vocab] logits never exist at
     // once.
     auto hidden = model.forwardHidden(ids, packed);  // [batch, seq, hidden]
+    HeadRows rows;  // trainable token rows of the head, added per chunk
+    if (model.trainableTokenIds().defined())
+        rows = {model.trainableTokenIds(), model.headTokenDelta()};
     return chunkedCrossEntropy(hidden.reshape({-1, hidden.size(-1)}), model.headWeight(),
-                               labels.reshape({-1}), config.lossChunkTokens) /
+                               labels.reshape({-1}), config.lossChunkTokens, rows) /
            normaliser;
 }
 

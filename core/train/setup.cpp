@@ -187,4 +187,37 @@ nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int6
     };
 }
 
+nlohmann::json trainableTokensRecord(CausalLM& model, const Tokenizer& tokenizer)
+{
+    nlohmann::json ids = nlohmann::json::array(), tokens = nlohmann::json::array();
+    if (const torch::Tensor t = model.trainableTokenIds(); t.defined()) {
+        const torch::Tensor host = t.cpu().contiguous();  // one copy: begin and end in it
+        for (int64_t id : std::vector<int64_t>(host.data_ptr<int64_t>(),
+                                               host.data_ptr<int64_t>() + host.numel())) {
+            ids.push_back(id);
+            tokens.push_back(id < tokenizer.vocabSize()
+                                 ? tokenizer.idToPiece(static_cast<int32_t>(id))
+                                 : std::string());
+        }
+    }
+    return {{"ids", ids}, {"tokens", tokens}};
+}
+
+void useRecordedTrainableTokens(TrainConfig& config, const nlohmann::json& info)
+{
+    config.trainableTokens = {false, {}};
+    const auto it = info.find("trainable_tokens");
+    if (it == info.end() || !it->is_object() || !it->contains("ids"))
+        return;
+    for (const auto& id : it->at("ids"))
+        config.trainableTokens.tokens.push_back({id.get<int64_t>(), ""});
+}
+
+TrainConfig runConfig(const nlohmann::json& info, const std::string& runDir)
+{
+    TrainConfig config = parseTrainConfig(info.at("config"), joinPath(runDir, "run.json"));
+    useRecordedTrainableTokens(config, info);
+    return config;
+}
+
 }  // namespace tb

@@ -48,4 +48,13 @@ PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
 nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
                        int64_t trainableParameters);
 
+// run.json's record of the trainable token rows the model trains: {"ids": [...], "tokens":
+// [pieces]} (empty lists when none).
+nlohmann::json trainableTokensRecord(CausalLM& model, const Tokenizer& tokenizer);
+// A run's config from its run.json (runDir/run.json): trainable tokens are the ids the run recorded
+// (none for a run from before trainable tokens), whatever the model folder's files say now.
+TrainConfig runConfig(const nlohmann::json& info, const std::string& runDir);
+// Sets config.trainableTokens to the ids of info's record (none without one).
+void useRecordedTrainableTokens(TrainConfig& config, const nlohmann::json& info);
+
 }  // namespace tb

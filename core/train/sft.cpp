@@ -76,6 +76,8 @@ void SftRecipe::setUp()
         fail(runDir,
              ": a run with this name exists (resume it with --resume, or choose another name)");
     m_store = std::make_unique<RunStore>(RunStore::create(runDir));
+    if (resuming)  // the rows the run trains are those it recorded
+        useRecordedTrainableTokens(m_config, m_store->readRunInfo());
     installCpuMemoryTracking();  // CPU tensor bytes; CUDA has its allocator's statistics
     m_model = prepareModel(m_config);
     m_device = m_model.device.str();
@@ -106,8 +108,10 @@ void SftRecipe::setUp()
             fail(runDir, ": no complete checkpoint to resume from");
         restore(*checkpoint);
     } else {
-        m_store->writeRunInfo(
-            runInfo(m_config, m_data, m_totalSteps, m_summary.trainableParameters));
+        nlohmann::json info =
+            runInfo(m_config, m_data, m_totalSteps, m_summary.trainableParameters);
+        info["trainable_tokens"] = trainableTokensRecord(*m_model.module, *m_model.tokenizer);
+        m_store->writeRunInfo(info);
     }
     if (m_events)
         m_events->onStarted(RunPlan{m_store->dir(), m_totalSteps, m_position.step,

@@ -47,7 +47,7 @@ private:
     int64_t memoryNow() const;
     void warn(const std::string& message);
 
-    const TrainConfig& m_config;
+    TrainConfig m_config;  // a copy: resuming sets the trainable tokens the run recorded
     std::string m_resumeDir;
     JobControl& m_control;
     JobEvents* m_events;

@@ -90,7 +90,8 @@ const Names kTopKeys{"name",
                      "partial",
                      "data",
                      "optim",
-                     "lr"};
+                     "lr",
+                     "trainable_tokens"};
 const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
 const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
 const Names kPromptKeys{"num_tokens", "init_text"};
@@ -358,6 +359,44 @@ private:
     std::string m_prefix;
     const std::string& m_source;
 };
+
+// trainable_tokens: "auto", or an array of token ids (integers >= 0) and token texts.
+TrainableTokensOptions parseTrainableTokens(const Section& s,
+                                            const TrainableTokensOptions& fallback)
+{
+    const char* name = "trainable_tokens";
+    const json* v = s.find(name);
+    if (!v)
+        return fallback;
+    if (v->is_string() && v->get<std::string>() == "auto")
+        return {};
+    if (!v->is_array())
+        s.bad(name, "must be \"auto\" or an array of token ids and token texts, [] for none (got ",
+              describe(*v), ")");
+    TrainableTokensOptions o;
+    o.automatic = false;
+    for (size_t i = 0; i < v->size(); ++i) {
+        const json& item = (*v)[i];
+        if (item.is_number_integer() && item.get<int64_t>() >= 0)
+            o.tokens.push_back({item.get<int64_t>(), ""});
+        else if (item.is_string() && !item.get<std::string>().empty())
+            o.tokens.push_back({-1, item.get<std::string>()});
+        else
+            s.bad(name, "item ", i, " must be a token id (an integer >= 0) or a token's text (got ",
+                  describe(item), ")");
+    }
+    return o;
+}
+
+json trainableTokensJson(const TrainableTokensOptions& o)
+{
+    if (o.automatic)
+        return "auto";
+    json out = json::array();
+    for (const auto& t : o.tokens)
+        out.push_back(t.id >= 0 ? json(t.id) : json(t.text));
+    return out;
+}
 
 bool validDevice(const std::string& device)
 {
@@ -644,6 +683,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     parseAdapter(top.child("adapter"), c.adapter);
     parsePrompt(top.child("prompt"), c.prompt);
     parsePartial(top.child("partial"), c.partial);
+    c.trainableTokens = parseTrainableTokens(top, c.trainableTokens);
     if (c.method == Method::Partial && c.partial.trainableBlocks == 0 && c.partial.modules.empty())
         fail(source, ": key 'partial.trainable_blocks' is 0 and 'partial.modules' is empty: "
                      "method 'partial' would train nothing");
@@ -767,6 +807,7 @@ nlohmann::json toJson(const TrainConfig& c)
     j["prompt"] = {{"num_tokens", c.prompt.numTokens}, {"init_text", c.prompt.initText}};
     j["partial"] = {{"trainable_blocks", c.partial.trainableBlocks},
                     {"modules", c.partial.modules}};
+    j["trainable_tokens"] = trainableTokensJson(c.trainableTokens);
     j["data"] = {{"train_file", c.data.trainFile},
                  {"val_file", c.data.valFile},
                  {"general_file", c.data.generalFile},

@@ -17,8 +17,7 @@ std::unique_ptr<Model> loadTunedModel(const std::string& runDir, const LoadOptio
         fail(runDir,
              ": a tuned model loads in fp32 (the precision its trainable weights were kept in)");
     RunStore store(runDir);
-    TrainConfig run =
-        parseTrainConfig(store.readRunInfo().at("config"), joinPath(runDir, "run.json"));
+    TrainConfig run = runConfig(store.readRunInfo(), runDir);
     run.device = options.device;
     auto checkpoint = store.loadLatestCheckpoint();
     if (!checkpoint)

@@ -5,11 +5,15 @@ usage:
   export_oracle.py make-gpt2 OUT_DIR TOKENIZER_DIR
       Saves a tiny random GPT2LMHeadModel (vocab 50257, n_embd 32, 2 layers) to OUT_DIR with the
       tokenizer files of TOKENIZER_DIR (tokenizer.json, tokenizer_config.json).
+  export_oracle.py make-untied SRC_DIR OUT_DIR
+      Copies the model folder SRC_DIR to OUT_DIR with an untied head (lm_head = embedding + small noise).
   export_oracle.py logits CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "kind": "peft" | "merged", "dir", "base" (peft only), "ids": [int]}].
       Writes OUT_DIR/<name>.safetensors ("logits": fp32 [T, vocab]) and prints one JSON object:
       {name: {"missing_keys", "unexpected_keys", "unknown_config_keys", "shape_mismatches",
-              "virtual_tokens", "warnings"}}.
+              "virtual_tokens", "token_rows", "warnings"}}; token_rows: per module PEFT wrapped for
+      trainable tokens, its token indices, whether it is tied to another module's rows, and how far
+      its rows moved from the base weights (max |values - originals|).
 """
 import dataclasses
 import json
@@ -41,6 +45,38 @@ def make_gpt2(out_dir, tokenizer_dir, n_embd=32, n_head=2, initializer_range=0.1
     model.save_pretrained(out_dir, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(os.path.join(tokenizer_dir, f), os.path.join(out_dir, f))
+
+
+def make_untied(src, out):
+    shutil.copytree(src, out, dirs_exist_ok=True)
+    weights = load_file(os.path.join(src, "model.safetensors"))
+    torch.manual_seed(0)
+    embed = weights["model.embed_tokens.weight"]
+    weights["lm_head.weight"] = embed + 0.01 * torch.randn_like(embed)
+    save_file(weights, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    config["tie_word_embeddings"] = False
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+
+
+def token_rows(model):
+    """The trainable-token layers PEFT made: {module: {"indices", "tied", "moved"}}."""
+    from peft.tuners.trainable_tokens import TrainableTokensLayer
+
+    out = {}
+    for name, module in model.named_modules():
+        if isinstance(module, TrainableTokensLayer):
+            layer = module.tied_adapter or module
+            values = layer.trainable_tokens_delta["default"]
+            original = layer.trainable_tokens_original["default"]
+            out[name.removesuffix(".token_adapter")] = {
+                "indices": list(layer.token_indices["default"]),
+                "tied": module.tied_adapter is not None,
+                "moved": float((values - original).abs().max()),
+            }
+    return out
 
 
 class _Collect(logging.Handler):
@@ -82,6 +118,7 @@ def peft_logits(case, report):
     prompt = raw["peft_type"] == "PROMPT_TUNING"
     virtual = model.peft_config["default"].num_virtual_tokens if prompt else 0
     report["virtual_tokens"] = virtual
+    report["token_rows"] = token_rows(model)
     return logits[virtual:]
 
 
@@ -99,7 +136,7 @@ def logits(cases_json, out_dir):
     result = {}
     for case in cases:
         report = {"missing_keys": [], "unexpected_keys": [], "unknown_config_keys": [],
-                  "shape_mismatches": [], "virtual_tokens": 0, "warnings": []}
+                  "shape_mismatches": [], "virtual_tokens": 0, "token_rows": {}, "warnings": []}
         handler = _Collect(report["warnings"])
         loggers = [logging.getLogger(), logging.getLogger("transformers"), logging.getLogger("peft")]
         for logger in loggers:
@@ -123,10 +160,12 @@ def main():
     mode = sys.argv[1]
     if mode == "make-gpt2":
         make_gpt2(sys.argv[2], sys.argv[3])
+    elif mode == "make-untied":
+        make_untied(sys.argv[2], sys.argv[3])
     elif mode == "logits":
         logits(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (make-gpt2 | logits)")
+        raise SystemExit(f"unknown mode {mode!r} (make-gpt2 | make-untied | logits)")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,10 @@ private Q_SLOTS:
     void unsupportedFormatsFail();
 
 private:
+    struct Case;
+    // PEFT wrapped the rows the run recorded: the embedding's, and the head's (tied to the
+    // embedding's for a tied model, its own values otherwise), each moved by training.
+    void checkTokenRows(const Case& c, const nlohmann::json& rows);
     // Trains a short run from an example config: its run folder, or "" (why in m_trainErrors).
     std::string train(const char* example, const std::string& name,
                       std::vector<std::string> overrides);
@@ -106,6 +110,34 @@ std::string TestExportInterop::train(const char* example, const std::string& nam
                                 &m_trainErrors);
 }
 
+void TestExportInterop::checkTokenRows(const Case& c, const nlohmann::json& rows)
+{
+    std::ifstream runJson(c.run + "/run.json");
+    const auto info = nlohmann::json::parse(runJson);
+    const auto ids = info.at("trainable_tokens").at("ids").get<std::vector<int64_t>>();
+    if (info.at("config").at("method") != "lora") {
+        QVERIFY(rows.empty());
+        return;
+    }
+    QVERIFY(!ids.empty());
+    const bool tied = tb::loadModelConfig(c.base).tieWordEmbeddings;
+    const std::string embedding = tb::loadModelConfig(c.base).architecture == tb::Architecture::Gpt2
+                                      ? "base_model.model.transformer.wte"
+                                      : "base_model.model.model.embed_tokens";
+    QVERIFY2(rows.contains(embedding), rows.dump().c_str());
+    QVERIFY2(rows.contains("base_model.model.lm_head"), rows.dump().c_str());
+    QCOMPARE(rows.size(), size_t(2));
+    for (const auto& [module, row] : rows.items()) {
+        QCOMPARE(row.at("indices").get<std::vector<int64_t>>(), ids);
+        const bool head = module == "base_model.model.lm_head";
+        QCOMPARE(row.at("tied").get<bool>(), head && tied);
+        // An untied embedding's EOS row gets no gradient here: EOS ends every example and is
+        // never an input (it would be with packing). The head's rows (tied: the same) move.
+        if (head || tied)
+            QVERIFY2(row.at("moved").get<double>() > 1e-3, rows.dump().c_str());
+    }
+}
+
 void TestExportInterop::initTestCase()
 {
     if (!QFileInfo::exists(QStringLiteral(TB_PYTHON)))
@@ -120,12 +152,23 @@ void TestExportInterop::initTestCase()
               &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
 
-    // Short runs with a learning rate high enough that every trained tensor moves.
+    // An untied copy of stories260k: its token rows train in the embedding and in lm_head.
     const std::string stories = TB_SOURCE_DIR "/datasets/models/stories260k";
+    const std::string untied = path(QStringLiteral("untied"));
+    runOracle({QStringLiteral("make-untied"), QString::fromStdString(stories),
+               QString::fromStdString(untied)},
+              &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+
+    // Short runs with a learning rate high enough that every trained tensor moves. LoRA trains the
+    // rows of the stop tokens too (trainable_tokens: auto); PEFT's prompt tuning cannot carry them.
     m_runs["lora"] = train("lora", "lora",
                            {"lr=0.01", "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
                                        "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
-    m_runs["prompt"] = train("prompt", "prompt", {"lr=0.05", "prompt.num_tokens=8"});
+    m_runs["untied_lora"] = train("lora", "untied_lora", {"lr=0.01", "model=" + untied});
+    m_runs["prompt"] =
+        train("prompt", "prompt", {"lr=0.05", "prompt.num_tokens=8", "trainable_tokens=[]"});
+    m_runs["prompt_rows"] = train("prompt", "prompt_rows", {"max_steps=1"});
     m_runs["full"] = train("full", "full", {"lr=0.01"});
     m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
     m_runs["gpt2_lora"] =
@@ -142,7 +185,8 @@ void TestExportInterop::initTestCase()
         ids.resize(std::min(ids.size(), kTokens));
         return ids;
     };
-    const auto storiesIds = idsFor(stories);
+    auto storiesIds = idsFor(stories);
+    storiesIds[6] = 2;  // an EOS inside: the trained input-embedding row is looked up too
     const auto gpt2Ids = idsFor(gpt2);
     QCOMPARE(storiesIds.size(), kTokens);
     QCOMPARE(gpt2Ids.size(), kTokens);
@@ -151,6 +195,8 @@ void TestExportInterop::initTestCase()
 
     m_cases["lora_peft"] = {m_runs["lora"], "peft", stories, storiesIds};
     m_cases["lora_merged"] = {m_runs["lora"], "merged", stories, storiesIds};
+    m_cases["untied_lora_peft"] = {m_runs["untied_lora"], "peft", untied, storiesIds};
+    m_cases["untied_lora_merged"] = {m_runs["untied_lora"], "merged", untied, storiesIds};
     m_cases["prompt_peft"] = {m_runs["prompt"], "peft", stories, storiesIds};
     m_cases["full_merged"] = {m_runs["full"], "merged", stories, storiesIds};
     m_cases["gpt2_lora_peft"] = {m_runs["gpt2_lora"], "peft", gpt2, gpt2Ids};
@@ -180,8 +226,8 @@ void TestExportInterop::initTestCase()
 void TestExportInterop::logitsMatchHuggingFace_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"lora_peft", "lora_merged", "prompt_peft", "full_merged",
-                          "gpt2_lora_peft", "gpt2_lora_merged"})
+    for (const char* n : {"lora_peft", "lora_merged", "untied_lora_peft", "untied_lora_merged",
+                          "prompt_peft", "full_merged", "gpt2_lora_peft", "gpt2_lora_merged"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -210,6 +256,8 @@ void TestExportInterop::logitsMatchHuggingFace()
     }
     if (name == QStringLiteral("prompt_peft"))
         QCOMPARE(report.at("virtual_tokens").get<int>(), 8);  // prompt.num_tokens=8 above
+    if (c.kind == "peft")
+        checkTokenRows(c, report.at("token_rows"));
 
     auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
     const tb::TensorInfo* info = file->find("logits");
@@ -257,8 +305,12 @@ void TestExportInterop::unsupportedFormatsFail()
     const std::string adapterPeft =
         exportError(m_runs.at("adapter"), "peft", path(QStringLiteral("bad/adapter_peft")));
     QVERIFY2(adapterPeft.find("no PEFT format") != std::string::npos, adapterPeft.c_str());
+    const std::string promptRows =
+        exportError(m_runs.at("prompt_rows"), "peft", path(QStringLiteral("bad/prompt_rows")));
+    QVERIFY2(promptRows.find("trainable_tokens=[]") != std::string::npos, promptRows.c_str());
     // Nothing a loader would take for a model was left behind.
-    for (const char* dir : {"bad/adapter", "bad/prompt", "bad/full", "bad/adapter_peft"}) {
+    for (const char* dir :
+         {"bad/adapter", "bad/prompt", "bad/full", "bad/adapter_peft", "bad/prompt_rows"}) {
         QVERIFY(!QFileInfo::exists(
             m_dir.filePath(QString::fromLatin1(dir) + QStringLiteral("/model.safetensors"))));
         QVERIFY(!QFileInfo::exists(

@@ -165,6 +165,9 @@ void TestGgufInterop::initTestCase()
                                   {"lr=0.01", "model=" + untied,
                                    "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
                                    "\"gate_proj\",\"up_proj\",\"down_proj\",\"lm_head\"]"});
+    // Without LoRA on its head, the untied copy trains its stop token's rows in token_embd and in
+    // output (trainable_tokens: auto), as every LoRA run here does in its tied embedding.
+    m_runs["untied_rows"] = train("lora", "untied-rows", {"lr=0.01", "model=" + untied});
     m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
     m_runs["prompt"] = train("prompt", "prompt", {"max_steps=1", "prompt.num_tokens=4"});
     QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
@@ -172,6 +175,7 @@ void TestGgufInterop::initTestCase()
     m_ids = tb::loadTokenizer(m_stories)->encode(kSentence, true);
     m_ids.resize(std::min(m_ids.size(), kTokens));
     QCOMPARE(m_ids.size(), kTokens);
+    m_ids[6] = 2;  // an EOS inside: its trained row of token_embd is looked up too
 
     m_cases["lora_f32"] = {m_runs["lora"], "f32", path(QStringLiteral("gguf/lora-f32.gguf")), {},
                            m_stories,      m_ids};
@@ -191,6 +195,12 @@ void TestGgufInterop::initTestCase()
     m_cases["untied_lora_f32"] = {m_runs["untied_lora"],
                                   "f32",
                                   path(QStringLiteral("gguf/untied-lora-f32.gguf")),
+                                  {},
+                                  untied,
+                                  m_ids};
+    m_cases["untied_rows_f32"] = {m_runs["untied_rows"],
+                                  "f32",
+                                  path(QStringLiteral("gguf/untied-rows-f32.gguf")),
                                   {},
                                   untied,
                                   m_ids};
@@ -237,8 +247,8 @@ void TestGgufInterop::initTestCase()
     }
 
     // LoRA runs also go out as a llama.cpp adapter plus the base model it applies to.
-    for (const char* name : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32",
-                             "llama31_f32", "qwen3_f32", "gpt2_f32"}) {
+    for (const char* name : {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32",
+                             "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32", "gpt2_f32"}) {
         Case& c = m_cases.at(name);
         c.adapter = path(QString::fromLatin1("gguf/%1-adapter.gguf").arg(QLatin1String(name)));
         c.adapterBase = path(QString::fromLatin1("gguf/%1-base.gguf").arg(QLatin1String(name)));
@@ -301,7 +311,7 @@ void TestGgufInterop::logitsMatchTransformers_data()
     QTest::addColumn<QString>("name");
     for (const char* n :
          {"lora_f32", "lora_f16", "lora_bf16", "lora_q8_0", "rslora_f32", "full_f32", "untied_f16",
-          "untied_lora_f32", "llama3_f32", "qwen2_f32", "qwen3_f32", "gpt2_f32"})
+          "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32", "qwen3_f32", "gpt2_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -634,14 +644,15 @@ void TestGgufInterop::llamaCppRunsTheExport()
 void TestGgufInterop::llamaCppAppliesTheLoraAdapter_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"lora_f32", "rslora_f32", "untied_lora_f32", "llama3_f32", "qwen2_f32",
-                          "llama31_f32", "qwen3_f32", "gpt2_f32"})
+    for (const char* n : {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32",
+                          "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32", "gpt2_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
 // The gguf-lora adapter on the gguf-base file, in llama.cpp: the base file alone gives the base
 // model's logits, and with the adapter the tuned (unmerged) model's; alpha carries our scaling
-// (rsLoRA included), and LoRA on an untied head adapts output.weight.
+// (rsLoRA included), LoRA on an untied head adapts output.weight, and trainable token rows come as
+// a pair for token_embd and one for output (a tied model's base file then holds output.weight).
 void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
 {
     QFETCH(QString, name);
@@ -685,8 +696,9 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
     QCOMPARE(s.metadata.at("general.type"), std::string("adapter"));
     QCOMPARE(s.metadata.at("adapter.type"), std::string("lora"));
     std::ifstream runJson(c.run + "/run.json");
-    const tb::TrainConfig run =
-        tb::parseTrainConfig(nlohmann::json::parse(runJson).at("config"), c.run + "/run.json");
+    const auto info = nlohmann::json::parse(runJson);
+    const tb::TrainConfig run = tb::parseTrainConfig(info.at("config"), c.run + "/run.json");
+    const bool rows = !info.at("trainable_tokens").at("ids").empty();
     const double scaling = run.lora.rslora ? run.lora.alpha / std::sqrt(double(run.lora.rank))
                                            : run.lora.alpha / double(run.lora.rank);
     QCOMPARE(std::stod(s.metadata.at("adapter.lora.alpha")), scaling * run.lora.rank);
@@ -700,11 +712,17 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
     const int64_t perBlock =
         static_cast<int64_t>(targets.size()) - (head ? 1 : 0) +
         (gpt2 && std::find(targets.begin(), targets.end(), "c_proj") != targets.end() ? 1 : 0);
-    QCOMPARE(c.adapterReport.tensors, 2 * (perBlock * config.numLayers + (head ? 1 : 0)));
-    bool headAdapted = false;
-    for (const tb::GgufTensorInfo& t : s.tensors)
+    QCOMPARE(c.adapterReport.tensors,
+             2 * (perBlock * config.numLayers + (head ? 1 : 0)) + (rows ? 4 : 0));
+    bool headAdapted = false, embeddingAdapted = false;
+    for (const tb::GgufTensorInfo& t : s.tensors) {
         headAdapted = headAdapted || t.name == "output.weight.lora_b";
-    QCOMPARE(headAdapted, head);
+        embeddingAdapted = embeddingAdapted || t.name == "token_embd.weight.lora_a";
+    }
+    QCOMPARE(headAdapted, head || rows);
+    QCOMPARE(embeddingAdapted, rows);
+    QVERIFY(!head || !rows);  // LoRA on the head: its rows are LoRA's to learn
+    QCOMPARE(rows, run.method == tb::Method::Lora && !head);
     for (const tb::GgufTensorInfo& t : s.tensors)
         if (t.name == "blk.0.attn_k.weight.lora_b")
             QCOMPARE(t.dims,

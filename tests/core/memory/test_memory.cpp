@@ -21,10 +21,13 @@ tb::ModelConfig load(const std::string& file)
     return tb::loadModelConfig(kData + file);
 }
 
+// A method alone: the closed forms below are the methods' own (trainableTokensItemised adds the
+// rows).
 tb::TrainConfig method(tb::Method m)
 {
     tb::TrainConfig run;
     run.method = m;
+    run.trainableTokens = {false, {}};
     return run;
 }
 
@@ -110,6 +113,7 @@ private Q_SLOTS:
     void loraClosedForm();
     void pureBf16AndSgd();
     void peftMethods();
+    void trainableTokensItemised();
     void zeroShares();
     void checkpointingLowersActivations();
     void accumulationKeepsActivations();
@@ -394,6 +398,40 @@ void TestMemory::peftMethods()
     QCOMPARE(e.activationsPerBlock, perToken * b * (s + 20));
 }
 
+// Trainable token rows (the EOS ids of config.json): rows x hidden parameters (x 2 untied) in the
+// weights, gradients and states; the embeddings' output then needs a gradient (every block records
+// from the first), and the head keeps its input and the rows' int64 slots.
+void TestMemory::trainableTokensItemised()
+{
+    for (const char* file : {"tinyllama-1.1b.json", "gpt2.json", "llama-3.1-8b.json"}) {
+        const auto c = load(file);
+        auto with = method(tb::Method::Lora);
+        with.trainableTokens = {};  // auto: config.json's eos_token_id(s)
+        const auto o = cpu(2, 64);
+        const auto a = tb::estimateMemory(c, method(tb::Method::Lora), o);
+        const auto e = tb::estimateMemory(c, with, o);
+        const int64_t rows = static_cast<int64_t>(c.eosTokenIds.size());
+        QVERIFY(rows >= 1);
+        QCOMPARE(e.trainableTokens, rows);
+        const int64_t added = rows * c.hiddenSize * (c.tieWordEmbeddings ? 1 : 2);
+        QCOMPARE(e.trainableTokenParameters, added);
+        QCOMPARE(e.trainableParameters, a.trainableParameters + added);
+        QCOMPARE(e.parameters, a.parameters + added);
+        QCOMPARE(e.gradients, a.gradients + 4 * added);
+        QCOMPARE(e.optimizerStates, a.optimizerStates + 8 * added);
+        QCOMPARE(e.activationsHead, a.activationsHead + (4 * c.hiddenSize + 8) * 2 * 64);
+        QVERIFY(e.activations > a.activations);
+        QVERIFY2(e.items[0].explanation.find("trainable token row") != std::string::npos,
+                 e.items[0].explanation.c_str());
+        QVERIFY2(e.items[0].formula.find("token rows") != std::string::npos,
+                 e.items[0].formula.c_str());
+    }
+    // Full training ignores them.
+    auto full = method(tb::Method::Full);
+    full.trainableTokens = {};
+    QCOMPARE(tb::estimateMemory(load("gpt2.json"), full, cpu()).trainableTokens, int64_t(0));
+}
+
 void TestMemory::zeroShares()
 {
     const auto c = load("qwen2.5-0.5b.json");
@@ -624,6 +662,7 @@ void TestMemory::cliJson()
     QCOMPARE(r.status, 0);
     const auto k = nlohmann::json::parse(r.out);
     tb::TrainConfig lora = method(tb::Method::Lora);
+    lora.trainableTokens = {};  // the CLI's default: auto
     lora.lora.rank = 16;
     lora.lora.targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
     tb::EstimateOptions o;
@@ -651,6 +690,12 @@ void TestMemory::cliTableAndErrors()
     const std::string model = kData + "gpt2.json";
     auto r = cli({"estimate", "--model", model, "--method", "lora", "--explain"});
     QCOMPARE(r.status, 0);
+    QVERIFY2(r.out.find("1 trainable token row (50256)") != std::string::npos, r.out.c_str());
+    r = cli(
+        {"estimate", "--model", model, "--method", "lora", "--trainable-tokens", "none", "--json"});
+    QCOMPARE(nlohmann::json::parse(r.out).at("trainable_parameters").get<int64_t>(),
+             tb::trainableParameterCount(tb::loadModelConfig(model), method(tb::Method::Lora)));
+    r = cli({"estimate", "--model", model, "--method", "lora", "--explain"});
     for (const char* word : {"weights", "gradients", "optimizer_states", "activations", "logits",
                              "total", "inference"})
         QVERIFY2(r.out.find(word) != std::string::npos, r.out.c_str());
@@ -671,6 +716,8 @@ void TestMemory::cliTableAndErrors()
         {{"--method", "full", "--precision", "int4"}, "precision"},
         {{"--method", "full", "--frobnicate", "1"}, "--frobnicate"},
         {{"--method", "lora", "--lora-targets", "q_proj"}, "--lora-targets"},
+        {{"--method", "lora", "--trainable-tokens", "60000"}, "trainable_tokens"},
+        {{"--method", "lora", "--trainable-tokens", "</s>"}, "trainable_tokens"},
     };
     for (const auto& b : bad) {
         std::vector<std::string> argv = {"estimate", "--model", model};

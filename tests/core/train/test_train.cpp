@@ -1,9 +1,10 @@
 // The training job end to end on the bundled model: every example config lowers validation loss,
-// resume is bit-exact, accumulation equals a larger batch, pause/stop work between steps, the
-// divergence guard fires, a corrupt newest checkpoint is skipped, and bad configs stop before
-// training.
+// the LoRA and adapter runs learn to stop (EOS) through their trainable token rows, resume is
+// bit-exact, accumulation equals a larger batch, pause/stop work between steps, the divergence
+// guard fires, a corrupt newest checkpoint is skipped, and bad configs stop before training.
 #include "export/export.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "train/job.h"
 #include "train/run_store.h"
 #include "train/train_config.h"
@@ -11,6 +12,8 @@
 #include "util/error.h"
 
 #include <QtTest>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -83,6 +86,30 @@ std::vector<float> tunedLogits(const std::string& runDir)
     return tb::loadTunedModel(runDir)->logits({1, 403, 407, 261, 378, 432, 383, 286});
 }
 
+// Greedy generations (at most 60 new tokens) on the first `count` prompts of the tiny validation
+// set, in the alpaca format the examples train with, that end with EOS.
+int endsWithEos(const std::string& runDir, int count)
+{
+    const auto model = tb::loadTunedModel(runDir);
+    const auto tokenizer = tb::loadTokenizer(TB_SOURCE_DIR "/datasets/models/stories260k");
+    std::ifstream val(TB_SOURCE_DIR "/datasets/tiny/val.jsonl");
+    tb::GenerateOptions o;
+    o.maxNewTokens = 60;
+    o.greedy = true;
+    int stopped = 0;
+    std::string line;
+    for (int i = 0; i < count && std::getline(val, line); ++i) {
+        const auto row = nlohmann::json::parse(line);
+        std::string prompt = "### Instruction:\n" + row.at("instruction").get<std::string>();
+        if (!row.value("input", std::string()).empty())
+            prompt += "\n\n" + row.at("input").get<std::string>();
+        prompt += "\n\n### Response:\n";
+        const auto result = model->generate(tokenizer->encode(prompt, true), o, tokenizer.get());
+        stopped += result.stopReason == "eos" ? 1 : 0;
+    }
+    return stopped;
+}
+
 double maxDiff(const std::vector<float>& a, const std::vector<float>& b)
 {
     double d = 0;
@@ -98,6 +125,8 @@ class TestTrain : public QObject {
 private Q_SLOTS:
     void exampleConfigsLearn_data();
     void exampleConfigsLearn();
+    void tunedModelsStop_data();
+    void tunedModelsStop();
     void resumeIsBitExact();
     void accumulationEqualsLargerBatch();
     void pauseAndStopBetweenSteps();
@@ -115,18 +144,18 @@ void TestTrain::exampleConfigsLearn_data()
     QTest::addColumn<QString>("example");
     QTest::addColumn<qint64>("trainable");
     // Trainable counts by hand for stories260k (dim 64, hidden 172, 5 layers, 8 heads, 4 kv heads
-    // of 8). LoRA r=8 on all 7 projections: 8 x [(64+64) + (64+32)x2 + (64+64) + (64+172)x2 +
-    // (172+64)] per layer.
+    // of 8), each method but full with the tied row of its stop token </s> (64). LoRA r=8 on all 7
+    // projections: 8 x [(64+64) + (64+32)x2 + (64+64) + (64+172)x2 + (172+64)] per layer.
     QTest::newRow("lora") << "lora-tiny.json"
-                          << qint64(5 * 8 * (128 + 96 * 2 + 128 + 236 * 2 + 236));
+                          << qint64(5 * 8 * (128 + 96 * 2 + 128 + 236 * 2 + 236) + 64);
     QTest::newRow("full") << "full-tiny.json" << qint64(260032);
     // Last 2 blocks (64*64*2 + 64*32*2 + 3*64*172 + 2*64 each) + final norm + 3 frozen blocks x 2
     // norms.
     QTest::newRow("partial") << "partial-tiny.json"
-                             << qint64(2 * (8192 + 4096 + 33024 + 128) + 64 + 3 * 128);
+                             << qint64(2 * (8192 + 4096 + 33024 + 128) + 64 + 3 * 128 + 64);
     // Houlsby, size 16: 2 adapters x (64*16 + 16 + 16*64 + 64) per layer.
-    QTest::newRow("adapter") << "adapter-tiny.json" << qint64(5 * 2 * (1024 + 16 + 1024 + 64));
-    QTest::newRow("prompt") << "prompt-tiny.json" << qint64(16 * 64);
+    QTest::newRow("adapter") << "adapter-tiny.json" << qint64(5 * 2 * (1024 + 16 + 1024 + 64) + 64);
+    QTest::newRow("prompt") << "prompt-tiny.json" << qint64(16 * 64 + 64);
 }
 
 void TestTrain::exampleConfigsLearn()
@@ -142,6 +171,29 @@ void TestTrain::exampleConfigsLearn()
     // Clearly lower: at least a quarter off the base model's validation loss.
     QVERIFY2(*s.valLoss < 0.75 * *s.initialValLoss, qPrintable(QString::number(*s.valLoss)));
     QCOMPARE(s.steps, c.maxSteps);
+}
+
+void TestTrain::tunedModelsStop_data()
+{
+    QTest::addColumn<QString>("example");
+    QTest::newRow("lora") << "lora-tiny.json";
+    QTest::newRow("adapter") << "adapter-tiny.json";
+    QTest::newRow("full") << "full-tiny.json";
+}
+
+// The base model never saw EOS; the full run learns it in the embedding, the LoRA and adapter runs
+// through the trainable rows of their stop token (trainable_tokens: auto). Measured with the rows:
+// 20/20 LoRA, 19/20 adapter, 20/20 full; without them (trainable_tokens=[]) 0/20 LoRA and adapter.
+void TestTrain::tunedModelsStop()
+{
+    QFETCH(QString, example);
+    const std::string name = "learn-" + example.toStdString();  // exampleConfigsLearn's run
+    std::string runDir = m_dir.filePath(QString::fromStdString(name)).toStdString();
+    if (!QFileInfo::exists(QString::fromStdString(runDir + "/run.json")))
+        runDir = train(config(example.toStdString(), m_dir.path(), name)).runDir;
+    const int stopped = endsWithEos(runDir, 20);
+    qInfo("%s: %d of 20 greedy answers end with EOS", qPrintable(example), stopped);
+    QVERIFY2(stopped >= 18, qPrintable(QString::number(stopped)));
 }
 
 void TestTrain::resumeIsBitExact()
@@ -356,8 +408,9 @@ void TestTrain::mergedExportShardsAndRefusesNoChange()
     adapter.force = true;
     const auto forced = tb::exportRun(lora.runDir, adapter);
     QCOMPARE(forced.maxAbsChange, 0.0);
-    QCOMPARE(forced.tensors,
-             int64_t(2 * 7 * 5));  // A and B of the seven projections in each of 5 blocks
+    // A and B of the seven projections in each of 5 blocks, and the pairs of the </s> rows for
+    // token_embd and output.
+    QCOMPARE(forced.tensors, int64_t(2 * 7 * 5 + 4));
 }
 
 void TestTrain::chunkedLossTrainsLikeFullLoss()

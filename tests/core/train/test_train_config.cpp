@@ -38,6 +38,7 @@ json full()
       "adapter": {"kind": "pfeiffer", "size": 32, "reduction_factor": 8, "activation": "gelu"},
       "prompt": {"num_tokens": 5, "init_text": "Tell a story"},
       "partial": {"trainable_blocks": 2, "modules": ["lm_head", "norms"]},
+      "trainable_tokens": [2, "<|im_end|>"],
       "data": {"train_file": "/d/train.jsonl", "val_file": "/d/val.jsonl",
                "general_file": "/d/general.jsonl", "val_ratio": 0.2, "format": "messages",
                "chat_template": "chatml", "loss_on_responses_only": false, "packing": true,
@@ -93,6 +94,7 @@ private Q_SLOTS:
     void requiredKeys();
     void packingRules();
     void aliasesAndLists();
+    void trainableTokens();
     void overrides();
     void relativePaths();
     void loadErrors();
@@ -217,6 +219,33 @@ void TestTrainConfig::wrongTypes()
     expectError(json::array(), {"must be a JSON object"});
     // An integral float is accepted as an integer.
     QCOMPARE(tb::parseTrainConfig(with("lora.rank=4.0"), "run.json").lora.rank, 4);
+}
+
+void TestTrainConfig::trainableTokens()
+{
+    // Default and "auto": the model's stop tokens; [] none; a list of ids and token texts.
+    QVERIFY(tb::parseTrainConfig(minimal(), "run.json").trainableTokens.automatic);
+    QVERIFY(tb::parseTrainConfig(with("trainable_tokens=auto"), "run.json").trainableTokens ==
+            tb::TrainableTokensOptions{});
+    const auto none = tb::parseTrainConfig(with("trainable_tokens=[]"), "run.json");
+    QVERIFY(!none.trainableTokens.automatic && none.trainableTokens.tokens.empty());
+    QCOMPARE(tb::toJson(none)["trainable_tokens"], json::array());
+    const auto listed =
+        tb::parseTrainConfig(with("trainable_tokens=[\"</s>\", 7]"), "run.json").trainableTokens;
+    QVERIFY(!listed.automatic);
+    QCOMPARE(listed.tokens.size(), size_t(2));
+    QVERIFY((listed.tokens[0] == tb::TokenRef{-1, "</s>"}));
+    QVERIFY((listed.tokens[1] == tb::TokenRef{7, ""}));
+    QCOMPARE(tb::toJson(tb::parseTrainConfig(minimal(), "run.json"))["trainable_tokens"],
+             json("auto"));
+    // Bad values name the key and the item.
+    expectError(with("trainable_tokens=eos"),
+                {"key 'trainable_tokens'", "\"auto\" or an array", "got string \"eos\""});
+    expectError(with("trainable_tokens={}"), {"key 'trainable_tokens'", "got object"});
+    expectError(with("trainable_tokens=[2, -1]"),
+                {"key 'trainable_tokens'", "item 1", "token id", "got number -1"});
+    expectError(with("trainable_tokens=[\"\"]"), {"key 'trainable_tokens'", "item 0"});
+    expectError(with("trainable_tokens=[1.5]"), {"key 'trainable_tokens'", "item 0"});
 }
 
 void TestTrainConfig::ranges_data()

@@ -1,0 +1,194 @@
+// Resolving trainable_tokens for a model: the stop tokens its files name, token texts looked up in
+// its vocabulary, and the folder tokenizer kept between calls.
+#include "peft/trainable_tokens.h"
+
+#include "tokenizer/model_template.h"
+
+#include "peft/trainable_count.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/file_util.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+
+namespace tb {
+namespace {
+
+bool contains(const std::vector<std::string>& list, const std::string& item)
+{
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// eos_token_id of one JSON file (a number or a list of numbers); none when absent or unreadable
+// (loadModelConfig reports broken config files).
+void addEosIds(const std::string& path, std::vector<int64_t>& out)
+{
+    if (!fileExists(path))
+        return;
+    const auto j = nlohmann::json::parse(readFile(path), nullptr, false);
+    if (!j.is_object() || !j.contains("eos_token_id"))
+        return;
+    const auto& v = j.at("eos_token_id");
+    for (const auto& id : v.is_array() ? v : nlohmann::json::array({v}))
+        if (id.is_number_integer() && id.get<int64_t>() >= 0)
+            out.push_back(id.get<int64_t>());
+}
+
+void sortDistinct(std::vector<int64_t>& ids)
+{
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+// The folder of a model's config.json; "" for a bare config file or a config without a file.
+std::string modelFolder(const ModelConfig& model)
+{
+    const std::filesystem::path source(model.sourcePath);
+    if (source.filename() != "config.json" || !fileExists(model.sourcePath))
+        return "";
+    return source.parent_path().string();
+}
+
+// The tokenizer of a model folder (null when it has none), loaded once per folder and its files'
+// modification times: the method and memory pages ask for counts on every edit.
+std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir)
+{
+    static std::mutex mutex;
+    static std::string cachedKey;
+    static std::shared_ptr<const Tokenizer> cached;
+    std::string key = dir;
+    for (const char* f : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"}) {
+        std::error_code ec;
+        const auto time = std::filesystem::last_write_time(joinPath(dir, f), ec);
+        key += '|';
+        key += ec ? std::string("-") : std::to_string(time.time_since_epoch().count());
+    }
+    std::lock_guard lock(mutex);
+    if (key != cachedKey) {
+        cachedKey = key;
+        cached.reset();
+        if (fileExists(joinPath(dir, "tokenizer.model")) ||
+            fileExists(joinPath(dir, "tokenizer.json")))
+            cached = loadTokenizer(dir);
+    }
+    return cached;
+}
+
+bool needsTokenizer(const TrainableTokensOptions& o)
+{
+    if (o.automatic)
+        return true;
+    return std::any_of(o.tokens.begin(), o.tokens.end(),
+                       [](const TokenRef& t) { return t.id < 0; });
+}
+
+}  // namespace
+
+bool trainableTokensApply(const ModelConfig& model, const MethodOptions& run)
+{
+    switch (run.method) {
+    case Method::Full:
+        return false;
+    case Method::Partial:
+        return !contains(run.partial.modules, "embeddings") &&
+               !contains(run.partial.modules, "lm_head");
+    case Method::Lora:
+        return !contains(resolvedLoraTargets(model, run.lora), "lm_head");
+    case Method::Adapter:
+    case Method::Prompt:
+        return true;
+    }
+    return false;
+}
+
+std::vector<std::string> chatEndOfTurnTokens()
+{
+    return {"<|im_end|>", "<|eot_id|>"};
+}
+
+std::vector<int64_t> stopTokenIds(const ModelConfig& model, const Tokenizer* tokenizer,
+                                  const std::string& modelDir)
+{
+    std::vector<int64_t> ids = model.eosTokenIds;
+    if (!modelDir.empty()) {
+        addEosIds(joinPath(modelDir, "config.json"), ids);
+        addEosIds(joinPath(modelDir, "generation_config.json"), ids);
+    }
+    if (tokenizer) {
+        if (auto eos = tokenizer->eosId())
+            ids.push_back(*eos);
+        std::vector<std::string> pieces = chatEndOfTurnTokens();
+        // The model's own template's end-of-turn tokens (Gemma's <end_of_turn>, Phi-3's <|end|>);
+        // a template that does not parse is reported where the run renders with it.
+        if (!modelDir.empty())
+            try {
+                if (const auto own = ChatTemplate::fromModel(modelDir))
+                    pieces.insert(pieces.end(), own->endOfTurnTokens().begin(),
+                                  own->endOfTurnTokens().end());
+            } catch (const Error&) {
+            }
+        for (const auto& piece : pieces)
+            if (auto id = tokenizer->pieceToId(piece))
+                ids.push_back(*id);
+    }
+    // Ids past the embedding rows (a config naming a token the checkpoint lacks) cannot train.
+    std::erase_if(ids, [&](int64_t id) { return id >= model.vocabSize; });
+    sortDistinct(ids);
+    return ids;
+}
+
+std::vector<int64_t> trainableTokenIds(const ModelConfig& model, const MethodOptions& run,
+                                       const Tokenizer* tokenizer)
+{
+    if (!trainableTokensApply(model, run))
+        return {};
+    const TrainableTokensOptions& o = run.trainableTokens;
+    if (o.automatic)
+        return stopTokenIds(model, tokenizer, modelFolder(model));
+    std::vector<int64_t> ids;
+    for (const TokenRef& t : o.tokens) {
+        if (t.id >= 0) {
+            if (t.id >= model.vocabSize)
+                fail("key 'trainable_tokens' has id ", t.id, ", outside the model's vocabulary of ",
+                     model.vocabSize, " ids");
+            ids.push_back(t.id);
+            continue;
+        }
+        if (!tokenizer)
+            fail("key 'trainable_tokens' has '", t.text,
+                 "', but the model has no tokenizer to look it up in (give its id)");
+        const auto id = tokenizer->pieceToId(t.text);
+        if (!id || *id >= model.vocabSize)
+            fail("key 'trainable_tokens' has '", t.text,
+                 "', which is not one token of the model's vocabulary (give a token as the "
+                 "vocabulary spells it, such as '",
+                 tokenizer->eosId() ? tokenizer->idToPiece(*tokenizer->eosId()) : "</s>",
+                 "', or an id)");
+        ids.push_back(*id);
+    }
+    sortDistinct(ids);
+    return ids;
+}
+
+std::vector<int64_t> trainableTokenIds(const ModelConfig& model, const MethodOptions& run)
+{
+    if (!trainableTokensApply(model, run))
+        return {};
+    const std::string dir = modelFolder(model);
+    std::shared_ptr<const Tokenizer> tokenizer;
+    if (!dir.empty() && needsTokenizer(run.trainableTokens))
+        tokenizer = folderTokenizer(dir);
+    return trainableTokenIds(model, run, tokenizer.get());
+}
+
+int64_t trainableTokenParameters(const ModelConfig& model, int64_t tokens)
+{
+    return tokens * model.hiddenSize * (model.tieWordEmbeddings ? 1 : 2);
+}
+
+}  // namespace tb
