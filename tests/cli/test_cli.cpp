@@ -1,6 +1,7 @@
 // The tunebench CLI contract (JSON shapes other parts rely on) and its error behaviour: one clear
 // line on stderr naming the file and problem, non-zero exit, no crash.
 #include "export/gguf.h"
+#include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file_util.h"
 
@@ -204,6 +205,16 @@ void TestCli::trainResumeExport()
             x["bytes"].get<int64_t>();
     }
     QVERIFY(adapterBytes > 0 && adapterBytes < baseBytes / 2);
+    // The merged GGUF carries the template the run trained with (alpaca, as its Jinja equivalent)
+    // as tokenizer.chat_template, so llama.cpp serves the format the model learned.
+    const QString merged = m_dir.filePath(QStringLiteral("export-merged.gguf"));
+    Run mergedGguf =
+        tunebench({QStringLiteral("export"), QStringLiteral("--run"), runDir,
+                   QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--out"),
+                   merged, QStringLiteral("--force"), QStringLiteral("--json")});
+    QVERIFY2(mergedGguf.exitCode == 0, mergedGguf.err.constData());
+    QCOMPARE(tb::readGgufSummary(merged.toStdString()).metadata.at("tokenizer.chat_template"),
+             tb::familyJinja(tb::ChatTemplateFamily::Alpaca));
     // A model folder straight to GGUF, without a run: the bundled model, named after its folder.
     const QString converted = m_dir.filePath(QStringLiteral("stories.gguf"));
     Run conv =
@@ -216,6 +227,7 @@ void TestCli::trainResumeExport()
     const tb::GgufSummary summary = tb::readGgufSummary(converted.toStdString());
     QCOMPARE(summary.metadata.at("general.name"), std::string("stories260k"));
     QCOMPARE(summary.metadata.at("general.architecture"), std::string("llama"));
+    QVERIFY(!summary.metadata.count("tokenizer.chat_template"));  // the folder has none
     QCOMPARE(int64_t(summary.fileSize), cj.at("bytes").get<int64_t>());
     // `info` reads a GGUF file's header: the converted model, and the LoRA adapter exported above.
     Run info = tunebench(
