@@ -96,6 +96,17 @@ std::string trimmed(const std::string& s)
     return b < e ? std::string(b, e) : std::string();
 }
 
+// Messages as a family renders them: role and string content (other content renders empty).
+std::vector<ChatMessage> plainMessages(const Value& messages)
+{
+    std::vector<ChatMessage> list;
+    for (const Value& m : messages)
+        list.push_back({m.value("role", ""), m.contains("content") && m["content"].is_string()
+                                                 ? m["content"].get<std::string>()
+                                                 : std::string()});
+    return list;
+}
+
 std::vector<ChatSegment> cut(const std::string& text, const std::vector<jinja::Span>& spans)
 {
     std::vector<ChatSegment> out;
@@ -240,12 +251,8 @@ std::string ChatTemplate::render(const Value& messages, bool addGenerationPrompt
                                  const Value& tools, const Value& extra) const
 {
     if (m_family) {
-        std::vector<ChatMessage> list;
-        for (const Value& m : messages)
-            list.push_back({m.value("role", ""), m.contains("content") && m["content"].is_string()
-                                                     ? m["content"].get<std::string>()
-                                                     : std::string()});
-        return renderChatText(*m_family, list, addGenerationPrompt, m_bos, m_eos);
+        return renderChatText(*m_family, plainMessages(messages), addGenerationPrompt, m_bos,
+                              m_eos);
     }
     Value vars = m_source.specialTokens;
     if (extra.is_object())
@@ -323,12 +330,8 @@ std::vector<ChatSegment> ChatTemplate::segments(const Value& messages, TrainOn t
                                                 const Value& tools) const
 {
     if (m_family) {
-        std::vector<ChatMessage> list;
-        for (const Value& m : messages)
-            list.push_back({m.value("role", ""), m.contains("content") && m["content"].is_string()
-                                                     ? m["content"].get<std::string>()
-                                                     : std::string()});
-        std::vector<ChatSegment> out = renderChat(*m_family, list, false, m_bos, m_eos);
+        std::vector<ChatSegment> out =
+            renderChat(*m_family, plainMessages(messages), false, m_bos, m_eos);
         if (trainOn == TrainOn::Last) {
             bool last = true;
             for (auto it = out.rbegin(); it != out.rend(); ++it)
