@@ -221,7 +221,7 @@ std::optional<ChatTemplateFamily> detectChatTemplate(const std::string& jinjaTem
     return std::nullopt;
 }
 
-std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& modelDir)
+std::optional<std::string> readChatTemplateText(const std::string& modelDir, std::string* origin)
 {
     using nlohmann::json;
     auto parse = [](const std::string& path) {
@@ -232,7 +232,10 @@ std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& 
         }
     };
     // chat_template: a string, or a list of {"name", "template"} where "default" is the one used.
-    auto templateOf = [](const json& value) -> std::optional<std::string> {
+    auto templateOf = [](const json& config) -> std::optional<std::string> {
+        if (!config.is_object() || !config.contains("chat_template"))
+            return std::nullopt;
+        const json& value = config["chat_template"];
         if (value.is_string())
             return value.get<std::string>();
         if (value.is_array())
@@ -242,27 +245,32 @@ std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& 
                     return entry["template"].get<std::string>();
         return std::nullopt;
     };
-
-    std::optional<std::string> jinja;
+    auto found = [origin](std::string text, std::string from) {
+        if (origin)
+            *origin = std::move(from);
+        return std::optional<std::string>(std::move(text));
+    };
     const std::string configPath = joinPath(modelDir, "tokenizer_config.json");
-    if (fileExists(configPath)) {
-        const json config = parse(configPath);
-        if (config.is_object() && config.contains("chat_template"))
-            jinja = templateOf(config["chat_template"]);
-    }
+    if (fileExists(configPath))
+        if (auto text = templateOf(parse(configPath)))
+            return found(*text, configPath + ": chat_template");
     // Newer transformers save the template beside the config instead.
     const std::string jinjaPath = joinPath(modelDir, "chat_template.jinja");
+    if (fileExists(jinjaPath))
+        return found(readFile(jinjaPath), jinjaPath);
     const std::string jsonPath = joinPath(modelDir, "chat_template.json");
-    if (!jinja && fileExists(jinjaPath))
-        jinja = readFile(jinjaPath);
-    if (!jinja && fileExists(jsonPath)) {
-        const json config = parse(jsonPath);
-        if (config.is_object() && config.contains("chat_template"))
-            jinja = templateOf(config["chat_template"]);
-    }
-    if (!jinja)
+    if (fileExists(jsonPath))
+        if (auto text = templateOf(parse(jsonPath)))
+            return found(*text, jsonPath + ": chat_template");
+    return std::nullopt;
+}
+
+std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& modelDir)
+{
+    const auto text = readChatTemplateText(modelDir);
+    if (!text)
         return std::nullopt;
-    return detectChatTemplate(*jinja);
+    return detectChatTemplate(*text);
 }
 
 std::optional<ChatTemplateFamily> chatTemplateOrPlain(const std::string& name,

@@ -47,6 +47,13 @@ std::optional<ChatTemplateFamily> detectChatTemplate(const std::string& jinjaTem
 // there is no silent fallback).
 std::optional<ChatTemplateFamily> detectChatTemplateForModel(const std::string& modelDir);
 
+// A model folder's own chat template text: tokenizer_config.json's chat_template (a string, or
+// the "default" entry of a list of {"name", "template"}), else chat_template.jinja, else
+// chat_template.json; *origin says where it came from ("DIR/tokenizer_config.json: chat_template").
+// nullopt when the folder has none; tb::Error naming a file that is not valid JSON.
+std::optional<std::string> readChatTemplateText(const std::string& modelDir,
+                                                std::string* origin = nullptr);
+
 // A family by name, where "auto" (or "model") means the family of the model folder's own template
 // and plain when it has none (data statistics and synthetic generation; training refuses a model
 // without one instead). nullopt for an unknown name, which the caller reports in its own terms.

@@ -23,19 +23,6 @@ Value parseJson(const std::string& path)
     }
 }
 
-// chat_template: a string, or a list of {"name", "template"} where "default" is the one used.
-std::optional<std::string> templateOf(const Value& value)
-{
-    if (value.is_string())
-        return value.get<std::string>();
-    if (value.is_array())
-        for (const Value& entry : value)
-            if (entry.is_object() && entry.value("name", Value()) == "default" &&
-                entry.contains("template") && entry["template"].is_string())
-                return entry["template"].get<std::string>();
-    return std::nullopt;
-}
-
 // A special token as tokenizer_config.json writes it: a string or an AddedToken object.
 std::optional<std::string> tokenString(const Value& value)
 {
@@ -142,33 +129,14 @@ std::optional<TrainOn> parseTrainOn(const std::string& name)
 std::optional<ModelTemplateSource> readModelTemplate(const std::string& modelDir)
 {
     ModelTemplateSource s;
-    std::optional<std::string> text;
-    const std::string configPath = joinPath(modelDir, "tokenizer_config.json");
-    if (fileExists(configPath)) {
-        const Value config = parseJson(configPath);
-        addSpecialTokens(s, config);
-        if (config.is_object() && config.contains("chat_template")) {
-            text = templateOf(config["chat_template"]);
-            s.origin = configPath + ": chat_template";
-        }
-    }
-    // Newer transformers save the template beside the config instead.
-    const std::string jinjaPath = joinPath(modelDir, "chat_template.jinja");
-    const std::string jsonPath = joinPath(modelDir, "chat_template.json");
-    if (!text && fileExists(jinjaPath)) {
-        text = readFile(jinjaPath);
-        s.origin = jinjaPath;
-    }
-    if (!text && fileExists(jsonPath)) {
-        const Value config = parseJson(jsonPath);
-        if (config.is_object() && config.contains("chat_template")) {
-            text = templateOf(config["chat_template"]);
-            s.origin = jsonPath + ": chat_template";
-        }
-    }
+    auto text = readChatTemplateText(modelDir, &s.origin);
     if (!text)
         return std::nullopt;
-    s.text = *text;
+    s.text = std::move(*text);
+    // The special tokens the template renders with, and the candidates for a turn's end.
+    const std::string configPath = joinPath(modelDir, "tokenizer_config.json");
+    if (fileExists(configPath))
+        addSpecialTokens(s, parseJson(configPath));
     // Folders whose tokenizer_config.json lists no added_tokens_decoder declare their special
     // tokens in tokenizer.json.
     const std::string tokenizerPath = joinPath(modelDir, "tokenizer.json");
