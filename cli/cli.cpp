@@ -41,6 +41,16 @@ commands:
   export    --run RUN_DIR --format gguf-lora|gguf-base --out FILE.gguf [--dtype ...] [--json]
                                                        LoRA adapter for llama.cpp (--lora) / its base model
   estimate  --model PATH --method M [options, docs/memory.md] [--explain] [--json]  memory per GPU before launch
+  eval      --run RUN | --model DIR --data FILE | --store S --snapshot ID --metrics LIST
+            [--max-new-tokens N] [--greedy | --temperature X --top-k K --top-p P --seed S] [--batch B]
+            [--limit N] [--name NAME] [--glossary FILE] [--json]
+                                                       answers for held-out prompts, scored with 95%
+                                                       intervals: RUN/eval/NAME/results.json
+  eval score --predictions FILE.jsonl --metrics LIST [--json]   score predictions made elsewhere
+  eval compare --runs R1,R2 [--base DIR] [--data FILE] --metrics LIST [--out DIR] [--json]
+                                                       base vs tuned scorecard (scorecard.json + .md)
+  eval suite --run RUN --suite FILE.jsonl [--no-base] [--json]   regression suite; exit 2 when a case
+                                                       that passed on the base model or is required fails
   template  render --model DIR --messages FILE.json [--add-generation-prompt] [--template model|FAMILY]
             [--train-on all|last] [--json]             a conversation as the chat template renders it:
                                                        text, token ids, loss mask
@@ -80,6 +90,7 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
                                     "add-generation-prompt",
                                     "chat"};
         flags.insert(dataCommandFlags().begin(), dataCommandFlags().end());
+        flags.insert(evalCommandFlags().begin(), evalCommandFlags().end());
         Args args(argv, flags);
         const std::string& cmd = argv[0];
         if (cmd == "info")
@@ -102,6 +113,8 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
             return cmdData(args, out, err);
         if (cmd == "template")
             return cmdTemplate(args, out);
+        if (cmd == "eval")
+            return cmdEval(args, out, err);
         err << "tunebench: unknown command '" << cmd << "' (see tunebench help)\n";
         return 1;
     } catch (const Error& e) {

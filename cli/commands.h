@@ -27,6 +27,10 @@ int cmdExport(const Args& args, std::ostream& out, std::ostream& err);
 int cmdEstimate(const Args& args, std::ostream& out);
 // argv[1] is "render"; reads the flag add-generation-prompt.
 int cmdTemplate(const Args& args, std::ostream& out);
+// `eval`, `eval score`, `eval compare`, `eval suite`; evalCommandFlags() are the flags they read.
+// `eval suite` exits 2 when the gate fails.
+int cmdEval(const Args& args, std::ostream& out, std::ostream& err);
+const std::set<std::string>& evalCommandFlags();
 // argv[1] is the subcommand; dataCommandFlags() are the flags its subcommands read (merge them into
 // Args').
 int cmdData(const Args& args, std::ostream& out, std::ostream& err);

@@ -20,6 +20,11 @@ void ConsoleEvents::onEval(const EvalMetrics& e)
     m_out << formatEvalLine(e) << std::endl;
 }
 
+void ConsoleEvents::onGenerationEval(const GenerationEvalMetrics& g)
+{
+    m_out << formatGenerationEvalLine(g) << std::endl;
+}
+
 void ConsoleEvents::onCheckpoint(int64_t, const std::string& dir)
 {
     m_out << "saved " << dir << std::endl;

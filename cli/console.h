@@ -15,6 +15,7 @@ public:
     ConsoleEvents(std::ostream& out, std::ostream& err, int64_t logEvery);
     void onStep(const StepMetrics& m) override;
     void onEval(const EvalMetrics& e) override;
+    void onGenerationEval(const GenerationEvalMetrics& g) override;
     void onCheckpoint(int64_t step, const std::string& dir) override;
     void onMemoryReport(const MemoryReport& r) override;
     void onWarning(const std::string& message) override;

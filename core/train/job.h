@@ -26,6 +26,7 @@ public:
     virtual void onStarted(const RunPlan&) {}
     virtual void onStep(const StepMetrics&) {}
     virtual void onEval(const EvalMetrics&) {}
+    virtual void onGenerationEval(const GenerationEvalMetrics&) {}
     virtual void onCheckpoint(int64_t /*step*/, const std::string& /*dir*/) {}
     virtual void onWarning(const std::string& /*message*/) {}
     virtual void onDiverged(const Diagnosis&) {}  // the job pauses itself after this

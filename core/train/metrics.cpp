@@ -98,6 +98,34 @@ EvalMetrics evalMetricsFromJson(const json& line)
     return e;
 }
 
+json toJson(const GenerationEvalMetrics& g)
+{
+    json metrics = json::object();
+    for (const auto& [name, score] : g.metrics)
+        metrics[name] = score;
+    return {{"type", "generation_eval"},
+            {"step", g.step},
+            {"cases", g.cases},
+            {"seconds", g.seconds},
+            {"metrics", metrics}};
+}
+
+GenerationEvalMetrics generationEvalFromJson(const json& line)
+{
+    if (!line.is_object() || !line.contains("step") || !line.contains("metrics") ||
+        !line["metrics"].is_object())
+        fail("generation_eval metrics line without 'step' or 'metrics'");
+    GenerationEvalMetrics g;
+    g.step = line["step"].get<int64_t>();
+    g.cases = line.value("cases", int64_t(0));
+    g.seconds = line.value("seconds", 0.0);
+    // nlohmann's object is ordered by key; the order of the run's eval.metrics is not kept.
+    for (const auto& [name, v] : line["metrics"].items())
+        if (v.is_number())
+            g.metrics.emplace_back(name, v.get<double>());
+    return g;
+}
+
 json toJson(const MemoryReport& r)
 {
     json line = {{"type", "memory"}, {"step", r.step}, {"seq", r.seq}};
@@ -190,6 +218,18 @@ std::string formatEvalLine(const EvalMetrics& e)
     return out;
 }
 
+std::string formatGenerationEvalLine(const GenerationEvalMetrics& g)
+{
+    std::string out = "generation eval step " + std::to_string(g.step) + " (" +
+                      std::to_string(g.cases) + " cases):";
+    for (const auto& [name, score] : g.metrics) {
+        char part[96];
+        std::snprintf(part, sizeof part, " %s %.4g", name.c_str(), score);
+        out += part;
+    }
+    return out;
+}
+
 std::string formatMemoryReport(const MemoryReport& r)
 {
     std::string out = "memory after the first step (estimated / measured, MiB):";
@@ -232,6 +272,8 @@ RunMetrics readRunMetrics(const std::string& runDir)
             out.steps.back().totalSteps = planned;
         } else if (type == "eval") {
             out.evals.push_back(evalMetricsFromJson(line));
+        } else if (type == "generation_eval") {
+            out.generationEvals.push_back(generationEvalFromJson(line));
         } else if (type == "diverged") {
             out.diagnoses.push_back(diagnosisFromJson(line));
         }

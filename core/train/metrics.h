@@ -49,6 +49,16 @@ struct EvalMetrics {
     int64_t memoryPeak = 0;  // highest tensor memory during the evaluation, bytes
 };
 
+// Generation-based evaluation during training (eval.generate_every): the metrics of greedy answers
+// on a fixed seeded sample of the validation split. metrics.jsonl: {"type": "generation_eval",
+// "step", "cases", "seconds", "metrics": {NAME: score}} in the metric's units (eval/metric.h).
+struct GenerationEvalMetrics {
+    int64_t step = 0;
+    int64_t cases = 0;
+    double seconds = 0;
+    std::vector<std::pair<std::string, double>> metrics;  // in eval.metrics order
+};
+
 // Estimated (from config.json alone) vs measured memory after the first optimizer step, item by
 // item. metrics.jsonl: {"type": "memory", "step", "seq", <key>: {"estimated", "measured"} ...}.
 struct MemoryReport {
@@ -125,6 +135,8 @@ StepMetrics
 stepMetricsFromJson(const nlohmann::json& line);  // throws tb::Error naming a missing key
 nlohmann::json toJson(const EvalMetrics& e);
 EvalMetrics evalMetricsFromJson(const nlohmann::json& line);
+nlohmann::json toJson(const GenerationEvalMetrics& g);
+GenerationEvalMetrics generationEvalFromJson(const nlohmann::json& line);
 nlohmann::json toJson(const MemoryReport& r);
 nlohmann::json toJson(const Diagnosis& d);
 Diagnosis diagnosisFromJson(const nlohmann::json& line);  // cause and advice stay empty
@@ -136,6 +148,7 @@ packingStatsFromJson(const nlohmann::json& j);  // throws tb::Error naming a mis
 // The human-readable lines of a run's progress, the same on the console and in the studio's log.
 std::string formatStepLine(const StepMetrics& m);
 std::string formatEvalLine(const EvalMetrics& e);
+std::string formatGenerationEvalLine(const GenerationEvalMetrics& g);
 std::string formatMemoryReport(const MemoryReport& r);
 std::string formatDiagnosis(const Diagnosis& d);
 // "packed 480 examples into 130 bins: efficiency 93.1% (11620 of 12480 token slots)"
@@ -146,6 +159,7 @@ std::string formatPacking(const PackingStats& p);
 struct RunMetrics {
     std::vector<StepMetrics> steps;
     std::vector<EvalMetrics> evals;
+    std::vector<GenerationEvalMetrics> generationEvals;
     std::vector<Diagnosis> diagnoses;
 };
 RunMetrics readRunMetrics(const std::string& runDir);

@@ -74,10 +74,9 @@ PreparedModel prepareModel(const TrainConfig& config)
     return m;
 }
 
-PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
+RunExamples runExamples(const TrainConfig& c)
 {
-    PreparedData d;
-    const TokenizeOptions options = tokenizeOptions(c);
+    RunExamples d;
     auto report = [&d](const ExampleFile& f) {
         d.rejectedRows += static_cast<int64_t>(f.rejected.size());
         for (size_t i = 0; i < f.rejected.size() && i < 20; ++i)
@@ -102,58 +101,68 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
         hashInput += info.sha256;
         return examples;
     };
-    std::vector<Example> trainExamples;
     if (!c.data.store.empty()) {
         store = DataStore::open(c.data.store, false);
-        trainExamples = fromSnapshot("train", c.data.snapshot);
+        d.train = fromSnapshot("train", c.data.snapshot);
     } else {
         ExampleFile train = readExampleFile(c.data.trainFile, c.data.format);
         report(train);
         hashInput = sha256File(c.data.trainFile);
-        trainExamples = std::move(train.examples);
+        d.train = std::move(train.examples);
     }
-    std::vector<Example> valExamples;
     if (store && !c.data.valSnapshot.empty()) {
-        valExamples = fromSnapshot("validation", c.data.valSnapshot);
+        d.val = fromSnapshot("validation", c.data.valSnapshot);
     } else if (!c.data.valFile.empty()) {
         ExampleFile val = readExampleFile(c.data.valFile, c.data.format);
         report(val);
-        valExamples = std::move(val.examples);
+        d.val = std::move(val.examples);
         hashInput += sha256File(c.data.valFile);
     } else if (c.data.valRatio > 0) {
         // A seeded split: the same seed always holds out the same examples.
-        auto order = epochOrder(static_cast<int64_t>(trainExamples.size()), c.seed ^ 0x5eed, 0);
+        auto order = epochOrder(static_cast<int64_t>(d.train.size()), c.seed ^ 0x5eed, 0);
         const auto nVal = static_cast<size_t>(
-            std::llround(c.data.valRatio * static_cast<double>(trainExamples.size())));
+            std::llround(c.data.valRatio * static_cast<double>(d.train.size())));
         std::vector<Example> kept;
         for (size_t i = 0; i < order.size(); ++i)
-            (i < nVal ? valExamples : kept).push_back(trainExamples[static_cast<size_t>(order[i])]);
-        trainExamples = std::move(kept);
+            (i < nVal ? d.val : kept).push_back(d.train[static_cast<size_t>(order[i])]);
+        d.train = std::move(kept);
     }
-    const std::string dataName =
-        store ? c.data.store + " snapshot " + c.data.snapshot : c.data.trainFile;
-    if (trainExamples.empty())
-        fail(dataName, ": no training examples left after the validation split");
-    d.stopProbe = stopProbeExamples(valExamples.empty() ? trainExamples : valExamples);
-    // Packed bins depend on the data and the seed alone: a resumed run packs the same bins.
-    d.train = tokenizeAll(trainExamples, tokenizer, options, c.data.packing, c.seed);
-    d.val = tokenizeAll(valExamples, tokenizer, options);
+    d.dataName = store ? c.data.store + " snapshot " + c.data.snapshot : c.data.trainFile;
+    if (d.train.empty())
+        fail(d.dataName, ": no training examples left after the validation split");
     if (store && !c.data.generalSnapshot.empty()) {
-        d.general =
-            tokenizeAll(fromSnapshot("general", c.data.generalSnapshot), tokenizer, options);
+        d.general = fromSnapshot("general", c.data.generalSnapshot);
     } else if (!c.data.generalFile.empty()) {
         ExampleFile general = readExampleFile(c.data.generalFile, ExampleFormat::Auto);
         report(general);
-        d.general = tokenizeAll(general.examples, tokenizer, options);
+        d.general = std::move(general.examples);
         hashInput += sha256File(c.data.generalFile);
     }
+    d.hash = sha256Hex(hashInput);
+    return d;
+}
+
+PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
+{
+    PreparedData d;
+    const TokenizeOptions options = tokenizeOptions(c);
+    RunExamples examples = runExamples(c);
+    d.rejectedRows = examples.rejectedRows;
+    d.warnings = examples.warnings;
+    d.snapshots = examples.snapshots;
+    d.hash = examples.hash;
+    d.stopProbe = stopProbeExamples(examples.val.empty() ? examples.train : examples.val);
+    // Packed bins depend on the data and the seed alone: a resumed run packs the same bins.
+    d.train = tokenizeAll(examples.train, tokenizer, options, c.data.packing, c.seed);
+    d.val = tokenizeAll(examples.val, tokenizer, options);
+    d.general = tokenizeAll(examples.general, tokenizer, options);
     if (d.train.sequences.empty())
-        fail(dataName, ": no sequences after tokenization");
+        fail(examples.dataName, ": no sequences after tokenization");
     if (d.train.truncated > 0)
         d.warnings.push_back(
             std::to_string(d.train.truncated) + " of " + std::to_string(d.train.examples) +
             " training examples were cut at max_length " + std::to_string(c.data.maxLength));
-    d.hash = sha256Hex(hashInput);
+    d.heldOut = std::move(examples.val);
     return d;
 }
 

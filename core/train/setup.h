@@ -30,12 +30,25 @@ struct PreparedModel {
 };
 PreparedModel prepareModel(const TrainConfig& config);
 
+// The examples of a run's data as it selects them: train and general from their files or
+// snapshots, validation from its file or snapshot or the seeded val_ratio split of train.
+struct RunExamples {
+    std::vector<Example> train, val, general;
+    int64_t rejectedRows = 0;
+    std::vector<std::string> warnings;
+    std::string hash;      // SHA-256 over the data files, or of the snapshots' contents
+    std::string dataName;  // the training file, or "STORE snapshot ID"
+    nlohmann::json snapshots = nlohmann::json::object();
+};
+RunExamples runExamples(const TrainConfig& config);
+
 // Tokenized train / validation / general sets of a run.
 struct PreparedData {
     SequenceSet train, val, general;
     int64_t rejectedRows = 0;
     std::vector<std::string> warnings;
     std::vector<Example> stopProbe;  // held-out conversations the stop rate probes
+    std::vector<Example> heldOut;    // the validation examples (generation-based evaluation)
     std::string hash;                // SHA-256 over the data files, or of the snapshots' contents
     nlohmann::json snapshots =
         nlohmann::json::object();  // role -> {id, sha256, records} when from a store

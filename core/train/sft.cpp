@@ -3,6 +3,7 @@
 // log, evaluate and checkpoint; at the end evaluate, save and free the model.
 #include "train/sft.h"
 
+#include "eval/evaluate.h"
 #include "memory/measure.h"
 #include "model/model_impl.h"
 #include "peft/peft.h"
@@ -44,13 +45,19 @@ TrainSummary SftRecipe::run()
         const bool more = step < m_totalSteps;
         if (m_config.evalEvery > 0 && step % m_config.evalEvery == 0 && more)
             evaluate(step);
+        const int64_t generateEvery = m_config.eval.generateEvery;
+        if (generateEvery > 0 && step % generateEvery == 0 && more)
+            generationEval(step);
         if (m_config.saveEvery > 0 && step % m_config.saveEvery == 0 && more)
             save();
     }
     TrainSummary& s = m_summary;
     s.stopped = step < m_totalSteps;
-    if (!s.stopped)
+    if (!s.stopped) {
         evaluate(step);
+        if (m_config.eval.generateEvery > 0)
+            generationEval(step);
+    }
     if (step > 0)
         save();  // the final state, or where the user stopped: resumable either way
     s.steps = step;
@@ -85,6 +92,13 @@ void SftRecipe::setUp()
     m_data = prepareData(m_config, *m_model.tokenizer);
     for (const auto& w : m_data.warnings)
         warn(w);
+    if (m_config.eval.generateEvery > 0) {
+        m_evalCases = eval::sampleCases(eval::casesFromExamples(m_data.heldOut),
+                                        m_config.eval.sample, m_config.seed);
+        if (m_evalCases.empty())
+            warn("eval.generate_every is set, but the validation split has no conversation "
+                 "ending with an answer: no generation-based evaluation");
+    }
     const auto sequences = static_cast<int64_t>(m_data.train.sequences.size());
     m_totalSteps = plannedSteps(m_config, sequences);
 
@@ -333,16 +347,47 @@ double SftRecipe::meanLoss(const SequenceSet& set)
     return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;
 }
 
+std::unique_ptr<Model> SftRecipe::modelFacade() const
+{
+    auto impl = std::make_unique<Model::Impl>();
+    impl->module = m_model.module;
+    impl->device = m_model.device;
+    return Model::fromImpl(std::move(impl));
+}
+
+void SftRecipe::generationEval(int64_t step)
+{
+    if (m_evalCases.empty())
+        return;
+    const bool training = m_model.module->is_training();
+    m_model.module->eval();
+    eval::EvalSettings settings;
+    settings.metrics = m_config.eval.metrics;
+    settings.generation.maxNewTokens = m_config.eval.maxNewTokens;
+    settings.batch = std::max(1, m_config.batchSize);
+    settings.resamples = 0;  // the plot needs the scores, not their intervals
+    const std::unique_ptr<Model> model = modelFacade();
+    const eval::EvalResult r = eval::evaluateModel(
+        *model, *m_model.tokenizer, runChatTemplate(m_config), m_evalCases, settings);
+    m_model.module->train(training);
+    GenerationEvalMetrics g;
+    g.step = step;
+    g.cases = static_cast<int64_t>(r.predictions.size());
+    g.seconds = r.seconds;
+    for (const std::string& name : r.metricOrder)
+        g.metrics.emplace_back(name, r.metrics.at(name).score);
+    m_store->appendMetrics(toJson(g));
+    if (m_events)
+        m_events->onGenerationEval(g);
+}
+
 void SftRecipe::measureStops()
 {
     if (m_data.stopProbe.empty())
         return;
     const bool training = m_model.module->is_training();
     m_model.module->eval();
-    auto impl = std::make_unique<Model::Impl>();
-    impl->module = m_model.module;
-    impl->device = m_model.device;
-    const std::unique_ptr<Model> model = Model::fromImpl(std::move(impl));
+    const std::unique_ptr<Model> model = modelFacade();
     const StopRate r =
         measureStopRate(*model, *m_model.tokenizer, runChatTemplate(m_config), m_data.stopProbe);
     m_summary.stopPrompts = r.prompts;

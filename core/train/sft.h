@@ -4,6 +4,7 @@
 // control. Internal to core.
 #pragma once
 
+#include "eval/evaluate.h"
 #include "train/checkpoint.h"
 #include "train/control.h"
 #include "train/divergence_guard.h"
@@ -41,6 +42,9 @@ private:
     double meanLoss(const SequenceSet& set);
     void save();
     void measureStops();  // the summary's stop rate on held-out conversations
+    // eval.generate_every: the metrics of greedy answers on the fixed sample of validation cases.
+    void generationEval(int64_t step);
+    std::unique_ptr<Model> modelFacade() const;  // the module being trained behind Model
     void reportMemory(int64_t seq);
     std::vector<int64_t> nextMicroBatch();
     std::vector<int64_t> orderOfEpoch(int64_t epoch) const;  // epochOrder or lengthGroupedOrder
@@ -67,6 +71,7 @@ private:
     int64_t m_memoryAfterLoad = 0, m_memoryAfterForward = 0, m_memoryAfterBackward = 0,
             m_memoryAfterOptimizer = 0, m_memoryPeak = 0;
     int64_t m_gradientBytes = 0;
+    std::vector<eval::EvalCase> m_evalCases;  // eval.sample of the validation split (seeded)
     TrainSummary m_summary;
     double m_trainSeconds = 0;
     int64_t m_trainTokens = 0;

@@ -2,6 +2,8 @@
 // the names of those enums, overrides, run.json (toJson) and the estimate options of a run.
 #include "train/train_config.h"
 
+#include "eval/metric.h"
+
 #include "util/error.h"
 #include "util/file_util.h"
 
@@ -78,6 +80,7 @@ const Names kTopKeys{"name",
                      "loss",
                      "loss_chunk_tokens",
                      "eval_every",
+                     "eval",
                      "log_every",
                      "save_every",
                      "keep_checkpoints",
@@ -96,6 +99,7 @@ const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
 const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
 const Names kPromptKeys{"num_tokens", "init_text"};
 const Names kPartialKeys{"trainable_blocks", "modules"};
+const Names kEvalKeys{"generate_every", "sample", "metrics", "max_new_tokens"};
 const Names kDataKeys{"store",
                       "snapshot",
                       "val_snapshot",
@@ -463,6 +467,21 @@ void parsePartial(const Section& s, PartialOptions& o)
                   m, "')");
 }
 
+void parseEval(const Section& s, GenerationEvalOptions& o)
+{
+    s.checkKeys(kEvalKeys);
+    o.generateEvery = s.integer("generate_every", o.generateEvery, 0);
+    o.sample = s.intValue("sample", o.sample, 1);
+    o.metrics = s.list("metrics", o.metrics);
+    const auto& known = eval::metricNames();
+    for (const auto& m : o.metrics)
+        if (std::find(known.begin(), known.end(), m) == known.end())
+            s.bad("metrics", "items must be among ", joinNames(known, " | "), " (got '", m, "')");
+    if (o.generateEvery > 0 && o.metrics.empty())
+        s.bad("metrics", "must name at least one metric when 'eval.generate_every' is set");
+    o.maxNewTokens = s.intValue("max_new_tokens", o.maxNewTokens, 1);
+}
+
 void parseData(const Section& s, DataOptions& o)
 {
     s.checkKeys(kDataKeys);
@@ -666,6 +685,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     c.loss = top.choice("loss", c.loss, kLosses, lossKindName, parseLossKind);
     c.lossChunkTokens = top.intValue("loss_chunk_tokens", c.lossChunkTokens, 16);
     c.evalEvery = top.integer("eval_every", c.evalEvery, 0);
+    parseEval(top.child("eval"), c.eval);
     c.logEvery = top.integer("log_every", c.logEvery, 1);
     c.saveEvery = top.integer("save_every", c.saveEvery, 0);
     c.keepCheckpoints = top.intValue("keep_checkpoints", c.keepCheckpoints, 0);
@@ -789,6 +809,10 @@ nlohmann::json toJson(const TrainConfig& c)
     j["loss"] = lossKindName(c.loss);
     j["loss_chunk_tokens"] = c.lossChunkTokens;
     j["eval_every"] = c.evalEvery;
+    j["eval"] = {{"generate_every", c.eval.generateEvery},
+                 {"sample", c.eval.sample},
+                 {"metrics", c.eval.metrics},
+                 {"max_new_tokens", c.eval.maxNewTokens}};
     j["log_every"] = c.logEvery;
     j["save_every"] = c.saveEvery;
     j["keep_checkpoints"] = c.keepCheckpoints;

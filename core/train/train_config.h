@@ -83,6 +83,17 @@ struct OptimOptions {
     bool operator==(const OptimOptions&) const = default;
 };
 
+// Generation-based evaluation during training (run.json's "eval"): every generate_every steps the
+// model answers a fixed seeded sample of the validation split and the metrics are logged.
+struct GenerationEvalOptions {
+    int64_t generateEvery = 0;  // steps; 0 = off
+    int sample = 16;            // validation cases, the same ones every time (seeded)
+    std::vector<std::string> metrics = {"exact_match", "f1"};
+    int maxNewTokens = 64;
+
+    bool operator==(const GenerationEvalOptions&) const = default;
+};
+
 // A run: the method and its options (MethodOptions: method, lora, adapter, prompt, partial) and the
 // rest.
 struct TrainConfig : MethodOptions {
@@ -101,6 +112,7 @@ struct TrainConfig : MethodOptions {
     LossKind loss = LossKind::Full;
     int lossChunkTokens = 1024;  // chunked: tokens per chunk
     int64_t evalEvery = 0;       // steps; 0 = only at the end
+    GenerationEvalOptions eval;
     int64_t logEvery = 1;
     int64_t saveEvery = 0;  // steps; 0 = only at the end
     int keepCheckpoints = 2;

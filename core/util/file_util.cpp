@@ -54,6 +54,14 @@ void writeFileAtomic(const std::string& path, std::string_view bytes)
     }
 }
 
+void makeDirectories(const std::string& path)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec)
+        fail(path, ": cannot create the folder (", ec.message(), ")");
+}
+
 bool fileExists(const std::string& path)
 {
     struct stat st {};

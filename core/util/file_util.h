@@ -15,6 +15,8 @@ std::string readFile(const std::string& path);
 // one.
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
+// Creates a folder and its parents (nothing when it exists); throws tb::Error naming it.
+void makeDirectories(const std::string& path);
 bool fileExists(const std::string& path);
 bool isDirectory(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);

@@ -1,0 +1,348 @@
+// Evaluating a model on held-out cases: prompts rendered with the chat template, answers generated
+// in batches, scored by the chosen metrics with bootstrap intervals, written as a results folder.
+#include "eval/evaluate.h"
+
+#include "data/example.h"
+#include "tokenizer/model_template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/file_util.h"
+#include "util/sha256.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace tb::eval {
+namespace {
+
+nlohmann::json messagesJson(const std::vector<ChatMessage>& messages)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const ChatMessage& m : messages)
+        out.push_back({{"role", m.role}, {"content", m.content}});
+    return out;
+}
+
+std::vector<ChatMessage> messagesFromJson(const nlohmann::json& j, const std::string& where)
+{
+    std::vector<ChatMessage> out;
+    if (j.is_string()) {
+        out.push_back({"user", j.get<std::string>()});
+        return out;
+    }
+    if (!j.is_array())
+        fail(where, ": 'prompt' must be a string or a list of {role, content} messages");
+    for (const auto& m : j) {
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
+            !m.contains("content") || !m["content"].is_string())
+            fail(where, ": each message of 'prompt' needs string 'role' and 'content'");
+        out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    }
+    return out;
+}
+
+std::string lastUserTurn(const std::vector<ChatMessage>& messages)
+{
+    for (auto it = messages.rbegin(); it != messages.rend(); ++it)
+        if (it->role == "user")
+            return it->content;
+    return {};
+}
+
+}  // namespace
+
+std::vector<EvalCase> casesFromExamples(const std::vector<Example>& examples, int64_t limit)
+{
+    std::vector<EvalCase> out;
+    for (const Example& e : examples) {
+        if (limit > 0 && static_cast<int64_t>(out.size()) >= limit)
+            break;
+        if (e.plainText || e.messages.empty() || e.messages.back().role != "assistant")
+            continue;
+        EvalCase c;
+        c.id = e.source;
+        const auto hash = e.source.rfind(":record ");
+        if (hash != std::string::npos)
+            c.recordId = std::stoll(e.source.substr(hash + 8));
+        c.prompt.assign(e.messages.begin(), e.messages.end() - 1);
+        c.references = {e.messages.back().content};
+        c.source = lastUserTurn(c.prompt);
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+std::vector<EvalCase> sampleCases(const std::vector<EvalCase>& cases, int64_t n, uint64_t seed)
+{
+    if (n <= 0 || n >= static_cast<int64_t>(cases.size()))
+        return cases;
+    std::vector<size_t> order(cases.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::mt19937_64 rng(seed);
+    std::shuffle(order.begin(), order.end(), rng);
+    order.resize(static_cast<size_t>(n));
+    std::sort(order.begin(), order.end());
+    std::vector<EvalCase> out;
+    for (size_t i : order)
+        out.push_back(cases[i]);
+    return out;
+}
+
+std::string casesSha256(const std::vector<EvalCase>& cases)
+{
+    nlohmann::json all = nlohmann::json::array();
+    for (const EvalCase& c : cases)
+        all.push_back({{"prompt", messagesJson(c.prompt)}, {"references", c.references}});
+    return sha256Hex(all.dump());
+}
+
+nlohmann::json toJson(const EvalSettings& s)
+{
+    const GenerateOptions& g = s.generation;
+    nlohmann::json j = {{"metrics", s.metrics},     {"max_new_tokens", g.maxNewTokens},
+                        {"greedy", g.greedy},       {"batch", s.batch},
+                        {"resamples", s.resamples}, {"seed", s.seed}};
+    if (!g.greedy) {
+        j["temperature"] = g.temperature;
+        j["top_k"] = g.topK;
+        j["top_p"] = g.topP;
+        j["generation_seed"] = g.seed;
+    }
+    if (g.repetitionPenalty != 1.0)
+        j["repetition_penalty"] = g.repetitionPenalty;
+    if (!s.glossaryPath.empty())
+        j["glossary"] = s.glossaryPath;
+    if (s.metricOptions.rougeStemmer)
+        j["rouge_stemmer"] = true;
+    return j;
+}
+
+MetricInput metricInput(const EvalPrediction& p)
+{
+    return MetricInput{p.prediction, p.input.references, p.input.source, p.stopped, p.answerTokens};
+}
+
+std::vector<std::unique_ptr<Metric>> buildMetrics(const std::vector<std::string>& names,
+                                                  const MetricOptions& options)
+{
+    if (names.empty())
+        fail(
+            "no metrics chosen (known: ",
+            [] {
+                std::string all;
+                for (const auto& n : metricNames())
+                    all += (all.empty() ? "" : ", ") + n;
+                return all;
+            }(),
+            ")");
+    std::vector<std::unique_ptr<Metric>> out;
+    for (const std::string& name : names)
+        out.push_back(makeMetric(name, options));
+    return out;
+}
+
+EvalResult evaluateModel(const Model& model, const Tokenizer& tokenizer, const ChatTemplate& chat,
+                         const std::vector<EvalCase>& cases, const EvalSettings& settings,
+                         const EvalProgress& progress)
+{
+    if (cases.empty())
+        fail("evaluation: no held-out case (a conversation ending with an assistant answer)");
+    if (settings.batch < 1)
+        fail("evaluation: the batch size must be at least 1");
+    buildMetrics(settings.metrics, settings.metricOptions);  // unknown names fail before generating
+    EvalResult r;
+    r.metricOrder = settings.metrics;
+    r.settings = toJson(settings);
+    r.data["sha256"] = casesSha256(cases);
+    GenerateOptions options = settings.generation;
+    const std::vector<int32_t> stops = chatStopIds(chat, tokenizer);
+    options.stopTokenIds.insert(options.stopTokenIds.end(), stops.begin(), stops.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto total = static_cast<int64_t>(cases.size());
+    for (size_t start = 0; start < cases.size(); start += static_cast<size_t>(settings.batch)) {
+        const size_t end = std::min(cases.size(), start + static_cast<size_t>(settings.batch));
+        std::vector<std::vector<int32_t>> prompts;
+        for (size_t i = start; i < end; ++i) {
+            try {
+                prompts.push_back(chatPromptIds(chat, tokenizer, messagesValue(cases[i].prompt)));
+            } catch (const Error& e) {
+                fail(cases[i].id, ": ", e.what());
+            }
+        }
+        const std::vector<GenerateResult> answers =
+            model.generateBatch(prompts, options, &tokenizer);
+        for (size_t i = start; i < end; ++i) {
+            const GenerateResult& g = answers[i - start];
+            EvalPrediction p;
+            p.input = cases[i];
+            p.prediction = g.text;
+            p.stopReason = g.stopReason;
+            p.stopped = g.stopReason == "eos";
+            p.answerTokens = static_cast<int64_t>(g.tokens.size());
+            r.predictions.push_back(std::move(p));
+        }
+        if (progress && !progress(static_cast<int64_t>(end), total)) {
+            r.cancelled = true;
+            break;
+        }
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.cancelled)
+        scorePredictions(r, settings);
+    return r;
+}
+
+void scorePredictions(EvalResult& result, const EvalSettings& settings)
+{
+    const auto metrics = buildMetrics(settings.metrics, settings.metricOptions);
+    if (result.predictions.empty())
+        fail("evaluation: no predictions to score");
+    result.metricOrder = settings.metrics;
+    result.metrics.clear();
+    for (const auto& metric : metrics) {
+        std::vector<std::vector<double>> stats;
+        stats.reserve(result.predictions.size());
+        for (EvalPrediction& p : result.predictions) {
+            if (metric->needsReferences() && p.input.references.empty())
+                fail(p.input.id, ": metric '", metric->name(),
+                     "' needs a reference, and this prediction has none");
+            const MetricInput in = metricInput(p);
+            stats.push_back(metric->stats(in));
+            p.scores[metric->name()] = metric->exampleScore(in);
+        }
+        result.metrics[metric->name()] =
+            bootstrapScore(*metric, stats, settings.resamples, settings.seed);
+    }
+}
+
+nlohmann::json toJson(const EvalPrediction& p)
+{
+    nlohmann::json j = {
+        {"id", p.input.id},
+        {"prompt", messagesJson(p.input.prompt)},
+        {"reference", p.input.references.empty() ? std::string() : p.input.references.front()},
+        {"references", p.input.references},
+        {"prediction", p.prediction},
+        {"stopped", p.stopped},
+        {"answer_tokens", p.answerTokens},
+        {"scores", p.scores}};
+    if (p.input.recordId > 0)
+        j["record_id"] = p.input.recordId;
+    if (!p.input.source.empty())
+        j["source"] = p.input.source;
+    if (!p.stopReason.empty())
+        j["stop_reason"] = p.stopReason;
+    return j;
+}
+
+nlohmann::json toJson(const EvalResult& r)
+{
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const std::string& name : r.metricOrder) {
+        auto it = r.metrics.find(name);
+        if (it != r.metrics.end())
+            metrics[name] = {{"score", it->second.score},
+                             {"ci", {it->second.ci.lo, it->second.ci.hi}}};
+    }
+    return {{"metrics", metrics},
+            {"metric_order", r.metricOrder},
+            {"examples", static_cast<int64_t>(r.predictions.size())},
+            {"name", r.name},
+            {"model", r.model},
+            {"settings", r.settings},
+            {"data", r.data},
+            {"seconds", r.seconds}};
+}
+
+void writeEvalResult(const EvalResult& result, const std::string& dir)
+{
+    makeDirectories(dir);
+    std::string lines;
+    for (const EvalPrediction& p : result.predictions)
+        lines += toJson(p).dump() + "\n";
+    writeFileAtomic(joinPath(dir, "predictions.jsonl"), lines);
+    writeFileAtomic(joinPath(dir, "results.json"), toJson(result).dump(2) + "\n");
+}
+
+std::vector<EvalPrediction> readPredictions(const std::string& path)
+{
+    std::istringstream in(readFile(path));
+    std::vector<EvalPrediction> out;
+    std::string line;
+    for (int64_t number = 1; std::getline(in, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+            continue;
+        const std::string where = path + ":" + std::to_string(number);
+        nlohmann::json row;
+        try {
+            row = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::exception& e) {
+            fail(where, ": not valid JSON (", e.what(), ")");
+        }
+        if (!row.is_object())
+            fail(where, ": each line must be a JSON object");
+        if (!row.contains("prediction") || !row["prediction"].is_string())
+            fail(where, ": missing string 'prediction'");
+        EvalPrediction p;
+        p.prediction = row["prediction"].get<std::string>();
+        p.input.id = row.value("id", where);
+        if (row.contains("references") && !row["references"].is_null()) {
+            const auto& refs = row["references"];
+            if (!refs.is_array() ||
+                std::any_of(refs.begin(), refs.end(), [](const auto& v) { return !v.is_string(); }))
+                fail(where, ": 'references' must be a list of strings");
+            for (const auto& v : refs)
+                p.input.references.push_back(v.get<std::string>());
+        } else if (row.contains("reference") && !row["reference"].is_null()) {
+            if (!row["reference"].is_string())
+                fail(where, ": 'reference' must be a string");
+            p.input.references = {row["reference"].get<std::string>()};
+        }
+        if (row.contains("prompt"))
+            p.input.prompt = messagesFromJson(row["prompt"], where);
+        p.input.source = row.contains("source") && row["source"].is_string()
+                             ? row["source"].get<std::string>()
+                             : lastUserTurn(p.input.prompt);
+        p.input.recordId = row.value("record_id", int64_t{0});
+        p.stopped = row.value("stopped", false);
+        p.stopReason = row.value("stop_reason", std::string());
+        p.answerTokens = row.value("answer_tokens", int64_t{0});
+        if (row.contains("scores") && row["scores"].is_object())
+            for (const auto& [name, v] : row["scores"].items())
+                if (v.is_number())
+                    p.scores[name] = v.get<double>();
+        out.push_back(std::move(p));
+    }
+    if (out.empty())
+        fail(path, ": no predictions (the file is empty)");
+    return out;
+}
+
+EvalResult readEvalResult(const std::string& dir)
+{
+    const std::string resultsPath = joinPath(dir, "results.json");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(readFile(resultsPath));
+    } catch (const nlohmann::json::exception& e) {
+        fail(resultsPath, ": not valid JSON (", e.what(), ")");
+    }
+    EvalResult r;
+    r.name = j.value("name", std::string());
+    r.model = j.value("model", std::string());
+    r.settings = j.value("settings", nlohmann::json::object());
+    r.data = j.value("data", nlohmann::json::object());
+    r.seconds = j.value("seconds", 0.0);
+    r.metricOrder = j.value("metric_order", std::vector<std::string>());
+    for (const auto& [name, m] : j.value("metrics", nlohmann::json::object()).items()) {
+        const auto ci = m.value("ci", std::vector<double>{0, 0});
+        r.metrics[name] = CorpusScore{m.value("score", 0.0), Interval{ci.at(0), ci.at(1)}};
+    }
+    r.predictions = readPredictions(joinPath(dir, "predictions.jsonl"));
+    return r;
+}
+
+}  // namespace tb::eval

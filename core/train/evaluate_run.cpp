@@ -1,0 +1,212 @@
+// Evaluating runs: held-out cases from a file, a snapshot or a run's validation split; a run's
+// tuned model with its template; results in RUN/eval/NAME; scorecards and suites over base and
+// runs.
+#include "train/evaluate_run.h"
+
+#include "data/ingest/example_file.h"
+#include "data/record.h"
+#include "data/store/snapshot.h"
+#include "data/store/store.h"
+#include "train/metrics.h"
+#include "train/run_store.h"
+#include "train/setup.h"
+#include "train/tuned_model.h"
+#include "util/error.h"
+#include "util/file_util.h"
+#include "util/sha256.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+namespace tb {
+namespace {
+
+std::string nowStamp()
+{
+    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "eval-%Y%m%d-%H%M%S", &tm);
+    return text;
+}
+
+}  // namespace
+
+EvalCases loadEvalCases(const EvalDataSource& s)
+{
+    EvalCases out;
+    std::vector<Example> examples;
+    std::string where;
+    if (!s.file.empty()) {
+        ExampleFile f = readExampleFile(s.file);
+        for (const RejectedRow& r : f.rejected)
+            out.warnings.push_back("skipped " + r.location + ": " + r.reason);
+        examples = std::move(f.examples);
+        out.data["source"] = s.file;
+        out.data["file_sha256"] = sha256File(s.file);
+        where = s.file;
+    } else if (!s.store.empty()) {
+        if (s.snapshot.empty())
+            fail(s.store, ": a store needs a snapshot id (--snapshot)");
+        const auto store = DataStore::open(s.store, false);
+        SnapshotInfo info;
+        for (const SnapshotRecord& r : snapshotRecords(*store, s.snapshot, &info)) {
+            examples.push_back(recordToExample(r.kind, r.fields));
+            examples.back().source =
+                s.store + "#" + s.snapshot + ":record " + std::to_string(r.recordId);
+        }
+        out.data["source"] = s.store + "#" + s.snapshot;
+        out.data["snapshot_sha256"] = info.sha256;
+        where = s.store + " snapshot " + s.snapshot;
+    } else if (!s.run.empty()) {
+        const TrainConfig config = runConfig(RunStore(s.run).readRunInfo(), s.run);
+        examples = runExamples(config).val;
+        out.data["source"] = s.run + " (validation split)";
+        where = s.run + "'s validation split";
+    } else {
+        fail("evaluation: no data (give a data file, a store snapshot or a run)");
+    }
+    out.cases = eval::casesFromExamples(examples, s.limit);
+    if (out.cases.empty())
+        fail(where, ": no held-out case (a conversation that ends with an assistant answer)");
+    out.data["sha256"] = eval::casesSha256(out.cases);
+    out.data["cases"] = static_cast<int64_t>(out.cases.size());
+    return out;
+}
+
+std::string runBaseModel(const std::string& runDir)
+{
+    return runConfig(RunStore(runDir).readRunInfo(), runDir).model;
+}
+
+EvalModel loadRunForEval(const std::string& runDir, const std::string& device)
+{
+    if (!fileExists(joinPath(runDir, "run.json")))
+        fail(runDir, ": not a run folder (no run.json)");
+    const TrainConfig config = runConfig(RunStore(runDir).readRunInfo(), runDir);
+    EvalModel m;
+    m.label = config.name;
+    m.model = runDir;
+    m.runDir = runDir;
+    m.weights = loadTunedModel(runDir, LoadOptions{"fp32", device});
+    m.tokenizer = loadTokenizer(config.model);
+    m.chat = std::make_shared<const ChatTemplate>(runChatTemplate(config));
+    return m;
+}
+
+EvalModel loadModelForEval(const std::string& modelDir, std::shared_ptr<const ChatTemplate> chat,
+                           const std::string& device)
+{
+    EvalModel m;
+    m.label = "base";
+    m.model = modelDir;
+    m.weights = Model::load(modelDir, LoadOptions{"fp32", device});
+    m.tokenizer = loadTokenizer(modelDir);
+    if (!chat) {
+        auto own = ChatTemplate::fromModel(modelDir);
+        if (!own)
+            fail(modelDir, ": the model has no chat template of its own; choose one (--template)");
+        chat = std::make_shared<const ChatTemplate>(std::move(*own));
+    }
+    m.chat = std::move(chat);
+    return m;
+}
+
+std::pair<std::optional<double>, std::optional<double>> runGeneralLoss(const std::string& runDir)
+{
+    const RunMetrics metrics = readRunMetrics(runDir);
+    for (auto it = metrics.evals.rbegin(); it != metrics.evals.rend(); ++it)
+        if (it->generalLoss)
+            return {it->generalLoss, it->generalLossBase};
+    return {std::nullopt, std::nullopt};
+}
+
+eval::EvalResult evaluateLoaded(const EvalModel& model, const EvalCases& cases,
+                                const eval::EvalSettings& settings,
+                                const eval::EvalProgress& progress)
+{
+    eval::EvalResult r = eval::evaluateModel(*model.weights, *model.tokenizer, *model.chat,
+                                             cases.cases, settings, progress);
+    r.model = model.model;
+    r.data = cases.data;
+    r.settings["chat_template"] = model.chat->name();
+    return r;
+}
+
+std::string runEvalDir(const std::string& runDir, const std::string& name)
+{
+    const std::string n = name.empty() ? nowStamp() : name;
+    if (n == "." || n == ".." || n.find('/') != std::string::npos)
+        fail("evaluation name '", n, "' must be a folder name without '/'");
+    return joinPath(joinPath(runDir, "eval"), n);
+}
+
+eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::string>& runDirs,
+                            const EvalCases& cases, const eval::EvalSettings& settings,
+                            const eval::EvalProgress& progress,
+                            std::vector<eval::EvalResult>* results)
+{
+    if (runDirs.empty())
+        fail("compare: give at least one run");
+    eval::EvalSettings s = settings;
+    for (const char* always : {"stop_rate", "length"})
+        if (std::find(s.metrics.begin(), s.metrics.end(), always) == s.metrics.end())
+            s.metrics.push_back(always);
+    const auto total = static_cast<int64_t>(cases.cases.size() * (runDirs.size() + 1));
+    int64_t offset = 0;
+    bool cancelled = false;
+    auto step = [&](int64_t done, int64_t) {
+        if (progress && !progress(offset + done, total)) {
+            cancelled = true;
+            return false;
+        }
+        return true;
+    };
+    std::vector<eval::ScorecardSystem> systems;
+    std::shared_ptr<const ChatTemplate> chat;
+    std::vector<EvalModel> runs;
+    for (const std::string& dir : runDirs) {
+        EvalModel run = loadRunForEval(dir);
+        if (!chat)
+            chat = run.chat;
+        runs.push_back(std::move(run));
+    }
+    {
+        EvalModel base = loadModelForEval(baseDir, chat);
+        eval::ScorecardSystem system{"base", evaluateLoaded(base, cases, s, step), {}};
+        system.generalLoss = runGeneralLoss(runDirs.front()).second;
+        systems.push_back(std::move(system));
+    }
+    for (size_t i = 0; i < runs.size() && !cancelled; ++i) {
+        offset += static_cast<int64_t>(cases.cases.size());
+        eval::ScorecardSystem system{runs[i].label, evaluateLoaded(runs[i], cases, s, step), {}};
+        system.generalLoss = runGeneralLoss(runDirs[i]).first;
+        systems.push_back(std::move(system));
+    }
+    if (cancelled)
+        fail("compare: cancelled");
+    if (results)
+        for (const auto& system : systems)
+            results->push_back(system.result);
+    return eval::buildScorecard(std::move(systems), s);
+}
+
+eval::SuiteReport runSuiteOnRun(const std::string& runDir,
+                                const std::vector<eval::SuiteCase>& suite, int maxNewTokens,
+                                int batch, bool skipBase, const std::string& device)
+{
+    EvalModel tuned = loadRunForEval(runDir, device);
+    const std::vector<eval::CaseOutcome> tunedOutcomes =
+        eval::runSuite(*tuned.weights, *tuned.tokenizer, *tuned.chat, suite, maxNewTokens, batch);
+    std::vector<eval::CaseOutcome> baseOutcomes;
+    if (!skipBase) {
+        EvalModel base = loadModelForEval(runBaseModel(runDir), tuned.chat, device);
+        baseOutcomes =
+            eval::runSuite(*base.weights, *base.tokenizer, *base.chat, suite, maxNewTokens, batch);
+    }
+    return eval::compareSuite(suite, baseOutcomes, tunedOutcomes);
+}
+
+}  // namespace tb

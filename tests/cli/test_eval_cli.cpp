@@ -1,0 +1,261 @@
+// `tunebench eval` end to end: LoRA on datasets/tiny lifts exact match over the base model with a
+// paired interval that excludes zero, and the scorecard says so; results folders, scoring
+// predictions made elsewhere, regression suites that gate, evaluation during training, and one
+// clear error for each kind of bad input.
+#include "test_util.h"
+#include "util/file_util.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+const QString kConfig = QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json");
+const QString kVal = QStringLiteral(TB_SOURCE_DIR "/datasets/tiny/val.jsonl");
+
+struct Run {
+    int exitCode = -1;
+    QByteArray out, err;
+};
+
+Run tunebench(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), args);
+    Run r;
+    if (!p.waitForFinished(300000))
+        return r;
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+}
+
+nlohmann::json lastJson(const Run& r)
+{
+    return nlohmann::json::parse(r.out.trimmed().split('\n').last().toStdString());
+}
+
+QString q(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+}  // namespace
+
+class TestEvalCli : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void generationEvalDuringTraining();
+    void evalRun();
+    void compareScorecard();
+    void scorePredictions();
+    void suiteGate();
+    void errors_data();
+    void errors();
+
+private:
+    QTemporaryDir m_dir;
+    QString m_run;
+};
+
+// One LoRA run on the tiny task, with generation-based evaluation every 60 steps.
+void TestEvalCli::initTestCase()
+{
+    const QString runs = m_dir.filePath(QStringLiteral("runs"));
+    Run r = tunebench({QStringLiteral("train"), QStringLiteral("--config"), kConfig,
+                       QStringLiteral("output_dir=") + runs, QStringLiteral("name=evaltiny"),
+                       QStringLiteral("max_steps=120"), QStringLiteral("eval_every=0"),
+                       QStringLiteral("eval.generate_every=60"), QStringLiteral("eval.sample=8"),
+                       QStringLiteral("eval.max_new_tokens=24"),
+                       QStringLiteral("eval.metrics=[\"exact_match\",\"f1\"]"),
+                       QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    m_run = q(lastJson(r)["run_dir"].get<std::string>());
+    QVERIFY2(r.out.contains("generation eval step 60 (8 cases): exact_match"), r.out.constData());
+}
+
+void TestEvalCli::generationEvalDuringTraining()
+{
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(tb::readFile(m_run.toStdString() + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+        auto j = nlohmann::json::parse(line);
+        if (j["type"] == "generation_eval")
+            lines.push_back(j);
+    }
+    QCOMPARE(lines.size(), size_t(2));  // step 60 and the end (120)
+    QCOMPARE(lines[0]["step"].get<int>(), 60);
+    QCOMPARE(lines[1]["step"].get<int>(), 120);
+    QCOMPARE(lines[1]["cases"].get<int>(), 8);
+    const double f1 = lines[1]["metrics"]["f1"].get<double>();
+    QVERIFY2(f1 > 0.3 && f1 <= 1.0, std::to_string(f1).c_str());
+}
+
+void TestEvalCli::evalRun()
+{
+    // The run's own validation split, its template, 20 cases.
+    Run r = tunebench(
+        {QStringLiteral("eval"), QStringLiteral("--run"), m_run, QStringLiteral("--metrics"),
+         QStringLiteral("exact_match,f1,bleu,rougeL"), QStringLiteral("--limit"),
+         QStringLiteral("20"), QStringLiteral("--max-new-tokens"), QStringLiteral("32"),
+         QStringLiteral("--name"), QStringLiteral("val20"), QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto j = lastJson(r);
+    QCOMPARE(j["examples"].get<int>(), 20);
+    for (const char* m : {"exact_match", "f1", "bleu", "rougeL"}) {
+        const auto& s = j["metrics"][m];
+        QVERIFY2(s["ci"][0].get<double>() <= s["score"].get<double>() &&
+                     s["score"].get<double>() <= s["ci"][1].get<double>(),
+                 m);
+    }
+    QVERIFY(j["metrics"]["bleu"]["score"].get<double>() > 1.0);  // sacrebleu's 0-100 units
+    const std::string dir = m_run.toStdString() + "/eval/val20";
+    QCOMPARE(j["dir"].get<std::string>(), dir);
+    QCOMPARE(j["data"]["sha256"].get<std::string>().size(), size_t(64));
+    const auto results = nlohmann::json::parse(tb::readFile(dir + "/results.json"));
+    QCOMPARE(results["metrics"], j["metrics"]);
+    std::istringstream in(tb::readFile(dir + "/predictions.jsonl"));
+    int rows = 0;
+    for (std::string line; std::getline(in, line); ++rows) {
+        const auto p = nlohmann::json::parse(line);
+        for (const char* key : {"prompt", "reference", "prediction", "scores", "stopped"})
+            QVERIFY2(p.contains(key), key);
+    }
+    QCOMPARE(rows, 20);
+}
+
+void TestEvalCli::compareScorecard()
+{
+    const QString out = m_dir.filePath(QStringLiteral("card"));
+    Run r =
+        tunebench({QStringLiteral("eval"), QStringLiteral("compare"), QStringLiteral("--runs"),
+                   m_run, QStringLiteral("--data"), kVal, QStringLiteral("--metrics"),
+                   QStringLiteral("exact_match,f1,chrf"), QStringLiteral("--max-new-tokens"),
+                   QStringLiteral("32"), QStringLiteral("--out"), out, QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto j = lastJson(r);
+    QCOMPARE(j["examples"].get<int>(), 80);
+    QCOMPARE(j["systems"].size(), size_t(2));
+    QCOMPARE(j["systems"][0]["label"].get<std::string>(), std::string("base"));
+    const auto& em = j["systems"][1]["metrics"]["exact_match"];
+    const double base = j["systems"][0]["metrics"]["exact_match"]["score"].get<double>();
+    const double tuned = em["score"].get<double>();
+    QVERIFY2(tuned > base + 0.2, r.out.constData());
+    QVERIFY(em["delta"]["excludes_zero"].get<bool>());
+    QVERIFY(em["delta"]["better"].get<bool>());
+    QVERIFY(em["delta"]["ci"][0].get<double>() > 0);
+    // stop rate and length are always on the card; the general holdout shows forgetting.
+    QVERIFY(j["systems"][1]["metrics"].contains("stop_rate"));
+    QVERIFY(j["systems"][1]["metrics"].contains("length"));
+    QVERIFY(j["systems"][0].contains("general_loss") && j["systems"][1].contains("general_loss"));
+    const std::string md = tb::readFile(out.toStdString() + "/scorecard.md");
+    QVERIFY2(tbtest::contains(md, "| exact_match |") && tbtest::contains(md, "better"), md.c_str());
+    QVERIFY(tb::fileExists(out.toStdString() + "/system-1/predictions.jsonl"));
+}
+
+void TestEvalCli::scorePredictions()
+{
+    const std::string path = tbtest::writeText(
+        m_dir, "preds.jsonl",
+        "{\"prediction\": \"The cat sat on the mat.\", \"reference\": \"The cat sat on the "
+        "mat.\"}\n"
+        "{\"prediction\": \"A dog.\", \"references\": [\"The cat.\", \"a dog\"]}\n");
+    Run r = tunebench({QStringLiteral("eval"), QStringLiteral("score"),
+                       QStringLiteral("--predictions"), q(path), QStringLiteral("--metrics"),
+                       QStringLiteral("exact_match,bleu"), QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto j = lastJson(r);
+    QCOMPARE(j["examples"].get<int>(), 2);
+    QCOMPARE(j["metrics"]["exact_match"]["score"].get<double>(), 1.0);
+    Run text =
+        tunebench({QStringLiteral("eval"), QStringLiteral("score"), QStringLiteral("--predictions"),
+                   q(path), QStringLiteral("--metrics"), QStringLiteral("exact_match")});
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY2(text.out.contains("exact_match"), text.out.constData());
+}
+
+void TestEvalCli::suiteGate()
+{
+    // Passes on the base model and the tuned one: no gate.
+    const std::string ok = tbtest::writeText(
+        m_dir, "ok.jsonl",
+        "{\"id\": \"short\", \"prompt\": \"Tell me about Mia and the cat.\", \"checks\": "
+        "[{\"max_tokens\": 64}]}\n"
+        "{\"id\": \"learned\", \"prompt\": \"Tell me about Mia and the cat.\", \"checks\": "
+        "[{\"contains\": \"Mia had a little cat\"}]}\n");
+    Run r = tunebench({QStringLiteral("eval"), QStringLiteral("suite"), QStringLiteral("--run"),
+                       m_run, QStringLiteral("--suite"), q(ok), QStringLiteral("--max-new-tokens"),
+                       QStringLiteral("32"), QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
+    auto j = lastJson(r);
+    QCOMPARE(j["summary"]["passed"].get<int>(), 2);
+    QCOMPARE(j["summary"]["base_passed"].get<int>(), 1);  // the base never learned the task
+    QCOMPARE(j["cases"][1]["base"]["passed"].get<bool>(), false);
+
+    // A required case that fails gates the run: exit status 2, the case named in the report.
+    const std::string bad = tbtest::writeText(
+        m_dir, "bad.jsonl",
+        "{\"id\": \"never\", \"prompt\": \"Tell me about Mia and the cat.\", \"required\": true, "
+        "\"checks\": [{\"contains\": \"purple elephant\"}]}\n");
+    r = tunebench({QStringLiteral("eval"), QStringLiteral("suite"), QStringLiteral("--run"), m_run,
+                   QStringLiteral("--suite"), q(bad), QStringLiteral("--no-base"),
+                   QStringLiteral("--max-new-tokens"), QStringLiteral("16")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.out.contains("never (required)") && r.out.contains("gate fails"), r.out.constData());
+}
+
+void TestEvalCli::errors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("expect");
+    const std::string noRef = tbtest::writeText(m_dir, "noref.jsonl", "{\"prediction\": \"a\"}\n");
+    const std::string empty = tbtest::writeText(m_dir, "empty.jsonl", "");
+    const QString noModel = m_dir.filePath(QStringLiteral("not-a-run"));
+    QDir().mkpath(noModel);
+    QTest::newRow("no references")
+        << QStringList{QStringLiteral("eval"),          QStringLiteral("score"),
+                       QStringLiteral("--predictions"), q(noRef),
+                       QStringLiteral("--metrics"),     QStringLiteral("f1")}
+        << QStringLiteral("noref.jsonl:1");
+    QTest::newRow("empty file") << QStringList{QStringLiteral("eval"),
+                                               QStringLiteral("score"),
+                                               QStringLiteral("--predictions"),
+                                               q(empty),
+                                               QStringLiteral("--metrics"),
+                                               QStringLiteral("f1")}
+                                << QStringLiteral("empty");
+    QTest::newRow("unknown metric")
+        << QStringList{QStringLiteral("eval"),          QStringLiteral("score"),
+                       QStringLiteral("--predictions"), q(noRef),
+                       QStringLiteral("--metrics"),     QStringLiteral("f1,blue")}
+        << QStringLiteral("blue");
+    QTest::newRow("run without a model")
+        << QStringList{QStringLiteral("eval"), QStringLiteral("--run"), noModel,
+                       QStringLiteral("--metrics"), QStringLiteral("f1")}
+        << QStringLiteral("not a run folder");
+    QTest::newRow("model without data")
+        << QStringList{QStringLiteral("eval"), QStringLiteral("--model"),
+                       QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"),
+                       QStringLiteral("--metrics"), QStringLiteral("f1")}
+        << QStringLiteral("--data");
+    QTest::newRow("unknown subcommand")
+        << QStringList{QStringLiteral("eval"), QStringLiteral("scorecard")}
+        << QStringLiteral("scorecard");
+}
+
+void TestEvalCli::errors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QString, expect);
+    Run r = tunebench(args);
+    QCOMPARE(r.exitCode, 1);
+    const QByteArray line = r.err.trimmed();
+    QVERIFY2(line.startsWith("tunebench: ") && !line.contains('\n'), r.err.constData());
+    QVERIFY2(line.contains(expect.toUtf8()), r.err.constData());
+}
+
+QTEST_GUILESS_MAIN(TestEvalCli)
+#include "test_eval_cli.moc"
