@@ -59,6 +59,8 @@ public:
     bool moveCurrent(int delta);  // J: +1, K: -1
     bool saveEdits();
     qint64 currentRecordId() const;
+    // Shows record `id` in the editor (another page asks: the Evaluate page's store cases).
+    void showRecord(qint64 id) { showRecordById(id); }
     void selectRow(int row);
     void setAdvanceAfterDecision(bool on);
 

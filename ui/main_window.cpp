@@ -2,6 +2,7 @@
 #include "main_window.h"
 
 #include "data_page.h"
+#include "evaluate_page.h"
 #include "export_page.h"
 #include "memory_page.h"
 #include "method_page.h"
@@ -33,7 +34,8 @@
 namespace tb {
 
 namespace {
-const char* const kPages[] = {"Model", "Data", "Method", "Memory", "Train", "Playground", "Export"};
+const char* const kPages[] = {"Model", "Data",       "Method",   "Memory",
+                              "Train", "Playground", "Evaluate", "Export"};
 const int kMaxRecent = 8;
 }  // namespace
 
@@ -60,6 +62,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_memoryPage = new MemoryPage(m_state, m_pages);
     m_trainPage = new TrainPage(m_state, m_controller, m_pages);
     m_playgroundPage = new PlaygroundPage(m_state, m_pages);
+    m_evaluatePage = new EvaluatePage(m_state, m_pages);
     m_exportPage = new ExportPage(m_state, m_pages);
     for (const char* name : kPages) {
         m_sidebar->addItem(tr(name));
@@ -68,7 +71,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         const std::pair<const char*, QWidget*> known[] = {
             {"Model", m_modelPage},   {"Method", m_methodPage}, {"Data", m_dataPage},
             {"Memory", m_memoryPage}, {"Train", m_trainPage},   {"Playground", m_playgroundPage},
-            {"Export", m_exportPage}};
+            {"Evaluate", m_evaluatePage}, {"Export", m_exportPage}};
         for (const auto& [key, widget] : known)
             if (n == QLatin1String(key))
                 page = widget;
@@ -90,6 +93,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt, s.ownChatTemplate);
         if (!m_state->modelNote().isEmpty())
             statusBar()->showMessage(m_state->modelNote(), 30000);
+    });
+    connect(m_evaluatePage, &EvaluatePage::showRecordRequested, this, [this](qint64 id) {
+        showPage(tr("Data"));
+        m_dataPage->showRecord(id);
     });
     connect(m_controller, &TrainingController::eventsArrived, m_memoryPage,
             [this](const JobEventBatch& b) {

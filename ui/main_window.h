@@ -14,6 +14,7 @@ class QStackedWidget;
 namespace tb {
 
 class DataPage;
+class EvaluatePage;
 class ExportPage;
 class MemoryPage;
 class MethodPage;
@@ -37,6 +38,7 @@ public:
     MemoryPage* memoryPage() const { return m_memoryPage; }
     TrainPage* trainPage() const { return m_trainPage; }
     PlaygroundPage* playgroundPage() const { return m_playgroundPage; }
+    EvaluatePage* evaluatePage() const { return m_evaluatePage; }
     ExportPage* exportPage() const { return m_exportPage; }
     QStringList pageNames() const;
     void showPage(const QString& name);
@@ -68,6 +70,7 @@ private:
     MemoryPage* m_memoryPage = nullptr;
     TrainPage* m_trainPage = nullptr;
     PlaygroundPage* m_playgroundPage = nullptr;
+    EvaluatePage* m_evaluatePage = nullptr;
     ExportPage* m_exportPage = nullptr;
     QLabel* m_device = nullptr;
     QLabel* m_memory = nullptr;

@@ -9,9 +9,28 @@
 #include <QFileInfo>
 #include <QSet>
 
+#include <algorithm>
 #include <exception>
 
 namespace tb {
+
+std::vector<MetricCurve> generationCurves(const std::vector<GenerationEvalMetrics>& evals)
+{
+    std::vector<MetricCurve> curves;
+    for (const GenerationEvalMetrics& e : evals)
+        for (const auto& [name, score] : e.metrics) {
+            const QString metric = QString::fromStdString(name);
+            auto it = std::find_if(curves.begin(), curves.end(),
+                                   [&](const MetricCurve& c) { return c.metric == metric; });
+            if (it == curves.end()) {
+                curves.push_back({metric, {}, {}});
+                it = curves.end() - 1;
+            }
+            it->steps << double(e.step);
+            it->values << score;
+        }
+    return curves;
+}
 
 RunHistory::RunHistory(StudioState* state, QWidget* parent) : QListWidget(parent), m_state(state)
 {
@@ -59,11 +78,13 @@ void RunHistory::updateOverlays()
         RunCurve curve;
         curve.name = entry->text();
         try {
-            for (const StepMetrics& m :
-                 readRunMetrics(entry->data(Qt::UserRole).toString().toStdString()).steps) {
+            const RunMetrics metrics =
+                readRunMetrics(entry->data(Qt::UserRole).toString().toStdString());
+            for (const StepMetrics& m : metrics.steps) {
                 curve.steps << double(m.step);
                 curve.losses << m.loss;
             }
+            curve.generation = generationCurves(metrics.generationEvals);
         } catch (const std::exception& e) {
             Q_EMIT message(
                 tr("Cannot read %1: %2").arg(entry->text(), QString::fromUtf8(e.what())));

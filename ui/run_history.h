@@ -1,6 +1,6 @@
 // RunHistory: the Train page's list of past runs (this session's and the runs folder's), each with
-// a check box that overlays its loss curve (read from the run's metrics.jsonl by core) on the live
-// loss plot.
+// a check box that overlays its loss curve and its generation-eval metrics (read from the run's
+// metrics.jsonl by core) on the live plots.
 #pragma once
 
 #include "train_plots.h"
@@ -12,6 +12,9 @@
 namespace tb {
 
 class StudioState;
+
+// A run's generation_eval lines as one curve per metric (in order of first appearance).
+std::vector<MetricCurve> generationCurves(const std::vector<GenerationEvalMetrics>& evals);
 
 class RunHistory : public QListWidget {
     Q_OBJECT

@@ -2,6 +2,7 @@
 // core.
 #include "train_plots.h"
 
+#include "metric_units.h"
 #include "plot_style.h"
 
 #include <qcustomplot.h>
@@ -20,10 +21,21 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
+const QColor kMetricColors[] = {QColor(0x34, 0x6d, 0xb3), QColor(0xd1, 0x4f, 0x5a),
+                                QColor(0x5a, 0xa4, 0x69), QColor(0xc9, 0xa2, 0x27),
+                                QColor(0x8c, 0x6b, 0xb1), QColor(0xe0, 0x7b, 0x39),
+                                QColor(0x7f, 0x8c, 0x8d)};
+
+// 0-1 metrics on the left axis; 0-100 ones and the mean length on the right.
+bool onRightAxis(const QString& metric)
+{
+    return metricScale(metric.toStdString()) != MetricScale::Unit;
+}
+
 QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& x, const QString& y)
 {
     auto* p = new QCustomPlot(parent);
-    p->setMinimumSize(280, 180);
+    p->setMinimumSize(240, 180);
     p->plotLayout()->insertRow(0);
     auto* t = new QCPTextElement(
         p, title, QFont(parent->font().family(), parent->font().pointSize(), QFont::Bold));
@@ -61,13 +73,17 @@ TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(6);
     m_loss = makePlot(this, tr("Loss"), tr("step"), tr("cross-entropy (nats/token)"));
+    m_generation =
+        makePlot(this, tr("Generation eval"), tr("step"), tr("score (0-1 metrics)"));
+    m_generation->yAxis2->setLabel(tr("BLEU, chrF, TER (0-100)"));
     m_lr = makePlot(this, tr("Learning rate"), tr("step"), tr("learning rate"));
     m_memory = makePlot(this, tr("Memory"), tr("step"), tr("tensor memory (MiB)"));
     m_speed = makePlot(this, tr("Throughput and gradient norm"), tr("step"), tr("tokens / s"));
     grid->addWidget(m_loss, 0, 0);
-    grid->addWidget(m_lr, 0, 1);
-    grid->addWidget(m_memory, 1, 0);
-    grid->addWidget(m_speed, 1, 1);
+    grid->addWidget(m_generation, 0, 1);
+    grid->addWidget(m_lr, 0, 2);
+    grid->addWidget(m_memory, 1, 0, 1, 2);
+    grid->addWidget(m_speed, 1, 2);
 
     QColor light(0x34, 0x6d, 0xb3);
     light.setAlpha(90);
@@ -105,6 +121,11 @@ void TrainPlots::clear()
             if (p->graph(i) != m_lrPlanned &&
                 std::find(m_overlays.begin(), m_overlays.end(), p->graph(i)) == m_overlays.end())
                 p->graph(i)->data()->clear();
+    // The next run may log other metrics: its graphs are made as its points arrive.
+    for (const auto& [metric, graph] : m_generationGraphs)
+        m_generation->removeGraph(graph);
+    m_generationGraphs.clear();
+    updateGenerationAxes();
     scheduleReplot();
 }
 
@@ -161,10 +182,58 @@ void TrainPlots::appendEvals(const std::vector<EvalMetrics>& evals)
     scheduleReplot();
 }
 
+void TrainPlots::appendGenerationEvals(const std::vector<GenerationEvalMetrics>& evals)
+{
+    if (evals.empty())
+        return;
+    for (const GenerationEvalMetrics& e : evals)
+        for (const auto& [name, score] : e.metrics)
+            generationGraph(QString::fromStdString(name))->addData(double(e.step), score);
+    updateGenerationAxes();
+    scheduleReplot();
+}
+
+QCPGraph* TrainPlots::generationGraph(const QString& metric)
+{
+    auto it = m_generationGraphs.find(metric);
+    if (it != m_generationGraphs.end())
+        return it->second;
+    const QColor color = kMetricColors[m_generationGraphs.size() % std::size(kMetricColors)];
+    const bool right = onRightAxis(metric);
+    auto* g = makeGraph(m_generation, right ? tr("%1 (right axis)").arg(metric) : metric, color,
+                        false, right ? m_generation->yAxis2 : nullptr);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 5));
+    g->setProperty("metric", metric);
+    m_generationGraphs.emplace(metric, g);
+    return g;
+}
+
+void TrainPlots::updateGenerationAxes()
+{
+    // The right axis shows only when a metric needs it, labelled with what is on it.
+    QStringList percent, tokens;
+    for (int i = 0; i < m_generation->graphCount(); ++i) {
+        QCPGraph* g = m_generation->graph(i);
+        if (g->valueAxis() != m_generation->yAxis2)
+            continue;
+        const QString metric = g->property("metric").toString();
+        (metricScale(metric.toStdString()) == MetricScale::Tokens ? tokens : percent) << metric;
+    }
+    percent.removeDuplicates();
+    tokens.removeDuplicates();
+    QStringList parts;
+    if (!percent.isEmpty())
+        parts << tr("%1 (0-100)").arg(percent.join(QStringLiteral(", ")));
+    if (!tokens.isEmpty())
+        parts << tr("%1 (tokens)").arg(tokens.join(QStringLiteral(", ")));
+    m_generation->yAxis2->setVisible(!parts.isEmpty());
+    m_generation->yAxis2->setLabel(parts.join(QStringLiteral(" · ")));
+}
+
 void TrainPlots::setOverlays(const std::vector<RunCurve>& runs)
 {
     for (QCPGraph* g : m_overlays)
-        m_loss->removeGraph(g);
+        g->parentPlot()->removeGraph(g);
     m_overlays.clear();
     static const QColor palette[] = {QColor(0x5a, 0xa4, 0x69), QColor(0xc9, 0xa2, 0x27),
                                      QColor(0x8c, 0x6b, 0xb1), QColor(0x8c, 0x8c, 0x8c),
@@ -176,7 +245,18 @@ void TrainPlots::setOverlays(const std::vector<RunCurve>& runs)
         g->setPen(QPen(c, 1.2, Qt::DotLine));
         g->setData(runs[i].steps, runs[i].losses, true);
         m_overlays.push_back(g);
+        for (const MetricCurve& m : runs[i].generation) {
+            const bool right = onRightAxis(m.metric);
+            auto* mg = makeGraph(m_generation, runs[i].name + QStringLiteral(": ") + m.metric, c,
+                                 false, right ? m_generation->yAxis2 : nullptr);
+            mg->setProperty("metric", m.metric);
+            mg->setPen(QPen(c, 1.2, Qt::DotLine));
+            mg->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c, 4));
+            mg->setData(m.steps, m.values, true);
+            m_overlays.push_back(mg);
+        }
     }
+    updateGenerationAxes();
     scheduleReplot();
 }
 
@@ -257,6 +337,7 @@ bool TrainPlots::exportPng(const QString& dir, QStringList* written)
     replotAll();  // the axes as a drawn plot would show them
     QDir().mkpath(dir);
     const std::pair<QCustomPlot*, const char*> files[] = {{m_loss, "loss.png"},
+                                                          {m_generation, "generation-eval.png"},
                                                           {m_lr, "learning-rate.png"},
                                                           {m_memory, "memory.png"},
                                                           {m_speed, "throughput.png"}};
@@ -314,6 +395,24 @@ int TrainPlots::lrPoints() const
 int TrainPlots::plannedPoints() const
 {
     return m_lrPlanned->dataCount();
+}
+int TrainPlots::generationEvalPoints() const
+{
+    int n = 0;
+    for (const auto& [metric, graph] : m_generationGraphs)
+        n += graph->dataCount();
+    return n;
+}
+
+std::vector<std::pair<double, double>> TrainPlots::generationEvalSeries(const QString& metric) const
+{
+    std::vector<std::pair<double, double>> out;
+    const auto it = m_generationGraphs.find(metric);
+    if (it == m_generationGraphs.end())
+        return out;
+    for (auto p = it->second->data()->constBegin(); p != it->second->data()->constEnd(); ++p)
+        out.emplace_back(p->key, p->value);
+    return out;
 }
 
 }  // namespace tb

@@ -1,6 +1,7 @@
-// The Train page's live plots: loss (train, smoothed, validation, past runs overlaid), learning
-// rate (planned curve and actual points), memory over time with phase markers, tokens/s and
-// gradient norm. Points arrive in batches; every change only marks the plots stale, and one
+// The Train page's live plots: loss (train, smoothed, validation, past runs overlaid), the
+// generation-based evaluation's metrics (eval.generate_every; past runs overlaid), learning rate
+// (planned curve and actual points), memory over time with phase markers, tokens/s and gradient
+// norm. Points arrive in batches; every change only marks the plots stale, and one
 // deferred pass (queued to the event loop) rescales and replots them all: a drain that brings a
 // plan, steps and evals redraws once.
 #pragma once
@@ -9,6 +10,7 @@
 
 #include <QWidget>
 
+#include <map>
 #include <vector>
 
 class QCustomPlot;
@@ -16,9 +18,16 @@ class QCPGraph;
 
 namespace tb {
 
+// One metric of the generation-based evaluation over a run's steps.
+struct MetricCurve {
+    QString metric;
+    QVector<double> steps, values;
+};
+
 struct RunCurve {
     QString name;
     QVector<double> steps, losses;
+    std::vector<MetricCurve> generation;  // the run's generation_eval lines, one per metric
 };
 
 class TrainPlots : public QWidget {
@@ -30,6 +39,9 @@ public:
     void setPlannedSchedule(const std::vector<double>& lrPerStep);  // index = 0-based step
     void appendSteps(const std::vector<StepMetrics>& steps);
     void appendEvals(const std::vector<EvalMetrics>& evals);
+    // One point per metric at each logged step: 0-1 metrics on the left axis, 0-100 (sacrebleu)
+    // metrics and the mean length on the right one.
+    void appendGenerationEvals(const std::vector<GenerationEvalMetrics>& evals);
     void appendBatch(const std::vector<StepMetrics>& steps, const std::vector<EvalMetrics>& evals);
     void setOverlays(const std::vector<RunCurve>& runs);
     void setLogScale(bool on);
@@ -45,25 +57,33 @@ public:
     int memoryPoints() const;
     int lrPoints() const;
     int plannedPoints() const;
+    int generationEvalPoints() const;  // over all metrics of the live run
+    // The live run's points of one metric (step, score), as plotted.
+    std::vector<std::pair<double, double>> generationEvalSeries(const QString& metric) const;
+    QCustomPlot* generationPlot() const { return m_generation; }
     int replots() const
     {
         return m_replots;
     }  // rescale-and-replot passes so far (tests count them)
     bool replotPending() const { return m_replotPending; }
-    QList<QCustomPlot*> plots() const { return {m_loss, m_lr, m_memory, m_speed}; }
+    QList<QCustomPlot*> plots() const { return {m_loss, m_generation, m_lr, m_memory, m_speed}; }
 
 private:
     void scheduleReplot();  // at most one pending pass
     void replotAll();
     void recomputeSmoothing();
+    QCPGraph* generationGraph(const QString& metric);  // made on the first point of a metric
+    void updateGenerationAxes();
 
-    QCustomPlot *m_loss = nullptr, *m_lr = nullptr, *m_memory = nullptr, *m_speed = nullptr;
+    QCustomPlot *m_loss = nullptr, *m_generation = nullptr, *m_lr = nullptr, *m_memory = nullptr,
+                *m_speed = nullptr;
     QCPGraph *m_lossRaw = nullptr, *m_lossSmooth = nullptr, *m_lossVal = nullptr;
     QCPGraph *m_lrPlanned = nullptr, *m_lrActual = nullptr;
     QCPGraph *m_memCurrent = nullptr, *m_memPeak = nullptr, *m_memForward = nullptr,
              *m_memBackward = nullptr, *m_memOptimizer = nullptr, *m_memReserved = nullptr;
     QCPGraph *m_tokens = nullptr, *m_gradNorm = nullptr;
-    std::vector<QCPGraph*> m_overlays;
+    std::vector<QCPGraph*> m_overlays;         // on the loss and generation plots
+    std::map<QString, QCPGraph*> m_generationGraphs;  // the live run's, by metric
     std::vector<StepMetrics> m_steps;
     std::vector<EvalMetrics> m_evals;
     double m_smoothing = 0.8;

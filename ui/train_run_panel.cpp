@@ -234,7 +234,9 @@ void TrainRunPanel::onEvents(const JobEventBatch& batch)
             m_packing->hide();
         }
     }
-    m_plots->appendBatch(batch.steps, batch.evals);  // one rescale and replot for the whole drain
+    // One rescale and replot for the whole drain (the plots defer it to the event loop).
+    m_plots->appendGenerationEvals(batch.generationEvals);
+    m_plots->appendBatch(batch.steps, batch.evals);
     showProgress(batch);
     logBatch(batch);
     for (const Diagnosis& d : batch.divergences) {
@@ -276,6 +278,8 @@ void TrainRunPanel::logBatch(const JobEventBatch& batch)
             log(QString::fromStdString(formatStepLine(m)));  // the CLI's line
     for (const EvalMetrics& e : batch.evals)
         log(QString::fromStdString(formatEvalLine(e)));
+    for (const GenerationEvalMetrics& g : batch.generationEvals)
+        log(QString::fromStdString(formatGenerationEvalLine(g)));
     for (const std::string& m : batch.messages)
         log(QString::fromStdString(m));
     for (const MemoryReport& r : batch.memoryReports)

@@ -6,6 +6,7 @@
 
 #include "data/store/snapshot.h"
 #include "data/store/store.h"
+#include "eval/metric.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -13,6 +14,7 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QShowEvent>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -93,6 +95,7 @@ TrainSettingsForm::TrainSettingsForm(StudioState* state, QWidget* parent)
     buildRunGroup(group(tr("Run")));
     buildOptimizerGroup(group(tr("Optimizer and schedule")));
     buildDataGroup(group(tr("Data and output")));
+    buildGenerationGroup(group(tr("Generation eval during training")));
     v->addStretch(1);
     showSourceRows();
     connectChanges();
@@ -187,11 +190,39 @@ void TrainSettingsForm::buildDataGroup(QFormLayout* data)
     data->addRow(tr("Checkpoint every:"), m_saveEvery);
 }
 
+void TrainSettingsForm::buildGenerationGroup(QFormLayout* form)
+{
+    m_generateEvery = new QSpinBox(this);
+    m_generateEvery->setRange(0, 1000000);
+    m_generateEvery->setSpecialValueText(tr("off"));
+    m_generateEvery->setSuffix(tr(" steps"));
+    m_generateEvery->setToolTip(
+        tr("Every N steps the model answers a fixed sample of the validation split greedily and "
+           "the metrics below are logged (eval.generate_every)."));
+    m_generateSample = new QSpinBox(this);
+    m_generateSample->setRange(1, 100000);
+    m_generateSample->setSuffix(tr(" cases"));
+    m_generateTokens = new QSpinBox(this);
+    m_generateTokens->setRange(1, 32768);
+    m_generateMetrics = new QListWidget(this);
+    m_generateMetrics->setMaximumHeight(110);
+    for (const std::string& name : eval::metricNames()) {
+        auto* item = new QListWidgetItem(QString::fromStdString(name), m_generateMetrics);
+        item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+        item->setCheckState(Qt::Unchecked);
+    }
+    form->addRow(tr("Generate every:"), m_generateEvery);
+    form->addRow(tr("Sample:"), m_generateSample);
+    form->addRow(tr("Max new tokens:"), m_generateTokens);
+    form->addRow(tr("Metrics:"), m_generateMetrics);
+}
+
 void TrainSettingsForm::connectChanges()
 {
     auto changed = [this] { toState(); };
     for (QSpinBox* s :
-         {m_maxSteps, m_batch, m_accum, m_warmup, m_evalEvery, m_saveEvery, m_seed, m_maxLength})
+         {m_maxSteps, m_batch, m_accum, m_warmup, m_evalEvery, m_saveEvery, m_seed, m_maxLength,
+          m_generateEvery, m_generateSample, m_generateTokens})
         connect(s, &QSpinBox::valueChanged, this, changed);
     for (QDoubleSpinBox* s : {m_lr, m_minLr, m_weightDecay, m_clip})
         connect(s, &QDoubleSpinBox::valueChanged, this, changed);
@@ -199,6 +230,7 @@ void TrainSettingsForm::connectChanges()
         connect(c, &QComboBox::currentIndexChanged, this, changed);
     for (QLineEdit* e : {m_trainFile, m_valFile, m_outputDir})
         connect(e, &QLineEdit::editingFinished, this, changed);
+    connect(m_generateMetrics, &QListWidget::itemChanged, this, changed);
     connect(m_source, &QComboBox::currentIndexChanged, this, [this] {
         if (m_updating)
             return;  // fromState shows the rows and lists the snapshots itself
@@ -325,6 +357,16 @@ void TrainSettingsForm::fromState()
     setText(m_outputDir, QString::fromStdString(c.outputDir));
     setValue(m_evalEvery, int(c.evalEvery));
     setValue(m_saveEvery, int(c.saveEvery));
+    setValue(m_generateEvery, int(c.eval.generateEvery));
+    setValue(m_generateSample, c.eval.sample);
+    setValue(m_generateTokens, c.eval.maxNewTokens);
+    for (int i = 0; i < m_generateMetrics->count(); ++i) {
+        QListWidgetItem* item = m_generateMetrics->item(i);
+        const bool on = std::find(c.eval.metrics.begin(), c.eval.metrics.end(),
+                                  item->text().toStdString()) != c.eval.metrics.end();
+        if ((item->checkState() == Qt::Checked) != on)
+            item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+    }
     m_updating = false;
 }
 
@@ -365,6 +407,19 @@ void TrainSettingsForm::toState()
             c.outputDir = m_outputDir->text().toStdString();
             c.evalEvery = m_evalEvery->value();
             c.saveEvery = m_saveEvery->value();
+            c.eval.generateEvery = m_generateEvery->value();
+            c.eval.sample = m_generateSample->value();
+            c.eval.maxNewTokens = m_generateTokens->value();
+            // The checked metrics in the list's order; metrics the list does not know stay.
+            std::vector<std::string> metrics;
+            for (const std::string& m : c.eval.metrics)
+                if (m_generateMetrics->findItems(QString::fromStdString(m), Qt::MatchExactly)
+                        .isEmpty())
+                    metrics.push_back(m);
+            for (int i = 0; i < m_generateMetrics->count(); ++i)
+                if (m_generateMetrics->item(i)->checkState() == Qt::Checked)
+                    metrics.push_back(m_generateMetrics->item(i)->text().toStdString());
+            c.eval.metrics = metrics;
         },
         this);
 }

@@ -1,5 +1,6 @@
-// The Train page's settings form: run shape, optimizer and schedule, data source and output, read
-// from and written to StudioState's config (never rewriting itself in answer to its own change).
+// The Train page's settings form: run shape, optimizer and schedule, data source and output, the
+// generation-based evaluation during training (eval.*), read from and written to StudioState's
+// config (never rewriting itself in answer to its own change).
 #pragma once
 
 #include <QFutureWatcher>
@@ -10,6 +11,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
 class QLineEdit;
+class QListWidget;
 class QShowEvent;
 class QSpinBox;
 
@@ -47,6 +49,11 @@ public:
     QSpinBox* maxStepsBox() const { return m_maxSteps; }
     QSpinBox* batchBox() const { return m_batch; }
     QLineEdit* trainFileEdit() const { return m_trainFile; }
+    // eval.generate_every (0: off), eval.sample, eval.max_new_tokens, eval.metrics (checked).
+    QSpinBox* generateEveryBox() const { return m_generateEvery; }
+    QSpinBox* generateSampleBox() const { return m_generateSample; }
+    QSpinBox* generateTokensBox() const { return m_generateTokens; }
+    QListWidget* generateMetricsList() const { return m_generateMetrics; }
     // How many times the config was written into the widgets (tests: never in answer to our own
     // change).
     int widgetRewrites() const { return m_rewrites; }
@@ -62,6 +69,7 @@ private:
     void buildRunGroup(QFormLayout* form);
     void buildOptimizerGroup(QFormLayout* form);
     void buildDataGroup(QFormLayout* form);
+    void buildGenerationGroup(QFormLayout* form);
     void connectChanges();
     void showSourceRows();
     void fromState();  // config -> widgets
@@ -80,6 +88,8 @@ private:
     QLineEdit *m_trainFile = nullptr, *m_valFile = nullptr, *m_outputDir = nullptr;
     QComboBox *m_source = nullptr, *m_snapshot = nullptr, *m_valSnapshot = nullptr;
     QFormLayout* m_dataForm = nullptr;
+    QSpinBox *m_generateEvery = nullptr, *m_generateSample = nullptr, *m_generateTokens = nullptr;
+    QListWidget* m_generateMetrics = nullptr;
     QFutureWatcher<SnapshotList> m_snapshotWatcher;
     quint64 m_snapshotRequest = 0;  // the newest listing asked for; older results are dropped
     quint64 m_snapshotShown = 0;    // the request whose answer the boxes show

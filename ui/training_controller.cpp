@@ -27,6 +27,10 @@ public:
     {
         add([&](JobEventBatch& b) { b.evals.push_back(m); });
     }
+    void onGenerationEval(const GenerationEvalMetrics& g) override
+    {
+        add([&](JobEventBatch& b) { b.generationEvals.push_back(g); });
+    }
     void onCheckpoint(int64_t step, const std::string& dir) override
     {
         add([&](JobEventBatch& b) {

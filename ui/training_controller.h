@@ -21,6 +21,7 @@ struct JobEventBatch {
     std::optional<RunPlan> plan;  // the run's plan, once, before its first step
     std::vector<StepMetrics> steps;
     std::vector<EvalMetrics> evals;
+    std::vector<GenerationEvalMetrics> generationEvals;  // eval.generate_every's metrics
     std::vector<MemoryReport> memoryReports;
     std::vector<Diagnosis> divergences;
     std::vector<std::string> messages;  // warnings and checkpoint notes, for the log

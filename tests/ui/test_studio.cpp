@@ -116,7 +116,7 @@ private Q_SLOTS:
         QCOMPARE(w.pageNames(), (QStringList{QStringLiteral("Model"), QStringLiteral("Data"),
                                              QStringLiteral("Method"), QStringLiteral("Memory"),
                                              QStringLiteral("Train"), QStringLiteral("Playground"),
-                                             QStringLiteral("Export")}));
+                                             QStringLiteral("Evaluate"), QStringLiteral("Export")}));
         w.showPage(QStringLiteral("Memory"));
         auto* list = w.findChild<QListWidget*>();
         QVERIFY(list);
