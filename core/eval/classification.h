@@ -51,15 +51,14 @@ ClassificationReport classificationReport(const std::vector<std::string>& predic
 // score the mean, 0-1. Statistics: {correct, 1}.
 std::unique_ptr<Metric> makeAccuracyMetric();
 
-// The entity-matching template's answers (completion "Yes"/"No", store label
-// "match"/"non-match"): after normalizeLabel, "yes" and "match" mean a match, "no", "non-match"
-// and "no match" mean none. An example's class comes from its first reference (tb::Error when that
-// is neither).
-// Returns 1 for a match, 0 for none, -1 for anything else.
+// The class of an answer of the entity-matching template (completion "Yes"/"No", store label
+// "match"/"non-match"): after normalizeLabel, 1 for "yes" and "match", 0 for "no", "non-match"
+// and "no match", -1 for anything else ("yes, they are" included).
 int matchLabelClass(std::string_view label);
 
-// "match_f1": F1 of the match class over examples. Statistics {tp, fp, fn}; a prediction that is
-// neither answer counts as wrong: a false negative when the reference is a match, a false positive
+// "match_f1": F1 of the match class over examples, an example's class that of its first
+// reference (tb::Error when that is neither class). Statistics {tp, fp, fn}; a prediction of
+// neither class counts as wrong: a false negative when the reference is a match, a false positive
 // when it is not. Score 2 tp / (2 tp + fp + fn), 0 when that is 0/0 (no match anywhere, none
 // predicted).
 std::unique_ptr<Metric> makeMatchF1Metric();

@@ -109,7 +109,9 @@ Glossary parseLines(const std::string& path, const std::string& text)
         size_t end = text.find('\n', start);
         if (end == std::string::npos)
             end = text.size();
-        const std::string_view line = std::string_view(text).substr(start, end - start);
+        std::string_view line = std::string_view(text).substr(start, end - start);
+        if (line.ends_with('\r'))
+            line.remove_suffix(1);
         start = end + 1;
         ++lineNumber;
         const std::string where = cat(path, ":", lineNumber);
@@ -119,7 +121,7 @@ Glossary parseLines(const std::string& path, const std::string& text)
         if (const std::ptrdiff_t bad = invalidUtf8At(line); bad >= 0)
             fail(where, ": invalid UTF-8 at byte ", bad + 1, " of the line");
         const bool tab = line.find('\t') != std::string_view::npos;
-        std::vector<std::string> fields = tab ? tabFields(trimmed) : csvFields(trimmed, where);
+        std::vector<std::string> fields = tab ? tabFields(line) : csvFields(trimmed, where);
         const bool header = first && fields.size() == 2 && normalizeHeader(fields[0]) == "source" &&
                             normalizeHeader(fields[1]) == "target";
         first = false;
