@@ -213,8 +213,17 @@ void scorePredictions(EvalResult& result, const EvalSettings& settings)
             stats.push_back(metric->stats(in));
             p.scores[metric->name()] = metric->exampleScore(in);
         }
-        result.metrics[metric->name()] =
-            bootstrapScore(*metric, stats, settings.resamples, settings.seed);
+        if (settings.resamples > 0) {
+            result.metrics[metric->name()] =
+                bootstrapScore(*metric, stats, settings.resamples, settings.seed);
+        } else {  // no interval asked for: the score alone
+            std::vector<double> sum(stats.front().size(), 0.0);
+            for (const auto& s : stats)
+                for (size_t i = 0; i < s.size(); ++i)
+                    sum[i] += s[i];
+            const double score = metric->score(sum);
+            result.metrics[metric->name()] = CorpusScore{score, Interval{score, score}};
+        }
     }
 }
 

@@ -124,16 +124,16 @@ std::string scorecardMarkdown(const Scorecard& sc)
         const int d = digitsFor(sc.metrics[m]);
         md += "| " + sc.metrics[m] + (sc.higherIsBetter[m] ? "" : " (lower is better)") + " |";
         for (const ScorecardCell& c : sc.cells[m])
-            md += " " + fixed(c.score.score, d) + " [" + fixed(c.score.ci.lo, d) + ", " +
-                  fixed(c.score.ci.hi, d) + "] |";
+            md += cat(' ', fixed(c.score.score, d), " [", fixed(c.score.ci.lo, d), ", ",
+                      fixed(c.score.ci.hi, d), "] |");
         for (size_t s = 1; s < sc.systems.size(); ++s) {
             const PairedDelta& delta = *sc.cells[m][s].delta;
             const bool better = (delta.delta > 0) == sc.higherIsBetter[m];
             const std::string verdict = !delta.excludesZero ? "no clear difference"
                                         : better            ? "better"
                                                             : "worse";
-            md += " " + std::string(delta.delta >= 0 ? "+" : "") + fixed(delta.delta, d) + " [" +
-                  fixed(delta.ci.lo, d) + ", " + fixed(delta.ci.hi, d) + "] " + verdict + " |";
+            md += cat(' ', delta.delta >= 0 ? "+" : "", fixed(delta.delta, d), " [",
+                      fixed(delta.ci.lo, d), ", ", fixed(delta.ci.hi, d), "] ", verdict, " |");
         }
         md += "\n";
     }

@@ -9,6 +9,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace tb {
 
@@ -121,13 +122,64 @@ torch::Tensor segmentMask(const torch::Tensor& segments)
     return segments.unsqueeze(2).eq(segments.unsqueeze(1)).logical_and(causal).unsqueeze(1);
 }
 
+// Rows with padding: extends the cache's record of real positions (KVCache::valid) by this call's
+// `seq` positions (a soft prompt's `virtualTokens` first, all real; then ids' positions, `real` or
+// all real when undefined) and returns each row's positions (its real positions before, from 0;
+// padding gets 0) [batch, seq] int64 and the attention mask [batch, 1, seq, past + seq]: a query
+// sees the real keys up to itself, and itself (a padding query, which no one reads, needs a key to
+// stay finite).
+std::pair<torch::Tensor, torch::Tensor> paddedRows(KVCache& cache, const torch::Tensor& real,
+                                                   int64_t batch, int64_t seq,
+                                                   int64_t virtualTokens,
+                                                   const torch::Device& device)
+{
+    const int64_t past = cache.length;
+    const auto flags = torch::TensorOptions().dtype(torch::kBool).device(device);
+    torch::Tensor fresh = real.defined() ? real.to(device, torch::kBool)
+                                         : torch::ones({batch, seq - virtualTokens}, flags);
+    if (fresh.dim() != 2 || fresh.size(0) != batch || fresh.size(1) != seq - virtualTokens)
+        fail("rows with padding: the real-token mask must have the shape of ids [batch, seq]");
+    if (virtualTokens > 0)
+        fresh = torch::cat({torch::ones({batch, virtualTokens}, flags), fresh}, 1);
+    torch::Tensor all = fresh;
+    if (past > 0)
+        all = torch::cat(
+            {cache.valid.defined() ? cache.valid : torch::ones({batch, past}, flags), fresh}, 1);
+    cache.valid = all;
+    auto positions = (all.cumsum(1) - 1).clamp_min(0).narrow(1, past, seq);  // int64
+    const auto steps = torch::TensorOptions().dtype(torch::kInt64).device(device);
+    auto cols = torch::arange(past + seq, steps).unsqueeze(0);
+    auto rows = torch::arange(past, past + seq, steps).unsqueeze(1);
+    auto mask = all.unsqueeze(1).logical_and(cols <= rows).logical_or(cols == rows);
+    return {positions, mask.unsqueeze(1)};
+}
+
 }  // namespace
 
+void KVCache::keepRows(const torch::Tensor& rows)
+{
+    int64_t first = 0;  // leading positions that are padding in every row kept
+    if (valid.defined()) {
+        valid = valid.index_select(0, rows);
+        first = valid.any(0).to(torch::kInt32).argmax().item<int64_t>();  // the first used
+        valid = valid.narrow(1, first, length - first);
+        if (valid.all().item<bool>())
+            valid = torch::Tensor();  // no padding left: the plain causal path again
+    }
+    for (auto* list : {&k, &v})
+        for (auto& t : *list)
+            if (t.defined())
+                t = t.index_select(0, rows).narrow(2, first, t.size(2) - first);
+    length -= first;
+}
+
 torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
-                                  const PackedRows* packed)
+                                  const PackedRows* packed, const torch::Tensor& real)
 {
     const int64_t past = cache ? cache->length : 0;
     torch::Tensor positions, mask;
+    if (real.defined() && (!cache || packed))
+        fail("rows with padding are decoded with a KV cache and without packing");
     if (packed) {
         if (cache)
             fail("packed rows cannot be decoded with a KV cache");
@@ -146,6 +198,9 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
         h = torch::cat({m_prompt.to(h.scalar_type()).unsqueeze(0).expand({h.size(0), -1, -1}), h},
                        1);
     }
+    if (cache && (real.defined() || cache->valid.defined()))
+        std::tie(positions, mask) =
+            paddedRows(*cache, real, h.size(0), h.size(1), virtualTokens, ids.device());
     h = addPositions(h, past, positions);
     BlockContext ctx = blockContext(past, h.size(1), h, positions);
     ctx.mask = mask;
@@ -173,9 +228,10 @@ torch::Tensor CausalLM::forward(const torch::Tensor& ids, KVCache* cache, const 
     return headLogits(finalNorm(runBlocks(ids, cache, packed)), false);
 }
 
-torch::Tensor CausalLM::forwardLast(const torch::Tensor& ids, KVCache* cache)
+torch::Tensor CausalLM::forwardLast(const torch::Tensor& ids, KVCache* cache,
+                                    const torch::Tensor& real)
 {
-    auto h = finalNorm(runBlocks(ids, cache, nullptr));
+    auto h = finalNorm(runBlocks(ids, cache, nullptr, real));
     return headLogits(h.select(1, h.size(1) - 1), true);  // [batch, hidden] -> [batch, vocab]
 }
 
@@ -308,8 +364,6 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               int64_t pastLength, const torch::Tensor& mask)
 {
     const int64_t seq = q.size(2);
-    if (mask.defined() && cache)
-        fail("cachedAttention: a packed-rows mask cannot be combined with a KV cache");
     torch::Tensor keys = k;
     torch::Tensor values = v;
     if (cache) {
@@ -346,7 +400,7 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
         keys = keys.repeat_interleave(groups, 1);
         values = values.repeat_interleave(groups, 1);
     }
-    if (mask.defined())  // packed rows: causal within each segment, nothing across
+    if (mask.defined())  // packed rows (causal within each segment), rows with padding
         return at::scaled_dot_product_attention(q, keys, values, mask, 0.0, false);
     if (pastLength == 0)
         return at::scaled_dot_product_attention(q, keys, values, {}, 0.0, /*is_causal=*/seq > 1);

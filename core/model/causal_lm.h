@@ -38,12 +38,19 @@ struct KVCache {
     std::vector<torch::Tensor> k;
     std::vector<torch::Tensor> v;
     int64_t length = 0;
+    // Rows of different lengths decoded together (left padding): [batch, length] bool, true where
+    // a cached position holds a real token of its row; undefined when every position does.
+    torch::Tensor valid;
     void clear()
     {
         k.clear();
         v.clear();
+        valid = torch::Tensor();
         length = 0;
     }
+    // Keeps the rows `rows` ([n] int64, on the cache's device) in that order, and drops leading
+    // positions that are padding in every row kept (a batch whose finished rows leave it).
+    void keepRows(const torch::Tensor& rows);
 };
 
 // y = x W^T + b, as torch's linear; one fp32 row on the CPU without autograd (a decoding step)
@@ -122,11 +129,12 @@ struct PackedRows {
 };
 
 // What every block of a forward pass shares: rotary tables (empty for learned positions) and, for
-// packed rows, the attention mask.
+// packed rows and rows with padding, the attention mask.
 struct BlockContext {
-    torch::Tensor cos, sin;  // [seq, head_dim]; packed rows: [batch, 1, seq, head_dim]
-    torch::Tensor
-        mask;  // packed rows: [batch, 1, seq, seq] bool, true = may attend; else undefined
+    torch::Tensor cos, sin;  // [seq, head_dim]; per-row positions: [batch, 1, seq, head_dim]
+    // [batch, 1, seq, keys] bool, true = may attend (keys: the cached positions, then seq);
+    // undefined: causal
+    torch::Tensor mask;
 };
 
 // One transformer block. Architectures implement forward(); adapters are applied through the two
@@ -162,8 +170,13 @@ public:
     torch::Tensor forward(const torch::Tensor& ids, KVCache* cache,
                           const PackedRows* packed = nullptr);
     // The same, but the head runs on the last position only: logits [batch, vocab] (generation's
-    // prefill needs no [seq, vocab] logits for the prompt).
-    torch::Tensor forwardLast(const torch::Tensor& ids, KVCache* cache);
+    // prefill needs no [seq, vocab] logits for the prompt). real (rows of different lengths, with a
+    // cache): [batch, seq] bool, false at the left padding of ids; each row then gets its own
+    // positions (counting its real tokens) and attends to its real tokens only, and the cache
+    // keeps the padding (KVCache::valid) for the calls after it. A soft prompt goes before the
+    // padding, so the padding sits between it and the row's tokens.
+    torch::Tensor forwardLast(const torch::Tensor& ids, KVCache* cache,
+                              const torch::Tensor& real = {});
     // The final-normed hidden states [batch, seq, hidden] that the head turns into logits (no
     // cache), for losses that apply the head themselves (chunked cross-entropy).
     torch::Tensor forwardHidden(const torch::Tensor& ids, const PackedRows* packed = nullptr);
@@ -209,7 +222,8 @@ public:
 protected:
     virtual torch::Tensor embedTokens(const torch::Tensor& ids) = 0;
     // Adds position information to the (prompt-extended) embeddings; past = cache length;
-    // positions: [batch, seq] int64 for packed rows, else undefined (past, past + 1, ...).
+    // positions: [batch, seq] int64 for packed rows and rows with padding, else undefined (past,
+    // past + 1, ...).
     virtual torch::Tensor addPositions(const torch::Tensor& h, int64_t /*past*/,
                                        const torch::Tensor& /*positions*/)
     {
@@ -241,7 +255,8 @@ private:
     torch::Tensor embedWithTokenRows(const torch::Tensor& ids);
     torch::Tensor headLogits(const torch::Tensor& h, bool decode);
     // Hidden states [batch, seq, hidden], prompt positions removed.
-    torch::Tensor runBlocks(const torch::Tensor& ids, KVCache* cache, const PackedRows* packed);
+    torch::Tensor runBlocks(const torch::Tensor& ids, KVCache* cache, const PackedRows* packed,
+                            const torch::Tensor& real = {});
     torch::Tensor m_prompt;  // registered as parameter "prompt_embeddings" when set
     bool m_checkpointing = false;
     torch::Tensor m_tokenIds;        // [k] int64 on the device
@@ -260,9 +275,9 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 
 // Appends k/v ([batch, kv_heads, seq, head_dim]) to the cache of `layer` and runs causal
 // scaled-dot-product attention for q ([batch, heads, seq, head_dim]) over all cached positions.
-// pastLength is the cache length before this call. mask (packed rows, no cache): [batch, 1, seq,
-// seq] bool, true where a query may attend, used instead of the causal rule. Returns [batch,
-// heads, seq, head_dim].
+// pastLength is the cache length before this call. mask: [batch, 1, seq, pastLength + seq] bool
+// over every key (the cached ones first), true where a query may attend, used instead of the
+// causal rule (packed rows; rows with padding). Returns [batch, heads, seq, head_dim].
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer,
                               int64_t pastLength, const torch::Tensor& mask = {});

@@ -1,5 +1,5 @@
 // Model: the public facade over a loaded causal LM (no LibTorch in this header): load, logits,
-// generate.
+// generate (one prompt or a batch).
 #pragma once
 
 #include "model/config.h"
@@ -47,6 +47,9 @@ struct GenerateResult {
 // Called for each new token with its id and the text it completed (may be empty while a multi-byte
 // character is incomplete). Return false to cancel.
 using TokenCallback = std::function<bool(int32_t id, const std::string& text)>;
+// Called after each step of batched generation (every running row took one token) with the number
+// of rows finished so far. Return false to cancel: the rows still running stop as "cancelled".
+using BatchCallback = std::function<bool(size_t finishedRows)>;
 
 class Model {
 public:
@@ -69,6 +72,14 @@ public:
     GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
                             const Tokenizer* tokenizer = nullptr,
                             const TokenCallback& onToken = {}) const;
+    // Generates for several prompts at once (one batch, left-padded): result i holds the tokens,
+    // text and stop reason that generate(prompts[i], options) gives (sampled rows too: each row
+    // draws from its own generator seeded with options.seed), its own prefillTokens, and the
+    // batch's prefill and decode seconds. Each row stops on its own and leaves the batch.
+    std::vector<GenerateResult> generateBatch(const std::vector<std::vector<int32_t>>& prompts,
+                                              const GenerateOptions& options,
+                                              const Tokenizer* tokenizer = nullptr,
+                                              const BatchCallback& onStep = {}) const;
 
     struct Impl;
     Impl& impl() const { return *m_impl; }

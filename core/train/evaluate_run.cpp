@@ -150,6 +150,8 @@ eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::s
 {
     if (runDirs.empty())
         fail("compare: give at least one run");
+    if (settings.resamples < 1)
+        fail("compare: the scorecard's paired intervals need at least 1 bootstrap resample");
     eval::EvalSettings s = settings;
     for (const char* always : {"stop_rate", "length"})
         if (std::find(s.metrics.begin(), s.metrics.end(), always) == s.metrics.end())

@@ -1,6 +1,7 @@
 // DataStore over SQLite: schema and migrations, record writes with history, operations and undo.
 #include "data/store/store.h"
 
+#include "data/store/comparisons.h"
 #include "data/store/sqlite.h"
 #include "util/error.h"
 
@@ -119,6 +120,57 @@ CREATE TABLE snapshot_records (
   line TEXT NOT NULL,
   PRIMARY KEY (snapshot_id, position)
 );
+)SQL",
+    // 1 -> 2: blind comparisons. An item holds a prompt and the answers of two sources (X, Y) with
+    // the side each is shown on (a_is_x: answer A is X's); a verdict is one annotator's choice, the
+    // active one per item and annotator counts; a preference pair exists for each active verdict
+    // that is not a tie. History rows of these changes have record_id 0 and a field
+    // "compare.item.<id>.removed" or "compare.item.<id>.verdict.<annotator>".
+    R"SQL(
+CREATE TABLE comparison_items (
+  id INTEGER PRIMARY KEY,
+  set_name TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  prompt TEXT NOT NULL,
+  messages TEXT CHECK (messages IS NULL OR json_valid(messages)),
+  source_x TEXT NOT NULL,
+  answer_x TEXT NOT NULL,
+  source_y TEXT NOT NULL,
+  answer_y TEXT NOT NULL,
+  a_is_x INTEGER NOT NULL CHECK (a_is_x IN (0, 1)),
+  removed INTEGER NOT NULL DEFAULT 0,
+  operation_id INTEGER NOT NULL REFERENCES operations(id),
+  created_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX comparison_items_set ON comparison_items(set_name, position);
+CREATE TABLE comparison_verdicts (
+  id INTEGER PRIMARY KEY,
+  item_id INTEGER NOT NULL REFERENCES comparison_items(id),
+  annotator TEXT NOT NULL,
+  choice TEXT NOT NULL CHECK (choice IN ('a', 'b', 'tie')),
+  winner TEXT NOT NULL CHECK (winner IN ('x', 'y', 'tie')),
+  note TEXT NOT NULL DEFAULT '',
+  active INTEGER NOT NULL DEFAULT 0,
+  operation_id INTEGER NOT NULL REFERENCES operations(id),
+  at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX comparison_verdicts_active ON comparison_verdicts(item_id, annotator)
+  WHERE active = 1;
+CREATE TABLE preference_pairs (
+  id INTEGER PRIMARY KEY,
+  verdict_id INTEGER NOT NULL UNIQUE REFERENCES comparison_verdicts(id),
+  item_id INTEGER NOT NULL REFERENCES comparison_items(id),
+  set_name TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  messages TEXT,
+  chosen TEXT NOT NULL,
+  rejected TEXT NOT NULL,
+  annotator TEXT NOT NULL,
+  source_chosen TEXT NOT NULL,
+  source_rejected TEXT NOT NULL,
+  at TEXT NOT NULL
+);
+CREATE INDEX preference_pairs_set ON preference_pairs(set_name);
 )SQL",
 };
 constexpr int kMigrationCount = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
@@ -374,6 +426,8 @@ namespace {
 // Current value of a change target ("status", "split", "removed", "fields.<key>").
 json readField(sql::Database& db, int64_t recordId, const std::string& field)
 {
+    if (isComparisonField(field))
+        return readComparisonField(db, field);
     sql::Statement st(db, "SELECT status, split, removed, fields FROM records WHERE id = ?");
     st.bind(1, recordId);
     if (!st.step())
@@ -395,7 +449,9 @@ json readField(sql::Database& db, int64_t recordId, const std::string& field)
 void writeField(sql::Database& db, int64_t recordId, const std::string& field, const json& value,
                 const std::string& at)
 {
-    if (field == "status") {
+    if (isComparisonField(field)) {
+        writeComparisonField(db, field, value);
+    } else if (field == "status") {
         if (!value.is_string() || !parseReviewStatus(value.get<std::string>()))
             tb::fail(db.path(), ": record ", recordId, ": invalid status ", value.dump());
         sql::Statement st(db, "UPDATE records SET status = ?, updated_at = ? WHERE id = ?");
@@ -466,6 +522,20 @@ int64_t DataStore::applyOperation(const std::string& kind, const std::string& wh
 {
     sql::Transaction tx(*m_db);
     const int64_t op = insertOperation(kind, who, params, summary);
+    const std::string at = now();
+    for (const Change& c : changes)
+        writeChange(op, who, at, c);
+    tx.commit();
+    return op;
+}
+
+int64_t DataStore::applyOperationWith(const std::string& kind, const std::string& who,
+                                      const json& params, const json& summary,
+                                      const std::function<std::vector<Change>(int64_t)>& prepare)
+{
+    sql::Transaction tx(*m_db);
+    const int64_t op = insertOperation(kind, who, params, summary);
+    const std::vector<Change> changes = prepare(op);
     const std::string at = now();
     for (const Change& c : changes)
         writeChange(op, who, at, c);
@@ -608,8 +678,9 @@ int64_t DataStore::undo(int64_t operationId, const std::string& who)
     for (const Row& r : rows) {
         const json current = readField(*m_db, r.recordId, r.field);
         if (current != r.newValue)
-            tb::fail(m_path, ": cannot undo operation ", operationId, " (", kind, "): record ",
-                     r.recordId, "'s ", r.field, " changed since (now ", current.dump(),
+            tb::fail(m_path, ": cannot undo operation ", operationId, " (", kind,
+                     "): ", r.recordId > 0 ? cat("record ", r.recordId, "'s ") : std::string(),
+                     r.field, " changed since (now ", current.dump(),
                      "); undo the later operation first");
     }
     const int64_t undoOp =

@@ -1,5 +1,6 @@
 // DataStore: a project's datasets in one SQLite file (WAL): records, sources, annotator labels and
-// ratings, notes, an edit history grouped into reversible operations, scan flags and snapshots.
+// ratings, notes, an edit history grouped into reversible operations, scan flags, snapshots and
+// blind comparisons (data/store/comparisons.h).
 // Every public change is one transaction, so a crash or kill loses no committed edit and never
 // leaves a torn one.
 #pragma once
@@ -131,7 +132,7 @@ struct ScanFlag {
 
 class DataStore {
 public:
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
 
     // Opens or creates a store file; runs migrations up to kSchemaVersion in one transaction each.
     // A file that is not SQLite, is corrupt, or comes from a newer Tunebench gets a tb::Error
@@ -183,14 +184,20 @@ public:
 
     // --- Operations: a group of recorded changes that `undo` reverses as a whole.
     struct Change {
-        int64_t recordId = 0;
-        std::string field;  // status | split | removed | fields.<key>
+        int64_t recordId = 0;  // 0 for the comparison fields, which name their item themselves
+        std::string field;     // status | split | removed | fields.<key> | compare.item.<id>.<...>
         nlohmann::json value;
     };
     // Applies changes as one operation in one transaction; returns the operation id.
     int64_t applyOperation(const std::string& kind, const std::string& who,
                            const nlohmann::json& params, const nlohmann::json& summary,
                            const std::vector<Change>& changes);
+    // The same for changes whose targets are inserted in the same transaction: `prepare` gets the
+    // new operation's id, writes the rows the changes point to, and returns the changes (the
+    // comparison code inserts a verdict, then activates it as a change undo can reverse).
+    int64_t applyOperationWith(const std::string& kind, const std::string& who,
+                               const nlohmann::json& params, const nlohmann::json& summary,
+                               const std::function<std::vector<Change>(int64_t)>& prepare);
     // Reverses every change of an operation (newest first) as a new "undo" operation. Throws when
     // the operation was already undone or a later change touched the same record fields.
     int64_t undo(int64_t operationId, const std::string& who);

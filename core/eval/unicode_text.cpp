@@ -1,0 +1,192 @@
+// Python 3 str semantics over code points: lower(), casefold(), isspace(), \w, split().
+#include "eval/unicode_text.h"
+
+#include <utf8proc.h>
+
+namespace tb::eval {
+
+namespace {
+
+constexpr char32_t kReplacement = 0xFFFD;
+constexpr char32_t kCapitalSigma = 0x03A3;
+
+bool isCased(char32_t c)
+{
+    const auto cp = static_cast<utf8proc_int32_t>(c);
+    const utf8proc_category_t cat = utf8proc_category(cp);
+    if (cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT)
+        return true;
+    // Other_Lowercase / Other_Uppercase (roman numerals, circled letters) carry case mappings.
+    return utf8proc_tolower(cp) != cp || utf8proc_toupper(cp) != cp;
+}
+
+// Unicode's Case_Ignorable: marks, format characters, modifier letters and symbols, and the
+// Word_Break classes MidLetter, MidNumLet and Single_Quote.
+bool isCaseIgnorable(char32_t c)
+{
+    switch (c) {
+    case 0x0027:
+    case 0x002E:
+    case 0x003A:
+    case 0x00B7:
+    case 0x0387:
+    case 0x055F:
+    case 0x05F4:
+    case 0x2018:
+    case 0x2019:
+    case 0x2024:
+    case 0x2027:
+    case 0xFE13:
+    case 0xFE52:
+    case 0xFE55:
+    case 0xFF07:
+    case 0xFF0E:
+    case 0xFF1A:
+        return true;
+    default:
+        break;
+    }
+    switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_SK:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// Python's rule: \p{cased}\p{case-ignorable}* Σ !(\p{case-ignorable}* \p{cased}).
+bool isFinalSigma(std::u32string_view text, size_t i)
+{
+    size_t j = i;
+    while (j > 0 && isCaseIgnorable(text[j - 1]))
+        --j;
+    if (j == 0 || !isCased(text[j - 1]))
+        return false;
+    size_t k = i + 1;
+    while (k < text.size() && isCaseIgnorable(text[k]))
+        ++k;
+    return k == text.size() || !isCased(text[k]);
+}
+
+}  // namespace
+
+std::u32string decodeUtf8(std::string_view text)
+{
+    std::u32string out;
+    out.reserve(text.size());
+    const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+    const auto size = static_cast<utf8proc_ssize_t>(text.size());
+    for (utf8proc_ssize_t i = 0; i < size;) {
+        utf8proc_int32_t cp = 0;
+        const utf8proc_ssize_t n = utf8proc_iterate(bytes + i, size - i, &cp);
+        if (n <= 0 || cp < 0) {
+            out.push_back(kReplacement);
+            ++i;
+        } else {
+            out.push_back(static_cast<char32_t>(cp));
+            i += n;
+        }
+    }
+    return out;
+}
+
+std::string encodeUtf8(std::u32string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (char32_t c : text) {
+        utf8proc_uint8_t buffer[4];
+        const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(c), buffer);
+        out.append(reinterpret_cast<const char*>(buffer), static_cast<size_t>(n));
+    }
+    return out;
+}
+
+std::u32string pythonLower(std::u32string_view text)
+{
+    std::u32string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char32_t c = text[i];
+        if (c < 0x80) {
+            out.push_back(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+        } else if (c == 0x0130) {  // SpecialCasing's one unconditional lowercase expansion
+            out.push_back(U'i');
+            out.push_back(0x0307);
+        } else if (c == kCapitalSigma) {
+            out.push_back(isFinalSigma(text, i) ? 0x03C2 : 0x03C3);
+        } else {
+            out.push_back(
+                static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+        }
+    }
+    return out;
+}
+
+std::u32string pythonCasefold(std::u32string_view text)
+{
+    std::u32string out;
+    out.reserve(text.size());
+    for (char32_t c : text) {
+        utf8proc_int32_t folded[8];
+        int boundclass = 0;
+        const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), folded,
+                                                           8, UTF8PROC_CASEFOLD, &boundclass);
+        if (n <= 0 || n > 8) {
+            out.push_back(c);
+            continue;
+        }
+        for (utf8proc_ssize_t k = 0; k < n; ++k)
+            out.push_back(static_cast<char32_t>(folded[k]));
+    }
+    return out;
+}
+
+bool isPythonSpace(char32_t c)
+{
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+bool isPythonWordChar(char32_t c)
+{
+    if (c < 0x80)
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_';
+    switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+        return true;
+    default:
+        return false;
+    }
+}
+
+std::vector<std::u32string> splitPythonWhitespace(std::u32string_view text)
+{
+    std::vector<std::u32string> out;
+    size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && isPythonSpace(text[i]))
+            ++i;
+        const size_t start = i;
+        while (i < text.size() && !isPythonSpace(text[i]))
+            ++i;
+        if (i > start)
+            out.emplace_back(text.substr(start, i - start));
+    }
+    return out;
+}
+
+}  // namespace tb::eval
