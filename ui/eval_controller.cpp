@@ -3,6 +3,7 @@
 // through an EventBuffer; the drain stores the outcome and tells the page.
 #include "eval_controller.h"
 
+#include "eval/terminology.h"
 #include "tokenizer/model_template.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -52,9 +53,14 @@ std::shared_ptr<EvalOutcome> evaluateBase(const EvalRequest& request, const Eval
 
 }  // namespace
 
-std::shared_ptr<EvalOutcome> runEvaluation(const EvalRequest& request,
+std::shared_ptr<EvalOutcome> runEvaluation(const EvalRequest& given,
                                            const eval::EvalProgress& progress)
 {
+    EvalRequest request = given;
+    eval::EvalSettings& settings = request.settings;
+    if (!settings.glossaryPath.empty() && settings.metricOptions.glossary.empty())
+        settings.metricOptions.glossary = eval::loadGlossary(settings.glossaryPath);
+    eval::buildMetrics(settings.metrics, settings.metricOptions);  // before loading any model
     std::vector<std::string> runs;
     for (const QString& r : request.runs)
         runs.push_back(r.toStdString());

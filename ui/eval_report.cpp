@@ -11,8 +11,18 @@
 #include <QStringBuilder>
 
 #include <algorithm>
+#include <exception>
 
 namespace tb {
+
+bool metricHigherIsBetter(const std::string& name)
+{
+    try {
+        return eval::makeMetric(name)->higherIsBetter();
+    } catch (const std::exception&) {
+        return true;  // terminology (needs its glossary) and names of newer metrics
+    }
+}
 
 ScoreTable scoreTable(const EvalOutcome& outcome)
 {
@@ -51,8 +61,12 @@ ScoreTable scoreTable(const EvalOutcome& outcome)
         if (it == r.metrics.end())
             continue;
         t.metrics.push_back(name);
-        t.higherIsBetter.push_back(eval::makeMetric(name)->higherIsBetter());
-        t.cells.push_back({ScoreCell{it->second.score, it->second.ci.lo, it->second.ci.hi}});
+        t.higherIsBetter.push_back(metricHigherIsBetter(name));
+        ScoreCell cell;
+        cell.score = it->second.score;
+        cell.lo = it->second.ci.lo;
+        cell.hi = it->second.ci.hi;
+        t.cells.push_back({cell});
     }
     return t;
 }
@@ -240,7 +254,7 @@ QString examplesCsv(const EvalOutcome& outcome)
     for (const std::string& m : metrics)
         for (const QString& s : outcome.labels)
             header << QString::fromStdString(m) + QLatin1Char(' ') + s;
-    auto line = [](const QStringList& fields) {
+    auto line = [](const QStringList& fields) -> QString {
         QStringList quoted;
         for (const QString& f : fields)
             quoted << csvField(f);

@@ -35,6 +35,8 @@ struct ScoreTable {
     int64_t examples = 0;
 };
 ScoreTable scoreTable(const EvalOutcome& outcome);
+// Metric::higherIsBetter of a metric by name (true for one that cannot be built without options).
+bool metricHigherIsBetter(const std::string& name);
 // "better", "worse" or "no clear difference" (a cell without a delta: empty).
 QString verdictText(const ScoreCell& cell);
 

@@ -26,6 +26,7 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
 #include <exception>
 
 namespace tb {
@@ -151,6 +152,22 @@ void EvalSettingsPanel::buildMetricGroup(QFormLayout* form)
         checkable(m_metrics, QString::fromStdString(name), on);
     }
     form->addRow(m_metrics);
+    auto* row = new QWidget(this);
+    auto* h = new QHBoxLayout(row);
+    h->setContentsMargins(0, 0, 0, 0);
+    m_glossary = new QLineEdit(row);
+    m_glossary->setPlaceholderText(tr("terminology: source → target terms"));
+    auto* browse = new QPushButton(tr("…"), row);
+    browse->setMaximumWidth(32);
+    h->addWidget(m_glossary, 1);
+    h->addWidget(browse);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Glossary"), m_glossary->text(), tr("Glossaries (*.tsv *.csv *.json *.txt)"));
+        if (!path.isEmpty())
+            m_glossary->setText(path);
+    });
+    form->addRow(tr("Glossary:"), row);
 }
 
 void EvalSettingsPanel::buildGenerationGroup(QFormLayout* form)
@@ -321,6 +338,11 @@ std::optional<EvalRequest> EvalSettingsPanel::request(QString* error) const
             r.settings.metrics.push_back(m_metrics->item(i)->text().toStdString());
     if (r.settings.metrics.empty())
         return failWith(tr("Check at least one metric."));
+    r.settings.glossaryPath = m_glossary->text().trimmed().toStdString();
+    if (r.settings.glossaryPath.empty() &&
+        std::find(r.settings.metrics.begin(), r.settings.metrics.end(), "terminology") !=
+            r.settings.metrics.end())
+        return failWith(tr("Terminology adherence needs a glossary file."));
     r.settings.batch = m_batch->value();
     r.settings.resamples = m_resamples->value();
     r.settings.seed = uint64_t(m_seed->value());

@@ -78,6 +78,7 @@ private:
     QSpinBox* m_limit = nullptr;
     QFormLayout* m_dataForm = nullptr;
     QListWidget* m_metrics = nullptr;
+    QLineEdit* m_glossary = nullptr;
     QSpinBox *m_maxTokens = nullptr, *m_batch = nullptr, *m_resamples = nullptr, *m_seed = nullptr;
     QCheckBox* m_greedy = nullptr;
     QDoubleSpinBox* m_temperature = nullptr;

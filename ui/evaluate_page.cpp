@@ -2,6 +2,7 @@
 // the EvalController's drained batches move the progress bar and fill the tables.
 #include "evaluate_page.h"
 
+#include "compare_view.h"
 #include "eval_controller.h"
 #include "eval_report.h"
 #include "eval_settings_panel.h"
@@ -11,6 +12,9 @@
 #include "scorecard_model.h"
 #include "studio_state.h"
 #include "suite_table_model.h"
+
+#include "data/store/comparisons.h"
+#include "data/store/store.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -24,11 +28,15 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSettings>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QVBoxLayout>
+
+#include <exception>
 
 namespace tb {
 
@@ -105,7 +113,11 @@ EvaluatePage::EvaluatePage(StudioState* state, QWidget* parent)
     updateButtons();
 }
 
-EvaluatePage::~EvaluatePage() = default;
+EvaluatePage::~EvaluatePage()
+{
+    if (m_compare)
+        m_compare->setStore(nullptr);  // before the page's store connection closes
+}
 
 QWidget* EvaluatePage::buildScorecardTab()
 {
@@ -474,9 +486,67 @@ QWidget* EvaluatePage::buildBlindTab()
 
 bool EvaluatePage::startBlindComparison(int system)
 {
-    (void)system;
-    m_blindStatus->setText(tr("Blind comparison is not available in this build."));
-    return false;
+    const auto o = outcome();
+    if (!o || system < 1 || size_t(system) >= o->results.size()) {
+        m_blindStatus->setText(tr("Evaluate the base model and a run first."));
+        return false;
+    }
+    const QString path = m_state->storePath();
+    if (path.isEmpty()) {
+        m_blindStatus->setText(tr("Open the project's dataset store on the Data page first."));
+        return false;
+    }
+    NewComparisonSet set;
+    set.sourceX = o->labels.value(0).toStdString();
+    set.sourceY = o->labels.value(system).toStdString();
+    if (set.sourceY == set.sourceX)
+        set.sourceY += " (run)";
+    set.name = QFileInfo(o->dir).fileName().toStdString() + ": " + set.sourceX + " vs " +
+               set.sourceY;
+    set.seed = o->scorecard ? o->scorecard->seed : 0;
+    const auto& base = o->results.front().predictions;
+    const auto& tuned = o->results[size_t(system)].predictions;
+    for (size_t i = 0; i < base.size(); ++i) {
+        set.prompts.push_back(promptText(base[i].input).toStdString());
+        nlohmann::json messages = nlohmann::json::array();
+        for (const ChatMessage& m : base[i].input.prompt)
+            messages.push_back({{"role", m.role}, {"content", m.content}});
+        set.messages.push_back(messages);
+        set.answersX.push_back(base[i].prediction);
+        set.answersY.push_back(tuned[i].prediction);
+    }
+    try {
+        // The page's own connection on the GUI thread (WAL: the Data page's stays valid); the
+        // view writes each verdict through it as one small transaction.
+        if (!m_blindStore || m_blindStorePath != path) {
+            if (m_compare)
+                m_compare->setStore(nullptr);
+            m_blindStore = DataStore::open(path.toStdString(), false);
+            m_blindStorePath = path;
+        }
+        const QString who = QSettings().value(QStringLiteral("data/annotator")).toString();
+        addComparisonSet(*m_blindStore, set, who.isEmpty() ? "studio" : who.toStdString());
+    } catch (const std::exception& e) {
+        m_blindStatus->setText(tr("Could not add the comparison set: %1")
+                                   .arg(QString::fromUtf8(e.what())));
+        return false;
+    }
+    if (!m_compare) {
+        m_compare = new CompareView(m_blindLayout->parentWidget());
+        delete m_blindLayout->takeAt(m_blindLayout->count() - 1);  // the view takes the space
+        m_blindLayout->addWidget(m_compare, 1);
+    }
+    m_compare->setStore(m_blindStore.get());
+    m_compare->setSet(QString::fromStdString(set.name));
+    const QString who = QSettings().value(QStringLiteral("data/annotator")).toString();
+    if (!who.isEmpty() && m_compare->annotator().isEmpty())
+        m_compare->setAnnotator(who);
+    m_blindStatus->setText(tr("Comparison set \u201c%1\u201d: %2 prompts in %3. Judge each pair "
+                              "without knowing which model wrote which answer.")
+                               .arg(QString::fromStdString(set.name))
+                               .arg(qint64(base.size()))
+                               .arg(QFileInfo(path).fileName()));
+    return true;
 }
 
 }  // namespace tb

@@ -23,6 +23,8 @@ class QVBoxLayout;
 
 namespace tb {
 
+class CompareView;
+class DataStore;
 class EvalController;
 class EvalSettingsPanel;
 class ExampleFilterProxy;
@@ -74,7 +76,7 @@ public:
     QString statusText() const;
     QString gateText() const;
     QString blindStatusText() const;
-    QWidget* compareView() const { return m_compareView; }
+    CompareView* compareView() const { return m_compare; }
 
 Q_SIGNALS:
     void evaluationFinished(bool ok, bool cancelled, const QString& message);
@@ -125,7 +127,9 @@ private:
     QPushButton* m_startBlind = nullptr;
     QLabel* m_blindStatus = nullptr;
     QVBoxLayout* m_blindLayout = nullptr;
-    QWidget* m_compareView = nullptr;
+    CompareView* m_compare = nullptr;       // made on the first blind comparison
+    std::unique_ptr<DataStore> m_blindStore;  // the project's store, this page's connection
+    QString m_blindStorePath;
     QList<QPushButton*> m_exportButtons;
 };
 

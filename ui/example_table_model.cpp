@@ -6,8 +6,6 @@
 #include "eval_report.h"
 #include "metric_units.h"
 
-#include "eval/metric.h"
-
 #include <QBrush>
 #include <QColor>
 
@@ -35,10 +33,14 @@ void ExampleTableModel::setOutcome(std::shared_ptr<const EvalOutcome> outcome)
     m_higherIsBetter.clear();
     m_run = 0;
     if (m_outcome && !m_outcome->results.empty()) {
-        m_metrics = m_outcome->scorecard ? m_outcome->scorecard->metrics
-                                         : m_outcome->results.front().metricOrder;
-        for (const std::string& m : m_metrics)
-            m_higherIsBetter.push_back(eval::makeMetric(m)->higherIsBetter());
+        if (m_outcome->scorecard) {
+            m_metrics = m_outcome->scorecard->metrics;
+            m_higherIsBetter = m_outcome->scorecard->higherIsBetter;
+        } else {
+            m_metrics = m_outcome->results.front().metricOrder;
+            for (const std::string& m : m_metrics)
+                m_higherIsBetter.push_back(metricHigherIsBetter(m));
+        }
         m_run = m_outcome->results.size() > 1 ? 1 : 0;
     }
     endResetModel();
@@ -161,8 +163,8 @@ QVariant ExampleTableModel::metricData(int row, int col, int role) const
                                       : score(m_run, row, metric) - base;
     switch (role) {
     case Qt::DisplayRole:
-        return (which == 2 && value > 0 ? QStringLiteral("+") : QString()) +
-               formatScore(metric, value);
+        return QString((which == 2 && value > 0 ? QStringLiteral("+") : QString()) +
+                       formatScore(metric, value));
     case SortRole: return value;
     case Qt::TextAlignmentRole: return int(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::BackgroundRole:

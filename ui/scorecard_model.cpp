@@ -40,8 +40,8 @@ QVariant ScorecardModel::data(const QModelIndex& index, int role) const
     const int col = index.column();
     if (col == 0) {
         if (role == Qt::DisplayRole)
-            return QString::fromStdString(metric) +
-                   (m_table.higherIsBetter[row] ? QString() : tr(" (lower is better)"));
+            return QString(QString::fromStdString(metric) +
+                           (m_table.higherIsBetter[row] ? QString() : tr(" (lower is better)")));
         if (role == ValueRole)
             return QString::fromStdString(metric);
         return {};

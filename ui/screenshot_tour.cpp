@@ -3,6 +3,8 @@
 
 #include "data_jobs.h"
 #include "data_page.h"
+#include "eval_settings_panel.h"
+#include "evaluate_page.h"
 #include "data_panels.h"
 #include "export_page.h"
 #include "main_window.h"
@@ -17,6 +19,7 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -165,7 +168,32 @@ void ScreenshotTour::exportShot()
 void ScreenshotTour::playgroundShot()
 {
     shot(QStringLiteral("Playground"), QStringLiteral("playground.png"));
-    QApplication::exit(m_ok ? 0 : 1);
+    evaluateShot();
+}
+
+void ScreenshotTour::evaluateShot()
+{
+    // The tour's run against the base model on the first cases of its validation split.
+    const QStringList runs = m_window->state()->runs();
+    if (runs.isEmpty())
+        return fail("no run to evaluate");
+    EvaluatePage* page = m_window->evaluatePage();
+    EvalSettingsPanel* settings = page->settings();
+    settings->setRunChecked(runs.last(), true);
+    settings->setSource(EvalSettingsPanel::RunSplit);
+    settings->limitBox()->setValue(24);
+    settings->maxTokensBox()->setValue(32);
+    settings->setMetrics({QStringLiteral("exact_match"), QStringLiteral("f1"),
+                          QStringLiteral("bleu"), QStringLiteral("rougeL")});
+    m_window->showPage(QStringLiteral("Evaluate"));
+    once(page, &EvaluatePage::evaluationFinished, [this] {
+        later([this] {
+            shot(QStringLiteral("Evaluate"), QStringLiteral("evaluate.png"));
+            QApplication::exit(m_ok ? 0 : 1);
+        });
+    });
+    if (!page->evaluate())
+        fail("the evaluation did not start");
 }
 
 void ScreenshotTour::fail(const char* why)

@@ -17,8 +17,8 @@ class MainWindow;
 
 class ScreenshotTour : public QObject {
 public:
-    // Writes `dir`/{model,data,method,memory,train,memory-measured,export,playground}.png, then
-    // quits the application (exit 1 when a picture failed).
+    // Writes `dir`/{model,data,method,memory,train,memory-measured,export,playground,evaluate}.png,
+    // then quits the application (exit 1 when a picture failed).
     ScreenshotTour(MainWindow* window, QString dir, QObject* parent = nullptr);
 
     // Call before the model is opened: the tour starts when the Model page reports it open.
@@ -43,6 +43,7 @@ private:
     void memoryAfterRun();
     void exportShot();
     void playgroundShot();
+    void evaluateShot();
     void fail(const char* why);
 
     MainWindow* m_window;

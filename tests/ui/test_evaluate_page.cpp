@@ -4,6 +4,7 @@
 // shows the numbers core wrote to scorecard.json, the answers are those of a plain greedy
 // generate(), sorting, the failing-only filter, cancel, the regression suite, store cases opening
 // on the Data page, the blind comparison, and the report writers' escaping and quoting.
+#include "compare_view.h"
 #include "data_page.h"
 #include "record_editor.h"
 #include "eval_controller.h"
@@ -23,6 +24,7 @@
 #include "train_settings_form.h"
 #include "training_controller.h"
 
+#include "data/store/comparisons.h"
 #include "data/store/snapshot.h"
 #include "model/model.h"
 #include "tokenizer/model_template.h"
@@ -481,6 +483,32 @@ void TestEvaluatePage::storeCasesOpenOnDataPage()
     QVERIFY(data->isVisible());  // the window switched to the Data page
     QCOMPARE(data->editor()->recordId().value_or(0), id);
     m_window->hide();
+
+    // Blind comparison: the base model's and the run's answers, as a set in the project's store.
+    QVERIFY(page()->startBlindComparison(1));
+    tb::CompareView* view = page()->compareView();
+    QVERIFY(view);
+    const std::vector<std::string> sets = tb::comparisonSets(*data->store());
+    QCOMPARE(sets.size(), size_t(1));
+    QCOMPARE(view->set(), QString::fromStdString(sets.front()));
+    const auto items = tb::comparisonItems(*data->store(), sets.front());
+    QCOMPARE(items.size(), size_t(3));
+    const auto outcome = page()->outcome();
+    for (const tb::ComparisonItem& item : items) {
+        QCOMPARE(item.sourceX, std::string("base"));
+        QCOMPARE(item.sourceY, outcome->labels[1].toStdString());
+        const auto& base = outcome->results[0].predictions;
+        const auto it = std::find_if(base.begin(), base.end(), [&](const auto& p) {
+            return tb::promptText(p.input).toStdString() == item.prompt;
+        });
+        QVERIFY(it != base.end());
+        const size_t i = size_t(it - base.begin());
+        QCOMPARE(item.answerX, base[i].prediction);
+        QCOMPARE(item.answerY, outcome->results[1].predictions[i].prediction);
+    }
+    view->setAnnotator(QStringLiteral("ana"));
+    QVERIFY2(view->judge(QStringLiteral("a")), qPrintable(view->message()));
+    QCOMPARE(tb::comparisonProgress(*data->store(), sets.front(), "ana").judged, qint64(1));
 }
 
 void TestEvaluatePage::writersEscapeAndQuote()
