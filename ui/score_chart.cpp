@@ -92,4 +92,19 @@ void ScoreChart::setTable(const ScoreTable& table)
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+std::vector<std::array<double, 3>> ScoreChart::barsOf(int system) const
+{
+    std::vector<std::array<double, 3>> out;
+    if (system < 0 || size_t(system) >= m_bars.size())
+        return out;
+    const auto bars = m_bars[size_t(system)]->data();
+    QCPErrorBars* errors = m_errors[size_t(system)];
+    for (int i = 0; i < bars->size(); ++i) {
+        const double v = bars->at(i)->value;
+        const QCPErrorBarsData& e = errors->data()->at(i);
+        out.push_back({v, v - e.errorMinus, v + e.errorPlus});
+    }
+    return out;
+}
+
 }  // namespace tb

@@ -7,6 +7,7 @@
 
 #include <QWidget>
 
+#include <array>
 #include <vector>
 
 class QCustomPlot;
@@ -27,6 +28,8 @@ public:
     const std::vector<QCPBars*>& bars() const { return m_bars; }
     const std::vector<QCPErrorBars*>& errorBars() const { return m_errors; }
     const QStringList& tickLabels() const { return m_ticks; }
+    // System s's bar heights and error-bar ends (value - minus, value + plus), in chart units.
+    std::vector<std::array<double, 3>> barsOf(int system) const;
 
 private:
     QCustomPlot* m_plot = nullptr;

@@ -404,6 +404,16 @@ int TrainPlots::generationEvalPoints() const
     return n;
 }
 
+int TrainPlots::generationGraphs() const
+{
+    return m_generation->graphCount();
+}
+
+QString TrainPlots::generationRightAxis() const
+{
+    return m_generation->yAxis2->visible() ? m_generation->yAxis2->label() : QString();
+}
+
 std::vector<std::pair<double, double>> TrainPlots::generationEvalSeries(const QString& metric) const
 {
     std::vector<std::pair<double, double>> out;

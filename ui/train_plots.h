@@ -61,6 +61,8 @@ public:
     // The live run's points of one metric (step, score), as plotted.
     std::vector<std::pair<double, double>> generationEvalSeries(const QString& metric) const;
     QCustomPlot* generationPlot() const { return m_generation; }
+    int generationGraphs() const;           // live and overlaid
+    QString generationRightAxis() const;    // its label; empty while hidden
     int replots() const
     {
         return m_replots;

@@ -32,8 +32,6 @@
 #include "train/metrics.h"
 #include "train/train_config.h"
 
-#include <qcustomplot.h>
-
 #include <QAbstractItemModelTester>
 #include <QCheckBox>
 #include <QComboBox>
@@ -41,9 +39,11 @@
 #include <QFile>
 #include <QListWidget>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTextBrowser>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -223,17 +223,15 @@ private Q_SLOTS:
             }
         }
         // BLEU is 0-100: it is on the right axis, which says so.
-        QCustomPlot* g = plots->generationPlot();
-        QVERIFY(g->yAxis2->visible());
-        QVERIFY(g->yAxis2->label().contains(QStringLiteral("bleu")));
+        QVERIFY(plots->generationRightAxis().contains(QStringLiteral("bleu (0-100)")));
         // Past runs: checking the run in the history overlays its two metric curves.
         tb::RunHistory* history = m_window->trainPage()->runHistory();
         history->refresh();
-        const int graphs = g->graphCount();
+        const int graphs = plots->generationGraphs();
         for (int i = 0; i < history->count(); ++i)
             if (history->item(i)->data(Qt::UserRole).toString() == m_run)
                 history->item(i)->setCheckState(Qt::Checked);
-        QCOMPARE(g->graphCount(), graphs + 2);
+        QCOMPARE(plots->generationGraphs(), graphs + 2);
         for (int i = 0; i < history->count(); ++i)
             history->item(i)->setCheckState(Qt::Unchecked);
     }
@@ -303,7 +301,19 @@ void TestEvaluatePage::comparisonMatchesCore()
     QCOMPARE(chart->bars().size(), size_t(2));
     QCOMPARE(chart->tickLabels().size(), qsizetype(metrics.size() - 1));
     QVERIFY(chart->tickLabels().contains(QStringLiteral("bleu ÷100")));
-    QCOMPARE(chart->errorBars()[1]->dataCount(), int(metrics.size() - 1));
+    // The run's bars: its scores (0-100 ones divided by 100) and their intervals.
+    const auto bars = chart->barsOf(1);
+    QCOMPARE(bars.size(), metrics.size() - 1);
+    for (size_t i = 0, row = 0; row < metrics.size(); ++row) {
+        if (metrics[row] == "length")
+            continue;
+        const double k = metrics[row] == "bleu" ? 0.01 : 1.0;
+        const nlohmann::json& cell = sc["systems"][1]["metrics"][metrics[row]];
+        QVERIFY(qAbs(bars[i][0] - k * cell["score"].get<double>()) < 1e-12);
+        QVERIFY(qAbs(bars[i][1] - k * cell["ci"][0].get<double>()) < 1e-12);
+        QVERIFY(qAbs(bars[i][2] - k * cell["ci"][1].get<double>()) < 1e-12);
+        ++i;
+    }
 
     // The per-example rows: core's predictions and scores (system-N/predictions.jsonl).
     tb::ExampleTableModel* ex = page()->exampleModel();
