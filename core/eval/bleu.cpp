@@ -2,7 +2,7 @@
 // corpus and sentence scores with exponential smoothing.
 #include "eval/bleu.h"
 
-#include "eval/sacrebleu_text.h"
+#include "eval/unicode_text.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -104,7 +104,7 @@ std::vector<std::u32string> tokens13a(std::u32string_view text)
         [](std::u32string& out, char32_t a, char32_t b) {
             out.append({a, U' ', b, U' '});
         });
-    return pythonSplit(padded);
+    return splitPythonWhitespace(padded);
 }
 
 // Tokens as small integers, so that an n-gram is a u32string of n of them.
@@ -113,7 +113,7 @@ public:
     std::u32string ids(const std::string& text)
     {
         std::u32string out;
-        for (const std::u32string& token : tokens13a(toCodePoints(text)))
+        for (const std::u32string& token : tokens13a(decodeUtf8(text)))
             out.push_back(
                 m_ids.try_emplace(token, static_cast<char32_t>(m_ids.size() + 1)).first->second);
         return out;
@@ -174,8 +174,8 @@ public:
 std::vector<std::string> tokenize13a(const std::string& text)
 {
     std::vector<std::string> out;
-    for (const std::u32string& token : tokens13a(toCodePoints(text)))
-        out.push_back(toUtf8(token));
+    for (const std::u32string& token : tokens13a(decodeUtf8(text)))
+        out.push_back(encodeUtf8(token));
     return out;
 }
 

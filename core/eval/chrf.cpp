@@ -2,7 +2,7 @@
 // references, and the F-score averaged over the effective orders.
 #include "eval/chrf.h"
 
-#include "eval/sacrebleu_text.h"
+#include "eval/unicode_text.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -25,7 +25,7 @@ bool isAsciiPunctuation(char32_t c)
 std::vector<std::u32string> chrfWords(std::u32string_view text)
 {
     std::vector<std::u32string> out;
-    for (std::u32string& w : pythonSplit(text)) {
+    for (std::u32string& w : splitPythonWhitespace(text)) {
         if (w.size() > 1 && isAsciiPunctuation(w.back())) {
             out.emplace_back(w.substr(0, w.size() - 1));
             out.emplace_back(1, w.back());
@@ -43,9 +43,9 @@ std::vector<std::u32string> chrfWords(std::u32string_view text)
 // n-gram is its words joined by spaces, which no word contains).
 std::vector<NgramCounts> chrfNgrams(const std::string& text, int wordOrder)
 {
-    const std::u32string codePoints = toCodePoints(text);
+    const std::u32string codePoints = decodeUtf8(text);
     std::u32string chars;
-    for (const std::u32string& word : pythonSplit(codePoints))
+    for (const std::u32string& word : splitPythonWhitespace(codePoints))
         chars += word;
     std::vector<NgramCounts> out(static_cast<size_t>(kChrfCharOrder + wordOrder));
     for (size_t n = 1; n <= kChrfCharOrder; ++n)

@@ -346,7 +346,8 @@ EvalResult readEvalResult(const std::string& dir)
     r.data = j.value("data", nlohmann::json::object());
     r.seconds = j.value("seconds", 0.0);
     r.metricOrder = j.value("metric_order", std::vector<std::string>());
-    for (const auto& [name, m] : j.value("metrics", nlohmann::json::object()).items()) {
+    const nlohmann::json metrics = j.value("metrics", nlohmann::json::object());
+    for (const auto& [name, m] : metrics.items()) {
         const auto ci = m.value("ci", std::vector<double>{0, 0});
         r.metrics[name] = CorpusScore{m.value("score", 0.0), Interval{ci.at(0), ci.at(1)}};
     }

@@ -2,7 +2,7 @@
 // several references, and the corpus rate over the mean reference lengths.
 #include "eval/ter.h"
 
-#include "eval/sacrebleu_text.h"
+#include "eval/unicode_text.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -284,7 +284,7 @@ int64_t translationEditRate(const Words& hyp, const Words& ref)
 // The words TER compares: right-stripped, lowercased, split at whitespace.
 std::vector<std::u32string> terWords(const std::string& text)
 {
-    return pythonSplit(pythonLower(pythonRstrip(toCodePoints(text))));
+    return splitPythonWhitespace(pythonLower(pythonRstrip(decodeUtf8(text))));
 }
 
 class WordIds {
@@ -319,9 +319,9 @@ int64_t terEdits(const std::vector<std::string>& hypWords, const std::vector<std
     WordIds ids;
     std::vector<std::u32string> hyp, ref;
     for (const std::string& w : hypWords)
-        hyp.push_back(toCodePoints(w));
+        hyp.push_back(decodeUtf8(w));
     for (const std::string& w : refWords)
-        ref.push_back(toCodePoints(w));
+        ref.push_back(decodeUtf8(w));
     const Words hypIds = ids.ids(hyp);
     return translationEditRate(hypIds, ids.ids(ref));
 }

@@ -1,64 +1,39 @@
-// Python 3 str semantics over code points: lower(), casefold(), isspace(), \w, split().
+// Python 3 str semantics over code points: lower(), casefold(), isspace(), \w, split(), rstrip().
 #include "eval/unicode_text.h"
 
+#include "tokenizer/pretokenizer.h"
+
 #include <utf8proc.h>
+
+#include <algorithm>
+#include <iterator>
 
 namespace tb::eval {
 
 namespace {
 
-constexpr char32_t kReplacement = 0xFFFD;
 constexpr char32_t kCapitalSigma = 0x03A3;
 
-bool isCased(char32_t c)
+// Word_Break MidLetter, MidNumLet and Single_Quote: the case-ignorable characters outside the
+// categories Mn, Me, Cf, Lm and Sk.
+bool isWordBreakMid(char32_t c)
 {
-    const auto cp = static_cast<utf8proc_int32_t>(c);
-    const utf8proc_category_t cat = utf8proc_category(cp);
-    if (cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT)
-        return true;
-    // Other_Lowercase / Other_Uppercase (roman numerals, circled letters) carry case mappings.
-    return utf8proc_tolower(cp) != cp || utf8proc_toupper(cp) != cp;
+    static constexpr char32_t kMid[] = {0x27,   0x2E,   0x3A,   0xB7,   0x387,  0x55F,
+                                        0x5F4,  0x2018, 0x2019, 0x2024, 0x2027, 0xFE13,
+                                        0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
+    return std::find(std::begin(kMid), std::end(kMid), c) != std::end(kMid);
 }
 
-// Unicode's Case_Ignorable: marks, format characters, modifier letters and symbols, and the
-// Word_Break classes MidLetter, MidNumLet and Single_Quote.
-bool isCaseIgnorable(char32_t c)
+// Other_Lowercase and Other_Uppercase characters outside Lu, Ll and Lt and not of category Lm
+// (those are case-ignorable, which the Final_Sigma scan tests first).
+bool isOtherCased(char32_t c)
 {
-    switch (c) {
-    case 0x0027:
-    case 0x002E:
-    case 0x003A:
-    case 0x00B7:
-    case 0x0387:
-    case 0x055F:
-    case 0x05F4:
-    case 0x2018:
-    case 0x2019:
-    case 0x2024:
-    case 0x2027:
-    case 0xFE13:
-    case 0xFE52:
-    case 0xFE55:
-    case 0xFF07:
-    case 0xFF0E:
-    case 0xFF1A:
-        return true;
-    default:
-        break;
-    }
-    switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_SK:
-        return true;
-    default:
-        return false;
-    }
+    return c == 0xAA || c == 0xBA || c == 0x345 || (c >= 0x2170 && c <= 0x217F) ||
+           (c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
+           (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189);
 }
 
-// Python's rule: \p{cased}\p{case-ignorable}* Σ !(\p{case-ignorable}* \p{cased}).
+// Whether the capital sigma at text[i] is in the Final_Sigma context.
 bool isFinalSigma(std::u32string_view text, size_t i)
 {
     size_t j = i;
@@ -74,23 +49,37 @@ bool isFinalSigma(std::u32string_view text, size_t i)
 
 }  // namespace
 
+bool isCaseIgnorable(char32_t c)
+{
+    switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_SK:
+        return true;
+    default:
+        return isWordBreakMid(c);
+    }
+}
+
+bool isCased(char32_t c)
+{
+    const auto cp = static_cast<utf8proc_int32_t>(c);
+    const auto category = utf8proc_category(cp);
+    return category == UTF8PROC_CATEGORY_LU || category == UTF8PROC_CATEGORY_LL ||
+           category == UTF8PROC_CATEGORY_LT || utf8proc_tolower(cp) != cp ||
+           utf8proc_toupper(cp) != cp || isOtherCased(c);
+}
+
 std::u32string decodeUtf8(std::string_view text)
 {
+    const std::string valid = toValidUtf8(text);  // each maximal ill-formed subpart -> U+FFFD
     std::u32string out;
-    out.reserve(text.size());
-    const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-    const auto size = static_cast<utf8proc_ssize_t>(text.size());
-    for (utf8proc_ssize_t i = 0; i < size;) {
-        utf8proc_int32_t cp = 0;
-        const utf8proc_ssize_t n = utf8proc_iterate(bytes + i, size - i, &cp);
-        if (n <= 0 || cp < 0) {
-            out.push_back(kReplacement);
-            ++i;
-        } else {
-            out.push_back(static_cast<char32_t>(cp));
-            i += n;
-        }
-    }
+    out.reserve(valid.size());
+    size_t len = 0;
+    for (size_t i = 0; i < valid.size(); i += len)
+        out.push_back(tb::decodeUtf8(valid, i, len));
     return out;
 }
 
@@ -171,6 +160,14 @@ bool isPythonWordChar(char32_t c)
     default:
         return false;
     }
+}
+
+std::u32string_view pythonRstrip(std::u32string_view text)
+{
+    size_t end = text.size();
+    while (end > 0 && isPythonSpace(text[end - 1]))
+        --end;
+    return text.substr(0, end);
 }
 
 std::vector<std::u32string> splitPythonWhitespace(std::u32string_view text)
