@@ -451,8 +451,17 @@ void TestEvaluatePage::regressionSuite()
     // The table is core's report, as written to suite.json.
     const nlohmann::json j = readJson(page()->controller()->lastSuite()->dir +
                                       QStringLiteral("/suite.json"));
-    QCOMPARE(j["passed"].get<int>(), 2);
-    QCOMPARE(j["regressions"].get<int>(), 0);
+    QCOMPARE(j["summary"]["passed"].get<int>(), 2);
+    QCOMPARE(j["summary"]["regressions"].get<int>(), 0);
+    QCOMPARE(j["summary"]["gate_failed"].get<bool>(), false);
+    for (int r = 0; r < 3; ++r) {
+        const nlohmann::json& c = j["cases"][size_t(r)];
+        QCOMPARE(m->index(r, 0).data().toString(), QString::fromStdString(c["id"].get<std::string>()));
+        QCOMPARE(m->index(r, tb::SuiteTableModel::TunedColumn).data().toString(),
+                 c["tuned"]["passed"].get<bool>() ? QStringLiteral("pass") : QStringLiteral("fail"));
+        QCOMPARE(m->index(r, tb::SuiteTableModel::BaseColumn).data().toString(),
+                 c["base"]["passed"].get<bool>() ? QStringLiteral("pass") : QStringLiteral("fail"));
+    }
 }
 
 // Cases from a snapshot of the project's store carry record ids: a double-click opens the record
