@@ -19,7 +19,9 @@ namespace {
 
 std::string stamp()
 {
-    return QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss")).toStdString();
+    return QDateTime::currentDateTimeUtc()
+        .toString(QStringLiteral("yyyyMMdd-HHmmss"))
+        .toStdString();
 }
 
 // The base model alone: its own chat template, or the one named (the project's choice).
@@ -145,8 +147,7 @@ bool EvalController::launch(Task task, std::function<void(const std::atomic<bool
     m_events.discard();
     m_task = task;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
-    m_future = QtConcurrent::run(
-        [work = std::move(work), cancel = m_cancel] { work(*cancel); });
+    m_future = QtConcurrent::run([work = std::move(work), cancel = m_cancel] { work(*cancel); });
     return true;
 }
 
@@ -167,13 +168,14 @@ bool EvalController::startEvaluation(const EvalRequest& request)
             f.evaluation = runEvaluation(request, progress);
             f.cancelled = !f.evaluation;
             f.ok = !f.cancelled;
-            f.message = f.cancelled ? EvalController::tr("Evaluation cancelled.")
-                                    : EvalController::tr("Evaluated; results in %1")
-                                          .arg(f.evaluation->dir);
+            f.message = f.cancelled
+                            ? EvalController::tr("Evaluation cancelled.")
+                            : EvalController::tr("Evaluated; results in %1").arg(f.evaluation->dir);
         } catch (const std::exception& e) {
             f.cancelled = cancel.load();
-            f.message = f.cancelled ? EvalController::tr("Evaluation cancelled.")
-                                    : EvalController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
+            f.message = f.cancelled
+                            ? EvalController::tr("Evaluation cancelled.")
+                            : EvalController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
         }
         events->add([&](EvalBatch& b) { b.finished = f; });
     });

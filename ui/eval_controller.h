@@ -4,10 +4,10 @@
 // drained on the GUI thread in ~40 ms batches; Cancel makes the progress callback return false.
 #pragma once
 
-#include "event_buffer.h"
 #include "eval/evaluate.h"
 #include "eval/scorecard.h"
 #include "eval/suite.h"
+#include "event_buffer.h"
 #include "train/evaluate_run.h"
 
 #include <QFuture>

@@ -43,7 +43,8 @@ ScoreTable scoreTable(const EvalOutcome& outcome)
                     cell.deltaLo = c.delta->ci.lo;
                     cell.deltaHi = c.delta->ci.hi;
                     cell.excludesZero = c.delta->excludesZero;
-                    cell.better = c.delta->excludesZero && (c.delta->delta > 0) == sc.higherIsBetter[m];
+                    cell.better =
+                        c.delta->excludesZero && (c.delta->delta > 0) == sc.higherIsBetter[m];
                 }
                 row.push_back(cell);
             }
@@ -104,12 +105,23 @@ QString htmlEscape(const QString& text)
     out.reserve(text.size());
     for (const QChar ch : text) {
         switch (ch.unicode()) {
-        case '&': out += QStringLiteral("&amp;"); break;
-        case '<': out += QStringLiteral("&lt;"); break;
-        case '>': out += QStringLiteral("&gt;"); break;
-        case '"': out += QStringLiteral("&quot;"); break;
-        case '\'': out += QStringLiteral("&#39;"); break;
-        default: out += ch;
+        case '&':
+            out += QStringLiteral("&amp;");
+            break;
+        case '<':
+            out += QStringLiteral("&lt;");
+            break;
+        case '>':
+            out += QStringLiteral("&gt;");
+            break;
+        case '"':
+            out += QStringLiteral("&quot;");
+            break;
+        case '\'':
+            out += QStringLiteral("&#39;");
+            break;
+        default:
+            out += ch;
         }
     }
     return out;
@@ -142,9 +154,9 @@ QString signedScore(const std::string& metric, double v)
 // The metrics scored per example (those of the first system), in order.
 std::vector<std::string> exampleMetrics(const EvalOutcome& o)
 {
-    return o.scorecard ? o.scorecard->metrics
-                       : (o.results.empty() ? std::vector<std::string>{}
-                                            : o.results.front().metricOrder);
+    return o.scorecard
+               ? o.scorecard->metrics
+               : (o.results.empty() ? std::vector<std::string>{} : o.results.front().metricOrder);
 }
 
 double exampleScore(const eval::EvalPrediction& p, const std::string& metric)
@@ -220,8 +232,8 @@ QString reportHtml(const EvalOutcome& outcome)
         h += QStringLiteral("<th>") + htmlEscape(s) + QStringLiteral(" answer</th>");
     for (const std::string& m : metrics)
         for (const QString& s : outcome.labels)
-            h += QStringLiteral("<th>") + htmlEscape(QString::fromStdString(m)) +
-                 QLatin1Char(' ') + htmlEscape(s) + QStringLiteral("</th>");
+            h += QStringLiteral("<th>") + htmlEscape(QString::fromStdString(m)) + QLatin1Char(' ') +
+                 htmlEscape(s) + QStringLiteral("</th>");
     h += QStringLiteral("</tr>\n");
     const size_t rows = outcome.results.empty() ? 0 : outcome.results.front().predictions.size();
     for (size_t i = 0; i < rows; ++i) {
@@ -298,13 +310,14 @@ std::pair<QString, QString> wordDiffHtml(const QString& a, const QString& b)
 {
     const QStringList wa = a.split(QLatin1Char(' '), Qt::SkipEmptyParts);
     const QStringList wb = b.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    const qsizetype n = std::min<qsizetype>(wa.size(), 2000), m = std::min<qsizetype>(wb.size(), 2000);
+    const qsizetype n = std::min<qsizetype>(wa.size(), 2000),
+                    m = std::min<qsizetype>(wb.size(), 2000);
     // Longest common subsequence of words; the words outside it differ.
     std::vector<std::vector<int>> lcs(size_t(n + 1), std::vector<int>(size_t(m + 1), 0));
     for (qsizetype i = n - 1; i >= 0; --i)
         for (qsizetype j = m - 1; j >= 0; --j)
-            lcs[i][j] = wa[i] == wb[j] ? lcs[i + 1][j + 1] + 1
-                                       : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+            lcs[i][j] =
+                wa[i] == wb[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
     QStringList outA, outB;
     qsizetype i = 0, j = 0;
     const QString del = QStringLiteral("<span style=\"background:#fadbd8;text-decoration:"

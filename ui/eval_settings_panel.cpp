@@ -189,9 +189,8 @@ void EvalSettingsPanel::buildGenerationGroup(QFormLayout* form)
     m_temperature->setSingleStep(0.1);
     m_temperature->setValue(0.8);
     m_temperature->setEnabled(false);
-    connect(m_greedy, &QCheckBox::toggled, m_temperature, [this](bool on) {
-        m_temperature->setEnabled(!on);
-    });
+    connect(m_greedy, &QCheckBox::toggled, m_temperature,
+            [this](bool on) { m_temperature->setEnabled(!on); });
     form->addRow(tr("Max new tokens:"), m_maxTokens);
     form->addRow(QString(), m_greedy);
     form->addRow(tr("Temperature:"), m_temperature);
@@ -228,9 +227,8 @@ void EvalSettingsPanel::setDataFile(const QString& path)
 void EvalSettingsPanel::setMetrics(const QStringList& names)
 {
     for (int i = 0; i < m_metrics->count(); ++i)
-        m_metrics->item(i)->setCheckState(names.contains(m_metrics->item(i)->text())
-                                              ? Qt::Checked
-                                              : Qt::Unchecked);
+        m_metrics->item(i)->setCheckState(
+            names.contains(m_metrics->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
 }
 
 void EvalSettingsPanel::refreshRuns()

@@ -355,9 +355,9 @@ void EvaluatePage::showOutcome()
         m_exampleView->setColumnWidth(c, std::min(m_exampleView->columnWidth(c), 260));
     m_diff->clear();
     if (!o->warnings.isEmpty())
-        setStatus(m_status->text() + QLatin1Char('\n') +
-                  tr("%n row(s) skipped: %1", nullptr, int(o->warnings.size()))
-                      .arg(o->warnings.first()));
+        setStatus(
+            m_status->text() + QLatin1Char('\n') +
+            tr("%n row(s) skipped: %1", nullptr, int(o->warnings.size())).arg(o->warnings.first()));
 }
 
 void EvaluatePage::showExample(const QModelIndex& proxyIndex)
@@ -415,8 +415,8 @@ bool EvaluatePage::exportReport(const QString& path, ReportFormat format, QStrin
 void EvaluatePage::exportWithDialog(ReportFormat format)
 {
     const auto [name, filter] =
-        format == ReportFormat::Markdown ? std::pair{QStringLiteral("scorecard.md"),
-                                                     tr("Markdown (*.md)")}
+        format == ReportFormat::Markdown
+            ? std::pair{QStringLiteral("scorecard.md"), tr("Markdown (*.md)")}
         : format == ReportFormat::Html
             ? std::pair{QStringLiteral("evaluation.html"), tr("HTML (*.html)")}
             : std::pair{QStringLiteral("examples.csv"), tr("CSV (*.csv)")};
@@ -456,7 +456,6 @@ QString EvaluatePage::blindStatusText() const
 {
     return m_blindStatus->text();
 }
-
 
 // The Blind comparison tab (CompareView over the project's store) -------------------------------
 
@@ -501,8 +500,8 @@ bool EvaluatePage::startBlindComparison(int system)
     set.sourceY = o->labels.value(system).toStdString();
     if (set.sourceY == set.sourceX)
         set.sourceY += " (run)";
-    set.name = QFileInfo(o->dir).fileName().toStdString() + ": " + set.sourceX + " vs " +
-               set.sourceY;
+    set.name =
+        QFileInfo(o->dir).fileName().toStdString() + ": " + set.sourceX + " vs " + set.sourceY;
     set.seed = o->scorecard ? o->scorecard->seed : 0;
     const auto& base = o->results.front().predictions;
     const auto& tuned = o->results[size_t(system)].predictions;
@@ -527,8 +526,8 @@ bool EvaluatePage::startBlindComparison(int system)
         const QString who = QSettings().value(QStringLiteral("data/annotator")).toString();
         addComparisonSet(*m_blindStore, set, who.isEmpty() ? "studio" : who.toStdString());
     } catch (const std::exception& e) {
-        m_blindStatus->setText(tr("Could not add the comparison set: %1")
-                                   .arg(QString::fromUtf8(e.what())));
+        m_blindStatus->setText(
+            tr("Could not add the comparison set: %1").arg(QString::fromUtf8(e.what())));
         return false;
     }
     if (!m_compare) {

@@ -127,7 +127,7 @@ private:
     QPushButton* m_startBlind = nullptr;
     QLabel* m_blindStatus = nullptr;
     QVBoxLayout* m_blindLayout = nullptr;
-    CompareView* m_compare = nullptr;       // made on the first blind comparison
+    CompareView* m_compare = nullptr;         // made on the first blind comparison
     std::unique_ptr<DataStore> m_blindStore;  // the project's store, this page's connection
     QString m_blindStorePath;
     QList<QPushButton*> m_exportButtons;

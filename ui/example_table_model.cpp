@@ -48,8 +48,7 @@ void ExampleTableModel::setOutcome(std::shared_ptr<const EvalOutcome> outcome)
 
 void ExampleTableModel::setRun(int system)
 {
-    if (!m_outcome || system < 1 || size_t(system) >= m_outcome->results.size() ||
-        system == m_run)
+    if (!m_outcome || system < 1 || size_t(system) >= m_outcome->results.size() || system == m_run)
         return;
     beginResetModel();
     m_run = system;
@@ -128,17 +127,28 @@ QVariant ExampleTableModel::data(const QModelIndex& index, int role) const
     const eval::EvalCase& c = m_outcome->results.front().predictions[size_t(row)].input;
     QString text;
     switch (col) {
-    case IdColumn: text = QString::fromStdString(c.id); break;
-    case PromptColumn: text = promptText(c); break;
-    case ReferenceColumn: text = referenceText(c); break;
-    case BaseColumn: text = answer(0, row); break;
-    default: text = answer(m_run, row); break;
+    case IdColumn:
+        text = QString::fromStdString(c.id);
+        break;
+    case PromptColumn:
+        text = promptText(c);
+        break;
+    case ReferenceColumn:
+        text = referenceText(c);
+        break;
+    case BaseColumn:
+        text = answer(0, row);
+        break;
+    default:
+        text = answer(m_run, row);
+        break;
     }
     switch (role) {
     case Qt::DisplayRole:
         return QString(text).replace(QLatin1Char('\n'), QStringLiteral(" ⏎ "));
     case Qt::ToolTipRole:
-    case SortRole: return text;
+    case SortRole:
+        return text;
     case Qt::BackgroundRole:
         if (differs && (col == BaseColumn || col == RunColumn))
             return QBrush(QColor(0xfc, 0xf3, 0xcf));  // the answers differ
@@ -147,7 +157,8 @@ QVariant ExampleTableModel::data(const QModelIndex& index, int role) const
         if (differs && (col == BaseColumn || col == RunColumn))
             return QBrush(QColor(0x40, 0x30, 0x00));
         return {};
-    default: return {};
+    default:
+        return {};
     }
 }
 
@@ -158,15 +169,17 @@ QVariant ExampleTableModel::metricData(int row, int col, int role) const
     const int which = comparing() ? offset % 3 : 0;
     const std::string& metric = m_metrics[m];
     const double base = score(0, row, metric);
-    const double value = which == 0 ? base
+    const double value = which == 0   ? base
                          : which == 1 ? score(m_run, row, metric)
                                       : score(m_run, row, metric) - base;
     switch (role) {
     case Qt::DisplayRole:
         return QString((which == 2 && value > 0 ? QStringLiteral("+") : QString()) +
                        formatScore(metric, value));
-    case SortRole: return value;
-    case Qt::TextAlignmentRole: return int(Qt::AlignRight | Qt::AlignVCenter);
+    case SortRole:
+        return value;
+    case Qt::TextAlignmentRole:
+        return int(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::BackgroundRole:
     case Qt::ForegroundRole: {
         if (which != 2 || value == 0 || !judged(metric))
@@ -176,7 +189,8 @@ QVariant ExampleTableModel::metricData(int row, int col, int role) const
             return QBrush(better ? QColor(0xd5, 0xf5, 0xe3) : QColor(0xfa, 0xdb, 0xd8));
         return QBrush(better ? QColor(0x1e, 0x84, 0x49) : QColor(0xa9, 0x32, 0x26));
     }
-    default: return {};
+    default:
+        return {};
     }
 }
 
@@ -188,11 +202,16 @@ QVariant ExampleTableModel::headerData(int section, Qt::Orientation orientation,
     const QString run = m_outcome->labels.value(m_run);
     if (section < firstMetricColumn()) {
         switch (section) {
-        case IdColumn: return tr("case");
-        case PromptColumn: return tr("prompt");
-        case ReferenceColumn: return tr("reference");
-        case BaseColumn: return tr("%1 answer").arg(base);
-        default: return tr("%1 answer").arg(run);
+        case IdColumn:
+            return tr("case");
+        case PromptColumn:
+            return tr("prompt");
+        case ReferenceColumn:
+            return tr("reference");
+        case BaseColumn:
+            return tr("%1 answer").arg(base);
+        default:
+            return tr("%1 answer").arg(run);
         }
     }
     const int offset = section - firstMetricColumn();
@@ -200,9 +219,12 @@ QVariant ExampleTableModel::headerData(int section, Qt::Orientation orientation,
         return QString::fromStdString(m_metrics.at(size_t(offset)));
     const QString metric = QString::fromStdString(m_metrics.at(size_t(offset / 3)));
     switch (offset % 3) {
-    case 0: return tr("%1 %2").arg(metric, base);
-    case 1: return tr("%1 %2").arg(metric, run);
-    default: return tr("Δ %1").arg(metric);
+    case 0:
+        return tr("%1 %2").arg(metric, base);
+    case 1:
+        return tr("%1 %2").arg(metric, run);
+    default:
+        return tr("Δ %1").arg(metric);
     }
 }
 
@@ -223,7 +245,8 @@ bool ExampleFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sour
 {
     if (!m_failingOnly)
         return true;
-    return sourceModel()->index(sourceRow, 0, sourceParent)
+    return sourceModel()
+        ->index(sourceRow, 0, sourceParent)
         .data(ExampleTableModel::FailingRole)
         .toBool();
 }

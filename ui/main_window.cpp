@@ -69,8 +69,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         const QLatin1String n(name);
         QWidget* page = nullptr;
         const std::pair<const char*, QWidget*> known[] = {
-            {"Model", m_modelPage},   {"Method", m_methodPage}, {"Data", m_dataPage},
-            {"Memory", m_memoryPage}, {"Train", m_trainPage},   {"Playground", m_playgroundPage},
+            {"Model", m_modelPage},       {"Method", m_methodPage},
+            {"Data", m_dataPage},         {"Memory", m_memoryPage},
+            {"Train", m_trainPage},       {"Playground", m_playgroundPage},
             {"Evaluate", m_evaluatePage}, {"Export", m_exportPage}};
         for (const auto& [key, widget] : known)
             if (n == QLatin1String(key))

@@ -52,13 +52,19 @@ QVariant ScorecardModel::data(const QModelIndex& index, int role) const
     if (!delta) {
         switch (role) {
         case Qt::DisplayRole:
-            return tr("%1  [%2, %3]").arg(formatScore(metric, c.score), formatScore(metric, c.lo),
-                                         formatScore(metric, c.hi));
-        case ValueRole: return c.score;
-        case LowRole: return c.lo;
-        case HighRole: return c.hi;
-        case Qt::TextAlignmentRole: return int(Qt::AlignRight | Qt::AlignVCenter);
-        default: return {};
+            return tr("%1  [%2, %3]")
+                .arg(formatScore(metric, c.score), formatScore(metric, c.lo),
+                     formatScore(metric, c.hi));
+        case ValueRole:
+            return c.score;
+        case LowRole:
+            return c.lo;
+        case HighRole:
+            return c.hi;
+        case Qt::TextAlignmentRole:
+            return int(Qt::AlignRight | Qt::AlignVCenter);
+        default:
+            return {};
         }
     }
     if (!c.delta)
@@ -71,12 +77,16 @@ QVariant ScorecardModel::data(const QModelIndex& index, int role) const
                  formatScore(metric, c.deltaLo), formatScore(metric, c.deltaHi), verdict);
     case Qt::ToolTipRole:
         return tr("Paired bootstrap 95% interval of %1 − base; %2 when it excludes zero.")
-            .arg(m_table.systems[system], m_table.higherIsBetter[row] ? tr("higher is better")
-                                                                      : tr("lower is better"));
-    case ValueRole: return *c.delta;
-    case LowRole: return c.deltaLo;
-    case HighRole: return c.deltaHi;
-    case VerdictRole: return verdict;
+            .arg(m_table.systems[system],
+                 m_table.higherIsBetter[row] ? tr("higher is better") : tr("lower is better"));
+    case ValueRole:
+        return *c.delta;
+    case LowRole:
+        return c.deltaLo;
+    case HighRole:
+        return c.deltaHi;
+    case VerdictRole:
+        return verdict;
     case Qt::BackgroundRole:
         if (!c.excludesZero)
             return {};
@@ -85,7 +95,8 @@ QVariant ScorecardModel::data(const QModelIndex& index, int role) const
         if (!c.excludesZero)
             return {};
         return QBrush(c.better ? QColor(0x1e, 0x84, 0x49) : QColor(0xa9, 0x32, 0x26));
-    default: return {};
+    default:
+        return {};
     }
 }
 

@@ -3,9 +3,9 @@
 
 #include "data_jobs.h"
 #include "data_page.h"
+#include "data_panels.h"
 #include "eval_settings_panel.h"
 #include "evaluate_page.h"
-#include "data_panels.h"
 #include "export_page.h"
 #include "main_window.h"
 #include "method_page.h"
@@ -40,6 +40,10 @@ void ScreenshotTour::begin()
         c.outputDir = m_runs.path().toStdString();
         c.maxSteps = 150;
         c.evalEvery = 25;
+        c.eval.generateEvery = 15;  // the Train page's generation-eval plot has points
+        c.eval.sample = 8;
+        c.eval.maxNewTokens = 32;
+        c.eval.metrics = {"f1", "bleu", "rougeL"};
     });
     once(m_window->modelPage(), &ModelPage::modelOpened,
          [this] { later([this] { modelShot(); }); });

@@ -85,12 +85,18 @@ QVariant SuiteTableModel::data(const QModelIndex& index, int role) const
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
-    case IdColumn: return QString::fromStdString(c.id);
-    case RequiredColumn: return c.required ? tr("required") : QString();
-    case BaseColumn: return !c.base ? tr("–") : c.base->passed ? tr("pass") : tr("fail");
-    case TunedColumn: return c.tuned.passed ? tr("pass") : tr("fail");
-    case StatusColumn: return statusText(c);
-    default: return joined(c.tuned.failures);
+    case IdColumn:
+        return QString::fromStdString(c.id);
+    case RequiredColumn:
+        return c.required ? tr("required") : QString();
+    case BaseColumn:
+        return !c.base ? tr("–") : c.base->passed ? tr("pass") : tr("fail");
+    case TunedColumn:
+        return c.tuned.passed ? tr("pass") : tr("fail");
+    case StatusColumn:
+        return statusText(c);
+    default:
+        return joined(c.tuned.failures);
     }
 }
 
@@ -99,12 +105,18 @@ QVariant SuiteTableModel::headerData(int section, Qt::Orientation orientation, i
     if (role != Qt::DisplayRole || orientation != Qt::Horizontal)
         return QAbstractTableModel::headerData(section, orientation, role);
     switch (section) {
-    case IdColumn: return tr("case");
-    case RequiredColumn: return tr("required");
-    case BaseColumn: return tr("base");
-    case TunedColumn: return tr("tuned");
-    case StatusColumn: return tr("status");
-    default: return tr("why it failed");
+    case IdColumn:
+        return tr("case");
+    case RequiredColumn:
+        return tr("required");
+    case BaseColumn:
+        return tr("base");
+    case TunedColumn:
+        return tr("tuned");
+    case StatusColumn:
+        return tr("status");
+    default:
+        return tr("why it failed");
     }
 }
 

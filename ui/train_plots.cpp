@@ -73,9 +73,14 @@ TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(6);
     m_loss = makePlot(this, tr("Loss"), tr("step"), tr("cross-entropy (nats/token)"));
-    m_generation =
-        makePlot(this, tr("Generation eval"), tr("step"), tr("score (0-1 metrics)"));
+    m_generation = makePlot(this, tr("Generation eval"), tr("step"), tr("score (0-1 metrics)"));
     m_generation->yAxis2->setLabel(tr("BLEU, chrF, TER (0-100)"));
+    m_generationHint = new QCPItemText(m_generation);
+    m_generationHint->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_generationHint->position->setCoords(0.5, 0.5);
+    m_generationHint->setText(tr("No generation eval in this run:\nset \"Generate every\" "
+                                 "(eval.generate_every)\nto score greedy answers while training."));
+    m_generationHint->setColor(palette().color(QPalette::PlaceholderText));
     m_lr = makePlot(this, tr("Learning rate"), tr("step"), tr("learning rate"));
     m_memory = makePlot(this, tr("Memory"), tr("step"), tr("tensor memory (MiB)"));
     m_speed = makePlot(this, tr("Throughput and gradient norm"), tr("step"), tr("tokens / s"));
@@ -109,6 +114,7 @@ TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
     m_tokens = makeGraph(m_speed, tr("tokens / s"), QColor(0x5a, 0xa4, 0x69));
     m_gradNorm =
         makeGraph(m_speed, tr("gradient norm"), QColor(0x8c, 0x6b, 0xb1), false, m_speed->yAxis2);
+    showGenerationHint();
 }
 
 void TrainPlots::clear()
@@ -206,6 +212,19 @@ QCPGraph* TrainPlots::generationGraph(const QString& metric)
     g->setProperty("metric", metric);
     m_generationGraphs.emplace(metric, g);
     return g;
+}
+
+void TrainPlots::showGenerationHint()
+{
+    bool points = false;
+    for (int i = 0; i < m_generation->graphCount(); ++i)
+        points = points || m_generation->graph(i)->dataCount() > 0;
+    m_generationHint->setVisible(!points);
+    m_generation->legend->setVisible(points);
+    if (!points) {  // an empty plot: the 0-1 score range over the loss plot's steps
+        m_generation->yAxis->setRange(0, 1);
+        m_generation->xAxis->setRange(m_loss->xAxis->range());
+    }
 }
 
 void TrainPlots::updateGenerationAxes()
@@ -327,6 +346,8 @@ void TrainPlots::replotAll()
                                                       : std::max(0.0, r.lower - pad),
                            r.upper + pad);
         }
+        if (p == m_generation)
+            showGenerationHint();
         p->replot(QCustomPlot::rpQueuedReplot);
     }
     ++m_replots;

@@ -15,6 +15,7 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QCPItemText;
 
 namespace tb {
 
@@ -61,8 +62,8 @@ public:
     // The live run's points of one metric (step, score), as plotted.
     std::vector<std::pair<double, double>> generationEvalSeries(const QString& metric) const;
     QCustomPlot* generationPlot() const { return m_generation; }
-    int generationGraphs() const;           // live and overlaid
-    QString generationRightAxis() const;    // its label; empty while hidden
+    int generationGraphs() const;         // live and overlaid
+    QString generationRightAxis() const;  // its label; empty while hidden
     int replots() const
     {
         return m_replots;
@@ -76,6 +77,7 @@ private:
     void recomputeSmoothing();
     QCPGraph* generationGraph(const QString& metric);  // made on the first point of a metric
     void updateGenerationAxes();
+    void showGenerationHint();  // the hint while the plot has no point
 
     QCustomPlot *m_loss = nullptr, *m_generation = nullptr, *m_lr = nullptr, *m_memory = nullptr,
                 *m_speed = nullptr;
@@ -84,8 +86,9 @@ private:
     QCPGraph *m_memCurrent = nullptr, *m_memPeak = nullptr, *m_memForward = nullptr,
              *m_memBackward = nullptr, *m_memOptimizer = nullptr, *m_memReserved = nullptr;
     QCPGraph *m_tokens = nullptr, *m_gradNorm = nullptr;
-    std::vector<QCPGraph*> m_overlays;         // on the loss and generation plots
+    std::vector<QCPGraph*> m_overlays;                // on the loss and generation plots
     std::map<QString, QCPGraph*> m_generationGraphs;  // the live run's, by metric
+    QCPItemText* m_generationHint = nullptr;
     std::vector<StepMetrics> m_steps;
     std::vector<EvalMetrics> m_evals;
     double m_smoothing = 0.8;

@@ -220,9 +220,8 @@ void TrainSettingsForm::buildGenerationGroup(QFormLayout* form)
 void TrainSettingsForm::connectChanges()
 {
     auto changed = [this] { toState(); };
-    for (QSpinBox* s :
-         {m_maxSteps, m_batch, m_accum, m_warmup, m_evalEvery, m_saveEvery, m_seed, m_maxLength,
-          m_generateEvery, m_generateSample, m_generateTokens})
+    for (QSpinBox* s : {m_maxSteps, m_batch, m_accum, m_warmup, m_evalEvery, m_saveEvery, m_seed,
+                        m_maxLength, m_generateEvery, m_generateSample, m_generateTokens})
         connect(s, &QSpinBox::valueChanged, this, changed);
     for (QDoubleSpinBox* s : {m_lr, m_minLr, m_weightDecay, m_clip})
         connect(s, &QDoubleSpinBox::valueChanged, this, changed);

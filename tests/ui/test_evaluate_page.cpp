@@ -6,7 +6,6 @@
 // on the Data page, the blind comparison, and the report writers' escaping and quoting.
 #include "compare_view.h"
 #include "data_page.h"
-#include "record_editor.h"
 #include "eval_controller.h"
 #include "eval_report.h"
 #include "eval_settings_panel.h"
@@ -14,6 +13,7 @@
 #include "example_table_model.h"
 #include "main_window.h"
 #include "model_page.h"
+#include "record_editor.h"
 #include "run_history.h"
 #include "score_chart.h"
 #include "scorecard_model.h"
@@ -114,7 +114,8 @@ std::vector<QStringList> parseCsv(const QString& text)
             rows.back() << field;
             field.clear();
             wasQuoted = false;
-        } else if (c == QLatin1Char('\r') && i + 1 < text.size() && text[i + 1] == QLatin1Char('\n')) {
+        } else if (c == QLatin1Char('\r') && i + 1 < text.size() &&
+                   text[i + 1] == QLatin1Char('\n')) {
             rows.back() << field;
             field.clear();
             wasQuoted = false;
@@ -149,7 +150,8 @@ class TestEvaluatePage : public QObject {
         s->setSource(tb::EvalSettingsPanel::JsonlFile);
         s->setDataFile(kVal);
         s->limitBox()->setValue(cases);
-        s->setMetrics({QStringLiteral("exact_match"), QStringLiteral("f1"), QStringLiteral("bleu")});
+        s->setMetrics(
+            {QStringLiteral("exact_match"), QStringLiteral("f1"), QStringLiteral("bleu")});
         s->maxTokensBox()->setValue(8);
         s->batchBox()->setValue(4);
         s->resamplesBox()->setValue(200);
@@ -178,9 +180,8 @@ private Q_SLOTS:
         form->generateTokensBox()->setValue(12);
         QListWidget* list = form->generateMetricsList();
         for (int i = 0; i < list->count(); ++i)
-            list->item(i)->setCheckState(list->item(i)->text() == QStringLiteral("bleu")
-                                             ? Qt::Checked
-                                             : Qt::Unchecked);
+            list->item(i)->setCheckState(
+                list->item(i)->text() == QStringLiteral("bleu") ? Qt::Checked : Qt::Unchecked);
         const nlohmann::json j = tb::toJson(m_window->state()->config());
         QCOMPARE(j["eval"]["generate_every"].get<int>(), 7);
         QCOMPARE(j["eval"]["sample"].get<int>(), 5);
@@ -194,10 +195,11 @@ private Q_SLOTS:
     void trainRunPlotsGenerationEval()
     {
         const std::string dir = m_dir->path().toStdString();
-        tb::TrainConfig c = tb::loadTrainConfig(
-            TB_SOURCE_DIR "/datasets/examples/lora-tiny.json",
-            {"max_steps=4", "output_dir=" + dir, "name=tiny", "eval_every=4", "eval.generate_every=2",
-             "eval.sample=3", "eval.max_new_tokens=6", R"(eval.metrics=["f1","bleu"])"});
+        tb::TrainConfig c =
+            tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json",
+                                {"max_steps=4", "output_dir=" + dir, "name=tiny", "eval_every=4",
+                                 "eval.generate_every=2", "eval.sample=3", "eval.max_new_tokens=6",
+                                 R"(eval.metrics=["f1","bleu"])"});
         m_window->state()->updateConfig([&](tb::TrainConfig& s) { s.outputDir = dir; });
         tb::TrainPlots* plots = m_window->trainPage()->plots();
         QSignalSpy ended(m_window->controller(), &tb::TrainingController::ended);
@@ -290,9 +292,10 @@ void TestEvaluatePage::comparisonMatchesCore()
         QCOMPARE(di.data(tb::ScorecardModel::ValueRole).toDouble(), d["value"].get<double>());
         QCOMPARE(di.data(tb::ScorecardModel::LowRole).toDouble(), d["ci"][0].get<double>());
         QCOMPARE(di.data(tb::ScorecardModel::HighRole).toDouble(), d["ci"][1].get<double>());
-        const QString verdict = !d["excludes_zero"].get<bool>() ? QStringLiteral("no clear difference")
-                                : d["better"].get<bool>()       ? QStringLiteral("better")
-                                                                : QStringLiteral("worse");
+        const QString verdict = !d["excludes_zero"].get<bool>()
+                                    ? QStringLiteral("no clear difference")
+                                : d["better"].get<bool>() ? QStringLiteral("better")
+                                                          : QStringLiteral("worse");
         QCOMPARE(di.data(tb::ScorecardModel::VerdictRole).toString(), verdict);
         QVERIFY(di.data().toString().endsWith(verdict));
     }
@@ -331,10 +334,12 @@ void TestEvaluatePage::comparisonMatchesCore()
         for (const char* m : {"exact_match", "f1", "bleu", "stop_rate"}) {
             const double b = base[size_t(r)]["scores"][m].get<double>();
             const double t = tuned[size_t(r)]["scores"][m].get<double>();
-            QCOMPARE(ex->index(r, ex->metricColumn(m, 0)).data(tb::ExampleTableModel::SortRole)
+            QCOMPARE(ex->index(r, ex->metricColumn(m, 0))
+                         .data(tb::ExampleTableModel::SortRole)
                          .toDouble(),
                      b);
-            QCOMPARE(ex->index(r, ex->metricColumn(m, 2)).data(tb::ExampleTableModel::SortRole)
+            QCOMPARE(ex->index(r, ex->metricColumn(m, 2))
+                         .data(tb::ExampleTableModel::SortRole)
                          .toDouble(),
                      t - b);
             worse = worse || t < b;
@@ -355,8 +360,8 @@ void TestEvaluatePage::comparisonMatchesCore()
         o.stopTokenIds = tb::chatStopIds(*chat, *tok);
         const auto ids = tb::chatPromptIds(
             *chat, *tok,
-            tb::jinja::Value::array({{{"role", "user"},
-                                      {"content", "Write about Sue, a pig and the river."}}}));
+            tb::jinja::Value::array(
+                {{{"role", "user"}, {"content", "Write about Sue, a pig and the river."}}}));
         QCOMPARE(ex->index(0, tb::ExampleTableModel::BaseColumn).data(Qt::ToolTipRole).toString(),
                  QString::fromStdString(m->generate(ids, o, tok.get()).text));
     }
@@ -429,7 +434,8 @@ void TestEvaluatePage::regressionSuite()
     {
         QFile f(suite);
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(R"({"id": "short", "prompt": "Tell me about Sam and the mouse.", "checks": [{"max_tokens": 1000}]}
+        f.write(
+            R"({"id": "short", "prompt": "Tell me about Sam and the mouse.", "checks": [{"max_tokens": 1000}]}
 {"id": "never", "prompt": "Tell me about Sam and the mouse.", "checks": [{"contains": "zzqqzz"}]}
 {"id": "required", "prompt": "Tell me about Tim.", "checks": [{"not_contains": "zzqqzz"}], "required": true}
 )");
@@ -440,25 +446,30 @@ void TestEvaluatePage::regressionSuite()
     QVERIFY2(finished.first().at(0).toBool(), qPrintable(finished.first().at(2).toString()));
     tb::SuiteTableModel* m = page()->suiteModel();
     QCOMPARE(m->rowCount(), 3);
-    const QStringList status{QStringLiteral("pass"), QStringLiteral("fail"), QStringLiteral("pass")};
+    const QStringList status{QStringLiteral("pass"), QStringLiteral("fail"),
+                             QStringLiteral("pass")};
     for (int r = 0; r < 3; ++r) {
         QCOMPARE(m->index(r, tb::SuiteTableModel::StatusColumn).data().toString(), status[r]);
         QCOMPARE(m->index(r, tb::SuiteTableModel::BaseColumn).data().toString(), status[r]);
     }
-    QVERIFY(m->index(1, tb::SuiteTableModel::ReasonsColumn).data().toString().contains(
-        QStringLiteral("zzqqzz")));
+    QVERIFY(m->index(1, tb::SuiteTableModel::ReasonsColumn)
+                .data()
+                .toString()
+                .contains(QStringLiteral("zzqqzz")));
     QVERIFY(page()->gateText().contains(QStringLiteral("passes")));
     // The table is core's report, as written to suite.json.
-    const nlohmann::json j = readJson(page()->controller()->lastSuite()->dir +
-                                      QStringLiteral("/suite.json"));
+    const nlohmann::json j =
+        readJson(page()->controller()->lastSuite()->dir + QStringLiteral("/suite.json"));
     QCOMPARE(j["summary"]["passed"].get<int>(), 2);
     QCOMPARE(j["summary"]["regressions"].get<int>(), 0);
     QCOMPARE(j["summary"]["gate_failed"].get<bool>(), false);
     for (int r = 0; r < 3; ++r) {
         const nlohmann::json& c = j["cases"][size_t(r)];
-        QCOMPARE(m->index(r, 0).data().toString(), QString::fromStdString(c["id"].get<std::string>()));
+        QCOMPARE(m->index(r, 0).data().toString(),
+                 QString::fromStdString(c["id"].get<std::string>()));
         QCOMPARE(m->index(r, tb::SuiteTableModel::TunedColumn).data().toString(),
-                 c["tuned"]["passed"].get<bool>() ? QStringLiteral("pass") : QStringLiteral("fail"));
+                 c["tuned"]["passed"].get<bool>() ? QStringLiteral("pass")
+                                                  : QStringLiteral("fail"));
         QCOMPARE(m->index(r, tb::SuiteTableModel::BaseColumn).data().toString(),
                  c["base"]["passed"].get<bool>() ? QStringLiteral("pass") : QStringLiteral("fail"));
     }
@@ -490,8 +501,9 @@ void TestEvaluatePage::storeCasesOpenOnDataPage()
     QCOMPARE(ex->rowCount(), 3);
     const qint64 id = ex->recordId(0);
     QVERIFY(id > 0);
-    QCOMPARE(QString::fromStdString(data->store()->record(id).fields["instruction"].get<std::string>()),
-             ex->index(0, tb::ExampleTableModel::PromptColumn).data(Qt::ToolTipRole).toString());
+    QCOMPARE(
+        QString::fromStdString(data->store()->record(id).fields["instruction"].get<std::string>()),
+        ex->index(0, tb::ExampleTableModel::PromptColumn).data(Qt::ToolTipRole).toString());
     QSignalSpy show(page(), &tb::EvaluatePage::showRecordRequested);
     m_window->show();
     page()->failingOnlyBox()->setChecked(false);
@@ -555,9 +567,10 @@ void TestEvaluatePage::writersEscapeAndQuote()
     o.results.push_back(r);
     const auto rows = parseCsv(tb::examplesCsv(o));
     QCOMPARE(rows.size(), size_t(3));
-    QCOMPARE(rows[0], (QStringList{QStringLiteral("id"), QStringLiteral("record_id"),
-                                   QStringLiteral("prompt"), QStringLiteral("reference"),
-                                   QStringLiteral("base answer"), QStringLiteral("exact_match base")}));
+    QCOMPARE(rows[0],
+             (QStringList{QStringLiteral("id"), QStringLiteral("record_id"),
+                          QStringLiteral("prompt"), QStringLiteral("reference"),
+                          QStringLiteral("base answer"), QStringLiteral("exact_match base")}));
     QCOMPARE(rows[1][2], nasty);
     QCOMPARE(rows[1][3], QStringLiteral("ref, one"));
     QCOMPARE(rows[1][4], nasty);
@@ -570,8 +583,8 @@ void TestEvaluatePage::writersEscapeAndQuote()
     const QString md = tb::reportMarkdown(o);
     QVERIFY(md.contains(QStringLiteral("| exact_match | 0.5000 [0.2500, 0.7500] |")));
     // The word diff marks what differs and escapes the rest.
-    const auto [a, b] = tb::wordDiffHtml(QStringLiteral("the <cat> sat"),
-                                         QStringLiteral("the dog sat"));
+    const auto [a, b] =
+        tb::wordDiffHtml(QStringLiteral("the <cat> sat"), QStringLiteral("the dog sat"));
     QVERIFY(a.contains(QStringLiteral("line-through\">&lt;cat&gt;</span>")));
     QVERIFY(b.contains(QStringLiteral("#d5f5e3\">dog</span>")));
     QVERIFY(b.startsWith(QStringLiteral("the ")));

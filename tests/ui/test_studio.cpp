@@ -113,10 +113,11 @@ private Q_SLOTS:
     {
         tb::MainWindow w;
         w.show();
-        QCOMPARE(w.pageNames(), (QStringList{QStringLiteral("Model"), QStringLiteral("Data"),
-                                             QStringLiteral("Method"), QStringLiteral("Memory"),
-                                             QStringLiteral("Train"), QStringLiteral("Playground"),
-                                             QStringLiteral("Evaluate"), QStringLiteral("Export")}));
+        QCOMPARE(w.pageNames(),
+                 (QStringList{QStringLiteral("Model"), QStringLiteral("Data"),
+                              QStringLiteral("Method"), QStringLiteral("Memory"),
+                              QStringLiteral("Train"), QStringLiteral("Playground"),
+                              QStringLiteral("Evaluate"), QStringLiteral("Export")}));
         w.showPage(QStringLiteral("Memory"));
         auto* list = w.findChild<QListWidget*>();
         QVERIFY(list);
