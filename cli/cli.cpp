@@ -51,6 +51,10 @@ commands:
                                                        base vs tuned scorecard (scorecard.json + .md)
   eval suite --run RUN --suite FILE.jsonl [--no-base] [--json]   regression suite; exit 2 when a case
                                                        that passed on the base model or is required fails
+  eval blind --store S --scorecard DIR [--a 0 --b 1] [--set NAME]   two systems' answers as a blind
+                                                       comparison set (judged on the Evaluate page)
+  eval pairs --store S [--set NAME] [--summary] [--json]   the verdicts' preference pairs (JSONL), or
+                                                       win rates with intervals and kappa per annotator pair
   template  render --model DIR --messages FILE.json [--add-generation-prompt] [--template model|FAMILY]
             [--train-on all|last] [--json]             a conversation as the chat template renders it:
                                                        text, token ids, loss mask

@@ -31,6 +31,10 @@ int cmdTemplate(const Args& args, std::ostream& out);
 // `eval suite` exits 2 when the gate fails.
 int cmdEval(const Args& args, std::ostream& out, std::ostream& err);
 const std::set<std::string>& evalCommandFlags();
+// `eval blind` (a scorecard's two systems into a blind comparison set) and `eval pairs` (the
+// preference pairs of the verdicts, JSONL; --summary: win rates and kappa), cli/eval_blind.cpp.
+int cmdEvalBlind(const Args& args, std::ostream& out);
+int cmdEvalPairs(const Args& args, std::ostream& out);
 // argv[1] is the subcommand; dataCommandFlags() are the flags its subcommands read (merge them into
 // Args').
 int cmdData(const Args& args, std::ostream& out, std::ostream& err);

@@ -289,7 +289,7 @@ int evalGenerate(const Args& args, std::ostream& out, std::ostream& err)
 
 const std::set<std::string>& evalCommandFlags()
 {
-    static const std::set<std::string> flags{"rouge-stemmer", "no-base"};
+    static const std::set<std::string> flags{"rouge-stemmer", "no-base", "summary"};
     return flags;
 }
 
@@ -303,8 +303,12 @@ int cmdEval(const Args& args, std::ostream& out, std::ostream& err)
         return evalCompare(args, out, err);
     if (sub == "suite")
         return evalSuite(args, out);
+    if (sub == "blind")
+        return cmdEvalBlind(args, out);
+    if (sub == "pairs")
+        return cmdEvalPairs(args, out);
     if (!sub.empty())
-        fail("eval: unknown subcommand '", sub, "' (known: score, compare, suite)");
+        fail("eval: unknown subcommand '", sub, "' (known: score, compare, suite, blind, pairs)");
     return evalGenerate(args, out, err);
 }
 

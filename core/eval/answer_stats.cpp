@@ -21,6 +21,7 @@ public:
     LengthMetric() : MeanMetric("length") {}
     bool needsReferences() const override { return false; }
     bool higherIsBetter() const override { return false; }
+    bool directional() const override { return false; }
 
 protected:
     double value(const MetricInput& input) const override

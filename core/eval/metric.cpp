@@ -17,9 +17,8 @@ namespace tb::eval {
 const std::vector<std::string>& metricNames()
 {
     static const std::vector<std::string> names{
-        "exact_match", "f1",       "bleu",        "chrf",        "chrf++",    "ter",   "rouge1",
-        "rouge2",      "rougeL",   "accuracy",    "match_f1",    "terminology", "stop_rate",
-        "length"};
+        "exact_match", "f1",     "bleu",     "chrf",     "chrf++",      "ter",       "rouge1",
+        "rouge2",      "rougeL", "accuracy", "match_f1", "terminology", "stop_rate", "length"};
     return names;
 }
 

@@ -41,6 +41,8 @@ public:
     virtual double exampleScore(const MetricInput& input) const { return score(stats(input)); }
     // Whether a higher score is better (false for TER and mean length).
     virtual bool higherIsBetter() const { return true; }
+    // Whether a difference is better or worse at all (false for mean length: a description).
+    virtual bool directional() const { return true; }
     // Whether the metric needs references (false for stop rate and mean length).
     virtual bool needsReferences() const { return true; }
 };

@@ -71,6 +71,7 @@ Scorecard buildScorecard(std::vector<ScorecardSystem> systems, const EvalSetting
         }
         sc.cells.push_back(std::move(row));
         sc.higherIsBetter.push_back(metric->higherIsBetter());
+        sc.directional.push_back(metric->directional());
     }
     sc.systems = std::move(systems);
     return sc;
@@ -89,8 +90,9 @@ nlohmann::json toJson(const Scorecard& sc)
                 const bool up = c.delta->delta > 0;
                 cell["delta"] = {{"value", c.delta->delta},
                                  {"ci", {c.delta->ci.lo, c.delta->ci.hi}},
-                                 {"excludes_zero", c.delta->excludesZero},
-                                 {"better", c.delta->excludesZero && up == sc.higherIsBetter[m]}};
+                                 {"excludes_zero", c.delta->excludesZero}};
+                if (sc.directional[m])
+                    cell["delta"]["better"] = c.delta->excludesZero && up == sc.higherIsBetter[m];
             }
             metrics[sc.metrics[m]] = cell;
         }
@@ -122,7 +124,10 @@ std::string scorecardMarkdown(const Scorecard& sc)
     md += "\n";
     for (size_t m = 0; m < sc.metrics.size(); ++m) {
         const int d = digitsFor(sc.metrics[m]);
-        md += "| " + sc.metrics[m] + (sc.higherIsBetter[m] ? "" : " (lower is better)") + " |";
+        const char* note = !sc.directional[m]      ? " (tokens)"
+                           : !sc.higherIsBetter[m] ? " (lower is better)"
+                                                   : "";
+        md += "| " + sc.metrics[m] + note + " |";
         for (const ScorecardCell& c : sc.cells[m])
             md += cat(' ', fixed(c.score.score, d), " [", fixed(c.score.ci.lo, d), ", ",
                       fixed(c.score.ci.hi, d), "] |");
@@ -130,8 +135,10 @@ std::string scorecardMarkdown(const Scorecard& sc)
             const PairedDelta& delta = *sc.cells[m][s].delta;
             const bool better = (delta.delta > 0) == sc.higherIsBetter[m];
             const std::string verdict = !delta.excludesZero ? "no clear difference"
-                                        : better            ? "better"
-                                                            : "worse";
+                                        : !sc.directional[m]
+                                            ? (delta.delta > 0 ? "longer" : "shorter")
+                                        : better ? "better"
+                                                 : "worse";
             md += cat(' ', delta.delta >= 0 ? "+" : "", fixed(delta.delta, d), " [",
                       fixed(delta.ci.lo, d), ", ", fixed(delta.ci.hi, d), "] ", verdict, " |");
         }

@@ -33,6 +33,7 @@ struct Scorecard {
     std::vector<ScorecardSystem> systems;           // systems[0] is the base
     std::vector<std::vector<ScorecardCell>> cells;  // [metric][system]
     std::vector<bool> higherIsBetter;               // per metric
+    std::vector<bool> directional;                  // per metric: false for length
     std::string dataSha256;
     int64_t examples = 0;
     int resamples = 1000;
@@ -45,7 +46,7 @@ Scorecard buildScorecard(std::vector<ScorecardSystem> systems, const EvalSetting
 
 // scorecard.json: {"metrics": [...], "examples", "data_sha256", "resamples", "seed", "systems":
 // [{"label", "general_loss"?, "metrics": {NAME: {"score", "ci": [lo, hi], "delta"?: {"value",
-// "ci": [lo, hi], "excludes_zero", "better"}}}}]}.
+// "ci": [lo, hi], "excludes_zero", "better" (absent for length: neither better nor worse)}}}}]}.
 nlohmann::json toJson(const Scorecard& scorecard);
 // The report: a table of systems x metrics with intervals, the deltas and their verdicts, the
 // general holdout's loss before and after.

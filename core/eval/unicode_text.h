@@ -1,6 +1,6 @@
 // Unicode text operations with the semantics of Python 3's str methods and `re`, which the metrics'
-// reference implementations (SQuAD's script, rouge-score, sacrebleu) are written in: lower(), casefold(),
-// split() whitespace and \w word characters, over code points decoded from UTF-8.
+// reference implementations (SQuAD's script, rouge-score, sacrebleu) are written in: lower(),
+// casefold(), split() whitespace and \w word characters, over code points decoded from UTF-8.
 #pragma once
 
 #include <string>

@@ -2,6 +2,8 @@
 // paired interval that excludes zero, and the scorecard says so; results folders, scoring
 // predictions made elsewhere, regression suites that gate, evaluation during training, and one
 // clear error for each kind of bad input.
+#include "data/store/comparisons.h"
+#include "data/store/store.h"
 #include "test_util.h"
 #include "util/file_util.h"
 
@@ -51,6 +53,7 @@ private Q_SLOTS:
     void generationEvalDuringTraining();
     void evalRun();
     void compareScorecard();
+    void blindComparison();
     void scorePredictions();
     void suiteGate();
     void errors_data();
@@ -59,6 +62,7 @@ private Q_SLOTS:
 private:
     QTemporaryDir m_dir;
     QString m_run;
+    QString m_card;  // eval compare's output folder
 };
 
 // One LoRA run on the tiny task, with generation-based evaluation every 60 steps.
@@ -154,6 +158,56 @@ void TestEvalCli::compareScorecard()
     const std::string md = tb::readFile(out.toStdString() + "/scorecard.md");
     QVERIFY2(tbtest::contains(md, "| exact_match |") && tbtest::contains(md, "better"), md.c_str());
     QVERIFY(tb::fileExists(out.toStdString() + "/system-1/predictions.jsonl"));
+    m_card = out;
+}
+
+// The scorecard's two systems become a blind set in a store; verdicts recorded through the store
+// API come back out of another process as preference pairs, with the win rate.
+void TestEvalCli::blindComparison()
+{
+    QVERIFY(!m_card.isEmpty());
+    const QString store = m_dir.filePath(QStringLiteral("blind.tbstore"));
+    Run r = tunebench({QStringLiteral("eval"), QStringLiteral("blind"), QStringLiteral("--store"),
+                       store, QStringLiteral("--scorecard"), m_card, QStringLiteral("--set"),
+                       QStringLiteral("tiny"), QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QCOMPARE(lastJson(r)["items"].get<int>(), 80);
+    {
+        const auto db = tb::DataStore::open(store.toStdString(), false);
+        const auto items = tb::blindItems(*db, "tiny");
+        QCOMPARE(items.size(), size_t(80));
+        // The annotator prefers whichever shown answer is the tuned one on the first 3 items
+        // (found by its text), and calls the 4th a tie.
+        const auto full = tb::comparisonItems(*db, "tiny");
+        for (int i = 0; i < 4; ++i) {
+            const tb::ComparisonItem& item = full[static_cast<size_t>(i)];
+            const bool tunedIsA = item.aIsX ? item.sourceX != "base" : item.sourceY != "base";
+            tb::recordVerdict(*db, item.id, "ana", i == 3 ? "tie" : (tunedIsA ? "a" : "b"));
+        }
+    }
+    Run pairs =
+        tunebench({QStringLiteral("eval"), QStringLiteral("pairs"), QStringLiteral("--store"),
+                   store, QStringLiteral("--set"), QStringLiteral("tiny")});
+    QVERIFY2(pairs.exitCode == 0, pairs.err.constData());
+    const QList<QByteArray> lines = pairs.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3);  // the tie stores no pair
+    for (const QByteArray& line : lines) {
+        const auto p = nlohmann::json::parse(line.toStdString());
+        QCOMPARE(p["source_chosen"].get<std::string>(), std::string("evaltiny"));
+        QCOMPARE(p["source_rejected"].get<std::string>(), std::string("base"));
+        QCOMPARE(p["annotator"].get<std::string>(), std::string("ana"));
+        QVERIFY(p["chosen"].get<std::string>() != p["rejected"].get<std::string>());
+    }
+    Run summary = tunebench({QStringLiteral("eval"), QStringLiteral("pairs"),
+                             QStringLiteral("--store"), store, QStringLiteral("--set"),
+                             QStringLiteral("tiny"), QStringLiteral("--summary")});
+    QVERIFY2(summary.exitCode == 0, summary.err.constData());
+    const auto rate = lastJson(summary)["win_rates"][0];
+    QCOMPARE(rate["verdicts"].get<int>(), 4);
+    // (3 wins + 1 tie / 2) / 4 for the tuned side, whichever of X/Y it is.
+    const double tunedRate = rate["y"] == "evaltiny" ? rate["win_rate_y"].get<double>()
+                                                     : 1.0 - rate["win_rate_y"].get<double>();
+    QCOMPARE(tunedRate, 3.5 / 4);
 }
 
 void TestEvalCli::scorePredictions()

@@ -7,8 +7,8 @@
 // first section checks hand-computed values without the oracle.
 #include "eval/bleu.h"
 #include "eval/chrf.h"
-#include "eval/unicode_text.h"
 #include "eval/ter.h"
+#include "eval/unicode_text.h"
 
 #include "interop/oracle_util.h"
 #include "interop/sacrebleu_corpus.h"

@@ -241,13 +241,13 @@ void TestEvaluate::scorecardDeltas()
         same.push_back(base.back());
     }
     EvalSettings settings;
-    settings.metrics = {"exact_match"};
+    settings.metrics = {"exact_match", "length"};
     settings.resamples = 1000;
     std::vector<ScorecardSystem> systems{{"base", resultOf(base), 0.5},
                                          {"tuned", resultOf(tuned), 0.7},
                                          {"copy", resultOf(same), std::nullopt}};
     const Scorecard sc = buildScorecard(systems, settings);
-    QCOMPARE(sc.cells.size(), size_t(1));
+    QCOMPARE(sc.cells.size(), size_t(2));
     QCOMPARE(sc.cells[0][0].score.score, 0.25);
     QCOMPARE(sc.cells[0][1].score.score, 0.75);
     const PairedDelta& up = *sc.cells[0][1].delta;
@@ -259,6 +259,8 @@ void TestEvaluate::scorecardDeltas()
     const auto j = toJson(sc);
     QCOMPARE(j["systems"][1]["metrics"]["exact_match"]["delta"]["better"].get<bool>(), true);
     QCOMPARE(j["systems"][0]["general_loss"].get<double>(), 0.5);
+    // Length describes; it is neither better nor worse.
+    QVERIFY(!j["systems"][1]["metrics"]["length"]["delta"].contains("better"));
     const std::string md = scorecardMarkdown(sc);
     QVERIFY2(contains(md, "better") && contains(md, "no clear difference") &&
                  contains(md, "forgetting"),
