@@ -24,6 +24,15 @@ bool metricHigherIsBetter(const std::string& name)
     }
 }
 
+bool metricDirectional(const std::string& name)
+{
+    try {
+        return eval::makeMetric(name)->directional();
+    } catch (const std::exception&) {
+        return true;
+    }
+}
+
 ScoreTable scoreTable(const EvalOutcome& outcome)
 {
     ScoreTable t;
@@ -31,6 +40,7 @@ ScoreTable scoreTable(const EvalOutcome& outcome)
         const eval::Scorecard& sc = *outcome.scorecard;
         t.metrics = sc.metrics;
         t.higherIsBetter = sc.higherIsBetter;
+        t.directional = sc.directional;
         t.examples = sc.examples;
         for (const eval::ScorecardSystem& s : sc.systems)
             t.systems << QString::fromStdString(s.label);
@@ -43,8 +53,9 @@ ScoreTable scoreTable(const EvalOutcome& outcome)
                     cell.deltaLo = c.delta->ci.lo;
                     cell.deltaHi = c.delta->ci.hi;
                     cell.excludesZero = c.delta->excludesZero;
-                    cell.better =
-                        c.delta->excludesZero && (c.delta->delta > 0) == sc.higherIsBetter[m];
+                    cell.directional = sc.directional[m];
+                    cell.better = cell.directional && c.delta->excludesZero &&
+                                  (c.delta->delta > 0) == sc.higherIsBetter[m];
                 }
                 row.push_back(cell);
             }
@@ -63,6 +74,7 @@ ScoreTable scoreTable(const EvalOutcome& outcome)
             continue;
         t.metrics.push_back(name);
         t.higherIsBetter.push_back(metricHigherIsBetter(name));
+        t.directional.push_back(metricDirectional(name));
         ScoreCell cell;
         cell.score = it->second.score;
         cell.lo = it->second.ci.lo;
@@ -78,6 +90,8 @@ QString verdictText(const ScoreCell& cell)
         return {};
     if (!cell.excludesZero)
         return QStringLiteral("no clear difference");
+    if (!cell.directional)
+        return *cell.delta > 0 ? QStringLiteral("longer") : QStringLiteral("shorter");
     return cell.better ? QStringLiteral("better") : QStringLiteral("worse");
 }
 
@@ -208,7 +222,9 @@ QString reportHtml(const EvalOutcome& outcome)
     for (size_t m = 0; m < t.metrics.size(); ++m) {
         const std::string& name = t.metrics[m];
         h += QStringLiteral("<tr><td>") + htmlEscape(QString::fromStdString(name)) +
-             (t.higherIsBetter[m] ? QString() : QStringLiteral(" (lower is better)")) +
+             (!t.directional[m]     ? QStringLiteral(" (tokens)")
+              : t.higherIsBetter[m] ? QString()
+                                    : QStringLiteral(" (lower is better)")) +
              QStringLiteral("</td>");
         for (const ScoreCell& c : t.cells[m])
             h += QStringLiteral("<td>") + interval(name, c.score, c.lo, c.hi) +
@@ -216,9 +232,9 @@ QString reportHtml(const EvalOutcome& outcome)
         for (size_t s = 1; s < t.cells[m].size(); ++s) {
             const ScoreCell& c = t.cells[m][s];
             const QString verdict = verdictText(c);
-            const QString cls = !c.excludesZero ? QString()
-                                : c.better      ? QStringLiteral(" class=\"better\"")
-                                                : QStringLiteral(" class=\"worse\"");
+            const QString cls = !c.excludesZero || !c.directional ? QString()
+                                : c.better ? QStringLiteral(" class=\"better\"")
+                                           : QStringLiteral(" class=\"worse\"");
             h += QStringLiteral("<td%1>%2 [%3, %4] %5</td>")
                      .arg(cls, signedScore(name, *c.delta), formatScore(name, c.deltaLo),
                           formatScore(name, c.deltaHi), verdict);

@@ -25,19 +25,24 @@ struct ScoreCell {
     std::optional<double> delta;
     double deltaLo = 0, deltaHi = 0;
     bool excludesZero = false;
-    bool better = false;  // excludes zero and in the metric's better direction
+    bool better = false;      // excludes zero and in the metric's better direction
+    bool directional = true;  // false for the length: longer / shorter, neither better nor worse
 };
 struct ScoreTable {
     std::vector<std::string> metrics;
     QStringList systems;                        // systems[0] is the base (or the one model)
     std::vector<std::vector<ScoreCell>> cells;  // [metric][system]
     std::vector<bool> higherIsBetter;           // per metric
+    std::vector<bool> directional;              // per metric (Metric::directional)
     int64_t examples = 0;
 };
 ScoreTable scoreTable(const EvalOutcome& outcome);
-// Metric::higherIsBetter of a metric by name (true for one that cannot be built without options).
+// Metric::higherIsBetter / directional of a metric by name (true for one that cannot be built
+// without options).
 bool metricHigherIsBetter(const std::string& name);
-// "better", "worse" or "no clear difference" (a cell without a delta: empty).
+bool metricDirectional(const std::string& name);
+// "better", "worse" or "no clear difference"; "longer" or "shorter" for the length (a cell
+// without a delta: empty).
 QString verdictText(const ScoreCell& cell);
 
 // The case's prompt as shown: its last user turn, else its turns' text joined.

@@ -13,16 +13,6 @@
 
 namespace tb {
 
-namespace {
-
-// The mean length is a description, not a quality: a longer answer does not fail.
-bool judged(const std::string& metric)
-{
-    return metric != "length";
-}
-
-}  // namespace
-
 ExampleTableModel::ExampleTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void ExampleTableModel::setOutcome(std::shared_ptr<const EvalOutcome> outcome)
@@ -31,15 +21,19 @@ void ExampleTableModel::setOutcome(std::shared_ptr<const EvalOutcome> outcome)
     m_outcome = std::move(outcome);
     m_metrics.clear();
     m_higherIsBetter.clear();
+    m_directional.clear();
     m_run = 0;
     if (m_outcome && !m_outcome->results.empty()) {
         if (m_outcome->scorecard) {
             m_metrics = m_outcome->scorecard->metrics;
             m_higherIsBetter = m_outcome->scorecard->higherIsBetter;
+            m_directional = m_outcome->scorecard->directional;
         } else {
             m_metrics = m_outcome->results.front().metricOrder;
-            for (const std::string& m : m_metrics)
+            for (const std::string& m : m_metrics) {
                 m_higherIsBetter.push_back(metricHigherIsBetter(m));
+                m_directional.push_back(metricDirectional(m));
+            }
         }
         m_run = m_outcome->results.size() > 1 ? 1 : 0;
     }
@@ -96,7 +90,7 @@ bool ExampleTableModel::failing(int row) const
     if (!comparing())
         return false;
     for (size_t m = 0; m < m_metrics.size(); ++m) {
-        if (!judged(m_metrics[m]))
+        if (!m_directional[m])  // the length describes an answer; longer does not fail
             continue;
         const double base = score(0, row, m_metrics[m]), run = score(m_run, row, m_metrics[m]);
         if (m_higherIsBetter[m] ? run < base : run > base)
@@ -182,7 +176,7 @@ QVariant ExampleTableModel::metricData(int row, int col, int role) const
         return int(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::BackgroundRole:
     case Qt::ForegroundRole: {
-        if (which != 2 || value == 0 || !judged(metric))
+        if (which != 2 || value == 0 || !m_directional[m])
             return {};
         const bool better = (value > 0) == m_higherIsBetter[m];
         if (role == Qt::BackgroundRole)

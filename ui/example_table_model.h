@@ -57,6 +57,7 @@ private:
     std::shared_ptr<const EvalOutcome> m_outcome;
     std::vector<std::string> m_metrics;
     std::vector<bool> m_higherIsBetter;
+    std::vector<bool> m_directional;
     int m_run = 0;
 };
 

@@ -40,8 +40,7 @@ QVariant ScorecardModel::data(const QModelIndex& index, int role) const
     const int col = index.column();
     if (col == 0) {
         if (role == Qt::DisplayRole)
-            return QString(QString::fromStdString(metric) +
-                           (m_table.higherIsBetter[row] ? QString() : tr(" (lower is better)")));
+            return QString(QString::fromStdString(metric) + metricNote(row));
         if (role == ValueRole)
             return QString::fromStdString(metric);
         return {};
@@ -76,6 +75,10 @@ QVariant ScorecardModel::data(const QModelIndex& index, int role) const
             .arg(*c.delta >= 0 ? QStringLiteral("+") : QString(), formatScore(metric, *c.delta),
                  formatScore(metric, c.deltaLo), formatScore(metric, c.deltaHi), verdict);
     case Qt::ToolTipRole:
+        if (!c.directional)
+            return tr("Paired bootstrap 95% interval of %1 − base; a length is neither better "
+                      "nor worse.")
+                .arg(m_table.systems[system]);
         return tr("Paired bootstrap 95% interval of %1 − base; %2 when it excludes zero.")
             .arg(m_table.systems[system],
                  m_table.higherIsBetter[row] ? tr("higher is better") : tr("lower is better"));
@@ -88,16 +91,23 @@ QVariant ScorecardModel::data(const QModelIndex& index, int role) const
     case VerdictRole:
         return verdict;
     case Qt::BackgroundRole:
-        if (!c.excludesZero)
+        if (!c.excludesZero || !c.directional)
             return {};
         return QBrush(c.better ? QColor(0xd5, 0xf5, 0xe3) : QColor(0xfa, 0xdb, 0xd8));
     case Qt::ForegroundRole:
-        if (!c.excludesZero)
+        if (!c.excludesZero || !c.directional)
             return {};
         return QBrush(c.better ? QColor(0x1e, 0x84, 0x49) : QColor(0xa9, 0x32, 0x26));
     default:
         return {};
     }
+}
+
+QString ScorecardModel::metricNote(size_t row) const
+{
+    if (row < m_table.directional.size() && !m_table.directional[row])
+        return tr(" (tokens)");
+    return m_table.higherIsBetter[row] ? QString() : tr(" (lower is better)");
 }
 
 QVariant ScorecardModel::headerData(int section, Qt::Orientation orientation, int role) const

@@ -1,7 +1,7 @@
 // ScorecardModel: the Evaluate page's scorecard as a table: one row per metric; columns the
 // metric, each system's score with its 95% interval, and each tuned system's paired difference
-// from the base with its interval and verdict (better / worse / no clear difference),
-// colour-coded.
+// from the base with its interval and verdict (better / worse / no clear difference, colour-coded;
+// longer / shorter for the length).
 #pragma once
 
 #include "eval_report.h"
@@ -36,6 +36,8 @@ public:
                         int role = Qt::DisplayRole) const override;
 
 private:
+    QString metricNote(size_t row) const;  // " (lower is better)", " (tokens)" or empty
+
     ScoreTable m_table;
 };
 

@@ -292,10 +292,15 @@ void TestEvaluatePage::comparisonMatchesCore()
         QCOMPARE(di.data(tb::ScorecardModel::ValueRole).toDouble(), d["value"].get<double>());
         QCOMPARE(di.data(tb::ScorecardModel::LowRole).toDouble(), d["ci"][0].get<double>());
         QCOMPARE(di.data(tb::ScorecardModel::HighRole).toDouble(), d["ci"][1].get<double>());
-        const QString verdict = !d["excludes_zero"].get<bool>()
-                                    ? QStringLiteral("no clear difference")
+        // The length has no better / worse (scorecard.json leaves "better" out): longer / shorter.
+        const bool excludes = d["excludes_zero"].get<bool>();
+        const QString verdict = !excludes ? QStringLiteral("no clear difference")
+                                : !d.contains("better")
+                                    ? (d["value"].get<double>() > 0 ? QStringLiteral("longer")
+                                                                    : QStringLiteral("shorter"))
                                 : d["better"].get<bool>() ? QStringLiteral("better")
                                                           : QStringLiteral("worse");
+        QCOMPARE(d.contains("better"), m != "length");
         QCOMPARE(di.data(tb::ScorecardModel::VerdictRole).toString(), verdict);
         QVERIFY(di.data().toString().endsWith(verdict));
     }
