@@ -88,7 +88,7 @@ void ScoreChart::setTable(const ScoreTable& table)
         m_errors.push_back(errors);
     }
     m_plot->xAxis->setRange(0.4, double(m_ticks.size()) + 0.6);
-    m_plot->yAxis->setRange(bottom, top * 1.08);
+    m_plot->yAxis->setRange(bottom, top * 1.3);  // head room for the legend above the bars
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
