@@ -13,19 +13,7 @@
 #include <nlohmann/json.hpp>
 
 namespace tb {
-namespace {
-
 using nlohmann::json;
-
-json messagesJson(const std::vector<ChatMessage>& messages)
-{
-    json out = json::array();
-    for (const ChatMessage& m : messages)
-        out.push_back({{"role", m.role}, {"content", m.content}});
-    return out;
-}
-
-}  // namespace
 
 int cmdEvalBlind(const Args& args, std::ostream& out)
 {
@@ -56,7 +44,7 @@ int cmdEvalBlind(const Args& args, std::ostream& out)
         set.prompts.push_back(p.input.source.empty() && !p.input.prompt.empty()
                                   ? p.input.prompt.back().content
                                   : p.input.source);
-        set.messages.push_back(messagesJson(p.input.prompt));
+        set.messages.push_back(eval::messagesToJson(p.input.prompt));
         set.answersX.push_back(p.prediction);
         set.answersY.push_back(y.predictions[i].prediction);
     }

@@ -84,6 +84,15 @@ EvalDataSource dataSource(const Args& args, const std::string& run)
     return d;
 }
 
+// The options evalSettings and dataSource read, shared by eval and eval compare.
+std::set<std::string> withEvalOptions(std::set<std::string> own)
+{
+    own.insert({"data", "store", "snapshot", "limit", "metrics", "glossary", "rouge-stemmer",
+                "resamples", "seed", "max-new-tokens", "greedy", "temperature", "top-k", "top-p",
+                "repetition-penalty", "batch", "name", "out", "json"});
+    return own;
+}
+
 eval::EvalProgress progressTo(std::ostream& err, const char* what)
 {
     return [&err, what](int64_t done, int64_t total) {
@@ -135,27 +144,7 @@ int evalScore(const Args& args, std::ostream& out)
 
 int evalCompare(const Args& args, std::ostream& out, std::ostream& err)
 {
-    args.allowOnly({"base",
-                    "runs",
-                    "data",
-                    "store",
-                    "snapshot",
-                    "limit",
-                    "metrics",
-                    "glossary",
-                    "rouge-stemmer",
-                    "resamples",
-                    "seed",
-                    "max-new-tokens",
-                    "greedy",
-                    "temperature",
-                    "top-k",
-                    "top-p",
-                    "repetition-penalty",
-                    "batch",
-                    "name",
-                    "out",
-                    "json"});
+    args.allowOnly(withEvalOptions({"base", "runs"}));
     const std::vector<std::string> runs = splitList(args.value("runs", ""));
     if (runs.empty())
         fail("usage: tunebench eval compare --runs R1[,R2...] [--base DIR] [--data FILE | --store "
@@ -218,29 +207,7 @@ int evalSuite(const Args& args, std::ostream& out)
 
 int evalGenerate(const Args& args, std::ostream& out, std::ostream& err)
 {
-    args.allowOnly({"run",
-                    "model",
-                    "data",
-                    "store",
-                    "snapshot",
-                    "limit",
-                    "metrics",
-                    "glossary",
-                    "rouge-stemmer",
-                    "resamples",
-                    "seed",
-                    "max-new-tokens",
-                    "greedy",
-                    "temperature",
-                    "top-k",
-                    "top-p",
-                    "repetition-penalty",
-                    "batch",
-                    "name",
-                    "out",
-                    "template",
-                    "device",
-                    "json"});
+    args.allowOnly(withEvalOptions({"run", "model", "template", "device"}));
     if (args.has("run") == args.has("model"))
         fail("usage: tunebench eval --run RUN | --model DIR (--data FILE | --store S --snapshot "
              "ID) --metrics LIST [--max-new-tokens N] [--batch B] [--limit N] [--name NAME] "

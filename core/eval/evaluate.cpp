@@ -18,32 +18,6 @@
 namespace tb::eval {
 namespace {
 
-nlohmann::json messagesJson(const std::vector<ChatMessage>& messages)
-{
-    nlohmann::json out = nlohmann::json::array();
-    for (const ChatMessage& m : messages)
-        out.push_back({{"role", m.role}, {"content", m.content}});
-    return out;
-}
-
-std::vector<ChatMessage> messagesFromJson(const nlohmann::json& j, const std::string& where)
-{
-    std::vector<ChatMessage> out;
-    if (j.is_string()) {
-        out.push_back({"user", j.get<std::string>()});
-        return out;
-    }
-    if (!j.is_array())
-        fail(where, ": 'prompt' must be a string or a list of {role, content} messages");
-    for (const auto& m : j) {
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
-            !m.contains("content") || !m["content"].is_string())
-            fail(where, ": each message of 'prompt' needs string 'role' and 'content'");
-        out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
-    }
-    return out;
-}
-
 std::string lastUserTurn(const std::vector<ChatMessage>& messages)
 {
     for (auto it = messages.rbegin(); it != messages.rend(); ++it)
@@ -95,7 +69,7 @@ std::string casesSha256(const std::vector<EvalCase>& cases)
 {
     nlohmann::json all = nlohmann::json::array();
     for (const EvalCase& c : cases)
-        all.push_back({{"prompt", messagesJson(c.prompt)}, {"references", c.references}});
+        all.push_back({{"prompt", messagesToJson(c.prompt)}, {"references", c.references}});
     return sha256Hex(all.dump());
 }
 
@@ -231,7 +205,7 @@ nlohmann::json toJson(const EvalPrediction& p)
 {
     nlohmann::json j = {
         {"id", p.input.id},
-        {"prompt", messagesJson(p.input.prompt)},
+        {"prompt", messagesToJson(p.input.prompt)},
         {"reference", p.input.references.empty() ? std::string() : p.input.references.front()},
         {"references", p.input.references},
         {"prediction", p.prediction},
@@ -276,10 +250,37 @@ void writeEvalResult(const EvalResult& result, const std::string& dir)
     writeFileAtomic(joinPath(dir, "results.json"), toJson(result).dump(2) + "\n");
 }
 
-std::vector<EvalPrediction> readPredictions(const std::string& path)
+nlohmann::json messagesToJson(const std::vector<ChatMessage>& messages)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const ChatMessage& m : messages)
+        out.push_back({{"role", m.role}, {"content", m.content}});
+    return out;
+}
+
+std::vector<ChatMessage> messagesFromJson(const nlohmann::json& j, const std::string& where)
+{
+    std::vector<ChatMessage> out;
+    if (j.is_string()) {
+        out.push_back({"user", j.get<std::string>()});
+        return out;
+    }
+    if (!j.is_array() || j.empty())
+        fail(where, ": 'prompt' must be a string or a non-empty list of {role, content} messages");
+    for (const auto& m : j) {
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
+            !m.contains("content") || !m["content"].is_string())
+            fail(where, ": key 'prompt': each message needs string 'role' and 'content'");
+        out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    }
+    return out;
+}
+
+void forEachJsonLine(
+    const std::string& path,
+    const std::function<void(const nlohmann::json& row, const std::string& where)>& f)
 {
     std::istringstream in(readFile(path));
-    std::vector<EvalPrediction> out;
     std::string line;
     for (int64_t number = 1; std::getline(in, line); ++number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos)
@@ -293,6 +294,14 @@ std::vector<EvalPrediction> readPredictions(const std::string& path)
         }
         if (!row.is_object())
             fail(where, ": each line must be a JSON object");
+        f(row, where);
+    }
+}
+
+std::vector<EvalPrediction> readPredictions(const std::string& path)
+{
+    std::vector<EvalPrediction> out;
+    forEachJsonLine(path, [&](const nlohmann::json& row, const std::string& where) {
         if (!row.contains("prediction") || !row["prediction"].is_string())
             fail(where, ": missing string 'prediction'");
         EvalPrediction p;
@@ -324,7 +333,7 @@ std::vector<EvalPrediction> readPredictions(const std::string& path)
                 if (v.is_number())
                     p.scores[name] = v.get<double>();
         out.push_back(std::move(p));
-    }
+    });
     if (out.empty())
         fail(path, ": no predictions (the file is empty)");
     return out;

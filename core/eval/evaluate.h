@@ -109,6 +109,15 @@ nlohmann::json toJson(const EvalPrediction& prediction);
 void writeEvalResult(const EvalResult& result, const std::string& dir);
 // Reads a results folder back (results.json + predictions.jsonl); errors name the file and line.
 EvalResult readEvalResult(const std::string& dir);
+// Each non-blank line of a JSONL file as an object, with "FILE:LINE" for messages; a line that is
+// not a JSON object is an error naming it.
+void forEachJsonLine(
+    const std::string& path,
+    const std::function<void(const nlohmann::json& row, const std::string& where)>& f);
+// Messages as JSON ([{role, content}]) and back; a string is one user turn. Errors name `where`.
+nlohmann::json messagesToJson(const std::vector<ChatMessage>& messages);
+std::vector<ChatMessage> messagesFromJson(const nlohmann::json& j, const std::string& where);
+
 // Predictions made elsewhere: JSONL rows with "prediction" and "reference" (string) or
 // "references" (list of strings); optional "prompt", "source", "stopped", "answer_tokens", "id".
 // Errors name the file and line; an empty file is an error.

@@ -2,6 +2,8 @@
 // outcomes with the base model's.
 #include "eval/suite.h"
 
+#include "eval/evaluate.h"
+
 #include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -16,22 +18,6 @@ namespace {
 
 const std::vector<std::string> kTextChecks{"contains", "not_contains", "regex", "exact",
                                            "starts_with"};
-
-std::vector<ChatMessage> promptFrom(const nlohmann::json& j, const std::string& where)
-{
-    if (j.is_string())
-        return {{"user", j.get<std::string>()}};
-    if (!j.is_array() || j.empty())
-        fail(where, ": key 'prompt' must be a string or a non-empty list of {role, content}");
-    std::vector<ChatMessage> out;
-    for (const auto& m : j) {
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
-            !m.contains("content") || !m["content"].is_string())
-            fail(where, ": key 'prompt': each message needs string 'role' and 'content'");
-        out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
-    }
-    return out;
-}
 
 SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
 {
@@ -99,21 +85,8 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
 
 std::vector<SuiteCase> readSuite(const std::string& path)
 {
-    std::istringstream in(readFile(path));
     std::vector<SuiteCase> out;
-    std::string line;
-    for (int64_t number = 1; std::getline(in, line); ++number) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
-            continue;
-        const std::string where = path + ":" + std::to_string(number);
-        nlohmann::json row;
-        try {
-            row = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::exception& e) {
-            fail(where, ": not valid JSON (", e.what(), ")");
-        }
-        if (!row.is_object())
-            fail(where, ": each line must be a JSON object with 'prompt' and 'checks'");
+    forEachJsonLine(path, [&](const nlohmann::json& row, const std::string& where) {
         for (const auto& [key, value] : row.items())
             if (key != "id" && key != "prompt" && key != "checks" && key != "required" &&
                 key != "max_new_tokens")
@@ -126,7 +99,7 @@ std::vector<SuiteCase> readSuite(const std::string& path)
                                                            : where;
         if (!row.contains("prompt"))
             fail(where, ": missing key 'prompt'");
-        c.prompt = promptFrom(row["prompt"], where);
+        c.prompt = messagesFromJson(row["prompt"], where);
         if (!row.contains("checks") || !row["checks"].is_array() || row["checks"].empty())
             fail(where, ": key 'checks' must be a non-empty list");
         for (const auto& check : row["checks"])
@@ -142,7 +115,7 @@ std::vector<SuiteCase> readSuite(const std::string& path)
             c.maxNewTokens = row["max_new_tokens"].get<int>();
         }
         out.push_back(std::move(c));
-    }
+    });
     if (out.empty())
         fail(path, ": the suite has no cases");
     return out;

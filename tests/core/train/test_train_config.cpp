@@ -31,6 +31,8 @@ json full()
       "name": "exp1", "model": "/models/tiny", "output_dir": "/runs", "method": "adapter",
       "batch_size": 4, "grad_accum": 3, "max_steps": 120, "epochs": 2, "precision": "bf16",
       "device": "cuda:1", "gradient_checkpointing": true, "loss": "chunked", "loss_chunk_tokens": 512, "eval_every": 10, "log_every": 5,
+      "eval": {"generate_every": 25, "sample": 12, "metrics": ["exact_match", "bleu"],
+               "max_new_tokens": 48},
       "save_every": 20, "keep_checkpoints": 3, "seed": 18446744073709551615,
       "spike_factor": 3.5, "spike_window": 7,
       "lora": {"rank": 4, "alpha": 8.5, "dropout": 0.05, "targets": ["q_proj", "k_proj"],
@@ -144,6 +146,8 @@ void TestTrainConfig::fullRoundTrip()
     QCOMPARE(c.optim.warmupSteps, int64_t(7));
     QCOMPARE(c.loss, tb::LossKind::Chunked);
     QCOMPARE(c.lossChunkTokens, 512);
+    QCOMPARE(c.eval.generateEvery, int64_t(25));
+    QCOMPARE(c.eval.metrics, (std::vector<std::string>{"exact_match", "bleu"}));
 
     // toJson is the full resolved config: every key of full() is there with the same value, and
     // parsing it again (also through text, as run.json is) gives the same config.
@@ -264,6 +268,10 @@ void TestTrainConfig::ranges_data()
     row("max_steps=-1", "key 'max_steps' must be >= 0 (got -1)");
     row("epochs=0", "key 'epochs' must be >= 1");
     row("eval_every=-5", "key 'eval_every' must be >= 0");
+    row("eval.generate_every=-1", "key 'eval.generate_every' must be >= 0");
+    row("eval.sample=0", "key 'eval.sample' must be >= 1");
+    row("eval.max_new_tokens=0", "key 'eval.max_new_tokens' must be >= 1");
+    row("eval.metrics=[\"blue\"]", "key 'eval.metrics' items must be among exact_match | f1");
     row("log_every=0", "key 'log_every' must be >= 1");
     row("save_every=-1", "key 'save_every' must be >= 0");
     row("keep_checkpoints=-1", "key 'keep_checkpoints' must be >= 0 (got -1)");
