@@ -65,20 +65,20 @@ private:
     QString m_card;  // eval compare's output folder
 };
 
-// One LoRA run on the tiny task, with generation-based evaluation every 60 steps.
+// One LoRA run on the tiny task, with generation-based evaluation every 30 steps.
 void TestEvalCli::initTestCase()
 {
     const QString runs = m_dir.filePath(QStringLiteral("runs"));
     Run r = tunebench({QStringLiteral("train"), QStringLiteral("--config"), kConfig,
                        QStringLiteral("output_dir=") + runs, QStringLiteral("name=evaltiny"),
-                       QStringLiteral("max_steps=120"), QStringLiteral("eval_every=0"),
-                       QStringLiteral("eval.generate_every=60"), QStringLiteral("eval.sample=8"),
+                       QStringLiteral("max_steps=60"), QStringLiteral("eval_every=0"),
+                       QStringLiteral("eval.generate_every=30"), QStringLiteral("eval.sample=8"),
                        QStringLiteral("eval.max_new_tokens=24"),
                        QStringLiteral("eval.metrics=[\"exact_match\",\"f1\"]"),
                        QStringLiteral("--json")});
     QVERIFY2(r.exitCode == 0, r.err.constData());
     m_run = q(lastJson(r)["run_dir"].get<std::string>());
-    QVERIFY2(r.out.contains("generation eval step 60 (8 cases): exact_match"), r.out.constData());
+    QVERIFY2(r.out.contains("generation eval step 30 (8 cases): exact_match"), r.out.constData());
 }
 
 void TestEvalCli::generationEvalDuringTraining()
@@ -90,9 +90,9 @@ void TestEvalCli::generationEvalDuringTraining()
         if (j["type"] == "generation_eval")
             lines.push_back(j);
     }
-    QCOMPARE(lines.size(), size_t(2));  // step 60 and the end (120)
-    QCOMPARE(lines[0]["step"].get<int>(), 60);
-    QCOMPARE(lines[1]["step"].get<int>(), 120);
+    QCOMPARE(lines.size(), size_t(2));  // step 30 and the end (60)
+    QCOMPARE(lines[0]["step"].get<int>(), 30);
+    QCOMPARE(lines[1]["step"].get<int>(), 60);
     QCOMPARE(lines[1]["cases"].get<int>(), 8);
     const double f1 = lines[1]["metrics"]["f1"].get<double>();
     QVERIFY2(f1 > 0.3 && f1 <= 1.0, std::to_string(f1).c_str());
@@ -136,12 +136,13 @@ void TestEvalCli::compareScorecard()
     const QString out = m_dir.filePath(QStringLiteral("card"));
     Run r =
         tunebench({QStringLiteral("eval"), QStringLiteral("compare"), QStringLiteral("--runs"),
-                   m_run, QStringLiteral("--data"), kVal, QStringLiteral("--metrics"),
+                   m_run, QStringLiteral("--data"), kVal, QStringLiteral("--limit"),
+                   QStringLiteral("40"), QStringLiteral("--metrics"),
                    QStringLiteral("exact_match,f1,chrf"), QStringLiteral("--max-new-tokens"),
                    QStringLiteral("32"), QStringLiteral("--out"), out, QStringLiteral("--json")});
     QVERIFY2(r.exitCode == 0, r.err.constData());
     const auto j = lastJson(r);
-    QCOMPARE(j["examples"].get<int>(), 80);
+    QCOMPARE(j["examples"].get<int>(), 40);
     QCOMPARE(j["systems"].size(), size_t(2));
     QCOMPARE(j["systems"][0]["label"].get<std::string>(), std::string("base"));
     const auto& em = j["systems"][1]["metrics"]["exact_match"];
@@ -171,11 +172,11 @@ void TestEvalCli::blindComparison()
                        store, QStringLiteral("--scorecard"), m_card, QStringLiteral("--set"),
                        QStringLiteral("tiny"), QStringLiteral("--json")});
     QVERIFY2(r.exitCode == 0, r.err.constData());
-    QCOMPARE(lastJson(r)["items"].get<int>(), 80);
+    QCOMPARE(lastJson(r)["items"].get<int>(), 40);
     {
         const auto db = tb::DataStore::open(store.toStdString(), false);
         const auto items = tb::blindItems(*db, "tiny");
-        QCOMPARE(items.size(), size_t(80));
+        QCOMPARE(items.size(), size_t(40));
         // The annotator prefers whichever shown answer is the tuned one on the first 3 items
         // (found by its text), and calls the 4th a tie.
         const auto full = tb::comparisonItems(*db, "tiny");
