@@ -3,7 +3,7 @@
 sizes, in the same run on the same machine. This is the generation an evaluation over a set does.
 
 usage: python bench/eval_peer.py [--tunebench build/bin/tunebench] [--prompts 32] [--new-tokens 64]
-                                 [--batches 1,4,16] [--repeats 3]
+                                 [--batches 1,4,16] [--repeats 3] [--models stories260k,random-llama-25m]
 Models: the bundled stories260k and a random ~25M-parameter Llama (created here with transformers and saved, so both
 sides load the same weights). Prompts: random ids, lengths uniform in [8, 96] (seed 1), one file both sides read.
 EOS stops neither side (Tunebench's bench runs with stopAtEos off; the peer's generation config has no EOS), so every
@@ -72,6 +72,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--batches", default="1,4,16")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models", default="stories260k,random-llama-25m")
     a = ap.parse_args()
     batches = [int(b) for b in a.batches.split(",")]
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}, "
@@ -84,6 +85,8 @@ def main():
         print(f"{'model':<18} {'batch':>5} {'tunebench tok/s':>16} {'transformers tok/s':>19} {'ratio':>7} "
               f"{'rows equal':>11}")
         for name, path in models:
+            if name not in a.models.split(","):
+                continue
             hf = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
             prompts_file = os.path.join(tmp, name + ".jsonl")
             prompts = make_prompts(prompts_file, hf.config.vocab_size, a.prompts)

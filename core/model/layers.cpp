@@ -17,10 +17,12 @@ namespace {
 // own runtime is found, which is what makes at::parallel_for parallel here: its OpenMP code is
 // inline in the header.)
 // Batched decoding feeds a few rows (a token of each of 2 to 8 sequences). For those, MKL's x W^T
-// copies all of W into its packed layout at every call, which for a matrix larger than the caches
-// costs more than the product (the 32,000 x 384 head, 4 rows, one core: 5.6 ms against 2.4 ms for
-// W x^T, which reads W as it lies). So a few rows take W x^T, for matrices of 4 MiB and more, split
-// over the threads as one row is.
+// copies all of W into its packed layout at every call, which costs more than the product when W
+// comes from memory, as a decoding step's weights do (the 32,000 x 384 head, 4 rows, one core:
+// 5.6 ms against 2.4 ms for W x^T, which reads W as it lies). So a few rows take W x^T for
+// matrices of 512 KiB and more, split over the threads as one row is: 4 rows of the 25M Llama
+// decode 1.7 times as fast on one core (every matrix of it is 576 KiB or more). From 16 rows on
+// MKL's packing pays for itself; below 512 KiB the split's overhead outweighs the gain.
 constexpr int64_t kFewRowsMax = 8;
 
 bool rowParallelCase(const torch::Tensor& x, const torch::Tensor& w)
@@ -32,7 +34,7 @@ bool rowParallelCase(const torch::Tensor& x, const torch::Tensor& w)
     const int64_t rows = x.numel() / w.size(1);
     if (rows == 1)
         return w.numel() >= (int64_t(1) << 18) && at::get_num_threads() > 1;
-    return rows >= 2 && rows <= kFewRowsMax && w.numel() >= (int64_t(1) << 20);
+    return rows >= 2 && rows <= kFewRowsMax && w.numel() >= (int64_t(1) << 17);
 }
 
 // y = x W^T (+ b) for one row x (W x, one single-threaded sgemv per part) or a few rows (W x^T, one
