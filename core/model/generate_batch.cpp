@@ -1,6 +1,7 @@
 // Batched generation with a KV cache: prompts of different lengths decoded together (left padding,
 // a key padding mask, per-row positions), each row stopping on its own and leaving the batch when
-// it does; row i gets the tokens generate() gives for prompt i.
+// it does; row i gets the tokens generate() gives for prompt i. The prompts are prefilled in one
+// padded pass, or each alone into the padded cache where padding would cost more.
 #include "model/model_impl.h"
 #include "model/sampling.h"
 
@@ -38,6 +39,47 @@ PaddedPrompts padLeft(const std::vector<std::vector<int32_t>>& prompts)
         }
     }
     return {ids, ragged ? real : torch::Tensor()};
+}
+
+// Prefills each prompt alone, as generate() does (no padded position is computed), and copies its
+// keys and values into a left-padded batch cache: the soft prompt's first, then zeros where the
+// row is padded (never attended to), then the prompt's. Returns the last logits [batch, vocab].
+torch::Tensor prefillEachRow(CausalLM& module, const std::vector<std::vector<int32_t>>& prompts,
+                             const torch::Tensor& real, int64_t virtualTokens,
+                             const torch::Device& device, KVCache& cache)
+{
+    const auto batch = static_cast<int64_t>(prompts.size());
+    const int64_t width = real.size(1);
+    std::vector<torch::Tensor> logits;
+    for (int64_t i = 0; i < batch; ++i) {
+        const auto& prompt = prompts[size_t(i)];
+        const auto length = static_cast<int64_t>(prompt.size());
+        KVCache one;
+        auto ids = torch::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), torch::kInt64)
+                       .unsqueeze(0)
+                       .to(device);
+        logits.push_back(module.forwardLast(ids, &one));
+        for (auto [rowList, batchList] :
+             {std::pair{&one.k, &cache.k}, std::pair{&one.v, &cache.v}}) {
+            batchList->resize(rowList->size());
+            for (size_t l = 0; l < rowList->size(); ++l) {
+                const auto& src = (*rowList)[l];  // [1, kv_heads, capacity, head_dim]
+                auto& dst = (*batchList)[l];
+                if (!dst.defined())
+                    dst =
+                        torch::zeros({batch, src.size(1), src.size(2), src.size(3)}, src.options());
+                auto row = dst[i];
+                if (virtualTokens > 0)
+                    row.narrow(1, 0, virtualTokens).copy_(src[0].narrow(1, 0, virtualTokens));
+                row.narrow(1, virtualTokens + width - length, length)
+                    .copy_(src[0].narrow(1, virtualTokens, length));
+            }
+        }
+    }
+    cache.length = virtualTokens + width;
+    cache.valid =
+        torch::cat({torch::ones({batch, virtualTokens}, torch::kBool), real}, 1).to(device);
+    return torch::cat(logits, 0);
 }
 
 // The next token of each row of the batch from logits [rows, vocab]: greedy without a penalty on
@@ -159,9 +201,20 @@ std::vector<GenerateResult> Model::generateBatch(const std::vector<std::vector<i
 
     auto t0 = Clock::now();
     auto padded = padLeft(prompts);
-    auto logits = module.forwardLast(padded.ids.to(m_impl->device), &cache,
-                                     padded.real.defined() ? padded.real.to(m_impl->device)
-                                                           : torch::Tensor());
+    int64_t realTokens = 0;
+    for (const auto& p : prompts)
+        realTokens += static_cast<int64_t>(p.size());
+    torch::Tensor logits;
+    // Each prompt alone on the CPU, where a pass costs its arithmetic, once padding would add a
+    // quarter to the batch's positions (16 prompts of 8 to 96 tokens on the 25M Llama: 0.37
+    // against 0.52 s); else one padded pass (the GPU's choice).
+    if (padded.real.defined() && m_impl->device.is_cpu() &&
+        padded.ids.numel() * 4 >= realTokens * 5)
+        logits = prefillEachRow(module, prompts, padded.real, virtualTokens, m_impl->device, cache);
+    else
+        logits = module.forwardLast(padded.ids.to(m_impl->device), &cache,
+                                    padded.real.defined() ? padded.real.to(m_impl->device)
+                                                          : torch::Tensor());
     auto t1 = Clock::now();
 
     for (int step = 0; step < o.maxNewTokens && b.finished < b.rows.size(); ++step) {
