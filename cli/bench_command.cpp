@@ -1,14 +1,19 @@
-// `tunebench bench generate` and `tunebench bench train`: throughput on this machine.
+// `tunebench bench generate` (one prompt, or a file of prompts in batches) and `tunebench bench
+// train`: throughput on this machine.
 #include "cli/commands.h"
 
 #include "cli/train_bench.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/file_util.h"
 #include "util/paths.h"
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 namespace tb {
 
@@ -45,6 +50,124 @@ json benchOne(const std::string& name, const Model& model, int promptTokens, int
                 {"new_tokens", newTokens},
                 {"prefill_tokens_per_s", prefill[prefill.size() / 2]},
                 {"decode_tokens_per_s", decode[decode.size() / 2]}};
+}
+
+// The batched benchmark's prompts: one JSON object a line, {"ids": [...]} or {"text": "..."}
+// (encoded with the model's tokenizer, special tokens as it adds them).
+std::vector<std::vector<int32_t>> readPrompts(const std::string& path, const std::string& modelDir)
+{
+    std::vector<std::vector<int32_t>> prompts;
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::istringstream lines(readFile(path));
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+            continue;
+        json j;
+        try {
+            j = json::parse(line);
+        } catch (const json::exception& e) {
+            fail(path, ":", number, ": not a JSON object (", e.what(), ")");
+        }
+        if (j.is_object() && j.contains("ids") && j["ids"].is_array()) {
+            prompts.push_back(j["ids"].get<std::vector<int32_t>>());
+        } else if (j.is_object() && j.contains("text") && j["text"].is_string()) {
+            if (!tokenizer)
+                tokenizer = loadTokenizer(modelDir);
+            prompts.push_back(tokenizer->encode(j["text"].get<std::string>()));
+        } else {
+            fail(path, ":", number, ": expected {\"ids\": [...]} or {\"text\": \"...\"}");
+        }
+    }
+    if (prompts.empty())
+        fail(path, ": no prompts");
+    return prompts;
+}
+
+// Greedy generation for every prompt of --prompts, --batch at a time, each row --new-tokens long
+// (EOS does not stop it, so every side of a comparison does the same work): tokens/s over the
+// wall time of the generateBatch calls, the median of --repeats passes after a short warm-up.
+int cmdBenchBatch(const Args& args, std::ostream& out)
+{
+    args.allowOnly(
+        {"model", "prompts", "batch", "new-tokens", "repeats", "dtype", "device", "json"});
+    const std::string dir = modelArg(args);
+    const auto batch = static_cast<size_t>(std::max<long long>(0, args.integer("batch", 8)));
+    const int newTokens = static_cast<int>(args.integer("new-tokens", 128));
+    const int repeats = static_cast<int>(args.integer("repeats", 1));
+    if (batch == 0 || newTokens <= 0 || repeats <= 0)
+        fail("bench: --batch, --new-tokens and --repeats must be positive");
+    const auto prompts = readPrompts(args.value("prompts"), dir);
+    auto model = Model::load(dir, loadOptions(args));
+    GenerateOptions o;
+    o.greedy = true;
+    o.stopAtEos = false;
+    o.maxNewTokens = newTokens;
+    auto part = [&](size_t start) {
+        return std::vector<std::vector<int32_t>>(
+            prompts.begin() + static_cast<long>(start),
+            prompts.begin() + static_cast<long>(std::min(prompts.size(), start + batch)));
+    };
+    GenerateOptions warmUp = o;
+    warmUp.maxNewTokens = std::min(newTokens, 8);
+    model->generateBatch(part(0), warmUp);  // first-call allocations and kernel selection
+    struct Pass {
+        double seconds = 0, prefillSeconds = 0, decodeSeconds = 0;
+        std::vector<std::vector<int32_t>> tokens;
+    };
+    std::vector<Pass> passes;
+    for (int r = 0; r < repeats; ++r) {
+        Pass pass;
+        for (size_t start = 0; start < prompts.size(); start += batch) {
+            const auto t0 = std::chrono::steady_clock::now();
+            auto results = model->generateBatch(part(start), o);
+            pass.seconds +=
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            pass.prefillSeconds += results.front().prefillSeconds;
+            pass.decodeSeconds += results.front().decodeSeconds;
+            for (auto& result : results)
+                pass.tokens.push_back(std::move(result.tokens));
+        }
+        passes.push_back(std::move(pass));
+    }
+    std::sort(passes.begin(), passes.end(),
+              [](const Pass& a, const Pass& b) { return a.seconds < b.seconds; });
+    const Pass& median = passes[passes.size() / 2];
+    int64_t promptTokens = 0, generated = 0;
+    for (const auto& p : prompts)
+        promptTokens += static_cast<int64_t>(p.size());
+    for (const auto& t : median.tokens)
+        generated += static_cast<int64_t>(t.size());
+    const double perSecond = static_cast<double>(generated) / median.seconds;
+    if (args.flag("json")) {
+        out << json{{"model", dir},
+                    {"parameters", model->parameterCount()},
+                    {"device", model->device()},
+                    {"dtype", model->dtype()},
+                    {"prompts", prompts.size()},
+                    {"batch", batch},
+                    {"new_tokens", newTokens},
+                    {"prompt_tokens", promptTokens},
+                    {"generated_tokens", generated},
+                    {"seconds", median.seconds},
+                    {"prefill_seconds", median.prefillSeconds},
+                    {"decode_seconds", median.decodeSeconds},
+                    {"tokens_per_s", perSecond},
+                    {"tokens", median.tokens}}
+                   .dump()
+            << "\n";
+        return 0;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "%s (%lld parameters, %s): %zu prompts (%lld tokens) in batches of %zu, %lld new "
+                  "tokens in %.2f s: %.0f tokens/s (prefill %.2f s, decode %.2f s)\n",
+                  dir.c_str(), static_cast<long long>(model->parameterCount()),
+                  model->device().c_str(), prompts.size(), static_cast<long long>(promptTokens),
+                  batch, static_cast<long long>(generated), median.seconds, perSecond,
+                  median.prefillSeconds, median.decodeSeconds);
+    out << line;
+    return 0;
 }
 
 int cmdBenchTrain(const Args& args, std::ostream& out)
@@ -103,6 +226,8 @@ int cmdBench(const Args& args, std::ostream& out)
 {
     if (args.positional().size() >= 2 && args.positional()[1] == "train")
         return cmdBenchTrain(args, out);
+    if (args.positional().size() >= 2 && args.positional()[1] == "generate" && args.has("prompts"))
+        return cmdBenchBatch(args, out);
     args.allowOnly({"model", "prompt-tokens", "new-tokens", "repeats", "dtype", "device", "json"});
     if (args.positional().size() < 2 || args.positional()[1] != "generate")
         fail("bench: unknown benchmark (supported: bench generate, bench train)");

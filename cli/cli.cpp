@@ -30,6 +30,9 @@ commands:
                                                        Hugging Face folder -> GGUF file for llama.cpp
   bench generate [--model DIR] [--prompt-tokens N] [--new-tokens N] [--repeats R] [--json]
                                                        prefill and decode tokens/s
+  bench generate --prompts FILE.jsonl [--model DIR] [--batch B] [--new-tokens N] [--repeats R] [--json]
+                                                       batched greedy generation, tokens/s (a line:
+                                                       {"ids": [...]} or {"text": "..."})
   bench train [--model DIR|random-llama-25m] [--method lora|full|adapter|prompt] [--batch B] [--seq S] [--steps N]
             [--precision fp32|bf16] [--json]          training tokens/s, MFU, peak memory
   train     --config RUN.json [key=value ...] [--json] fine-tune (full, partial, lora, adapter, prompt)

@@ -136,6 +136,31 @@ void TestCli::bench()
     QVERIFY(j["prefill_tokens_per_s"].get<double>() > 0);
     QVERIFY(j["decode_tokens_per_s"].get<double>() > 0);
     QCOMPARE(j["parameters"].get<int64_t>(), int64_t(260032));
+
+    // Batched: a file of prompts (ids or text), every row --new-tokens long whatever the batch.
+    const QString prompts = m_dir.filePath(QStringLiteral("prompts.jsonl"));
+    tb::writeFileAtomic(prompts.toStdString(), "{\"ids\": [1, 403, 407]}\n{\"text\": \"Once upon "
+                                               "a time\"}\n\n{\"ids\": [1, 5, 9, 12, 40]}\n");
+    auto batched = [&](const char* batch) {
+        Run b = tunebench({QStringLiteral("bench"), QStringLiteral("generate"),
+                           QStringLiteral("--prompts"), prompts, QStringLiteral("--batch"),
+                           QLatin1String(batch), QStringLiteral("--new-tokens"),
+                           QStringLiteral("6"), QStringLiteral("--json")});
+        if (b.exitCode != 0)
+            qWarning("%s", b.err.constData());
+        return b.exitCode == 0 ? jsonOf(b) : nlohmann::json();
+    };
+    auto three = batched("3");
+    auto one = batched("1");
+    QCOMPARE(three["generated_tokens"].get<int64_t>(), int64_t(18));
+    QCOMPARE(three["prompt_tokens"].get<int64_t>(), int64_t(3 + 5 + 5));  // BOS + 4 pieces
+    QVERIFY(three["tokens_per_s"].get<double>() > 0);
+    QCOMPARE(three["tokens"], one["tokens"]);
+    tb::writeFileAtomic(prompts.toStdString(), "{\"ids\": [1]}\n{\"prompt\": 3}\n");
+    Run bad = tunebench({QStringLiteral("bench"), QStringLiteral("generate"),
+                         QStringLiteral("--prompts"), prompts});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.contains("prompts.jsonl:2: expected {\"ids\""), bad.err.constData());
 }
 
 void TestCli::trainResumeExport()

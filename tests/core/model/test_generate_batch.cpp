@@ -44,6 +44,16 @@ tb::ModelConfig smallConfig(tb::Architecture arch)
     return c;
 }
 
+// A head of 8,192 x 128 (4 MiB): decoding a few rows multiplies it as W x^T (linearForward).
+tb::ModelConfig wideConfig(tb::Architecture arch)
+{
+    auto c = smallConfig(arch);
+    c.vocabSize = 8192;
+    c.hiddenSize = 128;
+    c.headDim = 32;
+    return c;
+}
+
 // Prompts of the given lengths, ids drawn uniformly from [0, vocab).
 std::vector<std::vector<int32_t>> randomPrompts(const std::vector<int>& lengths, int64_t vocab,
                                                 unsigned seed)
@@ -58,6 +68,10 @@ std::vector<std::vector<int32_t>> randomPrompts(const std::vector<int>& lengths,
     }
     return out;
 }
+
+// Eight prompt lengths within a tenth of each other: padding adds under a quarter to the batch's
+// positions, so it is prefilled in one padded pass (else prompt by prompt, on the CPU).
+const std::vector<int> kEvenLengths{30, 28, 29, 30, 27, 30, 26, 29};
 
 std::vector<int> lengthsFor(int batch)
 {
@@ -157,15 +171,24 @@ void TestGenerateBatch::greedyRowsMatchSingle_data()
     QTest::addColumn<int>("arch");
     QTest::addColumn<int>("batch");
     QTest::addColumn<int>("maxPositions");
+    QTest::addColumn<bool>("wide");
+    QTest::addColumn<bool>("even");
     for (auto arch : {tb::Architecture::Gpt2, tb::Architecture::Llama, tb::Architecture::Qwen3})
         for (int batch : {1, 3, 8}) {
             const std::string name =
                 std::string(tb::architectureName(arch)) + " batch " + std::to_string(batch);
-            QTest::newRow(name.c_str()) << static_cast<int>(arch) << batch << 128;
+            QTest::newRow(name.c_str()) << static_cast<int>(arch) << batch << 128 << false << false;
         }
     // A context of 52: the long prompts fill it before their budget, the short ones do not.
-    QTest::newRow("gpt2 context full") << static_cast<int>(tb::Architecture::Gpt2) << 8 << 52;
-    QTest::newRow("llama context full") << static_cast<int>(tb::Architecture::Llama) << 8 << 52;
+    const int gpt2 = static_cast<int>(tb::Architecture::Gpt2);
+    const int llama = static_cast<int>(tb::Architecture::Llama);
+    QTest::newRow("gpt2 context full") << gpt2 << 8 << 52 << false << false;
+    QTest::newRow("llama context full") << llama << 8 << 52 << false << false;
+    QTest::newRow("llama wide head") << llama << 8 << 128 << true << false;
+    QTest::newRow("gpt2 wide head") << gpt2 << 8 << 128 << true << false;
+    QTest::newRow("gpt2 even lengths") << gpt2 << 8 << 128 << false << true;
+    QTest::newRow("qwen3 even lengths")
+        << static_cast<int>(tb::Architecture::Qwen3) << 8 << 128 << false << true;
 }
 
 void TestGenerateBatch::greedyRowsMatchSingle()
@@ -173,16 +196,20 @@ void TestGenerateBatch::greedyRowsMatchSingle()
     QFETCH(int, arch);
     QFETCH(int, batch);
     QFETCH(int, maxPositions);
-    auto config = smallConfig(static_cast<tb::Architecture>(arch));
+    QFETCH(bool, wide);
+    QFETCH(bool, even);
+    auto config = wide ? wideConfig(static_cast<tb::Architecture>(arch))
+                       : smallConfig(static_cast<tb::Architecture>(arch));
     config.maxPositions = maxPositions;
     auto model = tb::Model::createRandom(config, {"fp32", "cpu"}, 17);
-    const auto prompts = randomPrompts(lengthsFor(batch), config.vocabSize, 3);
+    const auto prompts =
+        randomPrompts(even ? kEvenLengths : lengthsFor(batch), config.vocabSize, 3);
     tb::GenerateOptions o;
     o.greedy = true;
     o.maxNewTokens = 24;
     std::vector<tb::GenerateResult> free;
     EXPECT_ROWS_MATCH(free, *model, prompts, o, nullptr);
-    if (maxPositions < 128) {
+    if (config.maxPositions < 128) {
         const auto reasons = reasonsOf(free);
         QVERIFY(reasons.count("context_full") && reasons.count("max_tokens"));
         return;
@@ -273,10 +300,12 @@ void TestGenerateBatch::methodsInBatch()
                 (layer->hasLora() ? layer->lora_B->weight : layer->weight).normal_(0, 0.2);
     }
     m.eval();
-    const auto prompts = randomPrompts(lengthsFor(8), config.vocabSize, 5);
     tb::GenerateOptions o;
     o.greedy = true;
     o.maxNewTokens = 20;
+    std::vector<tb::GenerateResult> even;  // one padded prefill pass
+    EXPECT_ROWS_MATCH(even, *model, randomPrompts(kEvenLengths, config.vocabSize, 6), o, nullptr);
+    const auto prompts = randomPrompts(lengthsFor(8), config.vocabSize, 5);
     std::vector<tb::GenerateResult> free;
     EXPECT_ROWS_MATCH(free, *model, prompts, o, nullptr);
     o.stopTokenIds = {tokenSomeRowsHit(free)};
@@ -324,17 +353,23 @@ void TestGenerateBatch::paddedLogitsMatchSingle_data()
 {
     QTest::addColumn<int>("arch");
     QTest::addColumn<bool>("softPrompt");
-    QTest::newRow("gpt2") << static_cast<int>(tb::Architecture::Gpt2) << false;
-    QTest::newRow("llama") << static_cast<int>(tb::Architecture::Llama) << false;
-    QTest::newRow("gpt2 soft prompt") << static_cast<int>(tb::Architecture::Gpt2) << true;
-    QTest::newRow("llama soft prompt") << static_cast<int>(tb::Architecture::Llama) << true;
+    QTest::addColumn<bool>("wide");
+    const int gpt2 = static_cast<int>(tb::Architecture::Gpt2);
+    const int llama = static_cast<int>(tb::Architecture::Llama);
+    QTest::newRow("gpt2") << gpt2 << false << false;
+    QTest::newRow("llama") << llama << false << false;
+    QTest::newRow("gpt2 soft prompt") << gpt2 << true << false;
+    QTest::newRow("llama soft prompt") << llama << true << false;
+    QTest::newRow("llama wide head") << llama << false << true;
 }
 
 void TestGenerateBatch::paddedLogitsMatchSingle()
 {
     QFETCH(int, arch);
     QFETCH(bool, softPrompt);
-    auto config = smallConfig(static_cast<tb::Architecture>(arch));
+    QFETCH(bool, wide);
+    auto config = wide ? wideConfig(static_cast<tb::Architecture>(arch))
+                       : smallConfig(static_cast<tb::Architecture>(arch));
     auto model = tb::Model::createRandom(config, {"fp32", "cpu"}, 29);
     tb::CausalLM& m = *model->impl().module;
     if (softPrompt)

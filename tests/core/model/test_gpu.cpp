@@ -1,4 +1,5 @@
-// CUDA path (label gpu): the bundled model on the GPU gives the CPU's logits and greedy tokens.
+// CUDA path (label gpu): the bundled model on the GPU gives the CPU's logits and greedy tokens, one
+// prompt and a batch.
 // Skipped where LibTorch sees no CUDA device.
 #include "memory/measure.h"
 #include "model/model.h"
@@ -37,6 +38,26 @@ private Q_SLOTS:
         o.maxNewTokens = 92;
         QCOMPARE(gpu->generate({1, 403, 407, 261, 378}, o).tokens,
                  cpu->generate({1, 403, 407, 261, 378}, o).tokens);
+    }
+    void batchOnGpu()
+    {
+        // Rows of a batch on the GPU (padding, mask and rows leaving the batch on the device)
+        // give the CPU's greedy tokens for each prompt alone.
+        const std::string dir = TB_SOURCE_DIR "/datasets/models/stories260k";
+        auto cpu = tb::Model::load(dir, {"fp32", "cpu"});
+        auto gpu = tb::Model::load(dir, {"fp32", "cuda"});
+        const std::vector<std::vector<int32_t>> prompts = {
+            {1, 403, 407, 261, 378}, {1}, {1, 403, 407, 261, 378, 432, 383, 286, 261, 376}};
+        tb::GenerateOptions o;
+        o.greedy = true;
+        o.maxNewTokens = 40;
+        o.stopTokenIds = {cpu->generate(prompts[1], o).tokens.at(20)};  // row 1 ends early
+        auto rows = gpu->generateBatch(prompts, o);
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            auto alone = cpu->generate(prompts[i], o);
+            QCOMPARE(rows[i].tokens, alone.tokens);
+            QCOMPARE(rows[i].stopReason, alone.stopReason);
+        }
     }
     void bf16OnGpu()
     {
