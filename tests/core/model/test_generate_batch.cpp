@@ -227,7 +227,7 @@ void TestGenerateBatch::greedyRowsMatchSingle()
     std::set<size_t> lengths;
     for (const auto& r : stopped)
         lengths.insert(r.tokens.size());
-    QVERIFY(lengths.size() >= 3);  // rows left the batch at two steps at least
+    QVERIFY(lengths.size() >= 3);  // rows left the batch at two different steps at least
 }
 
 void TestGenerateBatch::bundledModel()
@@ -258,7 +258,7 @@ void TestGenerateBatch::bundledModel()
         if (batch == 8)  // the stop string ends some rows, the budget the others
             QCOMPARE(reasonsOf(single), (std::set<std::string>{"max_tokens", "stop_string"}));
     }
-    // The model's own EOS and a template's end-of-turn id: "." (as a stop token) ends rows.
+    // Stop tokens (the model's EOS, and "." as a template's end-of-turn id would be) end rows.
     o.stopStrings.clear();
     o.stopTokenIds = {tok->encode("a ball.", false).back()};
     std::vector<tb::GenerateResult> single;
