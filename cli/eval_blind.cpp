@@ -83,7 +83,7 @@ int cmdEvalPairs(const Args& args, std::ostream& out)
                              {"wins_y", w.winsY},
                              {"ties", w.ties},
                              {"win_rate_y", w.rate},
-                             {"ci", {w.interval.low, w.interval.high}}});
+                             {"ci", {w.interval.lo, w.interval.hi}}});
         for (const PairAgreement& a : s.agreement)
             kappas.push_back({{"annotators", {a.annotatorA, a.annotatorB}},
                               {"items", a.items},

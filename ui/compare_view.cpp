@@ -370,7 +370,7 @@ void CompareView::updateSummary()
                     "%7 won, %8 lost, %9 tied")
                      .arg(QString::fromStdString(w.sourceY).toHtmlEscaped(),
                           QString::fromStdString(w.sourceX).toHtmlEscaped(), percent(w.rate),
-                          percent(w.interval.low), percent(w.interval.high),
+                          percent(w.interval.lo), percent(w.interval.hi),
                           QString::number(w.verdicts), QString::number(w.winsY),
                           QString::number(w.winsX), QString::number(w.ties));
     if (s.winRates.empty())

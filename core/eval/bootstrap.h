@@ -4,15 +4,12 @@
 #pragma once
 
 #include "eval/metric.h"
+#include "util/interval.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace tb::eval {
-
-struct Interval {
-    double lo = 0, hi = 0;
-};
 
 struct CorpusScore {
     double score = 0;  // metric.score of all examples' summed statistics

@@ -144,7 +144,7 @@ private Q_SLOTS:
         const QString summary = view.summaryLabel()->text();
         QVERIFY2(summary.contains(QStringLiteral("<b>tuned</b> over <b>base</b>")) &&
                      summary.contains(QString::number(100 * w.rate, 'f', 1) + QLatin1Char('%')) &&
-                     summary.contains(QString::number(100 * w.interval.low, 'f', 1)) &&
+                     summary.contains(QString::number(100 * w.interval.lo, 'f', 1)) &&
                      summary.contains(QStringLiteral("4 verdicts")),
                  qPrintable(summary));
         QCOMPARE(view.verdictTable()->rowCount(), 4);

@@ -5,6 +5,7 @@
 
 #include "data/curate/agreement.h"
 #include "data/store/comparisons.h"
+#include "util/interval.h"
 
 #include <cstdint>
 #include <string>
@@ -16,10 +17,6 @@ namespace tb {
 class DataStore;
 
 constexpr double kZ95 = 1.959963984540054;  // the standard normal's 97.5% quantile
-
-struct Interval {
-    double low = 0, high = 1;
-};
 
 // Wilson score interval for a proportion successes / n (successes may be fractional: ties count
 // as half a win): (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n). n must be > 0.

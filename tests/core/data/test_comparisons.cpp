@@ -319,18 +319,18 @@ private Q_SLOTS:
                  {8, 10}, {0, 5}, {5, 5}, {3.5, 7}, {41.5, 100}, {1, 1}}) {
             const tb::Interval w = tb::wilsonInterval(s, n);
             const auto [lo, hi] = wilsonByQuadratic(s, n, 1.959963984540054);
-            QVERIFY2(std::abs(w.low - lo) < 1e-12 && std::abs(w.high - hi) < 1e-12,
+            QVERIFY2(std::abs(w.lo - lo) < 1e-12 && std::abs(w.hi - hi) < 1e-12,
                      qPrintable(QStringLiteral("%1/%2: %3 %4 vs %5 %6")
                                     .arg(s)
                                     .arg(n)
-                                    .arg(w.low)
-                                    .arg(w.high)
+                                    .arg(w.lo)
+                                    .arg(w.hi)
                                     .arg(lo)
                                     .arg(hi)));
         }
         const tb::Interval eight = tb::wilsonInterval(8, 10);
-        QVERIFY(std::abs(eight.low - 0.4902) < 5e-5);
-        QVERIFY(std::abs(eight.high - 0.9433) < 5e-5);
+        QVERIFY(std::abs(eight.lo - 0.4902) < 5e-5);
+        QVERIFY(std::abs(eight.hi - 0.9433) < 5e-5);
 
         QTemporaryDir dir;
         auto store = DataStore::open(tempPath(dir, "s.tbstore"));
@@ -358,7 +358,7 @@ private Q_SLOTS:
         QCOMPARE(w.ties, int64_t(2));
         QCOMPARE(w.rate, (5 + 2 / 2.0) / 8);
         const auto [lo, hi] = wilsonByQuadratic(6, 8, 1.959963984540054);
-        QVERIFY(std::abs(w.interval.low - lo) < 1e-12 && std::abs(w.interval.high - hi) < 1e-12);
+        QVERIFY(std::abs(w.interval.lo - lo) < 1e-12 && std::abs(w.interval.hi - hi) < 1e-12);
         QCOMPARE(summary.prompts.size(), size_t(8));
     }
 
