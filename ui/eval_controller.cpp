@@ -110,13 +110,14 @@ std::shared_ptr<EvalOutcome> runEvaluation(const EvalRequest& given,
     return out;
 }
 
-std::shared_ptr<SuiteOutcome> runSuiteRequest(const SuiteRequest& request)
+std::shared_ptr<SuiteOutcome> runSuiteRequest(const SuiteRequest& request,
+                                              const eval::EvalProgress& progress)
 {
     const std::vector<eval::SuiteCase> suite = eval::readSuite(request.suiteFile.toStdString());
     auto out = std::make_shared<SuiteOutcome>();
     const std::string run = request.runDir.toStdString();
-    out->report =
-        runSuiteOnRun(run, suite, request.maxNewTokens, request.batch, request.skipBase, "auto");
+    out->report = runSuiteOnRun(run, suite, request.maxNewTokens, request.batch, request.skipBase,
+                                "auto", progress);
     std::string dir = request.outDir.toStdString();
     if (dir.empty())
         dir = runEvalDir(run, "suite-" + stamp());
@@ -190,7 +191,14 @@ bool EvalController::startSuite(const SuiteRequest& request)
             events->add([](EvalBatch& b) {
                 b.status = EvalController::tr("Running the suite on the base and tuned models…");
             });
-            auto suite = runSuiteRequest(request);
+            auto progress = [&](int64_t done, int64_t total) {
+                events->add([&](EvalBatch& b) {
+                    b.progress = std::pair<qint64, qint64>(done, total);
+                    b.status = EvalController::tr("Checked %1 of %2 cases").arg(done).arg(total);
+                });
+                return !cancel.load();
+            };
+            auto suite = runSuiteRequest(request, progress);
             f.cancelled = cancel.load();
             if (!f.cancelled)
                 f.suite = std::move(suite);
@@ -204,7 +212,9 @@ bool EvalController::startSuite(const SuiteRequest& request)
                             : EvalController::tr("The gate passes.");
         } catch (const std::exception& e) {
             f.cancelled = cancel.load();
-            f.message = EvalController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
+            f.message = f.cancelled
+                            ? EvalController::tr("Suite cancelled.")
+                            : EvalController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
         }
         events->add([&](EvalBatch& b) { b.finished = f; });
     });

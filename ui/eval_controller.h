@@ -118,6 +118,7 @@ private:
 // returns false to cancel: then nullptr (nothing written). Errors throw tb::Error.
 std::shared_ptr<EvalOutcome> runEvaluation(const EvalRequest& request,
                                            const eval::EvalProgress& progress);
-std::shared_ptr<SuiteOutcome> runSuiteRequest(const SuiteRequest& request);
+std::shared_ptr<SuiteOutcome> runSuiteRequest(const SuiteRequest& request,
+                                              const eval::EvalProgress& progress = {});
 
 }  // namespace tb

@@ -163,8 +163,9 @@ CaseOutcome checkAnswer(const SuiteCase& c, const std::string& answer, int64_t a
 
 std::vector<CaseOutcome> runSuite(const Model& model, const Tokenizer& tokenizer,
                                   const ChatTemplate& chat, const std::vector<SuiteCase>& suite,
-                                  int maxNewTokens, int batch)
+                                  int maxNewTokens, int batch, const EvalProgress& progress)
 {
+    int64_t done = 0;
     GenerateOptions o;
     o.greedy = true;
     o.stopTokenIds = chatStopIds(chat, tokenizer);
@@ -200,6 +201,9 @@ std::vector<CaseOutcome> runSuite(const Model& model, const Tokenizer& tokenizer
                     checkAnswer(suite[group[j]], g.text, static_cast<int64_t>(g.tokens.size()),
                                 g.stopReason == "eos");
             }
+            done += static_cast<int64_t>(end - start);
+            if (progress && !progress(done, static_cast<int64_t>(suite.size())))
+                fail("suite: cancelled");
         }
     }
     return out;

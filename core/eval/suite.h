@@ -3,6 +3,7 @@
 // (passed on the base model, fail now) so that `tunebench eval suite` can gate an export or CI.
 #pragma once
 
+#include "eval/evaluate.h"
 #include "eval/metric.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
@@ -62,10 +63,12 @@ struct CaseOutcome {
 // Applies the case's checks to an answer.
 CaseOutcome checkAnswer(const SuiteCase& c, const std::string& answer, int64_t answerTokens,
                         bool stopped);
-// Greedy answers to every case (in batches), checked. maxNewTokens: the default budget.
+// Greedy answers to every case (in batches), checked. maxNewTokens: the default budget. progress
+// after each batch (cases done of the suite); returning false stops with tb::Error "cancelled".
 std::vector<CaseOutcome> runSuite(const Model& model, const Tokenizer& tokenizer,
                                   const ChatTemplate& chat, const std::vector<SuiteCase>& suite,
-                                  int maxNewTokens = 128, int batch = 8);
+                                  int maxNewTokens = 128, int batch = 8,
+                                  const EvalProgress& progress = {});
 
 struct SuiteCaseReport {
     std::string id;

@@ -197,16 +197,24 @@ eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::s
 
 eval::SuiteReport runSuiteOnRun(const std::string& runDir,
                                 const std::vector<eval::SuiteCase>& suite, int maxNewTokens,
-                                int batch, bool skipBase, const std::string& device)
+                                int batch, bool skipBase, const std::string& device,
+                                const eval::EvalProgress& progress)
 {
+    const auto n = static_cast<int64_t>(suite.size());
+    const int64_t total = skipBase ? n : 2 * n;
+    int64_t offset = 0;
+    const eval::EvalProgress step = [&](int64_t done, int64_t) {
+        return !progress || progress(offset + done, total);
+    };
     EvalModel tuned = loadRunForEval(runDir, device);
-    const std::vector<eval::CaseOutcome> tunedOutcomes =
-        eval::runSuite(*tuned.weights, *tuned.tokenizer, *tuned.chat, suite, maxNewTokens, batch);
+    const std::vector<eval::CaseOutcome> tunedOutcomes = eval::runSuite(
+        *tuned.weights, *tuned.tokenizer, *tuned.chat, suite, maxNewTokens, batch, step);
     std::vector<eval::CaseOutcome> baseOutcomes;
     if (!skipBase) {
+        offset = n;
         EvalModel base = loadModelForEval(runBaseModel(runDir), tuned.chat, device);
-        baseOutcomes =
-            eval::runSuite(*base.weights, *base.tokenizer, *base.chat, suite, maxNewTokens, batch);
+        baseOutcomes = eval::runSuite(*base.weights, *base.tokenizer, *base.chat, suite,
+                                      maxNewTokens, batch, step);
     }
     return eval::compareSuite(suite, baseOutcomes, tunedOutcomes);
 }

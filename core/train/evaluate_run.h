@@ -75,8 +75,10 @@ eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::s
                             std::vector<eval::EvalResult>* results = nullptr);
 
 // A regression suite on a run's tuned model and its base model (skipBase: the tuned one alone).
+// progress counts cases over both models; returning false stops with tb::Error "cancelled".
 eval::SuiteReport runSuiteOnRun(const std::string& runDir,
                                 const std::vector<eval::SuiteCase>& suite, int maxNewTokens,
-                                int batch, bool skipBase, const std::string& device = "auto");
+                                int batch, bool skipBase, const std::string& device = "auto",
+                                const eval::EvalProgress& progress = {});
 
 }  // namespace tb

@@ -58,6 +58,7 @@ private Q_SLOTS:
     void scorecardDeltas();
     void suiteChecks();
     void suiteErrors();
+    void suiteRunsAndCancels();
 
 private:
     QTemporaryDir m_dir;
@@ -358,6 +359,31 @@ void TestEvaluate::suiteErrors()
         const std::string e = errorOf([&] { readSuite(writeText(m_dir, b.name, b.text)); });
         QVERIFY2(contains(e, b.name) && contains(e, b.expect), e.c_str());
     }
+}
+
+void TestEvaluate::suiteRunsAndCancels()
+{
+    const auto model = Model::load(kBundled, {"fp32", "cpu"});
+    const auto tokenizer = loadTokenizer(kBundled);
+    const ChatTemplate chat = ChatTemplate::fromFamily(ChatTemplateFamily::Alpaca);
+    std::string text;
+    for (int i = 0; i < 5; ++i)
+        text += "{\"prompt\": \"Tell me about a cat\", \"max_new_tokens\": 8, \"checks\": "
+                "[{\"max_tokens\": 8}]}\n";
+    const auto suite = readSuite(writeText(m_dir, "run.jsonl", text));
+    std::vector<int64_t> seen;
+    const auto outcomes =
+        runSuite(*model, *tokenizer, chat, suite, 16, 2, [&](int64_t done, int64_t) {
+            seen.push_back(done);
+            return true;
+        });
+    QCOMPARE(outcomes.size(), size_t(5));
+    QVERIFY(std::all_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.passed; }));
+    QCOMPARE(seen, (std::vector<int64_t>{2, 4, 5}));
+    const std::string e = errorOf([&] {
+        runSuite(*model, *tokenizer, chat, suite, 16, 2, [](int64_t, int64_t) { return false; });
+    });
+    QVERIFY2(contains(e, "cancelled"), e.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestEvaluate)
