@@ -3,8 +3,11 @@
 #pragma once
 
 #include "util/error.h"
+#include "util/file_util.h"
 
 #include <QTemporaryDir>
+
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <functional>
@@ -44,6 +47,25 @@ inline std::string writeText(const QTemporaryDir& dir, const std::string& name,
     const std::string path = dir.filePath(QString::fromStdString(name)).toStdString();
     std::ofstream(path, std::ios::binary) << text;
     return path;
+}
+
+// GPT-2's tokenizer.json (tests/data/tokenizers/gpt2) with ChatML's <|im_start|> and <|im_end|>
+// as special added tokens 50257 and 50258, without truncation: the text of a tokenizer.json.
+inline std::string chatmlGpt2TokenizerJson()
+{
+    auto tokenizer = nlohmann::ordered_json::parse(
+        tb::readFile(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2/tokenizer.json"));
+    tokenizer["truncation"] = nullptr;
+    int id = 50257;
+    for (const char* t : {"<|im_start|>", "<|im_end|>"})
+        tokenizer["added_tokens"].push_back({{"id", id++},
+                                             {"content", t},
+                                             {"single_word", false},
+                                             {"lstrip", false},
+                                             {"rstrip", false},
+                                             {"normalized", false},
+                                             {"special", true}});
+    return tokenizer.dump();
 }
 
 }  // namespace tbtest

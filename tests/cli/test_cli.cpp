@@ -1,6 +1,7 @@
 // The tunebench CLI contract (JSON shapes other parts rely on) and its error behaviour: one clear
 // line on stderr naming the file and problem, non-zero exit, no crash.
 #include "export/gguf.h"
+#include "test_util.h"
 #include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file_util.h"
@@ -319,18 +320,6 @@ void TestCli::templateRender()
     using nlohmann::json;
     const QString model = m_dir.filePath(QStringLiteral("qwen-like"));
     QDir().mkpath(model);
-    json tokenizer =
-        json::parse(tb::readFile(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2/tokenizer.json"));
-    tokenizer["truncation"] = nullptr;
-    int id = 50257;
-    for (const char* t : {"<|im_start|>", "<|im_end|>"})
-        tokenizer["added_tokens"].push_back({{"id", id++},
-                                             {"content", t},
-                                             {"single_word", false},
-                                             {"lstrip", false},
-                                             {"rstrip", false},
-                                             {"normalized", false},
-                                             {"special", true}});
     json config = json::parse(
         tb::readFile(TB_SOURCE_DIR
                      "/tests/data/chat_templates/Qwen--Qwen2.5-7B-Instruct/tokenizer_config.json"));
@@ -338,7 +327,7 @@ void TestCli::templateRender()
     {
         QFile f(model + QStringLiteral("/tokenizer.json"));
         f.open(QIODevice::WriteOnly);
-        f.write(QByteArray::fromStdString(tokenizer.dump()));
+        f.write(QByteArray::fromStdString(tbtest::chatmlGpt2TokenizerJson()));
         QFile c(model + QStringLiteral("/tokenizer_config.json"));
         c.open(QIODevice::WriteOnly);
         c.write(QByteArray::fromStdString(config.dump()));

@@ -86,18 +86,7 @@ std::vector<std::string> trainable(const std::vector<tb::ChatSegment>& segments)
 std::string chatmlGpt2Folder(const QTemporaryDir& dir, const std::string& jinja)
 {
     QDir(dir.path()).mkpath(QStringLiteral("chatml"));
-    Value tokenizer = Value::parse(tb::readFile(kGpt2 + "/tokenizer.json"));
-    tokenizer["truncation"] = nullptr;
-    int id = 50257;
-    for (const char* t : {"<|im_start|>", "<|im_end|>"})
-        tokenizer["added_tokens"].push_back({{"id", id++},
-                                             {"content", t},
-                                             {"single_word", false},
-                                             {"lstrip", false},
-                                             {"rstrip", false},
-                                             {"normalized", false},
-                                             {"special", true}});
-    tbtest::writeText(dir, "chatml/tokenizer.json", tokenizer.dump());
+    tbtest::writeText(dir, "chatml/tokenizer.json", tbtest::chatmlGpt2TokenizerJson());
     tbtest::writeText(dir, "chatml/tokenizer_config.json",
                       Value{{"eos_token", "<|im_end|>"},
                             {"bos_token", nullptr},
