@@ -1,7 +1,8 @@
-// How the studio shows a metric's score: sacrebleu's BLEU, chrF and TER are 0-100, the mean answer
-// length counts tokens, every other metric is 0-1 (eval/metric.h); plots and tables pick their
-// axis and decimals from this.
+// How the studio shows a metric's score: its units and decimals as core's eval/metric.h gives them
+// (metricScale, metricDecimals), which plots and tables pick their axis and decimals from.
 #pragma once
+
+#include "eval/metric.h"
 
 #include <QString>
 
@@ -9,22 +10,9 @@
 
 namespace tb {
 
-enum class MetricScale { Unit, Percent, Tokens };
-
-inline MetricScale metricScale(const std::string& name)
-{
-    if (name == "bleu" || name == "chrf" || name == "chrf++" || name == "ter")
-        return MetricScale::Percent;
-    if (name == "length")
-        return MetricScale::Tokens;
-    return MetricScale::Unit;
-}
-
-// Two decimals for 0-100 metrics and lengths, four for 0-1 ones (as the scorecard's Markdown).
-inline int metricDecimals(const std::string& name)
-{
-    return metricScale(name) == MetricScale::Unit ? 4 : 2;
-}
+using eval::metricDecimals;
+using eval::MetricScale;
+using eval::metricScale;
 
 inline QString formatScore(const std::string& metric, double value)
 {

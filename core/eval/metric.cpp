@@ -22,6 +22,20 @@ const std::vector<std::string>& metricNames()
     return names;
 }
 
+MetricScale metricScale(const std::string& name)
+{
+    if (name == "bleu" || name == "chrf" || name == "chrf++" || name == "ter")
+        return MetricScale::Percent;
+    if (name == "length")
+        return MetricScale::Tokens;
+    return MetricScale::Unit;
+}
+
+int metricDecimals(const std::string& name)
+{
+    return metricScale(name) == MetricScale::Unit ? 4 : 2;
+}
+
 std::unique_ptr<Metric> makeMetric(const std::string& name, const MetricOptions& options)
 {
     if (name == "exact_match")

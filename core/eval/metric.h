@@ -47,6 +47,13 @@ public:
     virtual bool needsReferences() const { return true; }
 };
 
+// A metric's units: sacrebleu's BLEU, chrF and TER are 0-100, the mean answer length counts
+// tokens, every other metric is 0-1.
+enum class MetricScale { Unit, Percent, Tokens };
+MetricScale metricScale(const std::string& name);
+// Decimals to show: two for 0-100 metrics and lengths, four for 0-1 ones.
+int metricDecimals(const std::string& name);
+
 // The names makeMetric knows, in display order.
 const std::vector<std::string>& metricNames();
 // Throws tb::Error naming the metric and listing the known ones when the name is unknown.

@@ -17,15 +17,6 @@ std::string fixed(double v, int digits = 3)
     return text;
 }
 
-// Two decimals for 0-100 metrics, four for 0-1 ones.
-int digitsFor(const std::string& metric)
-{
-    return metric == "bleu" || metric == "chrf" || metric == "chrf++" || metric == "ter" ||
-                   metric == "length"
-               ? 2
-               : 4;
-}
-
 }  // namespace
 
 Scorecard buildScorecard(std::vector<ScorecardSystem> systems, const EvalSettings& settings)
@@ -123,7 +114,7 @@ std::string scorecardMarkdown(const Scorecard& sc)
         md += "---|";
     md += "\n";
     for (size_t m = 0; m < sc.metrics.size(); ++m) {
-        const int d = digitsFor(sc.metrics[m]);
+        const int d = metricDecimals(sc.metrics[m]);
         const char* note = !sc.directional[m]      ? " (tokens)"
                            : !sc.higherIsBetter[m] ? " (lower is better)"
                                                    : "";
