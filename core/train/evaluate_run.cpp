@@ -32,6 +32,14 @@ std::string nowStamp()
     return text;
 }
 
+// A run's config from its run.json; throws naming the folder when it is no run.
+TrainConfig evalRunConfig(const std::string& runDir)
+{
+    if (!fileExists(joinPath(runDir, "run.json")))
+        fail(runDir, ": not a run folder (no run.json)");
+    return runConfig(RunStore(runDir).readRunInfo(), runDir);
+}
+
 }  // namespace
 
 EvalCases loadEvalCases(const EvalDataSource& s)
@@ -61,7 +69,7 @@ EvalCases loadEvalCases(const EvalDataSource& s)
         out.data["snapshot_sha256"] = info.sha256;
         where = s.store + " snapshot " + s.snapshot;
     } else if (!s.run.empty()) {
-        const TrainConfig config = runConfig(RunStore(s.run).readRunInfo(), s.run);
+        const TrainConfig config = evalRunConfig(s.run);
         examples = runExamples(config).val;
         out.data["source"] = s.run + " (validation split)";
         where = s.run + "'s validation split";
@@ -78,14 +86,12 @@ EvalCases loadEvalCases(const EvalDataSource& s)
 
 std::string runBaseModel(const std::string& runDir)
 {
-    return runConfig(RunStore(runDir).readRunInfo(), runDir).model;
+    return evalRunConfig(runDir).model;
 }
 
 EvalModel loadRunForEval(const std::string& runDir, const std::string& device)
 {
-    if (!fileExists(joinPath(runDir, "run.json")))
-        fail(runDir, ": not a run folder (no run.json)");
-    const TrainConfig config = runConfig(RunStore(runDir).readRunInfo(), runDir);
+    const TrainConfig config = evalRunConfig(runDir);
     EvalModel m;
     m.label = config.name;
     m.model = runDir;
@@ -166,24 +172,23 @@ eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::s
         }
         return true;
     };
+    // Every run is checked before any model loads; then one model is in memory at a time. The base
+    // renders with the first run's template, so it answers the same prompts.
+    std::vector<TrainConfig> configs;
+    for (const std::string& dir : runDirs)
+        configs.push_back(evalRunConfig(dir));
     std::vector<eval::ScorecardSystem> systems;
-    std::shared_ptr<const ChatTemplate> chat;
-    std::vector<EvalModel> runs;
-    for (const std::string& dir : runDirs) {
-        EvalModel run = loadRunForEval(dir);
-        if (!chat)
-            chat = run.chat;
-        runs.push_back(std::move(run));
-    }
     {
-        EvalModel base = loadModelForEval(baseDir, chat);
+        const EvalModel base = loadModelForEval(
+            baseDir, std::make_shared<const ChatTemplate>(runChatTemplate(configs.front())));
         eval::ScorecardSystem system{"base", evaluateLoaded(base, cases, s, step), {}};
         system.generalLoss = runGeneralLoss(runDirs.front()).second;
         systems.push_back(std::move(system));
     }
-    for (size_t i = 0; i < runs.size() && !cancelled; ++i) {
+    for (size_t i = 0; i < runDirs.size() && !cancelled; ++i) {
         offset += static_cast<int64_t>(cases.cases.size());
-        eval::ScorecardSystem system{runs[i].label, evaluateLoaded(runs[i], cases, s, step), {}};
+        const EvalModel run = loadRunForEval(runDirs[i]);
+        eval::ScorecardSystem system{run.label, evaluateLoaded(run, cases, s, step), {}};
         system.generalLoss = runGeneralLoss(runDirs[i]).first;
         systems.push_back(std::move(system));
     }
@@ -206,13 +211,18 @@ eval::SuiteReport runSuiteOnRun(const std::string& runDir,
     const eval::EvalProgress step = [&](int64_t done, int64_t) {
         return !progress || progress(offset + done, total);
     };
-    EvalModel tuned = loadRunForEval(runDir, device);
-    const std::vector<eval::CaseOutcome> tunedOutcomes = eval::runSuite(
-        *tuned.weights, *tuned.tokenizer, *tuned.chat, suite, maxNewTokens, batch, step);
+    std::vector<eval::CaseOutcome> tunedOutcomes;
+    std::shared_ptr<const ChatTemplate> chat;
+    {  // one model in memory at a time
+        const EvalModel tuned = loadRunForEval(runDir, device);
+        chat = tuned.chat;
+        tunedOutcomes = eval::runSuite(*tuned.weights, *tuned.tokenizer, *tuned.chat, suite,
+                                       maxNewTokens, batch, step);
+    }
     std::vector<eval::CaseOutcome> baseOutcomes;
     if (!skipBase) {
         offset = n;
-        EvalModel base = loadModelForEval(runBaseModel(runDir), tuned.chat, device);
+        const EvalModel base = loadModelForEval(runBaseModel(runDir), chat, device);
         baseOutcomes = eval::runSuite(*base.weights, *base.tokenizer, *base.chat, suite,
                                       maxNewTokens, batch, step);
     }
