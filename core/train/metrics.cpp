@@ -22,9 +22,42 @@ double mib(int64_t bytes)
 
 }  // namespace
 
+json toJson(const PreferenceStats& p)
+{
+    json j = {{"rewards/chosen", p.rewardsChosen},
+              {"rewards/rejected", p.rewardsRejected},
+              {"rewards/margins", p.rewardsMargins},
+              {"rewards/accuracies", p.rewardsAccuracies},
+              {"logps/chosen", p.logpsChosen},
+              {"logps/rejected", p.logpsRejected},
+              {"pairs", p.pairs}};
+    if (p.nllLoss)
+        j["nll_loss"] = *p.nllLoss;
+    if (p.logOddsRatio)
+        j["log_odds_ratio"] = *p.logOddsRatio;
+    return j;
+}
+
+std::optional<PreferenceStats> preferenceStatsFromJson(const json& line)
+{
+    if (!line.is_object() || !line.contains("rewards/accuracies"))
+        return std::nullopt;
+    PreferenceStats p;
+    p.rewardsChosen = line.value("rewards/chosen", 0.0);
+    p.rewardsRejected = line.value("rewards/rejected", 0.0);
+    p.rewardsMargins = line.value("rewards/margins", 0.0);
+    p.rewardsAccuracies = line.value("rewards/accuracies", 0.0);
+    p.logpsChosen = line.value("logps/chosen", 0.0);
+    p.logpsRejected = line.value("logps/rejected", 0.0);
+    p.nllLoss = optionalNumberAt(line, "nll_loss");
+    p.logOddsRatio = optionalNumberAt(line, "log_odds_ratio");
+    p.pairs = line.value("pairs", int64_t(0));
+    return p;
+}
+
 json toJson(const StepMetrics& m)
 {
-    return {{"type", "step"},
+    json line = {{"type", "step"},
             {"step", m.step},
             {"epoch", m.epoch},
             {"tokens_seen", m.tokensSeen},
@@ -41,6 +74,9 @@ json toJson(const StepMetrics& m)
               {"backward", m.memoryAfterBackward},
               {"optimizer_step", m.memoryAfterOptimizer}}},
             {"resident_bytes", m.memoryResident}};
+    if (m.preference)
+        line.update(toJson(*m.preference));
+    return line;
 }
 
 StepMetrics stepMetricsFromJson(const json& line)
@@ -67,6 +103,7 @@ StepMetrics stepMetricsFromJson(const json& line)
         m.memoryAfterOptimizer = p.value("optimizer_step", int64_t(0));
     }
     m.memoryResident = line.value("resident_bytes", int64_t(0));
+    m.preference = preferenceStatsFromJson(line);
     return m;
 }
 
@@ -81,6 +118,8 @@ json toJson(const EvalMetrics& e)
         line["general_loss"] = *e.generalLoss;
     if (e.generalLossBase)
         line["general_loss_base"] = *e.generalLossBase;
+    if (e.preference)
+        line.update(toJson(*e.preference));
     return line;
 }
 
@@ -95,6 +134,7 @@ EvalMetrics evalMetricsFromJson(const json& line)
     e.generalLoss = optionalNumberAt(line, "general_loss");
     e.generalLossBase = optionalNumberAt(line, "general_loss_base");
     e.memoryPeak = line.value("memory_peak_bytes", int64_t(0));
+    e.preference = preferenceStatsFromJson(line);
     return e;
 }
 

@@ -12,6 +12,24 @@
 
 namespace tb {
 
+// The statistics of a preference objective over a step's pairs (or a validation set's), named as
+// TRL logs them: metrics.jsonl's step and eval lines carry "rewards/chosen", "rewards/rejected",
+// "rewards/margins", "rewards/accuracies", "logps/chosen", "logps/rejected" and, for ORPO,
+// "nll_loss", "log_odds_ratio"; a reward model's lines carry "rewards/*" (its scores) and
+// "rewards/accuracies".
+struct PreferenceStats {
+    double rewardsChosen = 0, rewardsRejected = 0;  // mean implicit (or scalar) reward per pair
+    double rewardsMargins = 0;                      // mean chosen - rejected
+    double rewardsAccuracies = 0;                   // share of pairs with chosen > rejected
+    double logpsChosen = 0, logpsRejected = 0;      // mean log-probability of each answer
+    std::optional<double> nllLoss;                  // ORPO: the SFT term on the chosen answers
+    std::optional<double> logOddsRatio;             // ORPO: mean log odds ratio
+    int64_t pairs = 0;                              // pairs these means are over
+};
+nlohmann::json toJson(const PreferenceStats& p);  // the keys above, flat
+// The keys above from a step or eval line; nullopt when it has none (an SFT run).
+std::optional<PreferenceStats> preferenceStatsFromJson(const nlohmann::json& line);
+
 // One optimizer step. metrics.jsonl: {"type": "step", "step", "epoch", "tokens_seen" (runs written
 // before 2026-12 say "tokens"; both are read), "loss", "lr",
 // "grad_norm", "tokens_per_s", "memory_bytes", "memory_peak_bytes", "memory_reserved_bytes",
@@ -35,6 +53,7 @@ struct StepMetrics {
             memoryAfterOptimizer = 0;
     int64_t memoryResident = 0;  // the process's resident memory (CPU), bytes
     double seconds = 0;          // since the job started (not in the JSON line)
+    std::optional<PreferenceStats> preference;  // preference and reward objectives
 };
 
 // One evaluation. metrics.jsonl: {"type": "eval", "step", "val_loss", "val_perplexity",
@@ -47,6 +66,9 @@ struct EvalMetrics {
     std::optional<double>
         generalLossBase;     // base model on the same holdout (forgetting = difference)
     int64_t memoryPeak = 0;  // highest tensor memory during the evaluation, bytes
+    // Preference and reward objectives: the validation pairs' statistics (valLoss is then the
+    // objective's mean loss per pair, valPerplexity 0).
+    std::optional<PreferenceStats> preference;
 };
 
 // Generation-based evaluation during training (eval.generate_every): the metrics of greedy answers

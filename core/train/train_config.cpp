@@ -67,6 +67,8 @@ const Names kOptimizers = namesOf(kOptimizerValues, optimizerKindName);
 const Names kSchedules = namesOf(kScheduleValues, scheduleKindName);
 
 const Names kTopKeys{"name",
+                     "objective",
+                     "preference",
                      "model",
                      "output_dir",
                      "method",
@@ -99,6 +101,16 @@ const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
 const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
 const Names kPromptKeys{"num_tokens", "init_text"};
 const Names kPartialKeys{"trainable_blocks", "modules"};
+const Names kObjectives =
+    namesOf({Objective::Sft, Objective::Dpo, Objective::Ipo, Objective::Simpo, Objective::Orpo,
+             Objective::Reward},
+            objectiveName);
+const Names kReferences = namesOf(
+    {ReferenceKind::Auto, ReferenceKind::Copy, ReferenceKind::Precomputed}, referenceKindName);
+const Names kPairLayouts = namesOf(
+    {PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf, PairLayout::UltraFeedback},
+    pairLayoutName);
+const Names kPreferenceKeys{"beta", "label_smoothing", "gamma", "reference", "layout"};
 const Names kEvalKeys{"generate_every", "sample", "metrics", "max_new_tokens"};
 const Names kDataKeys{"store",
                       "snapshot",
@@ -482,6 +494,19 @@ void parseEval(const Section& s, GenerationEvalOptions& o)
     o.maxNewTokens = s.intValue("max_new_tokens", o.maxNewTokens, 1);
 }
 
+void parsePreference(const Section& s, PreferenceOptions& o)
+{
+    s.checkKeys(kPreferenceKeys);
+    o.beta = s.number("beta", o.beta);
+    s.above("beta", o.beta, 0);
+    o.labelSmoothing = s.number("label_smoothing", o.labelSmoothing);
+    s.halfOpen("label_smoothing", o.labelSmoothing, 0, 0.5);
+    o.gamma = s.number("gamma", o.gamma);
+    o.reference =
+        s.choice("reference", o.reference, kReferences, referenceKindName, parseReferenceKind);
+    o.layout = s.choice("layout", o.layout, kPairLayouts, pairLayoutName, parsePairLayout);
+}
+
 void parseData(const Section& s, DataOptions& o)
 {
     s.checkKeys(kDataKeys);
@@ -648,6 +673,41 @@ ChatTemplate runChatTemplate(const TrainConfig& config)
     return *own;
 }
 
+const char* objectiveName(Objective objective)
+{
+    switch (objective) {
+    case Objective::Sft: return "sft";
+    case Objective::Dpo: return "dpo";
+    case Objective::Ipo: return "ipo";
+    case Objective::Simpo: return "simpo";
+    case Objective::Orpo: return "orpo";
+    case Objective::Reward: return "reward";
+    }
+    return "sft";
+}
+std::optional<Objective> parseObjective(const std::string& name)
+{
+    return parseName(name,
+                     {Objective::Sft, Objective::Dpo, Objective::Ipo, Objective::Simpo,
+                      Objective::Orpo, Objective::Reward},
+                     objectiveName);
+}
+
+const char* referenceKindName(ReferenceKind kind)
+{
+    switch (kind) {
+    case ReferenceKind::Auto: return "auto";
+    case ReferenceKind::Copy: return "copy";
+    case ReferenceKind::Precomputed: return "precomputed";
+    }
+    return "auto";
+}
+std::optional<ReferenceKind> parseReferenceKind(const std::string& name)
+{
+    return parseName(name, {ReferenceKind::Auto, ReferenceKind::Copy, ReferenceKind::Precomputed},
+                     referenceKindName);
+}
+
 const char* chatTemplateChoiceName(std::optional<ChatTemplateFamily> family)
 {
     return family ? chatTemplateName(*family) : "model";
@@ -664,6 +724,8 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     top.checkKeys(kTopKeys);
 
     c.name = top.string("name", c.name);
+    c.objective = top.choice("objective", c.objective, kObjectives, objectiveName, parseObjective);
+    parsePreference(top.child("preference"), c.preference);
     if (c.name.empty() || c.name == "." || c.name == ".." || c.name.find('/') != std::string::npos)
         top.bad("name", "must be a non-empty folder name without '/' (got '", c.name, "')");
     c.model = top.string("model", c.model);
@@ -708,6 +770,11 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
         fail(source, ": key 'partial.trainable_blocks' is 0 and 'partial.modules' is empty: "
                      "method 'partial' would train nothing");
     parseData(top.child("data"), c.data);
+    if (trainsOnPairs(c.objective) && c.data.packing)
+        fail(source, ": key 'data.packing' cannot be used with objective '",
+             objectiveName(c.objective),
+             "': the chosen and rejected answers of a pair are scored as whole sequences (set "
+             "data.packing to false)");
     if (c.data.packing && c.method == Method::Prompt)
         fail(source, ": key 'data.packing' cannot be used with method 'prompt': the soft prompt is "
                      "prepended once per row, so a bin's later examples would not see it (set "
@@ -796,6 +863,12 @@ nlohmann::json toJson(const TrainConfig& c)
 {
     nlohmann::json j;
     j["name"] = c.name;
+    j["objective"] = objectiveName(c.objective);
+    j["preference"] = {{"beta", c.preference.beta},
+                       {"label_smoothing", c.preference.labelSmoothing},
+                       {"gamma", c.preference.gamma},
+                       {"reference", referenceKindName(c.preference.reference)},
+                       {"layout", pairLayoutName(c.preference.layout)}};
     j["model"] = c.model;
     j["output_dir"] = c.outputDir;
     j["method"] = methodName(c.method);

@@ -5,6 +5,7 @@
 #include "data/example.h"
 #include "memory/estimator.h"
 #include "peft/method.h"
+#include "train/objective.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/model_template.h"
 
@@ -98,6 +99,9 @@ struct GenerationEvalOptions {
 // rest.
 struct TrainConfig : MethodOptions {
     std::string name = "run";
+    // sft trains on examples; the others on preference pairs (data files or snapshots of pairs).
+    Objective objective = Objective::Sft;
+    PreferenceOptions preference;
     std::string model;               // model folder
     std::string outputDir = "runs";  // run directory = output_dir/name
     DataOptions data;
