@@ -28,6 +28,13 @@ struct EstimateOptions {
     std::optional<int64_t> deviceMemory;  // bytes per device; unset: `fits` stays unknown
     bool cudaOverhead = true;  // CUDA context + allocator rounding; off to compare with CPU
     bool advise = true;        // look for changes that fit when it does not
+    // The training objective (train/objective.h): sft | dpo | ipo | simpo | orpo | reward. Pair
+    // objectives run `batch` pairs per micro-batch, each a chosen and a rejected sequence.
+    std::string objective = "sft";
+    // dpo, ipo: where the reference log-probabilities come from. none (other objectives) | off
+    // (the policy with its trainable parts switched off: no extra weights) | copy (a frozen copy
+    // of the base weights) | precomputed (stored per pair before training).
+    std::string reference = "none";
 };
 
 // One line of the estimate. key: weights, gradients, optimizer_states, master_weights, activations,

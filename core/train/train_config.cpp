@@ -957,6 +957,16 @@ EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
     o.gradientCheckpointing = run.gradientCheckpointing;
     o.loss = lossKindName(run.loss);
     o.lossChunk = run.lossChunkTokens;
+    o.objective = objectiveName(run.objective);
+    if (needsReference(run.objective)) {
+        const bool peft = run.method == Method::Lora || run.method == Method::Adapter ||
+                          run.method == Method::Prompt;
+        switch (run.preference.reference) {
+        case ReferenceKind::Auto: o.reference = peft ? "off" : "copy"; break;
+        case ReferenceKind::Copy: o.reference = "copy"; break;
+        case ReferenceKind::Precomputed: o.reference = "precomputed"; break;
+        }
+    }
     return o;
 }
 
