@@ -193,7 +193,7 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
     }
     auto h = embedWithTokenRows(ids);  // [batch, seq, hidden]
     int64_t virtualTokens = 0;
-    if (m_prompt.defined() && past == 0) {
+    if (m_prompt.defined() && past == 0 && !m_methodOff) {
         virtualTokens = m_prompt.size(0);
         h = torch::cat({m_prompt.to(h.scalar_type()).unsqueeze(0).expand({h.size(0), -1, -1}), h},
                        1);
@@ -261,6 +261,15 @@ std::vector<std::pair<std::string, std::shared_ptr<LinearImpl>>> CausalLM::linea
             out.emplace_back(item.key(), linear);
     }
     return out;
+}
+
+void CausalLM::setMethodEnabled(bool on)
+{
+    m_methodOff = !on;
+    for (auto& [name, layer] : linearLayers())
+        layer->loraOff = !on;
+    for (auto& block : m_blocks)
+        block->adaptersOff = !on;
 }
 
 void CausalLM::setPromptEmbeddings(const torch::Tensor& prompt)

@@ -82,6 +82,7 @@ public:
     torch::Tensor weight;
     torch::Tensor bias;  // undefined when the layer has none
     std::shared_ptr<LinearImpl> lora_A, lora_B;
+    bool loraOff = false;  // the branch switched off (CausalLM::setMethodEnabled)
 
 private:
     double m_scaling = 0.0;
@@ -145,15 +146,16 @@ public:
                                   size_t layer, int64_t past) = 0;
     BottleneckAdapter adapter_attn{nullptr};  // Houlsby: after the attention output
     BottleneckAdapter adapter_mlp{nullptr};   // Houlsby and Pfeiffer: after the MLP output
+    bool adaptersOff = false;  // both switched off (CausalLM::setMethodEnabled)
 
 protected:
     torch::Tensor afterAttention(const torch::Tensor& y)
     {
-        return adapter_attn ? adapter_attn->forward(y) : y;
+        return adapter_attn && !adaptersOff ? adapter_attn->forward(y) : y;
     }
     torch::Tensor afterMlp(const torch::Tensor& y)
     {
-        return adapter_mlp ? adapter_mlp->forward(y) : y;
+        return adapter_mlp && !adaptersOff ? adapter_mlp->forward(y) : y;
     }
 };
 
@@ -219,6 +221,12 @@ public:
     // merged exports). One-way.
     void mergeTrainableTokens();
 
+    // Switches what a method added (LoRA branches, bottleneck adapters, the soft prompt, trainable
+    // token rows) off and on again: off, the model computes exactly the base model, with no copy of
+    // its weights (the reference model of DPO and IPO). Merged LoRA stays merged.
+    void setMethodEnabled(bool on);
+    bool methodEnabled() const { return !m_methodOff; }
+
 protected:
     virtual torch::Tensor embedTokens(const torch::Tensor& ids) = 0;
     // Adds position information to the (prompt-extended) embeddings; past = cache length;
@@ -263,6 +271,7 @@ private:
     torch::Tensor m_tokenSlot;       // [vocab] int64: j for ids[j], k for every other token
     torch::Tensor m_tokenDelta;      // [k, hidden] parameter
     torch::Tensor m_headTokenDelta;  // [k, hidden] parameter of an untied head; else undefined
+    bool m_methodOff = false;
 };
 
 // An embedding table [num, dim] whose weight is allocated but not initialised (loading fills it).

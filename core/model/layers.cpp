@@ -101,7 +101,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x)
     } else {
         y = linearForward(x, weight, bias);
     }
-    if (lora_A && !m_merged) {
+    if (lora_A && !m_merged && !loraOff) {
         auto in = m_dropout > 0 ? torch::dropout(x, m_dropout, is_training()) : x;
         y = y + lora_B->forward(lora_A->forward(in)) * m_scaling;
     }

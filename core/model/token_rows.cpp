@@ -41,7 +41,7 @@ torch::Tensor CausalLM::headTokenDelta() const
 torch::Tensor CausalLM::embedWithTokenRows(const torch::Tensor& ids)
 {
     auto h = embedTokens(ids);  // [batch, seq, hidden]
-    if (!m_tokenIds.defined())
+    if (!m_tokenIds.defined() || m_methodOff)
         return h;
     // The delta with one zero row appended, looked up by slot: tokens outside the set add zeros.
     auto padded =
@@ -59,7 +59,7 @@ torch::Tensor CausalLM::headLogits(const torch::Tensor& h, bool decode)
         logits = linearForward(h, tokenEmbeddingWeight());
     else
         logits = torch::nn::functional::linear(h, tokenEmbeddingWeight());
-    if (!m_tokenIds.defined())
+    if (!m_tokenIds.defined() || m_methodOff)
         return logits;
     // The rows' logits h D^T [..., k] added into their k columns in place: W stays as it is, and
     // autograd needs neither the logits (the matmul does not save its output) nor a copy of them.

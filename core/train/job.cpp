@@ -1,6 +1,7 @@
 // TrainingJob: the thread around the supervised recipe (train/sft), with its control.
 #include "train/job.h"
 
+#include "train/preference.h"
 #include "train/sft.h"
 #include "util/error.h"
 
@@ -59,8 +60,14 @@ void TrainingJob::run()
     // Grad mode and autocast are thread-local in LibTorch: this thread starts from the defaults.
     torch::AutoGradMode gradMode(true);
     try {
-        SftRecipe recipe(m_config, m_resumeDir, m_control, m_events);
-        m_summary = recipe.run();
+        // The objective picks the recipe: examples (sft) or preference pairs (the others).
+        if (trainsOnPairs(m_config.objective)) {
+            PreferenceRecipe recipe(m_config, m_resumeDir, m_control, m_events);
+            m_summary = recipe.run();
+        } else {
+            SftRecipe recipe(m_config, m_resumeDir, m_control, m_events);
+            m_summary = recipe.run();
+        }
         m_control.setState(JobState::Finished);
         if (m_events)
             m_events->onFinished(m_summary);

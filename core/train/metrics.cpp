@@ -208,7 +208,9 @@ json toJson(const TrainSummary& s)
                                      {"rate", double(s.stopStopped) / double(s.stopPrompts)}}
                               : json()},
 
-            {"packing", s.packing ? toJson(*s.packing) : json(nullptr)}};
+            {"packing", s.packing ? toJson(*s.packing) : json(nullptr)},
+            {"val_accuracy", jsonOrNull(s.valAccuracy)},
+            {"initial_val_accuracy", jsonOrNull(s.initialValAccuracy)}};
 }
 
 json toJson(const PackingStats& p)

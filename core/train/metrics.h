@@ -150,6 +150,10 @@ struct TrainSummary {
     // their budget (train/stop_rate.h); 0 prompts: not measured (a stopped run, no conversations).
     int64_t stopPrompts = 0;
     int64_t stopStopped = 0;
+    // Preference and reward objectives: the share of validation pairs whose chosen answer gets the
+    // higher reward, before the first update and at the end (JSON "val_accuracy",
+    // "initial_val_accuracy").
+    std::optional<double> valAccuracy, initialValAccuracy;
 };
 
 nlohmann::json toJson(const StepMetrics& m);

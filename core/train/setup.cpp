@@ -169,26 +169,33 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
 nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
                        int64_t trainableParameters)
 {
+    const std::optional<PackingStats> packing = packingStats(data.train);
+    return runInfo(config,
+                   {{"train_file", config.data.trainFile},
+                    {"store", config.data.store},
+                    {"snapshots", data.snapshots},
+                    {"hash", data.hash},
+                    {"train_sequences", data.train.sequences.size()},
+                    {"val_sequences", data.val.sequences.size()},
+                    {"truncated", data.train.truncated},
+                    {"rejected_rows", data.rejectedRows},
+                    {"packing", packing ? toJson(*packing) : nlohmann::json(nullptr)}},
+                   plannedSteps, trainableParameters);
+}
+
+nlohmann::json runInfo(const TrainConfig& config, const nlohmann::json& data,
+                       int64_t plannedSteps, int64_t trainableParameters)
+{
     std::string weightsHash;
     for (const auto& f : std::filesystem::directory_iterator(config.model))
         if (f.path().extension() == ".safetensors")
             weightsHash += sha256File(f.path().string());
     const std::string modelHash =
         sha256Hex(readFile(joinPath(config.model, "config.json")) + weightsHash);
-    const std::optional<PackingStats> packing = packingStats(data.train);
     return {
         {"config", toJson(config)},
         {"model", {{"path", config.model}, {"hash", modelHash}}},
-        {"data",
-         {{"train_file", config.data.trainFile},
-          {"store", config.data.store},
-          {"snapshots", data.snapshots},
-          {"hash", data.hash},
-          {"train_sequences", data.train.sequences.size()},
-          {"val_sequences", data.val.sequences.size()},
-          {"truncated", data.train.truncated},
-          {"rejected_rows", data.rejectedRows},
-          {"packing", packing ? toJson(*packing) : nlohmann::json(nullptr)}}},
+        {"data", data},
         {"seed", config.seed},
         {"planned_steps", plannedSteps},
         {"trainable_parameters", trainableParameters},

@@ -1,0 +1,546 @@
+// Training on preference pairs, top to bottom: set up (model, method, reference, pairs, optimizer,
+// run folder), then per step score each micro-batch's pairs, take the objective's loss, clip,
+// guard, update, log; evaluate on the validation pairs and checkpoint like the SFT recipe.
+#include "train/preference.h"
+
+#include "memory/measure.h"
+#include "model/registry.h"
+#include "model/safetensors.h"
+#include "peft/peft.h"
+#include "train/memory_report.h"
+#include "train/reward.h"
+#include "train/schedule.h"
+#include "util/error.h"
+#include "util/file_util.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace tb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+torch::Tensor toTensor(const std::vector<int64_t>& values, int64_t rows, int64_t width,
+                       const torch::Device& device)
+{
+    return torch::tensor(values, torch::kInt64).view({rows, width}).to(device);
+}
+
+// Means of several micro-batches' statistics, weighted by their pairs.
+void accumulate(PreferenceStats& total, const PreferenceStats& part)
+{
+    const auto n = static_cast<double>(total.pairs), m = static_cast<double>(part.pairs);
+    if (n + m <= 0)
+        return;
+    auto mix = [&](double a, double b) { return (a * n + b * m) / (n + m); };
+    total.rewardsChosen = mix(total.rewardsChosen, part.rewardsChosen);
+    total.rewardsRejected = mix(total.rewardsRejected, part.rewardsRejected);
+    total.rewardsMargins = mix(total.rewardsMargins, part.rewardsMargins);
+    total.rewardsAccuracies = mix(total.rewardsAccuracies, part.rewardsAccuracies);
+    total.logpsChosen = mix(total.logpsChosen, part.logpsChosen);
+    total.logpsRejected = mix(total.logpsRejected, part.logpsRejected);
+    if (part.nllLoss)
+        total.nllLoss = mix(total.nllLoss.value_or(0), *part.nllLoss);
+    if (part.logOddsRatio)
+        total.logOddsRatio = mix(total.logOddsRatio.value_or(0), *part.logOddsRatio);
+    total.pairs += part.pairs;
+}
+
+const char* kReferenceFile = "reference_logps.json";
+
+}  // namespace
+
+PreferenceRecipe::PreferenceRecipe(const TrainConfig& config, std::string resumeDir,
+                                   JobControl& control, JobEvents* events)
+    : m_config(config), m_resumeDir(std::move(resumeDir)), m_control(control), m_events(events),
+      m_guard(config.spikeFactor, config.spikeWindow)
+{
+}
+
+TrainSummary PreferenceRecipe::run()
+{
+    setUp();
+    int64_t& step = m_position.step;
+    while (step < m_totalSteps) {
+        if (!m_control.waitWhilePaused())
+            break;
+        if (!this->step()) {
+            m_control.pause();  // the guard fired: wait for the user
+            continue;
+        }
+        const bool more = step < m_totalSteps;
+        if (m_config.evalEvery > 0 && step % m_config.evalEvery == 0 && more)
+            evaluate(step);
+        if (m_config.saveEvery > 0 && step % m_config.saveEvery == 0 && more)
+            save();
+    }
+    TrainSummary& s = m_summary;
+    s.stopped = step < m_totalSteps;
+    if (!s.stopped)
+        evaluate(step);
+    if (step > 0)
+        save();
+    s.steps = step;
+    s.initialLoss = m_position.initialLoss.value_or(0.0);
+    s.finalLoss = m_position.lastLoss;
+    s.valLoss = m_lastValLoss;
+    s.initialValLoss = m_position.initialValLoss;
+    s.valAccuracy = m_lastValAccuracy;
+    s.tokensPerSecond =
+        m_trainSeconds > 0 ? static_cast<double>(m_trainTokens) / m_trainSeconds : 0;
+    m_optimizer.reset();
+    m_reference.reset();
+    m_model.module.reset();
+    return s;
+}
+
+void PreferenceRecipe::setUp()
+{
+    const bool resuming = !m_resumeDir.empty();
+    const std::string runDir = resuming ? m_resumeDir : joinPath(m_config.outputDir, m_config.name);
+    if (!resuming && fileExists(joinPath(runDir, "run.json")))
+        fail(runDir,
+             ": a run with this name exists (resume it with --resume, or choose another name)");
+    if (m_config.precision == Precision::Fp16)
+        fail(m_config.sourcePath, ": key 'precision': objective '",
+             objectiveName(m_config.objective), "' trains in fp32 or bf16");
+    m_store = std::make_unique<RunStore>(RunStore::create(runDir));
+    if (resuming)
+        useRecordedTrainableTokens(m_config, m_store->readRunInfo());
+    installCpuMemoryTracking();
+    m_model = prepareModel(m_config);
+    m_device = m_model.device.str();
+    const bool reward = m_config.objective == Objective::Reward;
+    m_padId = reward ? rewardPadId(m_config.model, *m_model.tokenizer)
+                     : m_model.tokenizer->eosId().value_or(0);
+    if (reward)
+        m_head = newRewardHead(m_model.module->config().hiddenSize, m_config.seed ^ 0x5c0e,
+                               m_model.device);
+    setUpReference();
+    m_memoryAfterLoad = memoryNow();
+    m_data = preparePairs(m_config, *m_model.tokenizer);
+    for (const auto& w : m_data.warnings)
+        warn(w);
+    const auto pairs = static_cast<int64_t>(m_data.train.pairs.size());
+    m_totalSteps = plannedSteps(m_config, pairs);
+
+    auto params = trainable();
+    if (params.empty())
+        fail(m_config.sourcePath, ": the method leaves no parameter to train");
+    std::vector<bool> decay;
+    for (const auto& [name, p] : params)
+        decay.push_back(!noWeightDecay(name));
+    m_optimizer = std::make_unique<Optimizer>(params, decay, m_config.optim);
+    m_order = epochOrder(pairs, m_config.seed, 0);
+
+    m_summary.runDir = m_store->dir();
+    m_summary.trainableParameters = countTrainable(*m_model.module) + (reward ? m_head.numel() : 0);
+    for (const auto& p : m_model.module->parameters())
+        m_summary.totalParameters += p.numel();
+    if (reward)
+        m_summary.totalParameters += m_head.numel();
+    if (resuming) {
+        auto checkpoint = m_store->loadLatestCheckpoint();
+        if (!checkpoint)
+            fail(runDir, ": no complete checkpoint to resume from");
+        restore(*checkpoint);
+    } else {
+        nlohmann::json info =
+            runInfo(m_config, m_data.data, m_totalSteps, m_summary.trainableParameters);
+        info["trainable_tokens"] = trainableTokensRecord(*m_model.module, *m_model.tokenizer);
+        if (reward)
+            info["reward"] = {{"pad_token_id", m_padId}};
+        m_store->writeRunInfo(info);
+    }
+    if (m_config.preference.reference == ReferenceKind::Precomputed &&
+        needsReference(m_config.objective))
+        precomputeReference();
+    if (m_events)
+        m_events->onStarted(RunPlan{m_store->dir(), m_totalSteps, m_position.step,
+                                    plannedSchedule(m_config.optim, m_totalSteps), pairs,
+                                    static_cast<int64_t>(m_data.val.pairs.size()),
+                                    m_summary.trainableParameters, m_summary.totalParameters,
+                                    m_device, std::nullopt});
+    if (resuming)
+        return;
+    if (!m_data.val.pairs.empty()) {
+        const EvalMetrics e = evaluate(0);
+        m_position.initialValLoss = e.valLoss;
+        if (e.preference)
+            m_summary.initialValAccuracy = e.preference->rewardsAccuracies;
+    }
+}
+
+// DPO and IPO compare the policy with a reference: the policy with its method switched off
+// (LoRA, adapters, prompt: no copy of the weights), a frozen copy of the base, or stored sums.
+void PreferenceRecipe::setUpReference()
+{
+    if (!needsReference(m_config.objective))
+        return;
+    const bool peft = m_config.method == Method::Lora || m_config.method == Method::Adapter ||
+                      m_config.method == Method::Prompt;
+    switch (m_config.preference.reference) {
+    case ReferenceKind::Precomputed: return;  // after the data is read
+    case ReferenceKind::Auto:
+        if (peft) {
+            m_referenceOff = true;
+            return;
+        }
+        [[fallthrough]];
+    case ReferenceKind::Copy: {
+        m_reference = createCausalLM(loadModelConfig(m_config.model));
+        m_reference->loadWeights(Checkpoint::open(m_config.model), torch::kFloat32,
+                                 m_model.device);
+        for (auto& p : m_reference->parameters())
+            p.set_requires_grad(false);
+        m_reference->eval();
+        return;
+    }
+    }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> PreferenceRecipe::trainable()
+{
+    auto params = trainableParameters(*m_model.module);
+    if (m_head.defined())
+        params.emplace_back(kRewardHeadName, m_head);
+    return params;
+}
+
+void PreferenceRecipe::restore(const CheckpointLoad& checkpoint)
+{
+    for (const auto& w : checkpoint.warnings)
+        warn(w);
+    torch::NoGradGuard noGrad;
+    m_position = trainerPositionFromJson(checkpoint.data.state, checkpoint.dir);
+    loadTrainableTensors(m_optimizer->params(), tensorFile(checkpoint, "trainable"),
+                         checkpoint.dir);
+    m_optimizer->loadState(tensorFile(checkpoint, "optimizer"), m_position.optimizerSteps);
+    const auto& rng = tensorFile(checkpoint, "rng");
+    if (!rng.empty())
+        restoreCpuGenerator(rng[0]);
+    m_guard.restore(m_position.recentLosses);
+    m_order = epochOrder(static_cast<int64_t>(m_data.train.pairs.size()), m_config.seed,
+                         m_position.epoch);
+    m_store->truncateMetrics(m_position.step);
+    m_summary.resumedFrom = checkpoint.dir;
+    warn("resumed from " + checkpoint.dir + " (step " + std::to_string(m_position.step) + ")");
+}
+
+AnswerLogps PreferenceRecipe::referenceLogps(const torch::Tensor& ids, const torch::Tensor& labels)
+{
+    torch::NoGradGuard noGrad;
+    auto autocast = precisionAutocast(m_model.device, m_config.precision);
+    if (m_reference)
+        return answerLogps(m_reference->forward(ids, nullptr), labels);
+    CausalLM& model = *m_model.module;
+    model.setMethodEnabled(false);
+    AnswerLogps out;
+    try {
+        out = answerLogps(model.forward(ids, nullptr), labels);
+    } catch (...) {
+        model.setMethodEnabled(true);
+        throw;
+    }
+    model.setMethodEnabled(true);
+    return out;
+}
+
+PreferenceRecipe::Scored PreferenceRecipe::scorePairs(const PairSet& set,
+                                                      const std::vector<int64_t>& indices,
+                                                      bool training)
+{
+    const PairBatch b = makePairBatch(set, indices, m_padId);
+    const int64_t rows = 2 * b.pairs;
+    const auto ids = toTensor(b.ids, rows, b.width, m_model.device);
+    CausalLM& model = *m_model.module;
+    Scored out;
+    out.tokens = b.tokens;
+    out.width = b.width;
+    if (m_config.objective == Objective::Reward) {
+        torch::Tensor scores;
+        {
+            auto autocast = precisionAutocast(m_model.device, m_config.precision);
+            scores = rewardScores(model, m_head, ids, m_padId);
+        }
+        const auto margins = torch::tensor(b.margins, torch::kFloat64)
+                                 .to(torch::kFloat32)
+                                 .to(m_model.device);
+        out.loss = rewardLoss(scores.slice(0, 0, b.pairs), scores.slice(0, b.pairs), margins);
+        return out;
+    }
+    const auto labels = toTensor(b.labels, rows, b.width, m_model.device);
+    AnswerLogps policy;
+    {
+        auto autocast = precisionAutocast(m_model.device, m_config.precision);
+        policy = answerLogps(model.forward(ids, nullptr), labels);
+    }
+    if (training && m_memoryAfterForward == 0)
+        m_memoryAfterForward = memoryNow();
+    PairLossInput in;
+    in.chosen = policy.sum.slice(0, 0, b.pairs);
+    in.rejected = policy.sum.slice(0, b.pairs);
+    in.chosenCount = policy.count.slice(0, 0, b.pairs);
+    in.rejectedCount = policy.count.slice(0, b.pairs);
+    if (needsReference(m_config.objective)) {
+        const Stored* stored = &set == &m_data.train ? (m_storedTrain ? &*m_storedTrain : nullptr)
+                                                     : (m_storedVal ? &*m_storedVal : nullptr);
+        if (stored) {
+            const auto index = torch::tensor(indices, torch::kInt64);
+            in.refChosen = stored->chosen.index_select(0, index).to(m_model.device);
+            in.refRejected = stored->rejected.index_select(0, index).to(m_model.device);
+        } else {
+            const AnswerLogps ref = referenceLogps(ids, labels);
+            in.refChosen = ref.sum.slice(0, 0, b.pairs);
+            in.refRejected = ref.sum.slice(0, b.pairs);
+        }
+    }
+    if (m_config.objective == Objective::Orpo)  // mean token loss over all chosen answer tokens
+        in.chosenNll = -in.chosen.sum() / in.chosenCount.sum();
+    out.loss = preferenceLoss(m_config.objective, m_config.preference, in);
+    return out;
+}
+
+// One pass of the reference over every pair before the first step; the sums are stored in the
+// run folder so a resumed run reads them back instead of recomputing.
+void PreferenceRecipe::precomputeReference()
+{
+    const std::string path = joinPath(m_store->dir(), kReferenceFile);
+    auto toStored = [](const nlohmann::json& j) {
+        return Stored{torch::tensor(j.at("chosen").get<std::vector<double>>(), torch::kFloat64)
+                          .to(torch::kFloat32),
+                      torch::tensor(j.at("rejected").get<std::vector<double>>(), torch::kFloat64)
+                          .to(torch::kFloat32)};
+    };
+    if (fileExists(path)) {
+        const auto j = nlohmann::json::parse(readFile(path), nullptr, false);
+        if (j.is_object() && j.contains("train") &&
+            j["train"]["chosen"].size() == m_data.train.pairs.size()) {
+            m_storedTrain = toStored(j["train"]);
+            m_storedVal = toStored(j["val"]);
+            return;
+        }
+        warn(path + ": does not match the run's pairs; computing the reference again");
+    }
+    // The policy at its start is the reference: a fresh method adds nothing, full and partial
+    // fine-tuning have not updated yet (a resumed run always has the file).
+    const bool wasTraining = m_model.module->is_training();
+    m_model.module->eval();
+    const int64_t batch = std::max(1, m_config.batchSize);
+    nlohmann::json out;
+    for (const auto* set : {&m_data.train, &m_data.val}) {
+        std::vector<double> chosen, rejected;
+        const auto n = static_cast<int64_t>(set->pairs.size());
+        for (int64_t start = 0; start < n; start += batch) {
+            std::vector<int64_t> indices;
+            for (int64_t i = start; i < std::min(n, start + batch); ++i)
+                indices.push_back(i);
+            const PairBatch b = makePairBatch(*set, indices, m_padId);
+            const auto ids = toTensor(b.ids, 2 * b.pairs, b.width, m_model.device);
+            const auto labels = toTensor(b.labels, 2 * b.pairs, b.width, m_model.device);
+            const AnswerLogps ref = referenceLogps(ids, labels);
+            const auto sums = ref.sum.to(torch::kCPU).to(torch::kFloat64).contiguous();
+            const double* v = sums.data_ptr<double>();
+            chosen.insert(chosen.end(), v, v + b.pairs);
+            rejected.insert(rejected.end(), v + b.pairs, v + 2 * b.pairs);
+        }
+        out[set == &m_data.train ? "train" : "val"] = {{"chosen", chosen},
+                                                       {"rejected", rejected}};
+    }
+    m_model.module->train(wasTraining);
+    writeFileAtomic(path, out.dump());
+    m_storedTrain = toStored(out["train"]);
+    m_storedVal = toStored(out["val"]);
+}
+
+bool PreferenceRecipe::step()
+{
+    m_model.module->train();
+    const auto t0 = Clock::now();
+    resetMemoryPeak(m_device);
+    m_memoryAfterForward = 0;  // set by the first micro-batch's forward
+    std::vector<std::vector<int64_t>> micro;
+    int64_t pairs = 0;
+    for (int i = 0; i < m_config.gradAccum; ++i) {
+        micro.push_back(nextMicroBatch());
+        pairs += static_cast<int64_t>(micro.back().size());
+    }
+    double lossValue = 0;
+    int64_t tokens = 0, width = 0;
+    PairLoss total;
+    for (size_t i = 0; i < micro.size(); ++i) {
+        Scored s = scorePairs(m_data.train, micro[i], true);
+        // Each micro-batch's mean over its pairs, weighted so the step's gradient is the mean over
+        // all the step's pairs.
+        const double share = static_cast<double>(micro[i].size()) / static_cast<double>(pairs);
+        lossValue += s.loss.loss.item<double>() * share;
+        tokens += s.tokens;
+        width = std::max(width, s.width);
+        accumulate(total.stats, s.loss.stats);
+        (s.loss.loss * share).backward();
+        if (i == 0)
+            m_memoryAfterBackward = memoryNow();
+    }
+    m_gradientBytes = 0;
+    for (const auto& [name, p] : m_optimizer->params())
+        if (p.grad().defined())
+            m_gradientBytes += static_cast<int64_t>(p.grad().nbytes());
+    const double gradNorm = m_optimizer->clipGradNorm(m_config.optim.clipNorm);
+    const int64_t stepNumber = m_position.step + 1;
+    if (auto diagnosis = m_guard.check(stepNumber, lossValue, gradNorm)) {
+        m_optimizer->zeroGrad();
+        m_store->appendMetrics(toJson(*diagnosis));
+        if (m_events)
+            m_events->onDiverged(*diagnosis);
+        return false;
+    }
+    const double lr = learningRateAt(m_config.optim, m_position.step, m_totalSteps);
+    m_optimizer->step(lr);
+    m_memoryAfterOptimizer = memoryNow();
+    m_optimizer->zeroGrad();
+    m_memoryPeak = memorySnapshot(m_device).peak;
+    if (m_optimizer->steps() == 1)
+        reportMemory(width);
+    ++m_position.step;
+    m_position.optimizerSteps = m_optimizer->steps();
+    m_position.tokensSeen += tokens;
+    if (!m_position.initialLoss)
+        m_position.initialLoss = lossValue;
+    m_position.lastLoss = lossValue;
+    m_guard.record(lossValue);
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    m_trainSeconds += seconds;
+    m_trainTokens += tokens;
+    total.loss = torch::tensor(lossValue);
+    emitStep(total, lr, gradNorm, tokens, seconds);
+    return true;
+}
+
+void PreferenceRecipe::emitStep(const PairLoss& loss, double lr, double gradNorm, int64_t tokens,
+                                double seconds)
+{
+    StepMetrics m;
+    m.step = m_position.step;
+    m.totalSteps = m_totalSteps;
+    m.epoch = static_cast<double>(m_position.epoch) +
+              static_cast<double>(m_position.cursor) /
+                  static_cast<double>(std::max<size_t>(1, m_order.size()));
+    m.tokensSeen = m_position.tokensSeen;
+    m.loss = loss.loss.item<double>();
+    m.lr = lr;
+    m.gradNorm = gradNorm;
+    m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+    const MemorySnapshot now = memorySnapshot(m_device);
+    m.memoryCurrent = now.current;
+    m.memoryPeak = m_memoryPeak;
+    m.memoryReserved = now.source == "cuda" ? now.reserved : 0;
+    m.memoryAfterLoad = m_memoryAfterLoad;
+    m.memoryAfterForward = m_memoryAfterForward;
+    m.memoryAfterBackward = m_memoryAfterBackward;
+    m.memoryAfterOptimizer = m_memoryAfterOptimizer;
+    m.memoryResident = residentBytes();
+    m.preference = loss.stats;
+    m_summary.peakMemoryBytes = std::max(m_summary.peakMemoryBytes, m.memoryPeak);
+    m_store->appendMetrics(toJson(m));
+    if (m_events)
+        m_events->onStep(m);
+}
+
+// The objective's mean loss per pair and its statistics over every validation pair.
+EvalMetrics PreferenceRecipe::evaluate(int64_t step)
+{
+    EvalMetrics e;
+    e.step = step;
+    resetMemoryPeak(m_device);
+    const auto n = static_cast<int64_t>(m_data.val.pairs.size());
+    if (n > 0) {
+        torch::NoGradGuard noGrad;
+        const bool wasTraining = m_model.module->is_training();
+        m_model.module->eval();
+        PreferenceStats stats;
+        double sum = 0;
+        const int64_t batch = std::max(1, m_config.batchSize);
+        for (int64_t start = 0; start < n; start += batch) {
+            std::vector<int64_t> indices;
+            for (int64_t i = start; i < std::min(n, start + batch); ++i)
+                indices.push_back(i);
+            const Scored s = scorePairs(m_data.val, indices, false);
+            sum += s.loss.loss.item<double>() * static_cast<double>(indices.size());
+            accumulate(stats, s.loss.stats);
+        }
+        m_model.module->train(wasTraining);
+        e.valLoss = sum / static_cast<double>(n);
+        e.preference = stats;
+        m_lastValLoss = e.valLoss;
+        m_lastValAccuracy = stats.rewardsAccuracies;
+    }
+    e.memoryPeak = memorySnapshot(m_device).peak;
+    m_store->appendMetrics(toJson(e));
+    if (m_events)
+        m_events->onEval(e);
+    return e;
+}
+
+void PreferenceRecipe::save()
+{
+    CheckpointData data;
+    data.step = m_position.step;
+    std::vector<TensorBlob> tensors;
+    for (const auto& [name, p] : m_optimizer->params())
+        tensors.push_back(tensorToBlob(name, p));
+    data.tensorFiles.emplace_back("trainable", std::move(tensors));
+    data.tensorFiles.emplace_back("optimizer", m_optimizer->stateBlobs());
+    data.tensorFiles.emplace_back("rng", std::vector<TensorBlob>{cpuGeneratorState()});
+    m_position.optimizerSteps = m_optimizer->steps();
+    m_position.recentLosses.assign(m_guard.recentLosses().begin(), m_guard.recentLosses().end());
+    data.state = toJson(m_position);
+    const std::string dir = m_store->saveCheckpoint(data, m_config.keepCheckpoints);
+    if (m_events)
+        m_events->onCheckpoint(m_position.step, dir);
+}
+
+void PreferenceRecipe::reportMemory(int64_t seq)
+{
+    const StepMemory measured{m_memoryAfterLoad, m_memoryAfterForward, m_memoryPeak,
+                              m_gradientBytes, m_optimizer->stateBytes()};
+    MemoryReport r;
+    try {
+        r = compareWithEstimate(*m_model.module, m_config, measured, m_position.step + 1, seq,
+                                m_model.device.is_cuda());
+    } catch (const std::exception& error) {
+        warn(std::string("memory estimate unavailable: ") + error.what());
+        return;
+    }
+    m_store->appendMetrics(toJson(r));
+    if (m_events)
+        m_events->onMemoryReport(r);
+}
+
+std::vector<int64_t> PreferenceRecipe::nextMicroBatch()
+{
+    const auto n = static_cast<int64_t>(m_order.size());
+    int64_t& cursor = m_position.cursor;
+    if (cursor >= n) {
+        ++m_position.epoch;
+        cursor = 0;
+        m_order = epochOrder(n, m_config.seed, m_position.epoch);
+    }
+    const int64_t end = std::min<int64_t>(n, cursor + m_config.batchSize);
+    std::vector<int64_t> indices(m_order.begin() + cursor, m_order.begin() + end);
+    cursor = end;
+    return indices;
+}
+
+int64_t PreferenceRecipe::memoryNow() const
+{
+    return memorySnapshot(m_device).current;
+}
+
+void PreferenceRecipe::warn(const std::string& message)
+{
+    if (m_events)
+        m_events->onWarning(message);
+}
+
+}  // namespace tb
