@@ -58,6 +58,10 @@ commands:
                                                        comparison set (judged on the Evaluate page)
   eval pairs --store S [--set NAME] [--summary] [--json]   the verdicts' preference pairs (JSONL), or
                                                        win rates with intervals and kappa per annotator pair
+  reward    score --run RUN_DIR --data FILE.jsonl [--device D] [--json]
+                                                       a reward model's scores: pairs (chosen vs rejected,
+                                                       accuracy) or {"prompt", "response(s)"
+} rows
   template  render --model DIR --messages FILE.json [--add-generation-prompt] [--template model|FAMILY]
             [--train-on all|last] [--json]             a conversation as the chat template renders it:
                                                        text, token ids, loss mask
@@ -122,6 +126,8 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
             return cmdTemplate(args, out);
         if (cmd == "eval")
             return cmdEval(args, out, err);
+        if (cmd == "reward")
+            return cmdReward(args, out, err);
         err << "tunebench: unknown command '" << cmd << "' (see tunebench help)\n";
         return 1;
     } catch (const Error& e) {

@@ -35,6 +35,9 @@ const std::set<std::string>& evalCommandFlags();
 // preference pairs of the verdicts, JSONL; --summary: win rates and kappa), cli/eval_blind.cpp.
 int cmdEvalBlind(const Args& args, std::ostream& out);
 int cmdEvalPairs(const Args& args, std::ostream& out);
+// `reward score` (cli/reward_command.cpp): a reward-model run's scores for the answers of a
+// JSONL file; reads the flag json.
+int cmdReward(const Args& args, std::ostream& out, std::ostream& err);
 // argv[1] is the subcommand; dataCommandFlags() are the flags its subcommands read (merge them into
 // Args').
 int cmdData(const Args& args, std::ostream& out, std::ostream& err);

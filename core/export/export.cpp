@@ -10,6 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/losses.h"
 #include "train/optimizer.h"
+#include "train/reward.h"
 #include "train/setup.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -215,17 +216,44 @@ void measureQuantisationLoss(CausalLM& model, const TrainConfig& run, const Toke
     report.lossTokens = tokens;
 }
 
+// A reward model's head and padding id: the merged folder becomes transformers'
+// *ForSequenceClassification (no LM head, score.weight, num_labels 1, pad_token_id for pooling).
+struct RewardExport {
+    torch::Tensor head;  // [1, hidden]
+    int32_t padId = 0;
+};
+
+void rewardConfig(json& config, const RewardExport& reward)
+{
+    std::string arch = config.contains("architectures") && config["architectures"].is_array() &&
+                               !config["architectures"].empty()
+                           ? config["architectures"][0].get<std::string>()
+                           : std::string();
+    for (const char* suffix : {"ForCausalLM", "LMHeadModel"})
+        if (const size_t at = arch.rfind(suffix); at != std::string::npos)
+            arch = arch.substr(0, at);
+    config["architectures"] = {arch + "ForSequenceClassification"};
+    config["num_labels"] = 1;
+    config["id2label"] = {{"0", "LABEL_0"}};
+    config["label2id"] = {{"LABEL_0", 0}};
+    config["pad_token_id"] = reward.padId;
+}
+
 void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& o,
-                  ExportReport& report)
+                  ExportReport& report, const RewardExport* reward = nullptr)
 {
     mergeAndMeasure(model, run, o, report);
     std::vector<TensorBlob> tensors;
     int64_t total = 0;
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
-        if (isAdapterTensor(name))
+        if (isAdapterTensor(name) || (reward && name == "lm_head.weight"))
             continue;
         tensors.push_back(tensorToBlob(name, item.value()));
+        total += static_cast<int64_t>(tensors.back().bytes.size());
+    }
+    if (reward) {
+        tensors.push_back(tensorToBlob(kRewardHeadName, reward->head));
         total += static_cast<int64_t>(tensors.back().bytes.size());
     }
     report.tensors = static_cast<int64_t>(
@@ -266,6 +294,8 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
     config["torch_dtype"] = "float32";
     if (config.contains("dtype"))
         config["dtype"] = "float32";
+    if (reward)
+        rewardConfig(config, *reward);
     writeJson(joinPath(o.outDir, "config.json"), config, report);
     for (const char* f :
          {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -352,6 +382,11 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     if (format == "gguf-lora" && run.method != Method::Lora)
         fail("export: --format gguf-lora writes LoRA factors; this is a ", methodName(run.method),
              " run (use --format gguf for the merged model)");
+    const bool reward = run.objective == Objective::Reward;
+    if (reward && format != "merged")
+        fail("export: a reward model exports as a transformers sequence-classification folder "
+             "(--format merged); --format ",
+             format, " writes language models");
     if (gguf)
         checkGgufExportable(run);  // before loading anything heavy
     auto checkpoint = store.loadLatestCheckpoint();
@@ -359,8 +394,14 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         fail(runDir, ": no complete checkpoint to export");
     PreparedModel prepared = prepareModel(run);
     auto& model = *prepared.module;
-    loadTrainableTensors(trainableParameters(model), tensorFile(*checkpoint, "trainable"),
-                         checkpoint->dir);
+    auto params = trainableParameters(model);
+    RewardExport head;
+    if (reward) {
+        head.head = torch::zeros({1, model.config().hiddenSize});
+        head.padId = info.contains("reward") ? info["reward"].value("pad_token_id", 0) : 0;
+        params.emplace_back(kRewardHeadName, head.head);
+    }
+    loadTrainableTensors(params, tensorFile(*checkpoint, "trainable"), checkpoint->dir);
     model.eval();
 
     // A GGUF export is a file: its folder is created by the writer.
@@ -378,7 +419,11 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     if (options.format == "peft") {
         exportPeft(model, run, options, report);
     } else if (options.format == "merged") {
-        exportMerged(model, run, options, report);
+        // A reward model's head is new: the folder differs from the base even when the
+        // body did not move.
+        ExportOptions effective = options;
+        effective.force = effective.force || reward;
+        exportMerged(model, run, effective, report, reward ? &head : nullptr);
     } else if (options.format == "gguf-lora") {
         exportGgufLora(model, run, options, report);
         report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));

@@ -146,7 +146,7 @@ public:
                                   size_t layer, int64_t past) = 0;
     BottleneckAdapter adapter_attn{nullptr};  // Houlsby: after the attention output
     BottleneckAdapter adapter_mlp{nullptr};   // Houlsby and Pfeiffer: after the MLP output
-    bool adaptersOff = false;  // both switched off (CausalLM::setMethodEnabled)
+    bool adaptersOff = false;                 // both switched off (CausalLM::setMethodEnabled)
 
 protected:
     torch::Tensor afterAttention(const torch::Tensor& y)

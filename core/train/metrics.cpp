@@ -58,22 +58,22 @@ std::optional<PreferenceStats> preferenceStatsFromJson(const json& line)
 json toJson(const StepMetrics& m)
 {
     json line = {{"type", "step"},
-            {"step", m.step},
-            {"epoch", m.epoch},
-            {"tokens_seen", m.tokensSeen},
-            {"loss", m.loss},
-            {"lr", m.lr},
-            {"grad_norm", m.gradNorm},
-            {"tokens_per_s", m.tokensPerSecond},
-            {"memory_bytes", m.memoryCurrent},
-            {"memory_peak_bytes", m.memoryPeak},
-            {"memory_reserved_bytes", m.memoryReserved},
-            {"memory_phases",
-             {{"load", m.memoryAfterLoad},
-              {"forward", m.memoryAfterForward},
-              {"backward", m.memoryAfterBackward},
-              {"optimizer_step", m.memoryAfterOptimizer}}},
-            {"resident_bytes", m.memoryResident}};
+                 {"step", m.step},
+                 {"epoch", m.epoch},
+                 {"tokens_seen", m.tokensSeen},
+                 {"loss", m.loss},
+                 {"lr", m.lr},
+                 {"grad_norm", m.gradNorm},
+                 {"tokens_per_s", m.tokensPerSecond},
+                 {"memory_bytes", m.memoryCurrent},
+                 {"memory_peak_bytes", m.memoryPeak},
+                 {"memory_reserved_bytes", m.memoryReserved},
+                 {"memory_phases",
+                  {{"load", m.memoryAfterLoad},
+                   {"forward", m.memoryAfterForward},
+                   {"backward", m.memoryAfterBackward},
+                   {"optimizer_step", m.memoryAfterOptimizer}}},
+                 {"resident_bytes", m.memoryResident}};
     if (m.preference)
         line.update(toJson(*m.preference));
     return line;

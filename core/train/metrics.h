@@ -51,8 +51,8 @@ struct StepMetrics {
     // Tensor memory after each phase of the step (first micro-batch for forward/backward), bytes.
     int64_t memoryAfterLoad = 0, memoryAfterForward = 0, memoryAfterBackward = 0,
             memoryAfterOptimizer = 0;
-    int64_t memoryResident = 0;  // the process's resident memory (CPU), bytes
-    double seconds = 0;          // since the job started (not in the JSON line)
+    int64_t memoryResident = 0;                 // the process's resident memory (CPU), bytes
+    double seconds = 0;                         // since the job started (not in the JSON line)
     std::optional<PreferenceStats> preference;  // preference and reward objectives
 };
 

@@ -26,33 +26,41 @@ Rendered render(const PairExample& p, const Tokenizer& tok, const ChatTemplate& 
     Rendered r;
     if (p.plainText) {
         r.prompt = tok.encode(p.promptText, true);
-        r.chosen = tok.encode(p.promptText + p.chosenText, true);
-        r.rejected = tok.encode(p.promptText + p.rejectedText, true);
-        if (tok.eosId()) {
-            r.chosen.push_back(*tok.eosId());
-            r.rejected.push_back(*tok.eosId());
-        }
+        r.chosen = plainAnswerRowIds(p.promptText, p.chosenText, tok);
+        r.rejected = plainAnswerRowIds(p.promptText, p.rejectedText, tok);
         return r;
     }
-    // A family's text has no EOS where the tokenizer's EOS ends its assistant turns: the id is
-    // appended, as tokenizeExample does. A model template writes its own end tokens.
-    const bool appendEos = !chat.isModel() && chat.endOfTurnTokens().empty() && tok.eosId();
-    auto whole = [&](const std::vector<ChatMessage>& answer) {
-        std::vector<ChatMessage> messages = p.prompt;
-        messages.insert(messages.end(), answer.begin(), answer.end());
-        std::vector<int32_t> ids = tok.encode(chat.render(messagesValue(messages), false),
-                                              !chat.isModel());
-        if (appendEos)
-            ids.push_back(*tok.eosId());
-        return ids;
-    };
     r.prompt = chatPromptIds(chat, tok, messagesValue(p.prompt));
-    r.chosen = whole(p.chosen);
-    r.rejected = whole(p.rejected);
+    r.chosen = answerRowIds(p.prompt, p.chosen, tok, chat);
+    r.rejected = answerRowIds(p.prompt, p.rejected, tok, chat);
     return r;
 }
 
 }  // namespace
+
+std::vector<int32_t> answerRowIds(const std::vector<ChatMessage>& prompt,
+                                  const std::vector<ChatMessage>& answer, const Tokenizer& tok,
+                                  const ChatTemplate& chat)
+{
+    std::vector<ChatMessage> messages = prompt;
+    messages.insert(messages.end(), answer.begin(), answer.end());
+    std::vector<int32_t> ids =
+        tok.encode(chat.render(messagesValue(messages), false), !chat.isModel());
+    // A family's text has no EOS where the tokenizer's EOS ends its assistant turns: the id is
+    // appended, as tokenizeExample does. A model template writes its own end tokens.
+    if (!chat.isModel() && chat.endOfTurnTokens().empty() && tok.eosId())
+        ids.push_back(*tok.eosId());
+    return ids;
+}
+
+std::vector<int32_t> plainAnswerRowIds(const std::string& prompt, const std::string& answer,
+                                       const Tokenizer& tok)
+{
+    std::vector<int32_t> ids = tok.encode(prompt + answer, true);
+    if (tok.eosId())
+        ids.push_back(*tok.eosId());
+    return ids;
+}
 
 PairSet tokenizePairs(const std::vector<PairExample>& pairs, const Tokenizer& tokenizer,
                       const ChatTemplate& chat, int maxLength)
@@ -87,9 +95,9 @@ PairSet tokenizePairs(const std::vector<PairExample>& pairs, const Tokenizer& to
             continue;
         }
         if (s.chosen.empty() || s.rejected.empty()) {
-            set.rejected.emplace_back(p.source,
-                                      s.chosen.empty() ? "the chosen answer has no token"
-                                                       : "the rejected answer has no token");
+            set.rejected.emplace_back(p.source, s.chosen.empty()
+                                                    ? "the chosen answer has no token"
+                                                    : "the rejected answer has no token");
             continue;
         }
         if (s.chosen == s.rejected) {
@@ -110,8 +118,8 @@ PairSet tokenizePairs(const std::vector<PairExample>& pairs, const Tokenizer& to
             continue;
         }
         set.truncated += s.truncated ? 1 : 0;
-        set.tokens += static_cast<int64_t>(2 * s.prompt.size() + s.chosen.size() +
-                                           s.rejected.size());
+        set.tokens +=
+            static_cast<int64_t>(2 * s.prompt.size() + s.chosen.size() + s.rejected.size());
         s.margin = p.margin;
         s.source = p.source;
         set.pairs.push_back(std::move(s));
@@ -140,13 +148,18 @@ PairBatch makePairBatch(const PairSet& set, const std::vector<int64_t>& indices,
     const auto width = static_cast<size_t>(b.width);
     b.ids.assign(rows.size() * width, padId);
     b.labels.assign(rows.size() * width, -100);
+    b.fullLabels.assign(rows.size() * width, -100);
     for (size_t r = 0; r < rows.size(); ++r) {
         const auto& prompt = rows[r]->prompt;
         const auto& answer = *answers[r];
         int64_t* ids = b.ids.data() + r * width;
         int64_t* labels = b.labels.data() + r * width;
+        int64_t* fullLabels = b.fullLabels.data() + r * width;
         std::copy(prompt.begin(), prompt.end(), ids);
         std::copy(answer.begin(), answer.end(), ids + prompt.size());
+        const size_t length = prompt.size() + answer.size();
+        for (size_t t = 0; t + 1 < length; ++t)
+            fullLabels[t] = ids[t + 1];
         // Position t predicts token t + 1: the answer's tokens are predicted from the prompt's
         // last token onwards.
         for (size_t k = 0; k < answer.size(); ++k)

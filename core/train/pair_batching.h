@@ -29,6 +29,15 @@ struct PairSet {
     int64_t tokens = 0;  // real tokens of both rows of every pair
 };
 
+// The tokens of prompt + answer as a pair's row holds them: conversational (rendered whole with
+// `chat`; EOS appended where the tokenizer's EOS ends a family's assistant turns) or plain text
+// (BOS as the tokenizer adds it, EOS appended). A reward model scores exactly these.
+std::vector<int32_t> answerRowIds(const std::vector<ChatMessage>& prompt,
+                                  const std::vector<ChatMessage>& answer,
+                                  const Tokenizer& tokenizer, const ChatTemplate& chat);
+std::vector<int32_t> plainAnswerRowIds(const std::string& prompt, const std::string& answer,
+                                       const Tokenizer& tokenizer);
+
 // Tokenizes pairs with `chat` (conversational pairs) or as plain text (prompt + answer, BOS as the
 // tokenizer adds it, EOS appended). Pairs are rejected, never trained on silently, when the prompt
 // alone has maxLength tokens or more, when an answer has no token, when both answers have the
@@ -43,6 +52,8 @@ PairSet tokenizePairs(const std::vector<PairExample>& pairs, const Tokenizer& to
 struct PairBatch {
     int64_t pairs = 0, width = 0;  // rows = 2 x pairs
     std::vector<int64_t> ids, labels;
+    // Like labels but over every real token, the prompt's too (ORPO's SFT term, as TRL takes it).
+    std::vector<int64_t> fullLabels;
     std::vector<int64_t> lengths;  // real tokens per row
     std::vector<double> margins;   // per pair (0 when the pair has none)
     int64_t tokens = 0;            // real tokens of all rows

@@ -49,8 +49,8 @@ PreparedPairs preparePairs(const TrainConfig& c, const Tokenizer& tokenizer)
     } else if (c.data.valRatio > 0) {
         // The seeded split of SFT: the same seed holds out the same pairs.
         const auto order = epochOrder(static_cast<int64_t>(train.size()), c.seed ^ 0x5eed, 0);
-        const auto nVal = static_cast<size_t>(
-            std::llround(c.data.valRatio * static_cast<double>(train.size())));
+        const auto nVal =
+            static_cast<size_t>(std::llround(c.data.valRatio * static_cast<double>(train.size())));
         std::vector<PairExample> kept;
         for (size_t i = 0; i < order.size(); ++i)
             (i < nVal ? val : kept).push_back(train[static_cast<size_t>(order[i])]);
@@ -62,8 +62,8 @@ PreparedPairs preparePairs(const TrainConfig& c, const Tokenizer& tokenizer)
     report(d, d.train.rejected, "refused");
     report(d, d.val.rejected, "refused");
     if (d.train.pairs.empty())
-        fail(c.data.trainFile, ": no preference pair left to train on (",
-             d.train.rejected.size(), " refused, ", train.size(), " read)");
+        fail(c.data.trainFile, ": no preference pair left to train on (", d.train.rejected.size(),
+             " refused, ", train.size(), " read)");
     if (d.train.truncated > 0)
         d.warnings.push_back(cat(d.train.truncated, " of ", d.train.pairs.size(),
                                  " training pairs were cut at max_length ", c.data.maxLength));

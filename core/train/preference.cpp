@@ -7,6 +7,7 @@
 #include "model/registry.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
+#include "train/losses.h"
 #include "train/memory_report.h"
 #include "train/reward.h"
 #include "train/schedule.h"
@@ -181,7 +182,8 @@ void PreferenceRecipe::setUpReference()
     const bool peft = m_config.method == Method::Lora || m_config.method == Method::Adapter ||
                       m_config.method == Method::Prompt;
     switch (m_config.preference.reference) {
-    case ReferenceKind::Precomputed: return;  // after the data is read
+    case ReferenceKind::Precomputed:
+        return;  // after the data is read
     case ReferenceKind::Auto:
         if (peft) {
             m_referenceOff = true;
@@ -190,8 +192,7 @@ void PreferenceRecipe::setUpReference()
         [[fallthrough]];
     case ReferenceKind::Copy: {
         m_reference = createCausalLM(loadModelConfig(m_config.model));
-        m_reference->loadWeights(Checkpoint::open(m_config.model), torch::kFloat32,
-                                 m_model.device);
+        m_reference->loadWeights(Checkpoint::open(m_config.model), torch::kFloat32, m_model.device);
         for (auto& p : m_reference->parameters())
             p.set_requires_grad(false);
         m_reference->eval();
@@ -247,9 +248,8 @@ AnswerLogps PreferenceRecipe::referenceLogps(const torch::Tensor& ids, const tor
     return out;
 }
 
-PreferenceRecipe::Scored PreferenceRecipe::scorePairs(const PairSet& set,
-                                                      const std::vector<int64_t>& indices,
-                                                      bool training)
+PreferenceRecipe::Scored
+PreferenceRecipe::scorePairs(const PairSet& set, const std::vector<int64_t>& indices, bool training)
 {
     const PairBatch b = makePairBatch(set, indices, m_padId);
     const int64_t rows = 2 * b.pairs;
@@ -264,17 +264,24 @@ PreferenceRecipe::Scored PreferenceRecipe::scorePairs(const PairSet& set,
             auto autocast = precisionAutocast(m_model.device, m_config.precision);
             scores = rewardScores(model, m_head, ids, m_padId);
         }
-        const auto margins = torch::tensor(b.margins, torch::kFloat64)
-                                 .to(torch::kFloat32)
-                                 .to(m_model.device);
+        const auto margins =
+            torch::tensor(b.margins, torch::kFloat64).to(torch::kFloat32).to(m_model.device);
         out.loss = rewardLoss(scores.slice(0, 0, b.pairs), scores.slice(0, b.pairs), margins);
         return out;
     }
     const auto labels = toTensor(b.labels, rows, b.width, m_model.device);
     AnswerLogps policy;
+    torch::Tensor chosenNll;
     {
         auto autocast = precisionAutocast(m_model.device, m_config.precision);
-        policy = answerLogps(model.forward(ids, nullptr), labels);
+        const auto logits = model.forward(ids, nullptr);  // [rows, width, vocab]
+        policy = answerLogps(logits, labels);
+        if (m_config.objective == Objective::Orpo) {
+            // TRL's ORPO: the mean token cross-entropy over the chosen rows' prompt and answer.
+            const auto full = toTensor(b.fullLabels, rows, b.width, m_model.device);
+            chosenNll = tokenLoss(logits.slice(0, 0, b.pairs), full.slice(0, 0, b.pairs),
+                                  full.slice(0, 0, b.pairs).ne(-100).sum().item<double>());
+        }
     }
     if (training && m_memoryAfterForward == 0)
         m_memoryAfterForward = memoryNow();
@@ -296,8 +303,7 @@ PreferenceRecipe::Scored PreferenceRecipe::scorePairs(const PairSet& set,
             in.refRejected = ref.sum.slice(0, b.pairs);
         }
     }
-    if (m_config.objective == Objective::Orpo)  // mean token loss over all chosen answer tokens
-        in.chosenNll = -in.chosen.sum() / in.chosenCount.sum();
+    in.chosenNll = chosenNll;
     out.loss = preferenceLoss(m_config.objective, m_config.preference, in);
     return out;
 }
@@ -345,8 +351,7 @@ void PreferenceRecipe::precomputeReference()
             chosen.insert(chosen.end(), v, v + b.pairs);
             rejected.insert(rejected.end(), v + b.pairs, v + 2 * b.pairs);
         }
-        out[set == &m_data.train ? "train" : "val"] = {{"chosen", chosen},
-                                                       {"rejected", rejected}};
+        out[set == &m_data.train ? "train" : "val"] = {{"chosen", chosen}, {"rejected", rejected}};
     }
     m_model.module->train(wasTraining);
     writeFileAtomic(path, out.dump());

@@ -44,8 +44,7 @@ private:
     AnswerLogps referenceLogps(const torch::Tensor& ids, const torch::Tensor& labels);
     void precomputeReference();  // reference: precomputed (reference_logps.json)
     EvalMetrics evaluate(int64_t step);
-    void emitStep(const PairLoss& loss, double lr, double gradNorm, int64_t tokens,
-                  double seconds);
+    void emitStep(const PairLoss& loss, double lr, double gradNorm, int64_t tokens, double seconds);
     void save();
     void reportMemory(int64_t seq);
     std::vector<int64_t> nextMicroBatch();

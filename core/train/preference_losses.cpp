@@ -109,7 +109,8 @@ PairLoss preferenceLoss(Objective objective, const PreferenceOptions& o, const P
         return out;
     }
     case Objective::Sft:
-    case Objective::Reward: break;
+    case Objective::Reward:
+        break;
     }
     fail("objective '", objectiveName(objective), "' is not a preference loss");
 }

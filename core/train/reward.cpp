@@ -25,7 +25,8 @@ int32_t rewardPadId(const std::string& modelDir, const Tokenizer& tokenizer)
 torch::Tensor newRewardHead(int64_t hidden, uint64_t seed, const torch::Device& device)
 {
     auto generator = at::detail::createCPUGenerator(seed);
-    auto head = at::normal(0.0, 0.02, {1, hidden}, generator, torch::TensorOptions(torch::kFloat32));
+    auto head =
+        at::normal(0.0, 0.02, {1, hidden}, generator, torch::TensorOptions(torch::kFloat32));
     return head.to(device).set_requires_grad(true);
 }
 

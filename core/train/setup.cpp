@@ -183,8 +183,8 @@ nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int6
                    plannedSteps, trainableParameters);
 }
 
-nlohmann::json runInfo(const TrainConfig& config, const nlohmann::json& data,
-                       int64_t plannedSteps, int64_t trainableParameters)
+nlohmann::json runInfo(const TrainConfig& config, const nlohmann::json& data, int64_t plannedSteps,
+                       int64_t trainableParameters)
 {
     std::string weightsHash;
     for (const auto& f : std::filesystem::directory_iterator(config.model))

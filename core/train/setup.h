@@ -61,8 +61,8 @@ PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
 nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
                        int64_t trainableParameters);
 // The same with the data record given (preference runs: train/pair_data.h).
-nlohmann::json runInfo(const TrainConfig& config, const nlohmann::json& data,
-                       int64_t plannedSteps, int64_t trainableParameters);
+nlohmann::json runInfo(const TrainConfig& config, const nlohmann::json& data, int64_t plannedSteps,
+                       int64_t trainableParameters);
 
 // run.json's record of the trainable token rows the model trains: {"ids": [...], "tokens":
 // [pieces]} (empty lists when none).

@@ -101,15 +101,14 @@ const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
 const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
 const Names kPromptKeys{"num_tokens", "init_text"};
 const Names kPartialKeys{"trainable_blocks", "modules"};
-const Names kObjectives =
-    namesOf({Objective::Sft, Objective::Dpo, Objective::Ipo, Objective::Simpo, Objective::Orpo,
-             Objective::Reward},
-            objectiveName);
+const Names kObjectives = namesOf({Objective::Sft, Objective::Dpo, Objective::Ipo, Objective::Simpo,
+                                   Objective::Orpo, Objective::Reward},
+                                  objectiveName);
 const Names kReferences = namesOf(
     {ReferenceKind::Auto, ReferenceKind::Copy, ReferenceKind::Precomputed}, referenceKindName);
-const Names kPairLayouts = namesOf(
-    {PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf, PairLayout::UltraFeedback},
-    pairLayoutName);
+const Names kPairLayouts =
+    namesOf({PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf, PairLayout::UltraFeedback},
+            pairLayoutName);
 const Names kPreferenceKeys{"beta", "label_smoothing", "gamma", "reference", "layout"};
 const Names kEvalKeys{"generate_every", "sample", "metrics", "max_new_tokens"};
 const Names kDataKeys{"store",
@@ -676,12 +675,18 @@ ChatTemplate runChatTemplate(const TrainConfig& config)
 const char* objectiveName(Objective objective)
 {
     switch (objective) {
-    case Objective::Sft: return "sft";
-    case Objective::Dpo: return "dpo";
-    case Objective::Ipo: return "ipo";
-    case Objective::Simpo: return "simpo";
-    case Objective::Orpo: return "orpo";
-    case Objective::Reward: return "reward";
+    case Objective::Sft:
+        return "sft";
+    case Objective::Dpo:
+        return "dpo";
+    case Objective::Ipo:
+        return "ipo";
+    case Objective::Simpo:
+        return "simpo";
+    case Objective::Orpo:
+        return "orpo";
+    case Objective::Reward:
+        return "reward";
     }
     return "sft";
 }
@@ -696,9 +701,12 @@ std::optional<Objective> parseObjective(const std::string& name)
 const char* referenceKindName(ReferenceKind kind)
 {
     switch (kind) {
-    case ReferenceKind::Auto: return "auto";
-    case ReferenceKind::Copy: return "copy";
-    case ReferenceKind::Precomputed: return "precomputed";
+    case ReferenceKind::Auto:
+        return "auto";
+    case ReferenceKind::Copy:
+        return "copy";
+    case ReferenceKind::Precomputed:
+        return "precomputed";
     }
     return "auto";
 }
@@ -962,9 +970,15 @@ EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
         const bool peft = run.method == Method::Lora || run.method == Method::Adapter ||
                           run.method == Method::Prompt;
         switch (run.preference.reference) {
-        case ReferenceKind::Auto: o.reference = peft ? "off" : "copy"; break;
-        case ReferenceKind::Copy: o.reference = "copy"; break;
-        case ReferenceKind::Precomputed: o.reference = "precomputed"; break;
+        case ReferenceKind::Auto:
+            o.reference = peft ? "off" : "copy";
+            break;
+        case ReferenceKind::Copy:
+            o.reference = "copy";
+            break;
+        case ReferenceKind::Precomputed:
+            o.reference = "precomputed";
+            break;
         }
     }
     return o;

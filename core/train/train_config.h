@@ -5,9 +5,9 @@
 #include "data/example.h"
 #include "memory/estimator.h"
 #include "peft/method.h"
-#include "train/objective.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/model_template.h"
+#include "train/objective.h"
 
 #include <nlohmann/json.hpp>
 
