@@ -1,5 +1,5 @@
 // Export page: run, format (and GGUF dtype) choice, a worker running exportRun, and a tree of the
-// checks' results.
+// checks' results; a reward-model run offers only its transformers classifier folder.
 #include "export_page.h"
 
 #include "studio_state.h"
@@ -9,7 +9,9 @@
 #include "memory/estimator.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "train/run_store.h"
 #include "train/tuned_model.h"
+#include "util/file_util.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -23,6 +25,7 @@
 #include <QLineEdit>
 #include <QLocale>
 #include <QPushButton>
+#include <QStandardItem>
 #include <QStandardItemModel>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -35,10 +38,51 @@ namespace tb {
 
 namespace {
 
+// A reward model's merged folder: transformers' *ForSequenceClassification with one label (the
+// score), read back from its config.json.
+void checkRewardFolder(const ExportReport& r, ExportOutcome& out)
+{
+    nlohmann::json config;
+    try {
+        config = nlohmann::json::parse(readFile(r.outDir + "/config.json"));
+    } catch (const std::exception& e) {
+        out.ok = false;
+        out.message = QObject::tr("The exported folder has no readable config.json: %1")
+                          .arg(QString::fromUtf8(e.what()));
+        return;
+    }
+    QString architecture;
+    if (config.contains("architectures") && config["architectures"].is_array() &&
+        !config["architectures"].empty() && config["architectures"][0].is_string())
+        architecture = QString::fromStdString(config["architectures"][0].get<std::string>());
+    // As transformers reads it: num_labels, else the size of id2label, else its default of 2.
+    int64_t labels = 2;
+    if (config.contains("num_labels") && config["num_labels"].is_number_integer())
+        labels = config["num_labels"].get<int64_t>();
+    else if (config.contains("id2label") && config["id2label"].is_object())
+        labels = int64_t(config["id2label"].size());
+    const bool ok =
+        architecture.endsWith(QStringLiteral("ForSequenceClassification")) && labels == 1;
+    out.results << qMakePair(
+        QObject::tr("Architecture (config.json), labels"),
+        QStringLiteral("%1, %2 %3")
+            .arg(architecture.isEmpty() ? QObject::tr("missing") : architecture)
+            .arg(labels)
+            .arg(ok ? QObject::tr("✔ a one-score reward model")
+                    : QObject::tr("✘ not a one-label sequence classifier")));
+    out.results << qMakePair(
+        QObject::tr("Load with transformers"),
+        QStringLiteral("AutoModelForSequenceClassification.from_pretrained(\"%1\")")
+            .arg(QString::fromStdString(r.outDir)));
+    out.ok = ok;
+    if (!ok)
+        out.message = QObject::tr("The exported folder is not a one-label sequence classifier.");
+}
+
 // Runs core's export; for a merged folder, also reloads it and compares its logits with the tuned
 // model's; for a GGUF file, re-reads its header and checks the tensors and architecture it
 // declares.
-ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
+ExportOutcome runExport(const QString& runDir, const ExportOptions& options, bool reward)
 {
     ExportOutcome out;
     try {
@@ -53,7 +97,9 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options)
                                  QString::fromStdString(r.outDir));
         for (const std::string& f : r.files)
             out.files << QString::fromStdString(f);
-        if (r.format == "merged") {
+        if (reward) {
+            checkRewardFolder(r, out);
+        } else if (r.format == "merged") {
             out.results << qMakePair(QObject::tr("Largest change from base (max |Δw|)"),
                                      QString::number(r.maxAbsChange, 'g', 4));
             // The merged folder must behave like base + method: same logits on a short prompt.
@@ -143,6 +189,7 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_format->addItem(tr("GGUF LoRA adapter (llama.cpp --lora)"), QStringLiteral("gguf-lora"));
     m_format->addItem(tr("GGUF base model, for the adapter (llama.cpp)"),
                       QStringLiteral("gguf-base"));
+    m_format->addItem(tr("Reward model (transformers)"), QStringLiteral("reward"));
     m_dtype = new QComboBox(box);
     m_dtype->addItem(tr("f32 (exact)"), QStringLiteral("f32"));
     m_dtype->addItem(tr("f16 (half the size)"), QStringLiteral("f16"));
@@ -157,6 +204,10 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_force = new QCheckBox(tr("Export even when the weights equal the base model's"), box);
     form->addRow(tr("Run:"), m_run);
     form->addRow(tr("Format:"), m_format);
+    m_note = new QLabel(box);
+    m_note->setWordWrap(true);
+    m_note->hide();
+    form->addRow(QString(), m_note);
     form->addRow(tr("GGUF weights:"), m_dtype);
     m_outLabel = new QLabel(tr("Output folder:"), box);
     form->addRow(m_outLabel, outRow);
@@ -192,7 +243,7 @@ ExportPage::ExportPage(StudioState* state, QWidget* parent) : QWidget(parent), m
             setOutputDir(path);
     });
     connect(m_out, &QLineEdit::textEdited, this, [this] { m_outEdited = true; });
-    connect(m_run, &QComboBox::currentIndexChanged, this, &ExportPage::suggestOutput);
+    connect(m_run, &QComboBox::currentIndexChanged, this, &ExportPage::showFormats);
     connect(m_format, &QComboBox::currentIndexChanged, this, &ExportPage::suggestOutput);
     connect(m_state, &StudioState::runsChanged, this, &ExportPage::refreshRuns);
     connect(m_state, &StudioState::selectedRunChanged, this, &ExportPage::refreshRuns);
@@ -222,7 +273,65 @@ void ExportPage::refreshRuns()
     m_export->setEnabled(m_run->count() > 0 && !busy());
     if (m_run->count() == 0)
         m_status->setText(tr("Train a run first; its newest checkpoint is exported."));
+    showFormats();
+}
+
+bool ExportPage::rewardRun(const QString& runDir)
+{
+    // run.json's config.objective (core's isRewardRun reads the same key).
+    try {
+        const nlohmann::json info = RunStore(runDir.toStdString()).readRunInfo();
+        const auto config = info.find("config");
+        return config != info.end() && config->is_object() &&
+               config->value("objective", "") == std::string("reward");
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+void ExportPage::showFormats()
+{
+    // A reward model is a scalar head on the base: a transformers sequence classifier, not an
+    // adapter or a GGUF language model.
+    m_reward = m_run->count() > 0 && rewardRun(m_run->currentData().toString());
+    auto* model = qobject_cast<QStandardItemModel*>(m_format->model());
+    const QString notForReward =
+        tr("Not for a reward model: PEFT adapters, plain merged folders and GGUF files hold a "
+           "language model, and their loaders (PEFT's causal LM, llama.cpp) drop the score head. "
+           "Use “Reward model (transformers)”.");
+    for (int i = 0; i < m_format->count(); ++i) {
+        const bool rewardItem = m_format->itemData(i).toString() == QLatin1String("reward");
+        const bool enabled = m_reward == rewardItem;
+        if (QStandardItem* item = model ? model->item(i) : nullptr) {
+            item->setEnabled(enabled);
+            item->setToolTip(enabled      ? QString()
+                             : rewardItem ? tr("Only for a reward-model run (objective “reward”).")
+                                          : notForReward);
+        }
+    }
+    if (!formatEnabled(m_format->currentData().toString())) {
+        const QSignalBlocker block(m_format);
+        m_format->setCurrentIndex(
+            m_format->findData(m_reward ? QStringLiteral("reward") : QStringLiteral("peft")));
+    }
+    m_note->setVisible(m_reward);
+    m_note->setText(
+        m_reward ? tr("This run trained a reward model. It exports as a Hugging Face "
+                      "transformers folder with a *ForSequenceClassification architecture and "
+                      "one label: the base weights with the run's method merged in and the "
+                      "trained score head. transformers' AutoModelForSequenceClassification loads "
+                      "it; logits[:, 0] is the reward of a prompt and answer (higher is better). "
+                      "%1")
+                       .arg(notForReward)
+                 : QString());
     suggestOutput();
+}
+
+bool ExportPage::formatEnabled(const QString& format) const
+{
+    const int i = m_format->findData(format);
+    const auto* model = qobject_cast<const QStandardItemModel*>(m_format->model());
+    return i >= 0 && (!model || model->item(i)->isEnabled());
 }
 
 void ExportPage::suggestOutput()
@@ -239,12 +348,13 @@ void ExportPage::suggestOutput()
                        (format == QStringLiteral("gguf") ? QString() : format.mid(4)) +
                        QStringLiteral(".gguf"));
     else
-        m_out->setText(run + QStringLiteral("/export-") + m_format->currentData().toString());
+        m_out->setText(run + QStringLiteral("/export-") + format);
 }
 
 void ExportPage::setFormat(const QString& format)
 {
-    m_format->setCurrentIndex(std::max(0, m_format->findData(format)));
+    if (formatEnabled(format))
+        m_format->setCurrentIndex(m_format->findData(format));
 }
 
 void ExportPage::setGgufDtype(const QString& dtype)
@@ -260,17 +370,20 @@ void ExportPage::setOutputDir(const QString& dir)
 
 void ExportPage::exportSelected()
 {
-    if (busy() || m_run->count() == 0)
+    if (busy() || m_run->count() == 0 || !formatEnabled(m_format->currentData().toString()))
         return;
     ExportOptions options;
-    options.format = m_format->currentData().toString().toStdString();
+    const bool reward = m_format->currentData().toString() == QLatin1String("reward");
+    // Core writes a reward run's merged folder as a sequence classifier.
+    options.format = reward ? "merged" : m_format->currentData().toString().toStdString();
     options.outDir = m_out->text().toStdString();
     options.force = m_force->isChecked();
     options.dtype = m_dtype->currentData().toString().toStdString();
     m_export->setEnabled(false);
     m_results->removeRows(0, m_results->rowCount());
     m_status->setText(tr("Exporting…"));
-    m_watcher.setFuture(QtConcurrent::run(runExport, m_run->currentData().toString(), options));
+    m_watcher.setFuture(
+        QtConcurrent::run(runExport, m_run->currentData().toString(), options, reward));
 }
 
 void ExportPage::showOutcome()
@@ -288,6 +401,11 @@ void ExportPage::showOutcome()
             files->appendRow({new QStandardItem(QFileInfo(f).fileName()), new QStandardItem(f)});
         m_resultsView->expand(files->index());
     }
+}
+
+QString ExportPage::formatNote() const
+{
+    return m_note->isHidden() ? QString() : m_note->text();
 }
 
 }  // namespace tb

@@ -26,24 +26,27 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 
 namespace tb {
 
 namespace {
 
+// "other": every item core itemises beyond these (a preference objective's reference model,
+// log-probabilities, a reward model's head), stacked as one bar and listed by key in the table.
 const char* const kComponents[] = {"weights",     "gradients", "optimizer_states", "master_weights",
-                                   "activations", "logits",    "overhead"};
-const char* const kComponentTitles[] = {"Weights",        "Gradients",   "Optimizer states",
-                                        "Master weights", "Activations", "Logits",
-                                        "Overhead"};
+                                   "activations", "logits",    "overhead",         "other"};
+const char* const kComponentTitles[] = {"Weights",        "Gradients",      "Optimizer states",
+                                        "Master weights", "Activations",    "Logits",
+                                        "Overhead",       "Objective's own"};
 const QColor kColors[] = {QColor(0x34, 0x6d, 0xb3), QColor(0xe0, 0x7b, 0x39),
                           QColor(0x5a, 0xa4, 0x69), QColor(0x8c, 0x6b, 0xb1),
                           QColor(0xd1, 0x4f, 0x5a), QColor(0xc9, 0xa2, 0x27),
-                          QColor(0x8c, 0x8c, 0x8c)};
+                          QColor(0x8c, 0x8c, 0x8c), QColor(0x16, 0xa0, 0x85)};
 const Method kMethods[] = {Method::Full, Method::Partial, Method::Lora, Method::Adapter,
                            Method::Prompt};
-constexpr int kComponentCount = 7;
+constexpr int kComponentCount = 8;
 
 QString methodLabel(Method m)
 {
@@ -65,10 +68,12 @@ QString methodLabel(Method m)
 std::vector<double> componentBytes(const MemoryEstimate& e)
 {
     std::vector<double> values(kComponentCount, 0.0);
-    for (const MemoryItem& item : e.items)
-        for (int i = 0; i < kComponentCount; ++i)
-            if (item.key == kComponents[i])
-                values[i] = double(item.bytes);
+    for (const MemoryItem& item : e.items) {
+        int i = 0;
+        while (i < kComponentCount - 1 && item.key != kComponents[i])
+            ++i;
+        values[i] += double(item.bytes);
+    }
     return values;
 }
 
@@ -322,6 +327,21 @@ void MemoryPage::refresh()
         }
         EstimateOptions quick = m_options;
         quick.advise = false;
+        m_sftTotal.reset();
+        if (run.objective != Objective::Sft) {
+            // The same setup trained with SFT, beside it: what the objective itself costs.
+            TrainConfig sft = run;
+            sft.objective = Objective::Sft;
+            EstimateOptions o = quick;
+            o.objective = "sft";
+            o.reference = "none";
+            try {
+                const MemoryEstimate e = estimateMemory(*model, sft, o);
+                m_sftTotal = e.total;
+                columns.emplace_back(tr("%1\nSFT").arg(methodLabel(run.method)), componentBytes(e));
+            } catch (const std::exception&) {
+            }
+        }
         for (Method m : kMethods) {
             if (m == run.method)
                 continue;
@@ -411,12 +431,21 @@ QString MemoryPage::verdictText() const
         tr(" Inference with the same model: %1 (training needs %2×).")
             .arg(bytesText(e.inference))
             .arg(double(e.total) / double(std::max<qint64>(e.inference, 1)), 0, 'f', 1);
+    QString objective;
+    if (m_sftTotal) {
+        const qint64 delta = e.total - *m_sftTotal;
+        objective =
+            tr(" %1 %2 vs SFT.")
+                .arg(QString::fromLatin1(objectiveName(m_state->config().objective)).toUpper(),
+                     (delta < 0 ? QStringLiteral("−") : QStringLiteral("+")) +
+                         bytesText(std::abs(delta)));
+    }
     if (!e.fits)
-        return tr("Estimated peak: %1 per device.").arg(total) + inference;
+        return tr("Estimated peak: %1 per device.").arg(total) + objective + inference;
     const QString device = bytesText(*m_options.deviceMemory);
     return (*e.fits ? tr("Fits: %1 of %2 per device.").arg(total, device)
                     : tr("Does not fit: %1 needed, %2 per device.").arg(total, device)) +
-           inference;
+           objective + inference;
 }
 
 QStringList MemoryPage::adviceShown() const
@@ -470,6 +499,14 @@ void MemoryPage::drawChart(const std::vector<std::pair<QString, std::vector<doub
         }
         m_bars[i]->setData(keys, values, true);
     }
+    // The objective's own items show in the legend only when some column has them.
+    bool others = false;
+    for (const auto& column : columns)
+        others = others || column.second[kComponentCount - 1] > 0;
+    if (others)
+        m_bars[kComponentCount - 1]->addToLegend();
+    else
+        m_bars[kComponentCount - 1]->removeFromLegend();
     for (size_t c = 0; c < columns.size(); ++c) {
         ticker->addTick(double(c), columns[c].first);
         m_categories << columns[c].first;

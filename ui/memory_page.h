@@ -1,6 +1,7 @@
 // The Memory page (the instructor's view): core's memory estimate as stacked bars for the chosen
-// setup and every other method, a device-memory line with core's verdict and advice, controls that
-// redraw at once, and measured bars beside the estimated ones once a run has done its first step.
+// setup (beside the same setup with SFT for a preference objective) and every other method, a
+// device-memory line with core's verdict and advice, controls that redraw at once, and measured
+// bars beside the estimated ones once a run has done its first step.
 #pragma once
 
 #include "memory/estimator.h"
@@ -36,8 +37,9 @@ public:
     const std::optional<MemoryEstimate>& estimate() const { return m_estimate; }
     QString verdictText() const;
     QStringList adviceShown() const;
-    // Bytes drawn for one component (weights ... overhead) in category `column` (0: the chosen
-    // method).
+    // Bytes drawn for one component (weights ... overhead; "other": the items core adds beyond
+    // them, such as a preference objective's reference) in category `column` (0: the chosen
+    // method; a preference objective's SFT comparison is column 1).
     double barBytes(const QString& key, int column) const;
     QStringList categories() const { return m_categories; }
     QTableWidget* table() const { return m_table; }
@@ -84,6 +86,7 @@ private:
 
     EstimateOptions m_options;
     std::optional<MemoryEstimate> m_estimate;
+    std::optional<qint64> m_sftTotal;  // a preference objective: the same setup with SFT
     std::optional<MemoryReport> m_measured;
 };
 

@@ -1,6 +1,7 @@
 // Method page: a radio button per method, a stacked options box, and core's trainable counts.
 #include "method_page.h"
 
+#include "objective_panel.h"
 #include "studio_state.h"
 
 #include "memory/estimator.h"
@@ -147,6 +148,12 @@ MethodPage::MethodPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     auto* layout = new QHBoxLayout(this);
     auto* left = new QVBoxLayout();
     layout->addLayout(left, 1);
+
+    auto* objectiveBox = new QGroupBox(tr("Objective"), this);
+    auto* objectiveLayout = new QVBoxLayout(objectiveBox);
+    m_objective = new ObjectivePanel(m_state, objectiveBox);
+    objectiveLayout->addWidget(m_objective);
+    left->addWidget(objectiveBox);
 
     auto* methodBox = new QGroupBox(tr("Method"), this);
     auto* methodLayout = new QVBoxLayout(methodBox);

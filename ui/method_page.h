@@ -1,6 +1,6 @@
-// The Method page: full, partial, LoRA, adapter or prompt tuning with their options, and the
-// trainable parameters of each method (core's trainableParameterCount) updating as the options
-// change.
+// The Method page: the training objective (SFT or a preference objective, ObjectivePanel) and the
+// method (full, partial, LoRA, adapter or prompt tuning) with their options, and the trainable
+// parameters of each method (core's trainableParameterCount) updating as the options change.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -22,6 +22,7 @@ class QVBoxLayout;
 
 namespace tb {
 
+class ObjectivePanel;
 class StudioState;
 
 // Every method's trainable parameters with the current options (rows: full, partial, lora, adapter,
@@ -62,6 +63,8 @@ public:
     void chooseMethod(const QString& name);  // "full", "partial", "lora", "adapter", "prompt"
     QSpinBox* loraRankBox() const { return m_loraRank; }
     QLineEdit* promptInitEdit() const { return m_promptInit; }
+    // The objective (SFT, DPO, ...) and its options, with their memory estimate beside SFT's.
+    ObjectivePanel* objectivePanel() const { return m_objective; }
 
 private:
     void buildOptions(QStackedWidget* stack);
@@ -73,6 +76,7 @@ private:
 
     StudioState* m_state;
     bool m_updating = false;
+    ObjectivePanel* m_objective = nullptr;
     QButtonGroup* m_methods = nullptr;
     QStackedWidget* m_stack = nullptr;
     // Partial

@@ -1,4 +1,5 @@
-// Palette-driven plot colours: Base for the canvas, Text for axes and labels, Mid for the grid.
+// Palette-driven plot colours: Base for the canvas, Text for axes and labels, Mid for the grid;
+// the titled plot and graph every live plot of the studio starts from.
 #include "plot_style.h"
 
 #include <qcustomplot.h>
@@ -34,6 +35,40 @@ void applyPlotPalette(QCustomPlot* plot, const QPalette& palette)
     for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
         if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
             title->setTextColor(text);
+}
+
+QCustomPlot* makeTitledPlot(QWidget* parent, const QString& title, const QString& x,
+                            const QString& y)
+{
+    auto* p = new QCustomPlot(parent);
+    p->setMinimumSize(240, 180);
+    p->plotLayout()->insertRow(0);
+    auto* t = new QCPTextElement(
+        p, title, QFont(parent->font().family(), parent->font().pointSize(), QFont::Bold));
+    p->plotLayout()->addElement(0, 0, t);
+    p->xAxis->setLabel(x);
+    p->yAxis->setLabel(y);
+    p->legend->setVisible(true);
+    QFont small = parent->font();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    p->legend->setFont(small);
+    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    p->setNoAntialiasingOnDrag(true);
+    applyPlotPalette(p, parent->palette());
+    return p;
+}
+
+QCPGraph* makePlotGraph(QCustomPlot* p, const QString& name, const QColor& color, bool dots,
+                        QCPAxis* y)
+{
+    auto* g = p->addGraph(p->xAxis, y ? y : p->yAxis);
+    g->setName(name);
+    g->setPen(QPen(color, dots ? 1 : 1.6));
+    if (dots) {
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 4));
+    }
+    return g;
 }
 
 }  // namespace tb

@@ -85,6 +85,7 @@ void RunHistory::updateOverlays()
                 curve.losses << m.loss;
             }
             curve.generation = generationCurves(metrics.generationEvals);
+            curve.preference = preferenceCurve(metrics.steps);
         } catch (const std::exception& e) {
             Q_EMIT message(
                 tr("Cannot read %1: %2").arg(entry->text(), QString::fromUtf8(e.what())));

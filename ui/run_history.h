@@ -1,6 +1,7 @@
 // RunHistory: the Train page's list of past runs (this session's and the runs folder's), each with
-// a check box that overlays its loss curve and its generation-eval metrics (read from the run's
-// metrics.jsonl by core) on the live plots.
+// a check box that overlays its loss curve, its generation-eval metrics and, for a preference or
+// reward run, its reward margins and accuracies (read from the run's metrics.jsonl by core) on the
+// live plots.
 #pragma once
 
 #include "train_plots.h"

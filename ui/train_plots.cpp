@@ -13,6 +13,7 @@
 #include <QSaveFile>
 #include <QTextStream>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tb {
@@ -32,39 +33,6 @@ bool onRightAxis(const QString& metric)
     return metricScale(metric.toStdString()) != MetricScale::Unit;
 }
 
-QCustomPlot* makePlot(QWidget* parent, const QString& title, const QString& x, const QString& y)
-{
-    auto* p = new QCustomPlot(parent);
-    p->setMinimumSize(240, 180);
-    p->plotLayout()->insertRow(0);
-    auto* t = new QCPTextElement(
-        p, title, QFont(parent->font().family(), parent->font().pointSize(), QFont::Bold));
-    p->plotLayout()->addElement(0, 0, t);
-    p->xAxis->setLabel(x);
-    p->yAxis->setLabel(y);
-    p->legend->setVisible(true);
-    QFont small = parent->font();
-    small.setPointSizeF(small.pointSizeF() * 0.85);
-    p->legend->setFont(small);
-    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    p->setNoAntialiasingOnDrag(true);
-    applyPlotPalette(p, parent->palette());
-    return p;
-}
-
-QCPGraph* makeGraph(QCustomPlot* p, const QString& name, const QColor& color, bool dots = false,
-                    QCPAxis* y = nullptr)
-{
-    auto* g = p->addGraph(p->xAxis, y ? y : p->yAxis);
-    g->setName(name);
-    g->setPen(QPen(color, dots ? 1 : 1.6));
-    if (dots) {
-        g->setLineStyle(QCPGraph::lsNone);
-        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 4));
-    }
-    return g;
-}
-
 }  // namespace
 
 TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
@@ -72,8 +40,9 @@ TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
     auto* grid = new QGridLayout(this);
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(6);
-    m_loss = makePlot(this, tr("Loss"), tr("step"), tr("cross-entropy (nats/token)"));
-    m_generation = makePlot(this, tr("Generation eval"), tr("step"), tr("score (0-1 metrics)"));
+    m_loss = makeTitledPlot(this, tr("Loss"), tr("step"), tr("cross-entropy (nats/token)"));
+    m_generation =
+        makeTitledPlot(this, tr("Generation eval"), tr("step"), tr("score (0-1 metrics)"));
     m_generation->yAxis2->setLabel(tr("BLEU, chrF, TER (0-100)"));
     m_generationHint = new QCPItemText(m_generation);
     m_generationHint->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -81,39 +50,43 @@ TrainPlots::TrainPlots(QWidget* parent) : QWidget(parent)
     m_generationHint->setText(tr("No generation eval in this run:\nset \"Generate every\" "
                                  "(eval.generate_every)\nto score greedy answers while training."));
     m_generationHint->setColor(palette().color(QPalette::PlaceholderText));
-    m_lr = makePlot(this, tr("Learning rate"), tr("step"), tr("learning rate"));
-    m_memory = makePlot(this, tr("Memory"), tr("step"), tr("tensor memory (MiB)"));
-    m_speed = makePlot(this, tr("Throughput and gradient norm"), tr("step"), tr("tokens / s"));
+    m_lr = makeTitledPlot(this, tr("Learning rate"), tr("step"), tr("learning rate"));
+    m_memory = makeTitledPlot(this, tr("Memory"), tr("step"), tr("tensor memory (MiB)"));
+    m_speed =
+        makeTitledPlot(this, tr("Throughput and gradient norm"), tr("step"), tr("tokens / s"));
     grid->addWidget(m_loss, 0, 0);
     grid->addWidget(m_generation, 0, 1);
     grid->addWidget(m_lr, 0, 2);
     grid->addWidget(m_memory, 1, 0, 1, 2);
     grid->addWidget(m_speed, 1, 2);
+    m_preference = new PreferencePlots(this);
+    m_preference->hide();
+    grid->addWidget(m_preference, 2, 0, 1, 3);
 
     QColor light(0x34, 0x6d, 0xb3);
     light.setAlpha(90);
-    m_lossRaw = makeGraph(m_loss, tr("train"), light);
-    m_lossSmooth = makeGraph(m_loss, tr("train (smoothed)"), QColor(0x34, 0x6d, 0xb3));
-    m_lossVal = makeGraph(m_loss, tr("validation"), QColor(0xd1, 0x4f, 0x5a));
+    m_lossRaw = makePlotGraph(m_loss, tr("train"), light);
+    m_lossSmooth = makePlotGraph(m_loss, tr("train (smoothed)"), QColor(0x34, 0x6d, 0xb3));
+    m_lossVal = makePlotGraph(m_loss, tr("validation"), QColor(0xd1, 0x4f, 0x5a));
     m_lossVal->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
-    m_lrPlanned = makeGraph(m_lr, tr("planned"), QColor(0x8c, 0x8c, 0x8c));
+    m_lrPlanned = makePlotGraph(m_lr, tr("planned"), QColor(0x8c, 0x8c, 0x8c));
     m_lrPlanned->setPen(QPen(QColor(0x8c, 0x8c, 0x8c), 1.6, Qt::DashLine));
-    m_lrActual = makeGraph(m_lr, tr("actual"), QColor(0xe0, 0x7b, 0x39), true);
-    m_memCurrent = makeGraph(m_memory, tr("after step"), QColor(0x34, 0x6d, 0xb3));
-    m_memPeak = makeGraph(m_memory, tr("peak in step"), QColor(0xd1, 0x4f, 0x5a));
+    m_lrActual = makePlotGraph(m_lr, tr("actual"), QColor(0xe0, 0x7b, 0x39), true);
+    m_memCurrent = makePlotGraph(m_memory, tr("after step"), QColor(0x34, 0x6d, 0xb3));
+    m_memPeak = makePlotGraph(m_memory, tr("peak in step"), QColor(0xd1, 0x4f, 0x5a));
     // The CUDA caching allocator's reserved bytes (allocated + cached); shown only for a CUDA run.
-    m_memReserved = makeGraph(m_memory, tr("reserved (CUDA)"), QColor(0x7f, 0x8c, 0x8d));
+    m_memReserved = makePlotGraph(m_memory, tr("reserved (CUDA)"), QColor(0x7f, 0x8c, 0x8d));
     m_memReserved->setPen(QPen(QColor(0x7f, 0x8c, 0x8d), 1.4, Qt::DashLine));
     m_memReserved->setVisible(false);
     m_memReserved->removeFromLegend();
-    m_memForward = makeGraph(m_memory, tr("after forward"), QColor(0x5a, 0xa4, 0x69), true);
-    m_memBackward = makeGraph(m_memory, tr("after backward"), QColor(0x8c, 0x6b, 0xb1), true);
-    m_memOptimizer = makeGraph(m_memory, tr("after optimizer"), QColor(0xc9, 0xa2, 0x27), true);
+    m_memForward = makePlotGraph(m_memory, tr("after forward"), QColor(0x5a, 0xa4, 0x69), true);
+    m_memBackward = makePlotGraph(m_memory, tr("after backward"), QColor(0x8c, 0x6b, 0xb1), true);
+    m_memOptimizer = makePlotGraph(m_memory, tr("after optimizer"), QColor(0xc9, 0xa2, 0x27), true);
     m_speed->yAxis2->setVisible(true);
     m_speed->yAxis2->setLabel(tr("gradient norm (before clipping)"));
-    m_tokens = makeGraph(m_speed, tr("tokens / s"), QColor(0x5a, 0xa4, 0x69));
-    m_gradNorm =
-        makeGraph(m_speed, tr("gradient norm"), QColor(0x8c, 0x6b, 0xb1), false, m_speed->yAxis2);
+    m_tokens = makePlotGraph(m_speed, tr("tokens / s"), QColor(0x5a, 0xa4, 0x69));
+    m_gradNorm = makePlotGraph(m_speed, tr("gradient norm"), QColor(0x8c, 0x6b, 0xb1), false,
+                               m_speed->yAxis2);
     showGenerationHint();
 }
 
@@ -131,6 +104,8 @@ void TrainPlots::clear()
     for (const auto& [metric, graph] : m_generationGraphs)
         m_generation->removeGraph(graph);
     m_generationGraphs.clear();
+    m_preference->clear();
+    m_preference->setVisible(m_preference->hasPoints());  // overlays stay
     updateGenerationAxes();
     scheduleReplot();
 }
@@ -167,6 +142,8 @@ void TrainPlots::appendSteps(const std::vector<StepMetrics>& steps)
         m_tokens->addData(x, m.tokensPerSecond);
         m_gradNorm->addData(x, m.gradNorm);
     }
+    if (m_preference->appendSteps(steps))
+        m_preference->show();
     scheduleReplot();
 }
 
@@ -185,6 +162,8 @@ void TrainPlots::appendEvals(const std::vector<EvalMetrics>& evals)
         m_evals.push_back(e);
         m_lossVal->addData(double(e.step), e.valLoss);
     }
+    if (m_preference->appendEvals(evals))
+        m_preference->show();
     scheduleReplot();
 }
 
@@ -206,8 +185,8 @@ QCPGraph* TrainPlots::generationGraph(const QString& metric)
         return it->second;
     const QColor color = kMetricColors[m_generationGraphs.size() % std::size(kMetricColors)];
     const bool right = onRightAxis(metric);
-    auto* g = makeGraph(m_generation, right ? tr("%1 (right axis)").arg(metric) : metric, color,
-                        false, right ? m_generation->yAxis2 : nullptr);
+    auto* g = makePlotGraph(m_generation, right ? tr("%1 (right axis)").arg(metric) : metric, color,
+                            false, right ? m_generation->yAxis2 : nullptr);
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 5));
     g->setProperty("metric", metric);
     m_generationGraphs.emplace(metric, g);
@@ -254,20 +233,25 @@ void TrainPlots::setOverlays(const std::vector<RunCurve>& runs)
     for (QCPGraph* g : m_overlays)
         g->parentPlot()->removeGraph(g);
     m_overlays.clear();
+    std::vector<std::pair<QString, PreferenceCurve>> preference;
+    for (const RunCurve& run : runs)
+        preference.emplace_back(run.name, run.preference);
+    m_preference->setOverlays(preference);
+    m_preference->setVisible(m_preference->hasPoints());
     static const QColor palette[] = {QColor(0x5a, 0xa4, 0x69), QColor(0xc9, 0xa2, 0x27),
                                      QColor(0x8c, 0x6b, 0xb1), QColor(0x8c, 0x8c, 0x8c),
                                      QColor(0xe0, 0x7b, 0x39)};
     for (size_t i = 0; i < runs.size(); ++i) {
         QColor c = palette[i % 5];
         c.setAlpha(170);
-        auto* g = makeGraph(m_loss, runs[i].name, c);
+        auto* g = makePlotGraph(m_loss, runs[i].name, c);
         g->setPen(QPen(c, 1.2, Qt::DotLine));
         g->setData(runs[i].steps, runs[i].losses, true);
         m_overlays.push_back(g);
         for (const MetricCurve& m : runs[i].generation) {
             const bool right = onRightAxis(m.metric);
-            auto* mg = makeGraph(m_generation, runs[i].name + QStringLiteral(": ") + m.metric, c,
-                                 false, right ? m_generation->yAxis2 : nullptr);
+            auto* mg = makePlotGraph(m_generation, runs[i].name + QStringLiteral(": ") + m.metric,
+                                     c, false, right ? m_generation->yAxis2 : nullptr);
             mg->setProperty("metric", m.metric);
             mg->setPen(QPen(c, 1.2, Qt::DotLine));
             mg->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c, 4));
@@ -334,7 +318,10 @@ void TrainPlots::replotAll()
     if (!m_replotPending)
         return;  // brought forward by an export
     m_replotPending = false;
-    for (QCustomPlot* p : plots()) {
+    QList<QCustomPlot*> shown = plots();
+    if (preferenceShown())
+        shown += m_preference->plots();
+    for (QCustomPlot* p : shown) {
         p->rescaleAxes(true);
         // Keep a little head room so the newest point is not on the frame.
         for (QCPAxis* axis : {p->yAxis, p->yAxis2}) {
@@ -362,9 +349,15 @@ bool TrainPlots::exportPng(const QString& dir, QStringList* written)
                                                           {m_lr, "learning-rate.png"},
                                                           {m_memory, "memory.png"},
                                                           {m_speed, "throughput.png"}};
+    std::vector<std::pair<QCustomPlot*, QString>> all;
+    for (const auto& [plot, name] : files)
+        all.emplace_back(plot, QLatin1String(name));
+    if (preferenceShown())
+        for (qsizetype i = 0; i < m_preference->plots().size(); ++i)
+            all.emplace_back(m_preference->plots()[i], PreferencePlots::fileNames()[i]);
     bool ok = true;
-    for (const auto& [plot, name] : files) {
-        const QString path = dir + QLatin1Char('/') + QLatin1String(name);
+    for (const auto& [plot, name] : all) {
+        const QString path = dir + QLatin1Char('/') + name;
         ok = plot->savePng(path, 900, 500) && ok;
         if (written)
             *written << path;
@@ -378,8 +371,16 @@ bool TrainPlots::exportCsv(const QString& file) const
     if (!out.open(QIODevice::WriteOnly | QIODevice::Text))
         return false;
     QTextStream s(&out);
+    // A preference or reward run adds its statistics under TRL's names (empty where a step has
+    // none).
+    const bool preference = std::any_of(m_steps.begin(), m_steps.end(),
+                                        [](const StepMetrics& m) { return bool(m.preference); });
     s << "step,loss,val_loss,lr,grad_norm,tokens_per_s,memory_bytes,memory_peak_bytes,memory_"
-         "reserved_bytes,seconds\n";
+         "reserved_bytes,seconds";
+    if (preference)
+        s << ",rewards/chosen,rewards/rejected,rewards/margins,rewards/accuracies,logps/chosen,"
+             "logps/rejected";
+    s << '\n';
     size_t e = 0;
     for (const StepMetrics& m : m_steps) {
         QString val;
@@ -390,8 +391,15 @@ bool TrainPlots::exportCsv(const QString& file) const
         s << m.step << ',' << QString::number(m.loss, 'g', 8) << ',' << val << ','
           << QString::number(m.lr, 'g', 8) << ',' << QString::number(m.gradNorm, 'g', 8) << ','
           << QString::number(m.tokensPerSecond, 'g', 8) << ',' << m.memoryCurrent << ','
-          << m.memoryPeak << ',' << m.memoryReserved << ',' << QString::number(m.seconds, 'g', 8)
-          << '\n';
+          << m.memoryPeak << ',' << m.memoryReserved << ',' << QString::number(m.seconds, 'g', 8);
+        if (preference) {
+            const auto& p = m.preference;
+            for (double v : {p ? p->rewardsChosen : 0.0, p ? p->rewardsRejected : 0.0,
+                             p ? p->rewardsMargins : 0.0, p ? p->rewardsAccuracies : 0.0,
+                             p ? p->logpsChosen : 0.0, p ? p->logpsRejected : 0.0})
+                s << ',' << (p ? QString::number(v, 'g', 8) : QString());
+        }
+        s << '\n';
     }
     s.flush();
     return out.commit();

@@ -1,11 +1,13 @@
 // The Train page's live plots: loss (train, smoothed, validation, past runs overlaid), the
 // generation-based evaluation's metrics (eval.generate_every; past runs overlaid), learning rate
 // (planned curve and actual points), memory over time with phase markers, tokens/s and gradient
-// norm. Points arrive in batches; every change only marks the plots stale, and one
-// deferred pass (queued to the event loop) rescales and replots them all: a drain that brings a
-// plan, steps and evals redraws once.
+// norm; below them, for a preference or reward run, its rewards, margins, accuracies and
+// log-probabilities (PreferencePlots). Points arrive in batches; every change only marks the plots
+// stale, and one deferred pass (queued to the event loop) rescales and replots them all: a drain
+// that brings a plan, steps and evals redraws once.
 #pragma once
 
+#include "preference_plots.h"
 #include "train/job.h"
 
 #include <QWidget>
@@ -29,6 +31,7 @@ struct RunCurve {
     QString name;
     QVector<double> steps, losses;
     std::vector<MetricCurve> generation;  // the run's generation_eval lines, one per metric
+    PreferenceCurve preference;           // a preference or reward run's margins and accuracies
 };
 
 class TrainPlots : public QWidget {
@@ -70,6 +73,10 @@ public:
     }  // rescale-and-replot passes so far (tests count them)
     bool replotPending() const { return m_replotPending; }
     QList<QCustomPlot*> plots() const { return {m_loss, m_generation, m_lr, m_memory, m_speed}; }
+    // The preference plots: shown (not hidden) once the live run or an overlaid one has their
+    // statistics.
+    PreferencePlots* preferencePlots() const { return m_preference; }
+    bool preferenceShown() const { return !m_preference->isHidden(); }
 
 private:
     void scheduleReplot();  // at most one pending pass
@@ -89,6 +96,7 @@ private:
     std::vector<QCPGraph*> m_overlays;                // on the loss and generation plots
     std::map<QString, QCPGraph*> m_generationGraphs;  // the live run's, by metric
     QCPItemText* m_generationHint = nullptr;
+    PreferencePlots* m_preference = nullptr;
     std::vector<StepMetrics> m_steps;
     std::vector<EvalMetrics> m_evals;
     double m_smoothing = 0.8;

@@ -185,7 +185,10 @@ bool TrainRunPanel::startRun(const QString& runName)
     QString name = runName;
     if (name.isEmpty())
         name = QStringLiteral("%1-%2").arg(
-            QString::fromLatin1(methodName(c.method)),
+            QString::fromLatin1(methodName(c.method)) +
+                (c.objective == Objective::Sft
+                     ? QString()
+                     : QLatin1Char('-') + QString::fromLatin1(objectiveName(c.objective))),
             QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss")));
     const QString base = name;
     for (int i = 2;
@@ -205,7 +208,8 @@ bool TrainRunPanel::startRun(const QString& runName)
         return false;
     }
     log(tr("Started %1 (%2, %3 steps planned) in %4")
-            .arg(name, QString::fromLatin1(methodName(c.method)))
+            .arg(name, QString::fromLatin1(methodName(c.method)) + QStringLiteral(", ") +
+                           QString::fromLatin1(objectiveName(c.objective)))
             .arg(c.maxSteps > 0 ? QString::number(c.maxSteps) : tr("epoch-based"))
             .arg(m_controller->runDir()));
     m_progress->setRange(0, int(std::max<int64_t>(1, c.maxSteps)));

@@ -13,6 +13,7 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QShowEvent>
@@ -264,6 +265,19 @@ void TrainSettingsForm::showSourceRows()
     m_dataForm->setRowVisible(m_valFile, !snapshots);
     m_dataForm->setRowVisible(m_snapshot, snapshots);
     m_dataForm->setRowVisible(m_valSnapshot, snapshots);
+    // A preference objective (Method page) trains on pairs: the same rows, read as pair files.
+    const bool pairs = trainsOnPairs(m_state->config().objective);
+    const std::pair<QWidget*, QString> labels[] = {
+        {m_trainFile, pairs ? tr("Train pairs:") : tr("Train file:")},
+        {m_valFile, pairs ? tr("Validation pairs:") : tr("Validation file:")},
+        {m_snapshot, pairs ? tr("Train pairs snapshot:") : tr("Train snapshot:")},
+        {m_valSnapshot, pairs ? tr("Validation pairs snapshot:") : tr("Validation snapshot:")}};
+    for (const auto& [field, text] : labels)
+        if (auto* label = qobject_cast<QLabel*>(m_dataForm->labelForField(field)))
+            label->setText(text);
+    m_trainFile->setToolTip(pairs ? tr("JSONL of preference pairs: prompt, chosen, rejected "
+                                       "(or HH-RLHF / UltraFeedback rows; Method page: layout).")
+                                  : tr("JSONL of examples (prompt and completion, or messages)."));
 }
 
 void TrainSettingsForm::useSnapshots(bool on)

@@ -79,6 +79,11 @@ TrainingController::~TrainingController()
     }
 }
 
+JobEvents& TrainingController::events()
+{
+    return *m_sink;
+}
+
 bool TrainingController::active() const
 {
     const StudioJobState s = m_state->jobState();

@@ -46,6 +46,9 @@ public:
     QString runDir() const { return m_runDir; }
     int drainIntervalMs() const { return m_events.intervalMs(); }
     int drains() const { return m_events.drains(); }
+    // The callbacks the job reports to (callable from any thread, like the job's own): they only
+    // add to the buffer. Tests feed synthetic events through it.
+    JobEvents& events();
 
 Q_SIGNALS:
     void started(const QString& runDir, qint64 totalSteps);
