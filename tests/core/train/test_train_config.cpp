@@ -29,6 +29,9 @@ json full()
 {
     return json::parse(R"({
       "name": "exp1", "model": "/models/tiny", "output_dir": "/runs", "method": "adapter",
+      "objective": "simpo",
+      "preference": {"beta": 2.0, "label_smoothing": 0.1, "gamma": 1.5, "reference": "precomputed",
+                     "layout": "hh-rlhf"},
       "batch_size": 4, "grad_accum": 3, "max_steps": 120, "epochs": 2, "precision": "bf16",
       "device": "cuda:1", "gradient_checkpointing": true, "loss": "chunked", "loss_chunk_tokens": 512, "eval_every": 10, "log_every": 5,
       "eval": {"generate_every": 25, "sample": 12, "metrics": ["exact_match", "bleu"],
@@ -148,6 +151,12 @@ void TestTrainConfig::fullRoundTrip()
     QCOMPARE(c.lossChunkTokens, 512);
     QCOMPARE(c.eval.generateEvery, int64_t(25));
     QCOMPARE(c.eval.metrics, (std::vector<std::string>{"exact_match", "bleu"}));
+    QVERIFY(c.objective == tb::Objective::Simpo);
+    QCOMPARE(c.preference.beta, 2.0);
+    QCOMPARE(c.preference.labelSmoothing, 0.1);
+    QCOMPARE(c.preference.gamma, 1.5);
+    QVERIFY(c.preference.reference == tb::ReferenceKind::Precomputed);
+    QVERIFY(c.preference.layout == tb::PairLayout::HhRlhf);
 
     // toJson is the full resolved config: every key of full() is there with the same value, and
     // parsing it again (also through text, as run.json is) gives the same config.
