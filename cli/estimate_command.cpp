@@ -111,6 +111,14 @@ EstimateOptions optionsFromArgs(const Args& args)
     o.zero = static_cast<int>(intOption(args, "zero", o.zero, 0));
     if (o.zero > 3)
         fail("option --zero is ", o.zero, " (allowed: 0, 1, 2, 3)");
+    o.objective = args.value("objective", o.objective);
+    if (args.has("reference")) {
+        if (o.objective != "dpo" && o.objective != "ipo")
+            fail("option --reference applies to --objective dpo or ipo only");
+        o.reference = args.value("reference");
+        if (o.reference == "none")
+            fail("option --reference is 'none' (allowed: auto, off, copy, precomputed)");
+    }
     if (args.has("device-memory")) {
         try {
             o.deviceMemory = parseByteSize(args.value("device-memory"));
@@ -174,6 +182,11 @@ void printTable(const ModelConfig& model, const MethodOptions& run, const Estima
         << " loss" << (o.gradientCheckpointing ? ", gradient checkpointing" : "");
     if (o.gpus > 1 || o.zero > 0)
         out << ", " << o.gpus << " GPUs with ZeRO-" << o.zero << " (per GPU)";
+    if (e.objective != "sft")
+        out << "\nobjective " << e.objective
+            << (e.reference != "none" ? cat(" (reference: ", e.reference, ")") : std::string())
+            << ": micro-batch " << o.batch << " pair" << (o.batch == 1 ? "" : "s") << " = "
+            << e.sequences << " sequences (chosen and rejected)";
     out << "\n\n";
     for (const auto& item : e.items) {
         out << row(item.key, item.bytes) << wrap(item.explanation, "    ", "    ");
@@ -243,6 +256,8 @@ int cmdEstimate(const Args& args, std::ostream& out)
                     "gpus",
                     "zero",
                     "device-memory",
+                    "objective",
+                    "reference",
                     "explain",
                     "json"});
     const ModelConfig model = loadModelConfig(args.value("model"));
@@ -264,14 +279,25 @@ int cmdEstimate(const Args& args, std::ostream& out)
                   {"optimizer_states", e.optimizerStates},
                   {"master_weights", e.masterWeights},
                   {"activations", e.activations},
-                  {"logits", e.logits},
-                  {"overhead", e.overhead},
-                  {"total", e.total}};
+                  {"logits", e.logits}};
+    // The objective's own items, only where they apply (docs/memory.md).
+    for (const auto& item : e.items)
+        if (item.key == "reference" || item.key == "logprobs" || item.key == "head")
+            bytes[item.key] = item.bytes;
+    bytes["overhead"] = e.overhead;
+    bytes["total"] = e.total;
     json result = {{"parameters", e.parameters},
                    {"trainable_parameters", e.trainableParameters},
                    {"bytes", bytes},
                    {"fits", e.fits ? json(*e.fits) : json(nullptr)},
                    {"advice", e.advice}};
+    if (e.objective != "sft") {
+        result["objective"] = e.objective;
+        result["reference"] = e.reference;
+        result["sequences_per_micro_batch"] = e.sequences;
+        if (e.headParameters > 0)
+            result["head_parameters"] = e.headParameters;
+    }
     if (explain) {
         json items = json::array();
         for (const auto& item : e.items)

@@ -47,6 +47,14 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
     const int64_t limit = *options.deviceMemory;
     auto fits = [limit](int64_t total) { return total <= limit; };
     const bool wholeModel = method.method == Method::Full || method.method == Method::Partial;
+    const bool pairs = options.objective != "sft";
+    // LoRA instead of a whole model switches a copied reference off (no second copy needed).
+    const bool copied = estimate.reference == "copy";
+    auto asLora = [&](EstimateOptions o) {
+        if (copied)
+            o.reference = "off";
+        return o;
+    };
 
     if (options.loss == "full") {
         EstimateOptions o = options;
@@ -75,19 +83,36 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
             advice.push_back(cat("Use micro-batch ", o.batch, " with ", o.gradAccum,
                                  " accumulation steps (--batch ", o.batch, " --grad-accum ",
                                  o.gradAccum, "), about the same ",
-                                 options.batch * options.gradAccum,
-                                 " sequences per optimizer step: total ", formatBytes(t), "."));
+                                 options.batch * options.gradAccum, pairs ? " pairs" : " sequences",
+                                 " per optimizer step: total ", formatBytes(t), "."));
             break;
         }
     }
+    // DPO, IPO: the reference's frozen copy of the weights is the largest thing to drop.
+    if (copied) {
+        EstimateOptions o = options;
+        o.reference = "precomputed";
+        const int64_t t = totalOf(model, method, o);
+        if (fits(t))
+            advice.push_back(cat("Precompute the reference log-probabilities (\"preference\": "
+                                 "{\"reference\": \"precomputed\"}, --reference precomputed): one "
+                                 "no-grad pass before training stores 8 B per pair on the host, "
+                                 "and the reference copy of the weights (",
+                                 formatBytes(estimate.referenceWeights),
+                                 ") is never loaded: total ", formatBytes(t), "."));
+    }
     if (wholeModel) {
         const MethodOptions lora = loraInstead(method);
-        const int64_t t = totalOf(model, lora, options);
+        const int64_t t = totalOf(model, lora, asLora(options));
         if (fits(t))
             advice.push_back(cat("Train LoRA r=8 on ",
                                  joined(resolvedLoraTargets(model, lora.lora)), " instead of ",
-                                 methodName(method.method), " fine-tuning (--method lora): total ",
-                                 formatBytes(t), "."));
+                                 methodName(method.method), " fine-tuning (--method lora",
+                                 copied ? " --reference off" : "", ")",
+                                 copied ? cat(", the reference being the policy with its LoRA "
+                                              "switched off (no copy of the weights)")
+                                        : std::string(),
+                                 ": total ", formatBytes(t), "."));
     }
     // ZeRO: the fewest GPUs, then the lowest stage, that fit.
     bool zeroFound = false;
@@ -116,12 +141,15 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
         o.gradAccum = options.batch * options.gradAccum;
         o.batch = 1;
         const MethodOptions m = wholeModel ? loraInstead(method) : method;
-        const int64_t t = totalOf(model, m, o);
+        const int64_t t = totalOf(model, m, wholeModel ? asLora(o) : o);
         if (fits(t))
             advice.push_back(cat("Combine the chunked loss and gradient checkpointing with "
                                  "micro-batch 1 and ",
                                  o.gradAccum, " accumulation steps",
-                                 wholeModel ? " and LoRA r=8 (--method lora)" : "",
+                                 wholeModel ? (copied ? " and LoRA r=8 with the reference switched "
+                                                        "off (--method lora --reference off)"
+                                                      : " and LoRA r=8 (--method lora)")
+                                            : "",
                                  " (--loss chunked --grad-checkpointing --batch 1 --grad-accum ",
                                  o.gradAccum, "): total ", formatBytes(t), "."));
     }

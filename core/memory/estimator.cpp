@@ -1,6 +1,7 @@
 // Memory estimate arithmetic: parameters, activations, loss buffers, ZeRO shares and the peak.
 #include "memory/estimator.h"
 
+#include "memory/objective_items.h"
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
 #include "util/error.h"
@@ -330,11 +331,17 @@ std::string joinTerms(const std::vector<std::string>& terms)
 }  // namespace
 
 MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run,
-                              const EstimateOptions& o)
+                              const EstimateOptions& options)
 {
-    const Precision p = precisionOf(o.precision);
-    const int64_t statesPerParam = optimizerStatesPerParameter(o.optimizer);
-    validate(model, run, o);
+    const Precision p = precisionOf(options.precision);
+    const int64_t statesPerParam = optimizerStatesPerParameter(options.optimizer);
+    validate(model, run, options);
+    // Pair objectives forward each pair's chosen and rejected sequence together: from here on
+    // o.batch counts sequences (2 x pairs), options.batch what the run config says.
+    const ObjectiveShape objective = objectiveShape(run, options);
+    const bool reward = objective.reward;
+    EstimateOptions o = options;
+    o.batch = objective.rows;
     const int64_t h = model.hiddenSize, v = model.vocabSize, layers = model.numLayers;
     const bool gpt2 = model.architecture == Architecture::Gpt2;
     const int64_t gpus = o.gpus;
@@ -357,12 +364,6 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     e.weights = e.weightsTrainable + e.weightsFrozen;
     if (o.zero >= 3)
         e.weights = shard(e.weights);
-    e.gradients = e.trainableParameters * p.grad;
-    if (o.zero >= 2)
-        e.gradients = shard(e.gradients);
-    e.optimizerStates = e.trainableParameters * statesPerParam * p.state;
-    if (o.zero >= 1)
-        e.optimizerStates = shard(e.optimizerStates);
     e.masterWeights = 0;
 
     // What trains where.
@@ -404,6 +405,18 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         soft = true;
         break;
     }
+    // A reward model never runs the LM head: an untied trainable head gets no gradient and so no
+    // optimizer state (a tied one still trains as the embedding).
+    const int64_t unusedHead =
+        reward && headTrains && !model.tieWordEmbeddings && run.method != Method::Lora ? v * h : 0;
+    if (reward)
+        headTrains = false;
+    e.gradients = (e.trainableParameters - unusedHead) * p.grad;
+    if (o.zero >= 2)
+        e.gradients = shard(e.gradients);
+    e.optimizerStates = (e.trainableParameters - unusedHead) * statesPerParam * p.state;
+    if (o.zero >= 1)
+        e.optimizerStates = shard(e.optimizerStates);
 
     // Activations for one micro-batch (accumulation runs micro-batches one after another). Blocks
     // record from the first one whose input or weights need a gradient.
@@ -443,7 +456,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         else
             perToken += (inGrad ? 4 * h + 4 : 0) + (finalNormTrains ? p.residual * h : 0);
         const bool loraHead = run.method == Method::Lora && headTrains;
-        if (o.loss == "chunked")  // keeps the final norm's output itself (no autocast)
+        if (reward)  // the scalar head's input: the logits item
+            ;
+        else if (o.loss == "chunked")  // keeps the final norm's output itself (no autocast)
             perToken += inGrad || headTrains ? p.residual * h : 0;
         else
             perToken += p.autocast ? (headTrains ? 1 : 0) * p.compute * h
@@ -451,7 +466,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         perToken += loraHead ? run.lora.rank * p.compute : 0;
         // The token rows' head matmul keeps its input (a 16-bit copy under autocast) for the
         // delta's gradient; the chunked loss keeps the hidden states anyway.
-        if (tokenRows && o.loss != "chunked")
+        if (tokenRows && o.loss != "chunked" && !reward)
             perToken += p.autocast ? p.compute * h : p.residual * h;
         perToken += embeddingsTrain ? 8 : 0;  // int64 ids
         perToken += tokenRows ? 8 : 0;        // the rows' int64 slot of each token
@@ -460,7 +475,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     };
     const int64_t rotaryTables = 2 * seq * model.headDim * p.residual;
     auto headCopies = [&](bool inGrad) -> int64_t {
-        if (!p.autocast)
+        if (!p.autocast || reward)
             return 0;
         const bool loraHead = run.method == Method::Lora && headTrains;
         return (o.loss != "chunked" && (inGrad || finalNormTrains) ? 2 * v * h : 0) +
@@ -522,6 +537,25 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     e.logits = chunked ? 4 * chunk * v + chunkCopies + 12 * o.batch * o.seq
                        : std::max(3 * 4 * s, forwardSide) * o.batch * v;
 
+    // The objective's own bytes: a reference model, the log-probability buffers, a reward head.
+    const ObjectiveWidths widths{p.weight,   p.grad,         p.state,   p.compute,
+                                 p.residual, statesPerParam, p.autocast};
+    const ObjectiveBytes ob = objectiveBytes(model, objective, o, widths, e.parametersBase);
+    const MemoryItem scores = reward ? rewardScoresItem(model, objective, widths) : MemoryItem{};
+    if (reward)
+        e.logits = scores.bytes;
+    e.objective = objective.objective;
+    e.reference = objective.reference;
+    e.sequences = o.batch;
+    e.referenceWeights = ob.reference;
+    e.referenceForward = ob.referenceForward;
+    e.logprobs = ob.logprobs;
+    e.head = ob.head;
+    e.headWeight = ob.headWeight;
+    e.headGradient = ob.headGradient;
+    e.headStates = ob.headStates;
+    e.headParameters = ob.headParameters;
+
     // The peak over the step's phases, on top of weights and optimizer states. Gradients of earlier
     // micro-batches are held throughout; gradients of this one grow as backward frees activations.
     if (o.optimizer == "adamw") {
@@ -535,19 +569,23 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         e.phases.push_back({name, bytes, std::move(what)});
     };
     const char* heldWhat = o.gradAccum > 1 ? " + gradients held across accumulation" : "";
+    // The reference pass runs first in each micro-batch, before the policy's forward.
+    if (ob.referenceForward > 0)
+        phase("reference forward", ob.referenceForward + held, ob.referenceForwardWhat + heldWhat);
+    const char* lpWhat = ob.logprobs > 0 ? " + log-probabilities" : "";
     if (!o.gradientCheckpointing) {
-        phase("backward", e.activations + e.logits + held,
-              cat("backward's start: activations + logits", heldWhat));
+        phase("backward", e.activations + e.logits + ob.logprobs + held,
+              cat("backward's start: activations + logits", lpWhat, heldWhat));
     } else {
         // Forward's end: autocast still caches 16-bit copies of the trainable weights.
-        const int64_t logitsForward = chunked ? e.logits : forwardSide * o.batch * v;
+        const int64_t logitsForward = chunked || reward ? e.logits : forwardSide * o.batch * v;
         if (p.autocast)
-            phase("forward", storedCk + cachedCopies + logitsForward + held,
+            phase("forward", storedCk + cachedCopies + logitsForward + ob.logprobs + held,
                   cat("forward's end: checkpoints + autocast's cached 16-bit copies of the "
                       "trainable weights + the forward side of the loss",
-                      heldWhat));
-        phase("backward", storedCk + e.logits + held,
-              cat("backward's start: checkpoints + logits", heldWhat));
+                      lpWhat, heldWhat));
+        phase("backward", storedCk + e.logits + ob.logprobs + held,
+              cat("backward's start: checkpoints + logits", lpWhat, heldWhat));
         // Recomputing the last block, with the head's gradient already made.
         const int64_t headGrad = headTrains && run.method != Method::Lora ? vh : 0;
         phase("recompute", storedCk + recompute + held + (o.zero >= 2 ? shard(headGrad) : headGrad),
@@ -556,7 +594,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     }
     // Backward's end with a trained tied embedding: the head's gradient waits in autograd's buffer
     // for the embedding's, then the two are summed (fp32: into a new tensor) and accumulated.
-    if (embeddingsTrain && model.tieWordEmbeddings) {
+    if (embeddingsTrain && model.tieWordEmbeddings && !reward) {
         const int64_t extra = (p.compute == 4 ? 2 : 1) + (o.gradAccum > 1 ? 1 : 0);
         phase("end of backward", e.gradients + extra * (o.zero >= 2 ? shard(vh) : vh),
               cat("backward's end: gradients + ", extra,
@@ -571,7 +609,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         if (ph.bytes > peak->bytes)
             peak = &ph;
     e.peakPhase = peak->name;
-    const int64_t fixed = e.weights + e.optimizerStates + e.masterWeights;
+    const int64_t fixed =
+        e.weights + e.optimizerStates + e.masterWeights + e.referenceWeights + e.head;
     const int64_t beforeOverhead = fixed + peak->bytes;
     e.overhead = o.cudaOverhead ? 512 * kMiB + beforeOverhead / 20 : 0;
     e.total = beforeOverhead + e.overhead;
@@ -605,9 +644,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
              eq(e.weights))});
     e.items.push_back(
         {"gradients", e.gradients,
-         "One gradient per trainable parameter, written by backward and read by the optimizer "
-         "step; frozen parameters need none.",
-         cat(T, " trainable x ", p.grad, " B", o.zero >= 2 ? perGpu : "", eq(e.gradients))});
+         cat("One gradient per trainable parameter, written by backward and read by the "
+             "optimizer step; frozen parameters need none",
+             unusedHead ? "; a reward model's untied LM head never runs and gets none" : "", "."),
+         cat(T, " trainable",
+             unusedHead ? cat(" - ", groupDigits(unusedHead), " unused LM head") : std::string(),
+             " x ", p.grad, " B", o.zero >= 2 ? perGpu : "", eq(e.gradients))});
     const char* statesWhy =
         o.optimizer == "adamw" ? "AdamW keeps two running averages per trainable parameter (of the "
                                  "gradient and of its "
@@ -617,8 +659,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
             : "SGD with momentum keeps one velocity buffer per trainable parameter.";
     e.items.push_back(
         {"optimizer_states", e.optimizerStates, statesWhy,
-         cat(T, " trainable x ", statesPerParam, " state", statesPerParam == 1 ? "" : "s", " x ",
-             p.state, " B", o.zero >= 1 ? perGpu : "", eq(e.optimizerStates))});
+         cat(T, " trainable",
+             unusedHead ? cat(" - ", groupDigits(unusedHead), " unused LM head") : std::string(),
+             " x ", statesPerParam, " state", statesPerParam == 1 ? "" : "s", " x ", p.state, " B",
+             o.zero >= 1 ? perGpu : "", eq(e.optimizerStates))});
     const char* masterWhy =
         p.autocast
             ? "None: Tunebench trains the fp32 weights themselves and autocast casts them to "
@@ -628,23 +672,36 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
                         : "None: pure bf16 updates the bf16 weights directly, without an fp32 "
                           "master copy (cheaper, but small updates can round away).";
     e.items.push_back({"master_weights", 0, masterWhy, "0 B"});
+    auto objectiveItem = [&](const char* key) {
+        for (const auto& item : ob.items)
+            if (item.key == key)
+                e.items.push_back(item);
+    };
+    objectiveItem("reference");
 
+    const std::string pairsWhy =
+        objective.pairs
+            ? cat("Each pair is two sequences, chosen and rejected, forwarded together: ",
+                  options.batch, " pairs per micro-batch make ", o.batch,
+                  " sequences here and in the logits. ")
+            : std::string();
     std::string actsWhy =
-        o.gradientCheckpointing
-            ? cat("With gradient checkpointing only each block's input is kept (",
-                  formatBytes(e.activationsCheckpoint),
-                  " per block) and backward recomputes one "
-                  "block at a time; without it: ",
-                  formatBytes(e.activationsNoCheckpointing), ".")
-            : cat("Tensors the forward pass saves so backward can compute gradients: ",
-                  e.blocksStoring, " blocks x ", formatBytes(e.activationsPerBlock),
-                  " plus the head; with gradient checkpointing: ",
-                  formatBytes(e.activationsCheckpointing), ".");
+        pairsWhy + (o.gradientCheckpointing
+                        ? cat("With gradient checkpointing only each block's input is kept (",
+                              formatBytes(e.activationsCheckpoint),
+                              " per block) and backward recomputes one "
+                              "block at a time; without it: ",
+                              formatBytes(e.activationsNoCheckpointing), ".")
+                        : cat("Tensors the forward pass saves so backward can compute gradients: ",
+                              e.blocksStoring, " blocks x ", formatBytes(e.activationsPerBlock),
+                              " plus the head; with gradient checkpointing: ",
+                              formatBytes(e.activationsCheckpointing), "."));
     std::string actsFormula = cat(
         "per token per block: ", joinTerms(mainBlock.terms), " = ", groupDigits(mainBlock.perToken),
         " B (h=", h, ", q=", model.numHeads * model.headDim, ", i=", model.intermediateSize,
-        ", nh=", model.numHeads, "); x ", groupDigits(tokens), " tokens (batch ", o.batch,
-        " x seq ", seq, virtualTokens ? cat(" incl. ", virtualTokens, " virtual") : "", ")",
+        ", nh=", model.numHeads, "); x ", groupDigits(tokens), " tokens (batch ",
+        rowsWords(objective), " x seq ", seq,
+        virtualTokens ? cat(" incl. ", virtualTokens, " virtual") : "", ")",
         mainBlock.perSequence ? cat(" + ", groupDigits(mainBlock.perSequence), " B x batch") : "",
         " = ", groupDigits(e.activationsPerBlock), " B per block");
     if (o.gradientCheckpointing)
@@ -664,7 +721,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     actsFormula += eq(e.activations);
     e.items.push_back({"activations", e.activations, actsWhy, actsFormula});
 
-    if (o.loss == "chunked")
+    if (reward)
+        e.items.push_back(scores);
+    else if (o.loss == "chunked")
         e.items.push_back(
             {"logits", e.logits,
              "The chunked loss materialises the logits of one chunk of tokens at a "
@@ -687,6 +746,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
                                      eq(e.logits))
                                : cat("3 x 4 B x ", groupDigits(o.batch * o.seq), " tokens x ",
                                      groupDigits(v), " vocab", eq(e.logits))});
+    if (objective.pairs && !reward)
+        e.items.back().formula += cat(" (", rowsWords(objective), " sequences)");
+    objectiveItem("logprobs");
+    objectiveItem("head");
     e.items.push_back(
         {"overhead", e.overhead,
          o.cudaOverhead ? "CUDA context, library workspaces and caching-allocator rounding, "
@@ -700,18 +763,19 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     {
         const int64_t d = p.compute;  // a model served in 16 bits, or fp32
         const int64_t weights = e.parametersBase * d;
-        const int64_t kv = 2 * layers * model.numKvHeads * model.headDim * o.batch * o.seq * d;
+        const int64_t kv =
+            2 * layers * model.numKvHeads * model.headDim * options.batch * o.seq * d;
         const int64_t mlpFactor =
             gpt2 ? 2 : 3;  // gpt2: fc output and GELU; gated: gate, up, product
-        const int64_t mlp = mlpFactor * o.batch * o.seq * model.intermediateSize * d;
-        const int64_t nextLogits = 4 * o.batch * v;
+        const int64_t mlp = mlpFactor * options.batch * o.seq * model.intermediateSize * d;
+        const int64_t nextLogits = 4 * options.batch * v;
         const int64_t before = weights + kv + mlp + nextLogits;
         const int64_t overhead = o.cudaOverhead ? 512 * kMiB + before / 20 : 0;
         e.inference = before + overhead;
         e.inferenceFormula =
             cat("weights ", groupDigits(e.parametersBase), " x ", d, " B = ", groupDigits(weights),
                 " B; KV cache 2 x ", layers, " layers x ", model.numKvHeads, " KV heads x ",
-                model.headDim, " head_dim x batch ", o.batch, " x seq ", o.seq, " x ", d,
+                model.headDim, " head_dim x batch ", options.batch, " x seq ", o.seq, " x ", d,
                 " B = ", groupDigits(kv), " B; one MLP's temporaries ", mlpFactor,
                 " x batch x seq x ", model.intermediateSize, " x ", d, " B = ", groupDigits(mlp),
                 " B; next-token logits 4 B x batch x ", groupDigits(v), " = ",
@@ -724,7 +788,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     if (o.deviceMemory) {
         e.fits = e.total <= *o.deviceMemory;
         if (!*e.fits && o.advise)
-            e.advice = memoryAdvice(model, run, o, e);
+            e.advice = memoryAdvice(model, run, options, e);
     }
     return e;
 }

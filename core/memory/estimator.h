@@ -33,12 +33,15 @@ struct EstimateOptions {
     std::string objective = "sft";
     // dpo, ipo: where the reference log-probabilities come from. none (other objectives) | off
     // (the policy with its trainable parts switched off: no extra weights) | copy (a frozen copy
-    // of the base weights) | precomputed (stored per pair before training).
+    // of the base weights) | precomputed (stored per pair before training). auto (or none with
+    // dpo, ipo): off for LoRA, adapters and prompt tuning, copy for full and partial.
     std::string reference = "none";
 };
 
-// One line of the estimate. key: weights, gradients, optimizer_states, master_weights, activations,
-// logits, overhead (the JSON keys of `tunebench estimate`).
+// One line of the estimate. key: weights, gradients, optimizer_states, master_weights,
+// [reference], activations, logits, [logprobs], [head], overhead (the JSON keys of `tunebench
+// estimate`; the bracketed ones only for the objectives they belong to: reference for dpo and
+// ipo, logprobs for dpo, ipo, simpo and orpo, head for reward).
 struct MemoryItem {
     std::string key;
     int64_t bytes = 0;
@@ -80,6 +83,18 @@ struct MemoryEstimate {
     int64_t blocksStoring = 0;  // blocks that save activations without checkpointing
     int64_t logits = 0;
     int64_t stepWorkspace = 0;  // optimizer-step temporaries (AdamW's denominator)
+
+    // The objective (docs/memory.md, "Preference objectives and reward models"). activations and
+    // logits above are for `sequences` rows: 2 x batch for the pair objectives.
+    std::string objective = "sft";
+    std::string reference = "none";  // resolved: none | off | copy | precomputed
+    int64_t sequences = 0;           // sequences per micro-batch
+    int64_t referenceWeights = 0;    // reference copy: the base weights again (0 for off)
+    int64_t referenceForward = 0;    // the no-grad reference pass's temporaries (a phase)
+    int64_t logprobs = 0;            // per-token log-probabilities and per-sequence sums
+    int64_t head = 0;                // reward head: weight + gradient + optimizer states
+    int64_t headWeight = 0, headGradient = 0, headStates = 0;  // its parts
+    int64_t headParameters = 0;  // reward head: hidden (not in parameters above)
     int64_t overhead = 0;
     int64_t total = 0;      // the peak: fixed bytes + the largest phase + overhead
     std::string peakPhase;  // the name of the largest phase
@@ -93,7 +108,7 @@ struct MemoryEstimate {
     int64_t inference = 0;
     std::string inferenceFormula;
 
-    std::vector<MemoryItem> items;    // weights ... overhead, in that order
+    std::vector<MemoryItem> items;    // weights ... overhead, in the order of MemoryItem's keys
     std::optional<bool> fits;         // unset when no device memory was given
     std::vector<std::string> advice;  // sentences, cheapest first; only changes that fit
 };
@@ -106,7 +121,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& met
 // The cheapest changes that make `estimate` fit options.deviceMemory, each re-estimated: the
 // chunked loss, gradient checkpointing, a smaller micro-batch with more accumulation, LoRA instead
 // of full or partial fine-tuning, ZeRO on 2, 4 or 8 GPUs; all the cheap ones together when no
-// single one fits. Empty when it fits or nothing tried fits.
+// single one fits. DPO and IPO with a reference copy: precomputed reference log-probabilities,
+// and LoRA with the reference switched off. Empty when it fits or nothing tried fits.
 std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOptions& method,
                                       const EstimateOptions& options,
                                       const MemoryEstimate& estimate);

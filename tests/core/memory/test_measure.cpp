@@ -5,7 +5,9 @@
 #include "memory/measure.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model/model_impl.h"
 #include "train/job.h"
+#include "train/memory_report.h"
 #include "train/train_config.h"
 
 #include <torch/torch.h>
@@ -104,6 +106,48 @@ private Q_SLOTS:
             QVERIFY2(item.measured > 0 && item.estimated > 0, item.key.c_str());
         }
         QCOMPARE(events.report.items[0].measured, int64_t(260032 * 4));
+    }
+    void objectiveItemsInTheReport()
+    {
+        // DPO with a reference copy, full fine-tuning of stories260k: the report compares the
+        // estimated reference (260,032 x 4 B) with a second loaded copy's parameters, exactly.
+        const std::string dir = TB_SOURCE_DIR "/datasets/models/stories260k";
+        const auto policy = tb::Model::load(dir, {"fp32", "cpu"});
+        const auto reference = tb::Model::load(dir, {"fp32", "cpu"});
+        auto c =
+            tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/full-tiny.json", {"device=cpu"});
+        c.objective = tb::Objective::Dpo;
+        c.preference.reference = tb::ReferenceKind::Copy;
+        const tb::StepMemory m{1 << 20, 3 << 20, 9 << 20, 260032 * 4, 260032 * 8};
+        auto find = [](const tb::MemoryReport& r, const std::string& key) {
+            for (const auto& item : r.items)
+                if (item.key == key)
+                    return item;
+            return tb::MemoryReport::Item{};
+        };
+        auto r = tb::compareWithEstimate(*policy->impl().module, c, m, 1, 64, false,
+                                         reference->impl().module.get());
+        const auto ref = find(r, "reference");
+        QVERIFY(ref.exact);
+        QCOMPARE(ref.estimated, int64_t(260032 * 4));
+        QCOMPARE(ref.measured, ref.estimated);
+        QCOMPARE(find(r, "weights").measured, find(r, "weights").estimated);
+        // The activations item holds the log-probability buffers too: 16 pairs are 32 sequences,
+        // [32, 64] fp32 + 2 x 32 fp32 sums.
+        tb::EstimateOptions o = tb::estimateOptionsFor(c, 64);
+        o.cudaOverhead = false;
+        const auto e = tb::estimateMemory(policy->config(), c, o);
+        QCOMPARE(e.logprobs, int64_t(4 * 32 * 64 + 2 * 4 * 32));
+        QCOMPARE(find(r, "activations").estimated, e.activations + e.logits + e.logprobs);
+        // Without the reference model there is nothing to compare it with.
+        r = tb::compareWithEstimate(*policy->impl().module, c, m, 1, 64, false);
+        QVERIFY(find(r, "reference").key.empty());
+        // A reward model: the optimizer's gradients and states include the head's 64 parameters.
+        c.objective = tb::Objective::Reward;
+        r = tb::compareWithEstimate(*policy->impl().module, c, m, 1, 64, false);
+        QCOMPARE(find(r, "gradients").estimated, int64_t(260032 * 4 + 64 * 4));
+        QCOMPARE(find(r, "optimizer_states").estimated, int64_t(260032 * 8 + 64 * 8));
+        QVERIFY(find(r, "head").key.empty());  // no score.weight among this model's parameters
     }
     void bf16KernelsWorkWithTracking()
     {

@@ -1,5 +1,8 @@
 // TrainConfig: round trip through toJson, one case per validation rule (the message names the key),
 // overrides, relative paths, and learning-rate schedules against closed-form values.
+#include "eval/suite.h"
+#include "memory/estimator.h"
+#include "model/config.h"
 #include "train/loss_scaler.h"
 #include "train/schedule.h"
 #include "train/train_config.h"
@@ -12,7 +15,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <numbers>
+#include <set>
 
 using nlohmann::json;
 
@@ -109,6 +115,7 @@ private Q_SLOTS:
     void storeSnapshots();
     void lossScalerRules();
     void lossScalerState();
+    void bundledExamples();
 
 private:
     QTemporaryDir m_dir;
@@ -741,6 +748,122 @@ void TestTrainConfig::lossScalerState()
     old.restore(json(2048.0));
     QCOMPARE(old.scale(), 2048.0);
     QCOMPARE(old.goodSteps(), int64_t{0});
+}
+
+namespace {
+
+// A pair file in TRL's standard conversational layout, checked row by row: a user prompt, one
+// assistant turn each for chosen and rejected, non-empty and different.
+std::vector<json> readPairs(const std::string& path)
+{
+    std::ifstream in(path);
+    std::vector<json> rows;
+    std::set<std::string> prompts;
+    for (std::string line; std::getline(in, line);) {
+        const json row = json::parse(line);
+        const std::string where = path + ":" + std::to_string(rows.size() + 1);
+        if (row.size() != 3 || row.at("prompt").size() != 1 || row.at("chosen").size() != 1 ||
+            row.at("rejected").size() != 1)
+            throw std::runtime_error(where + ": not prompt + chosen + rejected, one turn each");
+        const std::string prompt = row["prompt"][0].at("content").get<std::string>();
+        const std::string chosen = row["chosen"][0].at("content").get<std::string>();
+        const std::string rejected = row["rejected"][0].at("content").get<std::string>();
+        if (row["prompt"][0].at("role") != "user" || row["chosen"][0].at("role") != "assistant" ||
+            row["rejected"][0].at("role") != "assistant" || prompt.empty() || chosen.empty() ||
+            chosen == rejected || !prompts.insert(prompt).second)
+            throw std::runtime_error(where +
+                                     ": bad roles, empty, equal answers or repeated prompt");
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+std::string turn(const json& row, const char* key)
+{
+    return row.at(key)[0].at("content").get<std::string>();
+}
+
+}  // namespace
+
+// Every run config in datasets/examples parses with its files present, and the memory planner
+// accepts it; the preference examples' pair files are TRL's standard layout, and the tiny-pref
+// rule suite's check separates every chosen answer from every rejected one.
+void TestTrainConfig::bundledExamples()
+{
+    const std::filesystem::path dir = TB_SOURCE_DIR "/datasets/examples";
+    std::map<std::string, tb::Objective> objectives;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().extension() != ".json")
+            continue;
+        const std::string stem = entry.path().stem().string();
+        tb::TrainConfig c;
+        try {
+            c = tb::loadTrainConfig(entry.path().string());
+        } catch (const tb::Error& e) {
+            QFAIL(qPrintable(QString::fromStdString(stem + ": " + e.what())));
+        }
+        QCOMPARE(c.name, stem);
+        objectives[stem] = c.objective;
+        for (const std::string& f : {c.model, c.data.trainFile, c.data.valFile})
+            QVERIFY2(std::filesystem::exists(f), (stem + ": " + f).c_str());
+        auto o = tb::estimateOptionsFor(c, c.data.maxLength);
+        const auto e = tb::estimateMemory(tb::loadModelConfig(c.model), c, o);
+        QVERIFY2(e.total > 0, stem.c_str());
+        if (!tb::trainsOnPairs(c.objective))
+            continue;
+        QCOMPARE(e.sequences, 2 * int64_t(c.batchSize));
+        QVERIFY(c.preference.layout == tb::PairLayout::Standard);
+        for (const std::string& f : {c.data.trainFile, c.data.valFile}) {
+            try {
+                QVERIFY(!readPairs(f).empty());
+            } catch (const std::exception& e) {
+                QFAIL(e.what());
+            }
+        }
+    }
+    const std::map<std::string, tb::Objective> expected = {{"sft-pref-tiny", tb::Objective::Sft},
+                                                           {"dpo-tiny", tb::Objective::Dpo},
+                                                           {"simpo-tiny", tb::Objective::Simpo},
+                                                           {"orpo-tiny", tb::Objective::Orpo},
+                                                           {"reward-tiny", tb::Objective::Reward}};
+    for (const auto& [name, objective] : expected) {
+        QVERIFY2(objectives.count(name), name.c_str());
+        QVERIFY2(objectives[name] == objective, name.c_str());
+    }
+
+    const std::string pref = TB_SOURCE_DIR "/datasets/tiny-pref/";
+    const auto train = readPairs(pref + "train.jsonl");
+    const auto val = readPairs(pref + "val.jsonl");
+    QCOMPARE(train.size(), size_t(400));
+    QCOMPARE(val.size(), size_t(80));
+    const auto suite = tb::eval::readSuite(pref + "rule-suite.jsonl");
+    QCOMPARE(suite.size(), val.size());
+    for (size_t i = 0; i < suite.size(); ++i) {
+        const auto& pair = val[i];
+        QCOMPARE(suite[i].prompt.size(), size_t(1));
+        QCOMPARE(suite[i].prompt[0].content, turn(pair, "prompt"));
+        const auto chosen = tb::eval::checkAnswer(suite[i], turn(pair, "chosen"), 10, true);
+        const auto rejected = tb::eval::checkAnswer(suite[i], turn(pair, "rejected"), 10, true);
+        QVERIFY2(chosen.passed, turn(pair, "chosen").c_str());
+        QVERIFY2(!rejected.passed, turn(pair, "rejected").c_str());
+        // The rule is the only difference: the same story before the closing sentence.
+        const std::string c = turn(pair, "chosen"), r = turn(pair, "rejected");
+        QCOMPARE(c.substr(0, c.size() - std::string(" The end.").size()),
+                 r.substr(0, c.size() - std::string(" The end.").size()));
+    }
+    // The SFT baseline is the training prompts with their chosen answers, row for row.
+    std::ifstream sft(pref + "sft.jsonl");
+    std::string line;
+    size_t rows = 0;
+    for (; std::getline(sft, line); ++rows) {
+        QVERIFY(rows < train.size());
+        const json messages = json::parse(line).at("messages");
+        QCOMPARE(messages.size(), size_t(2));
+        QCOMPARE(messages[0].at("content").get<std::string>(), turn(train[rows], "prompt"));
+        QCOMPARE(messages[1].at("role").get<std::string>(), std::string("assistant"));
+        QCOMPARE(messages[1].at("content").get<std::string>(), turn(train[rows], "chosen"));
+    }
+    QCOMPARE(rows, train.size());
 }
 
 QTEST_GUILESS_MAIN(TestTrainConfig)
