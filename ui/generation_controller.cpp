@@ -4,15 +4,35 @@
 
 #include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
+#include "train/reward_scorer.h"
 #include "train/tuned_model.h"
+
+#include <QFileInfo>
 
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
 #include <exception>
 
 namespace tb {
 
 namespace {
+
+// The prompt's ids: raw text, or the prompt as a user message in the chat template (the model's
+// own or a family), stopping at the template's end-of-turn tokens as well as EOS.
+std::vector<int32_t> promptIds(const GenerationRequest& request, const Tokenizer& tokenizer,
+                               GenerateOptions& options)
+{
+    if (request.chatTemplate.isEmpty())
+        return tokenizer.encode(request.prompt, true);
+    const std::string name = request.chatTemplate.toStdString();
+    const auto chat = chatTemplateByName(name, request.modelPath.toStdString());
+    if (!chat)
+        throw Error("unknown chat template '" + name + "'");
+    options.stopTokenIds = chatStopIds(*chat, tokenizer);
+    return chatPromptIds(*chat, tokenizer,
+                         jinja::Value::array({{{"role", "user"}, {"content", request.prompt}}}));
+}
 
 // The worker: everything it learns goes into `events`; it returns when both sides are done or
 // cancelled.
@@ -36,22 +56,8 @@ void runGeneration(const GenerationRequest& request, std::shared_ptr<Model> base
             });
         }
         const auto tokenizer = loadTokenizer(request.modelPath.toStdString());
-        std::vector<int32_t> ids;
         GenerateOptions options = request.options;
-        if (request.chatTemplate.isEmpty()) {
-            ids = tokenizer->encode(request.prompt, true);
-        } else {
-            // The prompt as a user message in the chat template (the model's own or a family),
-            // stopping at the template's end-of-turn tokens as well as EOS.
-            const std::string name = request.chatTemplate.toStdString();
-            const auto chat = chatTemplateByName(name, request.modelPath.toStdString());
-            if (!chat)
-                throw Error("unknown chat template '" + name + "'");
-            ids = chatPromptIds(
-                *chat, *tokenizer,
-                jinja::Value::array({{{"role", "user"}, {"content", request.prompt}}}));
-            options.stopTokenIds = chatStopIds(*chat, *tokenizer);
-        }
+        const std::vector<int32_t> ids = promptIds(request, *tokenizer, options);
         events->add([](GenerationBatch& b) { b.status = GenerationController::tr("Generating…"); });
         QString summary;
         const std::pair<int, std::shared_ptr<Model>> sides[] = {
@@ -75,6 +81,88 @@ void runGeneration(const GenerationRequest& request, std::shared_ptr<Model> base
                            .arg(QString::fromStdString(r.stopReason));
         }
         events->add([&](GenerationBatch& b) { b.finished = summary.trimmed(); });
+    } catch (const std::exception& e) {
+        const QString message =
+            GenerationController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
+        events->add([&](GenerationBatch& b) { b.finished = message; });
+    }
+}
+
+// Best-of-N on the worker: N samples from the run's model (streamed to side 1, one answer after
+// another), then one RewardScorer over all of them; the ranking comes with `finished`.
+void runBestOfN(const BestOfNRequest& request, std::shared_ptr<Model> base,
+                std::shared_ptr<Model> tuned, const std::shared_ptr<std::atomic<bool>>& cancel,
+                EventBuffer<GenerationBatch>* events)
+{
+    const GenerationRequest& g = request.generation;
+    try {
+        std::shared_ptr<Model> model = g.runDir.isEmpty() ? base : tuned;
+        if (!model && g.runDir.isEmpty()) {
+            model = Model::load(g.modelPath.toStdString(), {"fp32", "auto"});
+            events->add([&](GenerationBatch& b) {
+                b.baseModel = model;
+                b.baseModelPath = g.modelPath;
+            });
+        } else if (!model) {
+            model = loadTunedModel(g.runDir.toStdString(), {"fp32", "auto"});
+            events->add([&](GenerationBatch& b) {
+                b.tunedModel = model;
+                b.tunedModelRun = g.runDir;
+            });
+        }
+        const auto tokenizer = loadTokenizer(g.modelPath.toStdString());
+        GenerateOptions options = g.options;
+        options.greedy = false;  // N greedy answers would be one answer N times
+        const std::vector<int32_t> ids = promptIds(g, *tokenizer, options);
+        std::vector<RankedAnswer> answers;
+        for (int i = 0; i < request.n && !*cancel; ++i) {
+            events->add([&](GenerationBatch& b) {
+                b.status =
+                    GenerationController::tr("Sampling answer %1 of %2…").arg(i + 1).arg(request.n);
+                if (i > 0)
+                    b.pieces.emplace_back(1, "\n\n");
+            });
+            options.seed = g.options.seed + uint64_t(i);
+            const GenerateResult r = model->generate(
+                ids, options, tokenizer.get(), [&](int32_t, const std::string& piece) {
+                    if (!piece.empty())
+                        events->add([&](GenerationBatch& b) { b.pieces.emplace_back(1, piece); });
+                    return !cancel->load();
+                });
+            answers.push_back({i, r.text, 0.0, r.stopReason});
+        }
+        if (*cancel) {
+            events->add(
+                [](GenerationBatch& b) { b.finished = GenerationController::tr("Cancelled."); });
+            return;
+        }
+        events->add([](GenerationBatch& b) {
+            b.status = GenerationController::tr("Scoring with the reward model…");
+        });
+        // The reward run renders prompt + answer with its own template; a raw-text prompt stays
+        // plain text.
+        const std::vector<ChatMessage> prompt = {
+            {g.chatTemplate.isEmpty() ? "text" : "user", g.prompt}};
+        std::vector<std::string> texts;
+        for (const RankedAnswer& a : answers)
+            texts.push_back(a.text);
+        const RewardScorer scorer(request.rewardRun.toStdString());
+        const std::vector<double> scores = scorer.score(prompt, texts);
+        for (size_t i = 0; i < answers.size() && i < scores.size(); ++i)
+            answers[i].score = scores[i];
+        std::stable_sort(
+            answers.begin(), answers.end(),
+            [](const RankedAnswer& a, const RankedAnswer& b) { return a.score > b.score; });
+        const QString summary =
+            GenerationController::tr("%1 answers ranked by %2; best: sample %3 (reward %4).")
+                .arg(answers.size())
+                .arg(QFileInfo(request.rewardRun).fileName())
+                .arg(answers.front().sample + 1)
+                .arg(answers.front().score, 0, 'f', 3);
+        events->add([&](GenerationBatch& b) {
+            b.ranked = answers;
+            b.finished = summary;
+        });
     } catch (const std::exception& e) {
         const QString message =
             GenerationController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
@@ -109,6 +197,23 @@ bool GenerationController::start(const GenerationRequest& request)
     std::shared_ptr<Model> tuned = m_tunedModelRun == request.runDir ? m_tunedModel : nullptr;
     m_future = QtConcurrent::run([request, base, tuned, cancel = m_cancel, events = &m_events] {
         runGeneration(request, base, tuned, cancel, events);
+    });
+    return true;
+}
+
+bool GenerationController::startBestOfN(const BestOfNRequest& request)
+{
+    if (m_busy)
+        return false;
+    m_future.waitForFinished();
+    m_events.discard();
+    m_busy = true;
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    const GenerationRequest& g = request.generation;
+    std::shared_ptr<Model> base = m_baseModelPath == g.modelPath ? m_baseModel : nullptr;
+    std::shared_ptr<Model> tuned = m_tunedModelRun == g.runDir ? m_tunedModel : nullptr;
+    m_future = QtConcurrent::run([request, base, tuned, cancel = m_cancel, events = &m_events] {
+        runBestOfN(request, base, tuned, cancel, events);
     });
     return true;
 }

@@ -1,6 +1,6 @@
-// GenerationController: runs the Playground's generations (base, then fine-tuned) on a worker;
-// tokens, status and the models it loaded come back through an EventBuffer, drained on the GUI
-// thread in batches.
+// GenerationController: runs the Playground's generations (base, then fine-tuned; or best-of-N
+// samples ranked by a reward model) on a worker; tokens, status, rankings and the models it loaded
+// come back through an EventBuffer, drained on the GUI thread in batches.
 #pragma once
 
 #include "event_buffer.h"
@@ -29,6 +29,22 @@ struct GenerationRequest {
     GenerateOptions options;
 };
 
+// Best-of-N: N sampled answers to the request's prompt (seeds seed, seed + 1, ...) from the run's
+// model (the base when it names none), each scored by a reward-model run.
+struct BestOfNRequest {
+    GenerationRequest generation;
+    QString rewardRun;
+    int n = 4;  // 2-16
+};
+
+// One sampled answer and its reward (higher is preferred).
+struct RankedAnswer {
+    int sample = 0;  // 0-based: drawn with seed + sample
+    std::string text;
+    double score = 0;
+    std::string stopReason;
+};
+
 // Everything the worker reported since the last drain.
 struct GenerationBatch {
     std::vector<std::pair<int, std::string>>
@@ -37,7 +53,8 @@ struct GenerationBatch {
     // Models the worker loaded, handed to the controller (which caches them for the next request).
     std::shared_ptr<Model> baseModel, tunedModel;
     QString baseModelPath, tunedModelRun;
-    std::optional<QString> finished;  // the summary, or "Error: ..."
+    std::optional<QString> finished;   // the summary, or "Error: ..."
+    std::vector<RankedAnswer> ranked;  // best-of-N: the answers, best first (with `finished`)
 };
 
 class GenerationController : public QObject {
@@ -48,6 +65,9 @@ public:
 
     // False when a generation is running.
     bool start(const GenerationRequest& request);
+    // Samples, then scores with core's RewardScorer, all on the worker; the ranking arrives with
+    // `finished`. False when a generation is running.
+    bool startBestOfN(const BestOfNRequest& request);
     void cancel();
     bool busy() const { return m_busy; }
     int drains() const { return m_events.drains(); }

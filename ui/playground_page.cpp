@@ -3,7 +3,10 @@
 #include "playground_page.h"
 
 #include "generation_controller.h"
+#include "ranked_answers_model.h"
 #include "studio_state.h"
+
+#include "train/reward_scorer.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -12,10 +15,12 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTableView>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -105,6 +110,9 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
     m_base = output(tr("Base model"), &m_baseTitle);
     m_tuned = output(tr("Fine-tuned"), &m_tunedTitle);
     layout->addLayout(outputs, 1);
+    auto* bestBox = new QGroupBox(tr("Best of N (ranked by a reward model)"), this);
+    buildBestOfN(bestBox);
+    layout->addWidget(bestBox);
 
     connect(m_generate, &QPushButton::clicked, this, &PlaygroundPage::generate);
     connect(m_stop, &QPushButton::clicked, this, &PlaygroundPage::cancel);
@@ -132,6 +140,38 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
     refreshRuns();
 }
 
+void PlaygroundPage::buildBestOfN(QWidget* box)
+{
+    auto* v = new QVBoxLayout(box);
+    auto* row = new QHBoxLayout();
+    m_rewardRun = new QComboBox(box);
+    m_rewardRun->setPlaceholderText(tr("no reward-model run yet"));
+    m_rewardRun->setToolTip(tr("A run trained with the objective “Reward model” (Method page); "
+                               "it scores each answer, higher is better."));
+    m_bestOf = new QSpinBox(box);
+    m_bestOf->setRange(2, 16);
+    m_bestOf->setValue(4);
+    m_bestOf->setPrefix(tr("N = "));
+    m_bestOfButton = new QPushButton(tr("Sample and rank"), box);
+    m_bestOfButton->setToolTip(
+        tr("Samples N answers from the fine-tuned run (or the base model) with the sampling "
+           "settings above, seeds seed … seed + N − 1, and ranks them by the reward model."));
+    row->addWidget(new QLabel(tr("Reward model:"), box));
+    row->addWidget(m_rewardRun, 1);
+    row->addWidget(m_bestOf);
+    row->addWidget(m_bestOfButton);
+    v->addLayout(row);
+    m_ranked = new RankedAnswersModel(this);
+    m_rankedView = new QTableView(box);
+    m_rankedView->setModel(m_ranked);
+    m_rankedView->verticalHeader()->hide();
+    m_rankedView->horizontalHeader()->setStretchLastSection(true);
+    m_rankedView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_rankedView->setMaximumHeight(170);
+    v->addWidget(m_rankedView);
+    connect(m_bestOfButton, &QPushButton::clicked, this, &PlaygroundPage::bestOfN);
+}
+
 PlaygroundPage::~PlaygroundPage() =
     default;  // the controller (a child) cancels and waits for its worker
 
@@ -148,6 +188,16 @@ void PlaygroundPage::refreshRuns()
     for (const QString& dir : m_state->runs())
         m_run->addItem(QFileInfo(dir).fileName(), dir);
     m_run->setCurrentIndex(std::max(0, m_run->findData(m_state->selectedRun())));
+    // The session's reward-model runs (run.json's objective), to score best-of-N samples with.
+    const QString keep = m_rewardRun->currentData().toString();
+    const QSignalBlocker blockReward(m_rewardRun);
+    m_rewardRun->clear();
+    for (const QString& dir : m_state->runs())
+        if (isRewardRun(dir.toStdString()))
+            m_rewardRun->addItem(QFileInfo(dir).fileName(), dir);
+    m_rewardRun->setCurrentIndex(
+        m_rewardRun->count() == 0 ? -1 : std::max(0, m_rewardRun->findData(keep)));
+    m_bestOfButton->setEnabled(m_rewardRun->count() > 0 && !busy());
 }
 
 void PlaygroundPage::setPrompt(const QString& prompt)
@@ -191,21 +241,18 @@ void PlaygroundPage::onBatch(const GenerationBatch& batch)
         m_status->setText(*batch.finished);
         m_generate->setEnabled(true);
         m_stop->setEnabled(false);
+        m_bestOfButton->setEnabled(m_rewardRun->count() > 0);
+        if (!batch.ranked.empty())
+            m_ranked->setAnswers(batch.ranked);
         Q_EMIT generationFinished(*batch.finished);
     }
 }
 
-void PlaygroundPage::generate()
+GenerationRequest PlaygroundPage::request() const
 {
-    if (busy())
-        return;
     GenerationRequest request;
     request.modelPath = m_state->modelPath();
     request.runDir = m_run->currentData().toString();
-    if (request.modelPath.isEmpty()) {
-        m_status->setText(tr("Open a model first."));
-        return;
-    }
     GenerateOptions& options = request.options;
     options.maxNewTokens = m_maxTokens->value();
     options.greedy = m_greedy->isChecked();
@@ -216,6 +263,48 @@ void PlaygroundPage::generate()
     options.seed = uint64_t(m_seed->value());
     request.chatTemplate = m_template->currentData().toString();
     request.prompt = m_prompt->toPlainText().toStdString();
+    return request;
+}
+
+bool PlaygroundPage::bestOfN()
+{
+    if (busy() || m_rewardRun->currentIndex() < 0)
+        return false;
+    BestOfNRequest best;
+    best.generation = request();
+    best.rewardRun = m_rewardRun->currentData().toString();
+    best.n = m_bestOf->value();
+    if (best.generation.modelPath.isEmpty()) {
+        m_status->setText(tr("Open a model first."));
+        return false;
+    }
+    m_base->clear();
+    m_tuned->clear();
+    m_ranked->setAnswers({});
+    m_tokens = 0;
+    const QString& runDir = best.generation.runDir;
+    m_tunedTitle->setText(
+        tr("%1 samples from %2")
+            .arg(best.n)
+            .arg(runDir.isEmpty() ? tr("the base model") : QFileInfo(runDir).fileName()));
+    if (!m_controller->startBestOfN(best))
+        return false;
+    m_generate->setEnabled(false);
+    m_bestOfButton->setEnabled(false);
+    m_stop->setEnabled(true);
+    m_status->setText(tr("Loading models…"));
+    return true;
+}
+
+void PlaygroundPage::generate()
+{
+    if (busy())
+        return;
+    const GenerationRequest request = this->request();
+    if (request.modelPath.isEmpty()) {
+        m_status->setText(tr("Open a model first."));
+        return;
+    }
 
     m_base->clear();
     m_tuned->clear();
@@ -226,6 +315,7 @@ void PlaygroundPage::generate()
                               : tr("Fine-tuned: %1").arg(QFileInfo(runDir).fileName()));
     if (!m_controller->start(request))
         return;
+    m_bestOfButton->setEnabled(false);
     m_generate->setEnabled(false);
     m_stop->setEnabled(true);
     m_status->setText(tr("Loading models…"));

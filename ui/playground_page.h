@@ -1,6 +1,6 @@
 // The Playground: one prompt, the base model's and the fine-tuned model's continuations side by
 // side, streamed from a worker (GenerationController) in ~40 ms batches of tokens, with sampling
-// settings.
+// settings; best-of-N samples N answers and ranks them by a reward-model run's scores.
 #pragma once
 
 #include <QWidget>
@@ -12,11 +12,14 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
+class QTableView;
 
 namespace tb {
 
 class GenerationController;
 struct GenerationBatch;
+struct GenerationRequest;
+class RankedAnswersModel;
 class StudioState;
 
 class PlaygroundPage : public QWidget {
@@ -38,6 +41,13 @@ public:
     QSpinBox* maxTokensBox() const { return m_maxTokens; }
     QCheckBox* greedyBox() const { return m_greedy; }
     QComboBox* templateBox() const { return m_template; }
+    // Best-of-N: the reward-model runs to score with, N (2-16), and the ranked answers.
+    QComboBox* rewardRunBox() const { return m_rewardRun; }
+    QSpinBox* bestOfNBox() const { return m_bestOf; }
+    RankedAnswersModel* rankedAnswers() const { return m_ranked; }
+    // N sampled answers from the chosen run (or the base), scored by the chosen reward run on the
+    // worker; false when no reward run is chosen or a generation is running.
+    bool bestOfN();
 
 Q_SIGNALS:
     void tokenArrived(int side, const QString& text);  // per token, side 0: base, 1: fine-tuned
@@ -46,6 +56,8 @@ Q_SIGNALS:
 private:
     void refreshRuns();
     void onBatch(const GenerationBatch& batch);
+    GenerationRequest request() const;  // the prompt and sampling settings
+    void buildBestOfN(QWidget* box);
 
     StudioState* m_state;
     QPlainTextEdit* m_prompt = nullptr;
@@ -59,6 +71,11 @@ private:
     QLabel *m_baseTitle = nullptr, *m_tunedTitle = nullptr;
     QLabel* m_status = nullptr;
     GenerationController* m_controller = nullptr;
+    QComboBox* m_rewardRun = nullptr;
+    QSpinBox* m_bestOf = nullptr;
+    QPushButton* m_bestOfButton = nullptr;
+    RankedAnswersModel* m_ranked = nullptr;
+    QTableView* m_rankedView = nullptr;
     int m_tokens = 0;
 };
 

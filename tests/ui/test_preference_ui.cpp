@@ -9,7 +9,9 @@
 #include "method_page.h"
 #include "model_page.h"
 #include "objective_panel.h"
+#include "playground_page.h"
 #include "preference_plots.h"
+#include "ranked_answers_model.h"
 #include "run_history.h"
 #include "studio_state.h"
 #include "train_page.h"
@@ -24,6 +26,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QListWidget>
+#include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -417,6 +420,39 @@ private Q_SLOTS:
         QCOMPARE(page->formatBox()->currentData().toString(), QStringLiteral("peft"));
         page->setFormat(QStringLiteral("gguf"));
         QCOMPARE(page->formatBox()->currentData().toString(), QStringLiteral("gguf"));
+    }
+
+    // Best-of-N: only reward-model runs score, N is 2-16, and the ranking is a well-behaved model.
+    void bestOfNChoicesAndRanking()
+    {
+        QTemporaryDir runs;
+        const QString reward = runs.path() + QStringLiteral("/lora-reward-1");
+        const QString dpo = runs.path() + QStringLiteral("/lora-dpo-1");
+        writeRunJson(reward, "reward");
+        writeRunJson(dpo, "dpo");
+        tb::MainWindow w;
+        auto* play = w.playgroundPage();
+        QVERIFY(play);
+        QCOMPARE(play->rewardRunBox()->count(), 0);
+        QVERIFY(!play->bestOfN());  // no reward run to score with
+        w.state()->setRuns({dpo, reward});
+        QCOMPARE(play->rewardRunBox()->count(), 1);
+        QCOMPARE(play->rewardRunBox()->currentData().toString(), reward);
+        QCOMPARE(play->bestOfNBox()->minimum(), 2);
+        QCOMPARE(play->bestOfNBox()->maximum(), 16);
+
+        tb::RankedAnswersModel* model = play->rankedAnswers();
+        QAbstractItemModelTester tester(model,
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model->setAnswers({{2, "the best answer", 1.25, "eos"}, {0, "a worse one", -0.5, "eos"}});
+        QCOMPARE(model->rowCount(), 2);
+        QCOMPARE(model->data(model->index(0, 0), Qt::DisplayRole).toInt(), 1);
+        QCOMPARE(model->data(model->index(0, 1), Qt::UserRole).toDouble(), 1.25);
+        QCOMPARE(model->data(model->index(0, 2), Qt::DisplayRole).toInt(), 3);  // seed + 2
+        QCOMPARE(model->data(model->index(1, 3), Qt::DisplayRole).toString(),
+                 QStringLiteral("a worse one"));
+        model->setAnswers({});
+        QCOMPARE(model->rowCount(), 0);
     }
 };
 
