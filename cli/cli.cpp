@@ -60,8 +60,7 @@ commands:
                                                        win rates with intervals and kappa per annotator pair
   reward    score --run RUN_DIR --data FILE.jsonl [--device D] [--json]
                                                        a reward model's scores: pairs (chosen vs rejected,
-                                                       accuracy) or {"prompt", "response(s)"
-} rows
+                                                       accuracy) or rows of a prompt and its responses
   template  render --model DIR --messages FILE.json [--add-generation-prompt] [--template model|FAMILY]
             [--train-on all|last] [--json]             a conversation as the chat template renders it:
                                                        text, token ids, loss mask

@@ -30,6 +30,7 @@ json toJson(const PreferenceStats& p)
               {"rewards/accuracies", p.rewardsAccuracies},
               {"logps/chosen", p.logpsChosen},
               {"logps/rejected", p.logpsRejected},
+              {"logps/accuracies", p.logpsAccuracies},
               {"pairs", p.pairs}};
     if (p.nllLoss)
         j["nll_loss"] = *p.nllLoss;
@@ -49,6 +50,7 @@ std::optional<PreferenceStats> preferenceStatsFromJson(const json& line)
     p.rewardsAccuracies = line.value("rewards/accuracies", 0.0);
     p.logpsChosen = line.value("logps/chosen", 0.0);
     p.logpsRejected = line.value("logps/rejected", 0.0);
+    p.logpsAccuracies = line.value("logps/accuracies", 0.0);
     p.nllLoss = optionalNumberAt(line, "nll_loss");
     p.logOddsRatio = optionalNumberAt(line, "log_odds_ratio");
     p.pairs = line.value("pairs", int64_t(0));

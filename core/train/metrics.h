@@ -14,7 +14,8 @@ namespace tb {
 
 // The statistics of a preference objective over a step's pairs (or a validation set's), named as
 // TRL logs them: metrics.jsonl's step and eval lines carry "rewards/chosen", "rewards/rejected",
-// "rewards/margins", "rewards/accuracies", "logps/chosen", "logps/rejected" and, for ORPO,
+// "rewards/margins", "rewards/accuracies", "logps/chosen", "logps/rejected" (and our
+// "logps/accuracies") and, for ORPO,
 // "nll_loss", "log_odds_ratio"; a reward model's lines carry "rewards/*" (its scores) and
 // "rewards/accuracies".
 struct PreferenceStats {
@@ -22,6 +23,9 @@ struct PreferenceStats {
     double rewardsMargins = 0;                      // mean chosen - rejected
     double rewardsAccuracies = 0;                   // share of pairs with chosen > rejected
     double logpsChosen = 0, logpsRejected = 0;      // mean log-probability of each answer
+    // Share of pairs whose chosen answer the model itself finds likelier (log-probability, or the
+    // reward model's score): the model's own preference, reference-free ("logps/accuracies").
+    double logpsAccuracies = 0;
     std::optional<double> nllLoss;                  // ORPO: the SFT term on the chosen answers
     std::optional<double> logOddsRatio;             // ORPO: mean log odds ratio
     int64_t pairs = 0;                              // pairs these means are over

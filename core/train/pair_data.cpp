@@ -1,6 +1,9 @@
 // Reading, splitting and tokenizing a run's preference pairs.
 #include "train/pair_data.h"
 
+#include "data/store/pairs_store.h"
+#include "data/store/snapshot.h"
+#include "data/store/store.h"
 #include "train/batching.h"
 #include "util/error.h"
 #include "util/sha256.h"
@@ -35,15 +38,35 @@ std::vector<PairExample> readPairs(PreparedPairs& d, const std::string& path, Pa
 
 PreparedPairs preparePairs(const TrainConfig& c, const Tokenizer& tokenizer)
 {
-    if (!c.data.store.empty())
-        fail(c.sourcePath, ": key 'data.store': objective '", objectiveName(c.objective),
-             "' reads pair files (data.train_file); export the snapshot's pairs with `tunebench "
-             "data pairs export`");
     PreparedPairs d;
-    std::vector<PairExample> train = readPairs(d, c.data.trainFile, c.preference.layout);
-    std::string hashInput = sha256File(c.data.trainFile);
-    std::vector<PairExample> val;
-    if (!c.data.valFile.empty()) {
+    std::vector<PairExample> train, val;
+    std::string hashInput;
+    nlohmann::json snapshots = nlohmann::json::object();
+    // Pairs come from snapshots of a dataset store (recorded by id and hash) or from files.
+    std::unique_ptr<DataStore> store;
+    auto fromSnapshot = [&](const std::string& role, const std::string& id) {
+        std::vector<PairExample> pairs = snapshotPairs(*store, id);
+        const SnapshotInfo info = findSnapshot(*store, id);
+        // The manifest's pair hash covers what was frozen (snapshotPairs verified it).
+        const nlohmann::json pairHash = info.manifest.contains("pairs")
+                                            ? info.manifest["pairs"].value("sha256", "")
+                                            : std::string();
+        snapshots[role] = {{"id", id}, {"sha256", pairHash}, {"pairs", pairs.size()}};
+        hashInput += pairHash.get<std::string>();
+        if (pairs.empty())
+            fail(c.data.store, ": snapshot '", id, "' holds no preference pair");
+        return pairs;
+    };
+    if (!c.data.store.empty()) {
+        store = DataStore::open(c.data.store, false);
+        train = fromSnapshot("train", c.data.snapshot);
+    } else {
+        train = readPairs(d, c.data.trainFile, c.preference.layout);
+        hashInput = sha256File(c.data.trainFile);
+    }
+    if (store && !c.data.valSnapshot.empty()) {
+        val = fromSnapshot("validation", c.data.valSnapshot);
+    } else if (!c.data.valFile.empty()) {
         val = readPairs(d, c.data.valFile, c.preference.layout);
         hashInput += sha256File(c.data.valFile);
     } else if (c.data.valRatio > 0) {
@@ -61,8 +84,10 @@ PreparedPairs preparePairs(const TrainConfig& c, const Tokenizer& tokenizer)
     d.val = tokenizePairs(val, tokenizer, chat, c.data.maxLength);
     report(d, d.train.rejected, "refused");
     report(d, d.val.rejected, "refused");
+    const std::string dataName =
+        store ? c.data.store + " snapshot " + c.data.snapshot : c.data.trainFile;
     if (d.train.pairs.empty())
-        fail(c.data.trainFile, ": no preference pair left to train on (", d.train.rejected.size(),
+        fail(dataName, ": no preference pair left to train on (", d.train.rejected.size(),
              " refused, ", train.size(), " read)");
     if (d.train.truncated > 0)
         d.warnings.push_back(cat(d.train.truncated, " of ", d.train.pairs.size(),
@@ -71,6 +96,8 @@ PreparedPairs preparePairs(const TrainConfig& c, const Tokenizer& tokenizer)
     d.hash = sha256Hex(hashInput);
     d.data = {{"train_file", c.data.trainFile},
               {"val_file", c.data.valFile},
+              {"store", c.data.store},
+              {"snapshots", snapshots},
               {"hash", d.hash},
               {"train_pairs", d.train.pairs.size()},
               {"val_pairs", d.val.pairs.size()},

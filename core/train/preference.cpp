@@ -41,6 +41,7 @@ void accumulate(PreferenceStats& total, const PreferenceStats& part)
     total.rewardsAccuracies = mix(total.rewardsAccuracies, part.rewardsAccuracies);
     total.logpsChosen = mix(total.logpsChosen, part.logpsChosen);
     total.logpsRejected = mix(total.logpsRejected, part.logpsRejected);
+    total.logpsAccuracies = mix(total.logpsAccuracies, part.logpsAccuracies);
     if (part.nllLoss)
         total.nllLoss = mix(total.nllLoss.value_or(0), *part.nllLoss);
     if (part.logOddsRatio)
@@ -270,6 +271,22 @@ PreferenceRecipe::scorePairs(const PairSet& set, const std::vector<int64_t>& ind
         return out;
     }
     const auto labels = toTensor(b.labels, rows, b.width, m_model.device);
+    // The reference first: its no-grad pass's temporaries are gone before the policy's forward
+    // stores its activations for backward.
+    PairLossInput in;
+    if (needsReference(m_config.objective)) {
+        const Stored* stored = &set == &m_data.train ? (m_storedTrain ? &*m_storedTrain : nullptr)
+                                                     : (m_storedVal ? &*m_storedVal : nullptr);
+        if (stored) {
+            const auto index = torch::tensor(indices, torch::kInt64);
+            in.refChosen = stored->chosen.index_select(0, index).to(m_model.device);
+            in.refRejected = stored->rejected.index_select(0, index).to(m_model.device);
+        } else {
+            const AnswerLogps ref = referenceLogps(ids, labels);
+            in.refChosen = ref.sum.slice(0, 0, b.pairs);
+            in.refRejected = ref.sum.slice(0, b.pairs);
+        }
+    }
     AnswerLogps policy;
     torch::Tensor chosenNll;
     {
@@ -285,24 +302,10 @@ PreferenceRecipe::scorePairs(const PairSet& set, const std::vector<int64_t>& ind
     }
     if (training && m_memoryAfterForward == 0)
         m_memoryAfterForward = memoryNow();
-    PairLossInput in;
     in.chosen = policy.sum.slice(0, 0, b.pairs);
     in.rejected = policy.sum.slice(0, b.pairs);
     in.chosenCount = policy.count.slice(0, 0, b.pairs);
     in.rejectedCount = policy.count.slice(0, b.pairs);
-    if (needsReference(m_config.objective)) {
-        const Stored* stored = &set == &m_data.train ? (m_storedTrain ? &*m_storedTrain : nullptr)
-                                                     : (m_storedVal ? &*m_storedVal : nullptr);
-        if (stored) {
-            const auto index = torch::tensor(indices, torch::kInt64);
-            in.refChosen = stored->chosen.index_select(0, index).to(m_model.device);
-            in.refRejected = stored->rejected.index_select(0, index).to(m_model.device);
-        } else {
-            const AnswerLogps ref = referenceLogps(ids, labels);
-            in.refChosen = ref.sum.slice(0, 0, b.pairs);
-            in.refRejected = ref.sum.slice(0, b.pairs);
-        }
-    }
     in.chosenNll = chosenNll;
     out.loss = preferenceLoss(m_config.objective, m_config.preference, in);
     return out;
@@ -512,7 +515,7 @@ void PreferenceRecipe::reportMemory(int64_t seq)
     MemoryReport r;
     try {
         r = compareWithEstimate(*m_model.module, m_config, measured, m_position.step + 1, seq,
-                                m_model.device.is_cuda());
+                                m_model.device.is_cuda(), m_reference.get());
     } catch (const std::exception& error) {
         warn(std::string("memory estimate unavailable: ") + error.what());
         return;

@@ -24,6 +24,7 @@ PreferenceStats statsOf(const torch::Tensor& rewardChosen, const torch::Tensor& 
     s.rewardsAccuracies = meanOf((rewardChosen > rewardRejected).to(torch::kFloat32));
     s.logpsChosen = meanOf(logpChosen);
     s.logpsRejected = meanOf(logpRejected);
+    s.logpsAccuracies = meanOf((logpChosen > logpRejected).to(torch::kFloat32));
     s.pairs = rewardChosen.size(0);
     return s;
 }

@@ -2,6 +2,9 @@
 // them, bad pairs refused with their reason, the reference of DPO (the policy with its method
 // switched off) equal to stored reference log-probabilities and to a frozen copy, reward models
 // scored the same by the trainer and the scorer, and bad configs named.
+#include "data/store/pairs_store.h"
+#include "data/store/snapshot.h"
+#include "data/store/store.h"
 #include "tokenizer/tokenizer.h"
 #include "train/job.h"
 #include "train/pair_batching.h"
@@ -23,6 +26,10 @@
 namespace {
 
 using nlohmann::json;
+using tbtest::contains;
+using tbtest::errorOf;
+using tbtest::numbered;
+using tbtest::writeText;
 
 const std::string kModel = TB_SOURCE_DIR "/datasets/models/stories260k";
 
@@ -253,6 +260,36 @@ private Q_SLOTS:
         QVERIFY(std::abs(margin / n - last["rewards/margins"].get<double>()) < 1e-5);
         QVERIFY(contains(errorOf([&] { tb::RewardScorer bad(dir.path().toStdString()); }),
                          "not a reward-model run"));
+    }
+
+    // Pairs frozen in a store snapshot train like a pair file, and run.json records the snapshot.
+    void trainsFromStoreSnapshot()
+    {
+        QTemporaryDir dir;
+        const std::string pairs = writePairs(dir, "pairs.jsonl", 12);
+        const std::string storePath = dir.filePath(QStringLiteral("pairs.tbstore")).toStdString();
+        std::string snapshot;
+        {
+            auto store = tb::DataStore::open(storePath);
+            QCOMPARE(tb::importPairs(*store, pairs, tb::PairLayout::Auto, "ann").imported,
+                     int64_t(12));
+            tb::SnapshotOptions options;
+            options.acceptedOnly = false;
+            snapshot = tb::createSnapshot(*store, options).id;
+        }
+        QString error;
+        json config = baseConfig(dir, "from-store", pairs);
+        config["data"].erase("train_file");
+        config["data"]["store"] = storePath;
+        config["data"]["snapshot"] = snapshot;
+        config["max_steps"] = 2;
+        const Run r = train(config, &error);
+        QVERIFY2(!r.dir.empty(), qPrintable(error));
+        const json info = tb::RunStore(r.dir).readRunInfo();
+        QCOMPARE(info["data"]["snapshots"]["train"]["id"].get<std::string>(), snapshot);
+        QCOMPARE(info["data"]["train_pairs"].get<int64_t>() + info["data"]["val_pairs"].get<int64_t>(),
+                 int64_t(12));
+        QCOMPARE(r.steps.size(), size_t(2));
     }
 
     void badConfigsAndPairsAreNamed()

@@ -35,7 +35,7 @@ json full()
 {
     return json::parse(R"({
       "name": "exp1", "model": "/models/tiny", "output_dir": "/runs", "method": "adapter",
-      "objective": "simpo",
+      "objective": "sft",
       "preference": {"beta": 2.0, "label_smoothing": 0.1, "gamma": 1.5, "reference": "precomputed",
                      "layout": "hh-rlhf"},
       "batch_size": 4, "grad_accum": 3, "max_steps": 120, "epochs": 2, "precision": "bf16",
@@ -158,7 +158,7 @@ void TestTrainConfig::fullRoundTrip()
     QCOMPARE(c.lossChunkTokens, 512);
     QCOMPARE(c.eval.generateEvery, int64_t(25));
     QCOMPARE(c.eval.metrics, (std::vector<std::string>{"exact_match", "bleu"}));
-    QVERIFY(c.objective == tb::Objective::Simpo);
+    QVERIFY(c.objective == tb::Objective::Sft);
     QCOMPARE(c.preference.beta, 2.0);
     QCOMPARE(c.preference.labelSmoothing, 0.1);
     QCOMPARE(c.preference.gamma, 1.5);
@@ -174,6 +174,14 @@ void TestTrainConfig::fullRoundTrip()
     const tb::TrainConfig m = tb::parseTrainConfig(minimal(), "run.json");
     QVERIFY(tb::parseTrainConfig(tb::toJson(m), "run.json") == m);
     QCOMPARE(tb::toJson(m).size(), full().size());
+    // Every objective round-trips (pair objectives refuse packing, which full() sets).
+    for (const char* objective : {"dpo", "ipo", "simpo", "orpo", "reward"}) {
+        json pairRun = minimal();
+        pairRun["objective"] = objective;
+        const tb::TrainConfig p = tb::parseTrainConfig(pairRun, "run.json");
+        QCOMPARE(std::string(tb::objectiveName(p.objective)), std::string(objective));
+        QVERIFY(tb::parseTrainConfig(tb::toJson(p), "run.json") == p);
+    }
     QCOMPARE(tb::toJson(m)["optim"].size(), full()["optim"].size());
 }
 
