@@ -9,6 +9,7 @@
 #include "memory/estimator.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#include "train/reward_scorer.h"
 #include "train/run_store.h"
 #include "train/tuned_model.h"
 #include "util/file_util.h"
@@ -278,15 +279,7 @@ void ExportPage::refreshRuns()
 
 bool ExportPage::rewardRun(const QString& runDir)
 {
-    // run.json's config.objective (core's isRewardRun reads the same key).
-    try {
-        const nlohmann::json info = RunStore(runDir.toStdString()).readRunInfo();
-        const auto config = info.find("config");
-        return config != info.end() && config->is_object() &&
-               config->value("objective", "") == std::string("reward");
-    } catch (const std::exception&) {
-        return false;
-    }
+    return isRewardRun(runDir.toStdString());
 }
 
 void ExportPage::showFormats()
