@@ -768,6 +768,8 @@ int cmdSnapshots(const Args& args, std::ostream& out)
 
 }  // namespace
 
+int cmdDataPairs(const Args& args, std::ostream& out);  // cli/data_pairs.cpp
+
 int cmdData(const Args& args, std::ostream& out, std::ostream& err)
 {
     if (args.positional().size() < 2) {
@@ -775,6 +777,8 @@ int cmdData(const Args& args, std::ostream& out, std::ostream& err)
         return 1;
     }
     const std::string& sub = args.positional()[1];
+    if (sub == "pairs")
+        return cmdDataPairs(args, out);
     if (sub != "import" && sub != "entity-pairs" && args.positional().size() > 2)
         fail("data ", sub, ": unexpected argument '", args.positional()[2], "'");
     if (sub == "import")

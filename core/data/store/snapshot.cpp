@@ -1,6 +1,7 @@
 // Snapshots: select, freeze (lines stored in the store itself), hash, list, read back and export.
 #include "data/store/snapshot.h"
 
+#include "data/store/pairs_store.h"
 #include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "util/error.h"
@@ -74,7 +75,10 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
         fail(store.path(), ": ", uncounted,
              " records have no token count for the length filter; run `tunebench data "
              "stats --model DIR` first");
-    if (picked.empty())
+    // Preference pairs of the split that training reads (data/store/pairs_store.h).
+    const std::vector<std::string> pairLines =
+        trainingPairLines(store, options.split, options.excludeFlagged);
+    if (picked.empty() && pairLines.empty())
         fail(store.path(), ": no ", options.acceptedOnly ? "accepted " : "", "records in split \"",
              options.split, "\" pass the snapshot's filters",
              options.acceptedOnly ? " (review records first, or include pending ones)" : "");
@@ -124,6 +128,13 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
         {"counts", {{"by_kind", byKind}, {"by_status", byStatus}, {"synthetic", synthetic}}},
         {"filters", filters},
         {"template", options.templateInfo}};
+    if (!pairLines.empty()) {
+        std::string pairContent;
+        for (const std::string& line : pairLines)
+            pairContent += line + '\n';
+        info.manifest["pairs"] = {{"count", int64_t(pairLines.size())},
+                                  {"sha256", sha256Hex(pairContent)}};
+    }
     sql::Statement st(
         db, "INSERT INTO snapshots (id, version, split, sha256, records, manifest, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)");
@@ -146,13 +157,18 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
             .bind(5, lines[i]);
         insert.run();
     }
+    freezeSnapshotPairs(db, id, pairLines);
     sql::Statement op(
         db,
         "INSERT INTO operations (kind, who, at, params, summary) VALUES ('snapshot', ?, ?, ?, ?)");
     op.bind(1, options.who)
         .bind(2, info.createdAt)
         .bind(3, filters.dump())
-        .bind(4, json{{"id", id}, {"sha256", info.sha256}, {"records", info.records}}.dump());
+        .bind(4, json{{"id", id},
+                      {"sha256", info.sha256},
+                      {"records", info.records},
+                      {"pairs", int64_t(pairLines.size())}}
+                     .dump());
     op.run();
     tx.commit();
     return info;

@@ -2,6 +2,7 @@
 #include "data/store/store.h"
 
 #include "data/store/comparisons.h"
+#include "data/store/pairs_store.h"
 #include "data/store/sqlite.h"
 #include "util/error.h"
 
@@ -172,6 +173,8 @@ CREATE TABLE preference_pairs (
 );
 CREATE INDEX preference_pairs_set ON preference_pairs(set_name);
 )SQL",
+    // 2 -> 3: preference pairs, rankings and pairwise review (data/store/pairs_store.cpp).
+    pairsSchemaSql(),
 };
 constexpr int kMigrationCount = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
 static_assert(kMigrationCount == DataStore::kSchemaVersion);
@@ -428,6 +431,8 @@ json readField(sql::Database& db, int64_t recordId, const std::string& field)
 {
     if (isComparisonField(field))
         return readComparisonField(db, field);
+    if (isPairField(field))
+        return readPairField(db, field);
     sql::Statement st(db, "SELECT status, split, removed, fields FROM records WHERE id = ?");
     st.bind(1, recordId);
     if (!st.step())
@@ -451,6 +456,8 @@ void writeField(sql::Database& db, int64_t recordId, const std::string& field, c
 {
     if (isComparisonField(field)) {
         writeComparisonField(db, field, value);
+    } else if (isPairField(field)) {
+        writePairField(db, field, value);
     } else if (field == "status") {
         if (!value.is_string() || !parseReviewStatus(value.get<std::string>()))
             tb::fail(db.path(), ": record ", recordId, ": invalid status ", value.dump());

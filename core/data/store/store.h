@@ -1,6 +1,6 @@
 // DataStore: a project's datasets in one SQLite file (WAL): records, sources, annotator labels and
 // ratings, notes, an edit history grouped into reversible operations, scan flags, snapshots and
-// blind comparisons (data/store/comparisons.h).
+// blind comparisons (data/store/comparisons.h) and preference pairs (data/store/pairs_store.h).
 // Every public change is one transaction, so a crash or kill loses no committed edit and never
 // leaves a torn one.
 #pragma once
@@ -132,7 +132,7 @@ struct ScanFlag {
 
 class DataStore {
 public:
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
 
     // Opens or creates a store file; runs migrations up to kSchemaVersion in one transaction each.
     // A file that is not SQLite, is corrupt, or comes from a newer Tunebench gets a tb::Error
