@@ -19,7 +19,7 @@ QString joinTurns(const std::vector<ChatMessage>& turns, bool withRoles)
     QStringList parts;
     for (const ChatMessage& m : turns)
         parts << (withRoles ? QStringLiteral("[%1] %2").arg(QString::fromStdString(m.role),
-                                                             QString::fromStdString(m.content))
+                                                            QString::fromStdString(m.content))
                             : QString::fromStdString(m.content));
     return parts.join(QStringLiteral("\n\n"));
 }
@@ -225,9 +225,8 @@ QVariant PairTableModel::data(const QModelIndex& index, int role) const
         role != IdRole && role != Qt::FontRole && role != Qt::TextAlignmentRole)
         return {};
     if (role == Qt::TextAlignmentRole)
-        return QVariant::fromValue(
-            Qt::Alignment((index.column() == ColId ? Qt::AlignRight : Qt::AlignLeft) |
-                          Qt::AlignVCenter));
+        return QVariant::fromValue(Qt::Alignment(
+            (index.column() == ColId ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter));
     const StoredPair* p = pairAt(index.row());
     if (!p)
         return {};

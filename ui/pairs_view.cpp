@@ -79,7 +79,8 @@ std::vector<PairRejection> jsonlRejections(const std::string& path, PairLayout l
         try {
             parsePairRow(nlohmann::json::parse(row), layout);
         } catch (const nlohmann::json::parse_error& e) {
-            out.push_back({path + ":" + std::to_string(line), std::string("not JSON: ") + e.what()});
+            out.push_back(
+                {path + ":" + std::to_string(line), std::string("not JSON: ") + e.what()});
         } catch (const std::exception& e) {
             out.push_back({path + ":" + std::to_string(line), e.what()});
         }
@@ -172,17 +173,16 @@ QWidget* PairsView::buildReviewArea()
     for (int side = 0; side < 2; ++side) {
         auto* column = new QVBoxLayout();
         auto* head = new QHBoxLayout();
-        m_answerLabel[side] = new QLabel(side == 0 ? tr("<b>Answer A</b>") : tr("<b>Answer B</b>"),
-                                         pairBox);
+        m_answerLabel[side] =
+            new QLabel(side == 0 ? tr("<b>Answer A</b>") : tr("<b>Answer B</b>"), pairBox);
         head->addWidget(m_answerLabel[side], 1);
         auto* edit = new QPushButton(side == 0 ? tr("Edit A (E)") : tr("Edit B"), pairBox);
         edit->setToolTip(tr("Edit this answer in place (or double-click it); Ctrl+Return saves"));
         connect(edit, &QPushButton::clicked, this, [this, side] { editAnswer(side); });
         head->addWidget(edit);
         column->addLayout(head);
-        m_answer[side] = makeTextView(side == 0 ? QStringLiteral("pairAnswerA")
-                                                : QStringLiteral("pairAnswerB"),
-                                      pairBox);
+        m_answer[side] = makeTextView(
+            side == 0 ? QStringLiteral("pairAnswerA") : QStringLiteral("pairAnswerB"), pairBox);
         m_answer[side]->viewport()->installEventFilter(this);
         m_answer[side]->installEventFilter(this);
         column->addWidget(m_answer[side], 1);
@@ -246,8 +246,8 @@ QWidget* PairsView::buildSidePanel()
     auto* importLayout = new QVBoxLayout(importBox);
     auto* importRow = new QHBoxLayout();
     m_layout = new QComboBox(importBox);
-    for (PairLayout l : {PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf,
-                         PairLayout::UltraFeedback})
+    for (PairLayout l :
+         {PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf, PairLayout::UltraFeedback})
         m_layout->addItem(QLatin1String(pairLayoutName(l)), int(l));
     m_layout->setToolTip(tr("TRL standard (prompt/chosen/rejected), HH-RLHF (two conversations) "
                             "or UltraFeedback (with scores); auto detects each row"));
@@ -258,7 +258,8 @@ QWidget* PairsView::buildSidePanel()
     importRow->addStretch(1);
     importRow->addWidget(importButton);
     importLayout->addLayout(importRow);
-    m_importSummary = new QLabel(tr("JSONL or a JSON array; bad rows are listed below."), importBox);
+    m_importSummary =
+        new QLabel(tr("JSONL or a JSON array; bad rows are listed below."), importBox);
     m_importSummary->setWordWrap(true);
     importLayout->addWidget(m_importSummary);
     m_rejections = makeTable({tr("Line"), tr("Reason")}, importBox);
@@ -287,8 +288,8 @@ void PairsView::buildShortcuts()
 bool PairsView::eventFilter(QObject* watched, QEvent* event)
 {
     for (int side = 0; side < 2; ++side) {
-        if (watched == m_answer[side]->viewport() &&
-            event->type() == QEvent::MouseButtonDblClick && m_editSide != side) {
+        if (watched == m_answer[side]->viewport() && event->type() == QEvent::MouseButtonDblClick &&
+            m_editSide != side) {
             editAnswer(side);
             return true;
         }
@@ -386,9 +387,8 @@ void PairsView::showCurrent()
     const QModelIndex current = m_table->currentIndex();
     const StoredPair* p = current.isValid() ? m_model->pairAt(current.row()) : nullptr;
     m_prompt->setPlainText(p ? PairTableModel::promptText(p->pair) : QString());
-    for (int side = 0; side < 2; ++side) {
+    for (int side = 0; side < 2; ++side)
         m_answer[side]->setPlainText(p ? PairTableModel::answerText(*p, side) : QString());
-    }
 }
 
 bool PairsView::change(const QString& what,
@@ -438,10 +438,10 @@ bool PairsView::choose(const QString& choice)
 
 bool PairsView::swapCurrent()
 {
-    const bool done = change(tr("sides swapped"), [](DataStore& s, int64_t id,
-                                                     const std::string& who) {
-        return swapPair(s, id, who);
-    });
+    const bool done =
+        change(tr("sides swapped"), [](DataStore& s, int64_t id, const std::string& who) {
+            return swapPair(s, id, who);
+        });
     if (done)
         showCurrent();
     return done;
@@ -553,10 +553,10 @@ void PairsView::showAgreement(const std::vector<PairAgreement>& rows,
     m_agreement->setRowCount(int(rows.size()));
     for (int i = 0; i < int(rows.size()); ++i) {
         const PairAgreement& p = rows[size_t(i)];
-        m_agreement->setItem(i, 0,
-                             new QTableWidgetItem(QStringLiteral("%1 – %2").arg(
-                                 QString::fromStdString(p.annotatorA),
-                                 QString::fromStdString(p.annotatorB))));
+        m_agreement->setItem(
+            i, 0,
+            new QTableWidgetItem(QStringLiteral("%1 – %2").arg(
+                QString::fromStdString(p.annotatorA), QString::fromStdString(p.annotatorB))));
         m_agreement->setItem(i, 1, numberItem(double(p.items)));
         m_agreement->setItem(i, 2, numberItem(double(p.agreed)));
         m_agreement->setItem(i, 3, numberItem(p.percent, 1));
@@ -573,9 +573,9 @@ void PairsView::showAgreement(const std::vector<PairAgreement>& rows,
 
 void PairsView::openImport()
 {
-    const QString path = QFileDialog::getOpenFileName(
-        this, tr("Import preference pairs"), QString(),
-        tr("Pair files (*.jsonl *.json);;All files (*)"));
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Import preference pairs"), QString(),
+                                     tr("Pair files (*.jsonl *.json);;All files (*)"));
     if (!path.isEmpty())
         importFile(path, PairLayout(m_layout->currentData().toInt()));
 }
@@ -589,9 +589,9 @@ bool PairsView::importFile(const QString& path, PairLayout layout)
     const std::string file = path.toStdString();
     m_importSummary->setText(tr("Importing %1…").arg(path));
     m_rejections->setRowCount(0);
-    const bool started = m_ctx.jobs->run(
-        tr("Import pairs"),
-        [this, file, layout, who](DataStore& s, const CurateProgress& progress) {
+    const bool started =
+        m_ctx.jobs->run(tr("Import pairs"), [this, file, layout,
+                                             who](DataStore& s, const CurateProgress& progress) {
             progress("reading pairs", 0.0);
             PairImportReport report;
             try {

@@ -18,6 +18,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 class QComboBox;
@@ -87,10 +88,12 @@ private:
     void showCurrent();
     void afterIds();
     void refreshAgreement();
-    void showAgreement(const std::vector<PairAgreement>& rows, const std::vector<int64_t>& disputed);
+    void showAgreement(const std::vector<PairAgreement>& rows,
+                       const std::vector<int64_t>& disputed);
     // Runs one GUI-thread store change on the current pair; records its operation for Ctrl+Z.
-    bool change(const QString& what, const std::function<int64_t(DataStore&, int64_t id,
-                                                                 const std::string& who)>& write);
+    bool
+    change(const QString& what,
+           const std::function<int64_t(DataStore&, int64_t id, const std::string& who)>& write);
     DataStore* store() const;
     void message(const QString& text) const;
 

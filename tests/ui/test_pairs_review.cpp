@@ -21,6 +21,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <fstream>
 #include <memory>
 
@@ -183,9 +184,9 @@ private Q_SLOTS:
         QTest::keyClick(table, Qt::Key_S);
         QCOMPARE(choiceOf(tb::storedPair(*check, id[5]), "ana")->verdict, std::string("skip"));
         QCOMPARE(view->currentPairId(), qint64(id[6]));
-        QCOMPARE(view->model()->data(view->model()->index(5, tb::PairTableModel::ColStatus))
-                     .toString(),
-                 QStringLiteral("skip"));
+        QCOMPARE(
+            view->model()->data(view->model()->index(5, tb::PairTableModel::ColStatus)).toString(),
+            QStringLiteral("skip"));
 
         // A double-click on B edits it in place; Ctrl+Return saves it with editPairAnswer.
         QTest::mouseDClick(view->answerView(1)->viewport(), Qt::LeftButton);
@@ -213,9 +214,9 @@ private Q_SLOTS:
         QTest::keyClick(table, Qt::Key_Z, Qt::ControlModifier);
         QCOMPARE(tb::storedPair(*check, id[4]).verdict, std::string("chosen"));  // as stored
         QVERIFY(waitPairs(*page));
-        QCOMPARE(view->model()->data(view->model()->index(5, tb::PairTableModel::ColStatus))
-                     .toString(),
-                 QStringLiteral("unjudged"));
+        QCOMPARE(
+            view->model()->data(view->model()->index(5, tb::PairTableModel::ColStatus)).toString(),
+            QStringLiteral("unjudged"));
         // The undone choices are undone in the store's log too.
         int undos = 0;
         for (const tb::OperationInfo& op : check->operations())
@@ -279,8 +280,7 @@ private Q_SLOTS:
         const std::vector<int64_t> disputed = tb::disputedPairs(*check);
         QCOMPARE(int(disputed.size()), 2);
         QCOMPARE(view->disputedList()->count(), 2);
-        QCOMPARE(view->disputedList()->item(0)->data(Qt::UserRole).toLongLong(),
-                 qint64(id[1]));
+        QCOMPARE(view->disputedList()->item(0)->data(Qt::UserRole).toLongLong(), qint64(id[1]));
         view->disputedList()->setCurrentRow(0);
         QCOMPARE(view->currentPairId(), qint64(id[1]));
         QSignalSpy refreshed(view, &tb::PairsView::agreementRefreshed);
@@ -290,9 +290,9 @@ private Q_SLOTS:
         QCOMPARE(settled.verdict, std::string("rejected"));
         QVERIFY(refreshed.wait(10000));
         QCOMPARE(view->disputedList()->count(), 1);
-        QCOMPARE(view->model()->data(view->model()->index(1, tb::PairTableModel::ColVerdict))
-                     .toString(),
-                 QStringLiteral("B (adjudicated)"));
+        QCOMPARE(
+            view->model()->data(view->model()->index(1, tb::PairTableModel::ColVerdict)).toString(),
+            QStringLiteral("B (adjudicated)"));
     }
 
     void importOnTheWorkerListsRejectedRows()
@@ -301,18 +301,22 @@ private Q_SLOTS:
         const QString file = m_dir.filePath(QStringLiteral("mixed.jsonl"));
         {
             std::ofstream out(file.toStdString());
-            out << R"({"prompt": "p1", "chosen": "c1", "rejected": "r1"})" "\n"
-                << R"({"prompt": "p2", "chosen": "c2"})" "\n"
-                << R"({"chosen": "\n\nHuman: hi\n\nAssistant: hello", "rejected": "\n\nHuman: hi\n\nAssistant: go away"})" "\n"
-                << R"({"prompt": "p4", "chosen": "same", "rejected": "same"})" "\n"
-                << R"({"chosen": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "good"}], "rejected": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "bad"}], "score_chosen": 8, "score_rejected": 3})" "\n";
+            out << R"({"prompt": "p1", "chosen": "c1", "rejected": "r1"})"
+                   "\n"
+                << R"({"prompt": "p2", "chosen": "c2"})"
+                   "\n"
+                << R"({"chosen": "\n\nHuman: hi\n\nAssistant: hello", "rejected": "\n\nHuman: hi\n\nAssistant: go away"})"
+                   "\n"
+                << R"({"prompt": "p4", "chosen": "same", "rejected": "same"})"
+                   "\n"
+                << R"({"chosen": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "good"}], "rejected": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "bad"}], "score_chosen": 8, "score_rejected": 3})"
+                   "\n";
         }
         auto page = openPage(path);
         QVERIFY(page);
         tb::PairsView* view = page->pairsView();
         QCOMPARE(view->model()->rowCount(), 2);
         QSignalSpy finished(page->jobs(), &tb::DataJobs::finished);
-        QSignalSpy progress(page->jobs(), &tb::DataJobs::progress);
         QVERIFY(view->importFile(file, tb::PairLayout::Auto));
         QVERIFY(page->jobs()->busy());  // on the worker
         QVERIFY(finished.wait(30000));
@@ -337,7 +341,10 @@ private Q_SLOTS:
         const QString bad = m_dir.filePath(QStringLiteral("bad.jsonl"));
         {
             std::ofstream out(bad.toStdString());
-            out << R"({"prompt": "x"})" "\n" << R"({"prompt": "y", "chosen": 3, "rejected": "n"})" "\n";
+            out << R"({"prompt": "x"})"
+                   "\n"
+                << R"({"prompt": "y", "chosen": 3, "rejected": "n"})"
+                   "\n";
         }
         finished.clear();
         QVERIFY(view->importFile(bad, tb::PairLayout::Standard));
