@@ -14,6 +14,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QElapsedTimer>
+#include <QLabel>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QTableView>
