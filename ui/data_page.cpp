@@ -5,6 +5,7 @@
 #include "data_jobs.h"
 #include "data_panels.h"
 #include "import_dialog.h"
+#include "pairs_view.h"
 #include "record_editor.h"
 #include "record_table_model.h"
 #include "studio_state.h"
@@ -225,7 +226,13 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
     mainSplit->setStretchFactor(0, 3);
     mainSplit->setStretchFactor(1, 2);
     mainSplit->setSizes({820, 480});
-    layout->addWidget(mainSplit, 1);
+    m_views = new QTabWidget(this);
+    m_records = mainSplit;
+    m_views->addTab(mainSplit, tr("Records"));
+    m_pairs = new PairsView(ctx, m_views);
+    m_pairs->setAnnotator(m_annotator);
+    m_views->addTab(m_pairs, tr("Pairs"));
+    layout->addWidget(m_views, 1);
 
     auto* statusRow = new QHBoxLayout();
     m_message = new QLabel(this);
@@ -424,8 +431,9 @@ void DataPage::buildFilterBar()
 
 void DataPage::buildShortcuts()
 {
+    // On the Records tab only: the Pairs tab has keys of its own.
     auto add = [this](int key, auto slot) {
-        auto* s = new QShortcut(QKeySequence(key), this);
+        auto* s = new QShortcut(QKeySequence(key), m_records);
         s->setContext(Qt::WidgetWithChildrenShortcut);
         connect(s, &QShortcut::activated, this, slot);
     };
@@ -437,7 +445,7 @@ void DataPage::buildShortcuts()
     for (int r = 1; r <= 5; ++r)
         add(Qt::Key_0 + r, [this, r] { reviewCurrent(QString(), r); });
     // Leave the editor and go back to the table (the shortcuts work again there).
-    auto* back = new QShortcut(QKeySequence(Qt::Key_Escape), this);
+    auto* back = new QShortcut(QKeySequence(Qt::Key_Escape), m_records);
     back->setContext(Qt::WidgetWithChildrenShortcut);
     connect(back, &QShortcut::activated, this,
             [this] { m_table->setFocus(Qt::ShortcutFocusReason); });
@@ -464,11 +472,13 @@ bool DataPage::openStore(const QString& path, bool create, QString* error)
         return false;
     }
     m_model->setStore(nullptr);
+    m_pairs->setStore(nullptr);
     m_editor->showRecord(std::nullopt, nullptr);
     m_store = std::move(store);
     m_jobs->setStorePath(path);
     m_reselect = Reselect{};
     m_model->setStore(m_store.get());
+    m_pairs->setStore(m_store.get());
     m_toolbar->setEnabled(!m_jobs->busy());
     m_storeLabel->setText(QFileInfo(path).fileName());
     m_storeLabel->setToolTip(path);
@@ -524,6 +534,8 @@ void DataPage::setAnnotator(const QString& name)
     m_annotator = name.trimmed();
     if (!m_annotator.isEmpty())
         QSettings().setValue(kAnnotatorKey, m_annotator);
+    if (m_pairs)
+        m_pairs->setAnnotator(m_annotator);
     m_annotatorButton->setText(m_annotator.isEmpty() ? tr("Set annotator…")
                                                      : tr("Annotator: %1").arg(m_annotator));
 }
@@ -780,6 +792,7 @@ void DataPage::refreshAll()
     m_reselect = Reselect{currentRecordId(),
                           m_table->currentIndex().isValid() ? m_table->currentIndex().row() : 0};
     m_model->refresh();
+    m_pairs->refresh();
     refreshVisiblePanel();
 }
 

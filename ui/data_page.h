@@ -1,6 +1,7 @@
 // The Data page: the project's dataset store as a lazily read table with filters, a detail editor,
 // the annotator's keyboard flow (A accept, R reject, E edit, 1-5 rate, J/K next/previous), and side
-// tabs for review agreement, curation, token statistics and history. Long work runs on workers
+// tabs for review agreement, curation, token statistics and history; a Pairs tab reviews the
+// store's preference pairs (PairsView). Long work runs on workers
 // (DataJobs).
 #pragma once
 
@@ -27,6 +28,7 @@ namespace tb {
 class CurationPanel;
 class DataJobs;
 class HistoryPanel;
+class PairsView;
 class RecordEditor;
 class RecordTableModel;
 class ReviewPanel;
@@ -82,6 +84,8 @@ public:
     CurationPanel* curationPanel() const { return m_curation; }
     StatsPanel* statsPanel() const { return m_stats; }
     HistoryPanel* historyPanel() const { return m_history; }
+    PairsView* pairsView() const { return m_pairs; }
+    QTabWidget* views() const { return m_views; }  // Records | Pairs
     QTabWidget* sideTabs() const { return m_tabs; }
     QString message() const;
 
@@ -121,6 +125,9 @@ private:
     CurationPanel* m_curation = nullptr;
     StatsPanel* m_stats = nullptr;
     HistoryPanel* m_history = nullptr;
+    QTabWidget* m_views = nullptr;
+    QWidget* m_records = nullptr;  // the Records tab: the record shortcuts work inside it
+    PairsView* m_pairs = nullptr;
     QWidget* m_toolbar = nullptr;
     QLabel* m_storeLabel = nullptr;
     QPushButton* m_annotatorButton = nullptr;
