@@ -38,6 +38,10 @@ struct PreferenceOptions {
     double beta = 0.1;            // dpo, ipo (tau), simpo, orpo (lambda): > 0
     double labelSmoothing = 0.0;  // dpo, simpo: the share of pairs assumed flipped, [0, 0.5)
     double gamma = 0.5;           // simpo: the target reward margin
+    // dpo, ipo, simpo: weight of an SFT term added to the loss, the chosen answers' mean token
+    // negative log-likelihood (TRL's loss_type ["sigmoid", "sft"]; RPO, Pang et al. 2024); it
+    // keeps the chosen answers likely while the margin grows. 0 = off.
+    double sftWeight = 0.0;
     ReferenceKind reference = ReferenceKind::Auto;
     PairLayout layout = PairLayout::Auto;  // how the pair files' rows are laid out
 

@@ -45,22 +45,18 @@ torch::Tensor smoothedSigmoidLoss(const torch::Tensor& z, double eps)
     return loss;
 }
 
-}  // namespace
-
-AnswerLogps answerLogps(const torch::Tensor& logits, const torch::Tensor& labels)
+// The SFT term of dpo, ipo and simpo (preference.sft_weight): the mean token negative
+// log-likelihood over every chosen answer token of the batch.
+void addSftTerm(PairLoss& out, const PreferenceOptions& o, const PairLossInput& in)
 {
-    // [rows, width, vocab] -> log-probability of each label; -100 positions read token 0 and are
-    // masked out.
-    const auto mask = labels.ne(-100);
-    const auto safe = labels.masked_fill(~mask, 0);
-    const auto logp = torch::log_softmax(logits.to(torch::kFloat32), -1)
-                          .gather(-1, safe.unsqueeze(-1))
-                          .squeeze(-1);
-    const auto maskF = mask.to(torch::kFloat32);
-    return {(logp * maskF).sum(1), maskF.sum(1).clamp_min(1.0)};
+    if (o.sftWeight <= 0)
+        return;
+    const auto nll = -in.chosen.sum() / in.chosenCount.sum();
+    out.loss = out.loss + o.sftWeight * nll;
+    out.stats.nllLoss = nll.detach().item<double>();
 }
 
-PairLoss preferenceLoss(Objective objective, const PreferenceOptions& o, const PairLossInput& in)
+PairLoss directLoss(Objective objective, const PreferenceOptions& o, const PairLossInput& in)
 {
     const double beta = o.beta;
     PairLoss out;
@@ -114,6 +110,29 @@ PairLoss preferenceLoss(Objective objective, const PreferenceOptions& o, const P
         break;
     }
     fail("objective '", objectiveName(objective), "' is not a preference loss");
+}
+
+}  // namespace
+
+AnswerLogps answerLogps(const torch::Tensor& logits, const torch::Tensor& labels)
+{
+    // [rows, width, vocab] -> log-probability of each label; -100 positions read token 0 and are
+    // masked out.
+    const auto mask = labels.ne(-100);
+    const auto safe = labels.masked_fill(~mask, 0);
+    const auto logp = torch::log_softmax(logits.to(torch::kFloat32), -1)
+                          .gather(-1, safe.unsqueeze(-1))
+                          .squeeze(-1);
+    const auto maskF = mask.to(torch::kFloat32);
+    return {(logp * maskF).sum(1), maskF.sum(1).clamp_min(1.0)};
+}
+
+PairLoss preferenceLoss(Objective objective, const PreferenceOptions& o, const PairLossInput& in)
+{
+    PairLoss out = directLoss(objective, o, in);
+    if (objective != Objective::Orpo)
+        addSftTerm(out, o, in);
+    return out;
 }
 
 PairLoss rewardLoss(const torch::Tensor& chosen, const torch::Tensor& rejected,

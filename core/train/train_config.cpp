@@ -109,7 +109,8 @@ const Names kReferences = namesOf(
 const Names kPairLayouts =
     namesOf({PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf, PairLayout::UltraFeedback},
             pairLayoutName);
-const Names kPreferenceKeys{"beta", "label_smoothing", "gamma", "reference", "layout"};
+const Names kPreferenceKeys{"beta",      "label_smoothing", "gamma",
+                            "sft_weight", "reference",       "layout"};
 const Names kEvalKeys{"generate_every", "sample", "metrics", "max_new_tokens"};
 const Names kDataKeys{"store",
                       "snapshot",
@@ -501,6 +502,9 @@ void parsePreference(const Section& s, PreferenceOptions& o)
     o.labelSmoothing = s.number("label_smoothing", o.labelSmoothing);
     s.halfOpen("label_smoothing", o.labelSmoothing, 0, 0.5);
     o.gamma = s.number("gamma", o.gamma);
+    o.sftWeight = s.number("sft_weight", o.sftWeight);
+    if (o.sftWeight < 0)
+        s.bad("sft_weight", "must be >= 0 (got ", formatNumber(o.sftWeight), ")");
     o.reference =
         s.choice("reference", o.reference, kReferences, referenceKindName, parseReferenceKind);
     o.layout = s.choice("layout", o.layout, kPairLayouts, pairLayoutName, parsePairLayout);
@@ -875,6 +879,7 @@ nlohmann::json toJson(const TrainConfig& c)
     j["preference"] = {{"beta", c.preference.beta},
                        {"label_smoothing", c.preference.labelSmoothing},
                        {"gamma", c.preference.gamma},
+                       {"sft_weight", c.preference.sftWeight},
                        {"reference", referenceKindName(c.preference.reference)},
                        {"layout", pairLayoutName(c.preference.layout)}};
     j["model"] = c.model;

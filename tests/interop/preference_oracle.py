@@ -20,7 +20,7 @@ usage:
       "chosen": [scores], "rejected": [scores]}.
 
 SPEC_JSON: {"model", "pairs" (TRL standard conversational rows), "beta", "gamma", "label_smoothing",
-"loss", "lr", "steps", "max_length"}.
+"loss", "lr", "steps", "max_length", "sft_weight" (dpo mode: TRL's "sft" loss beside it)}.
 """
 import json
 import logging
@@ -52,11 +52,15 @@ def load_policy(spec):
 def dpo_config(spec, out_dir, loss_type):
     from trl import DPOConfig
 
+    # sft_weight: TRL's SFT term beside the preference loss (loss_type [..., "sft"]).
+    weight = spec.get("sft_weight", 0.0)
+    loss_types = [loss_type] + (["sft"] if weight > 0 else [])
+    loss_weights = [1.0] + ([weight] if weight > 0 else [])
     return DPOConfig(output_dir=out_dir, per_device_train_batch_size=len(spec["pairs"]),
                      max_steps=spec.get("steps", 1), learning_rate=spec["lr"], optim="sgd",
                      lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0,
                      max_grad_norm=1e9, logging_steps=1, report_to=[], use_cpu=True,
-                     save_strategy="no", beta=spec["beta"], loss_type=[loss_type],
+                     save_strategy="no", beta=spec["beta"], loss_type=loss_types, loss_weights=loss_weights,
                      max_length=spec["max_length"], seed=0, dataloader_num_workers=0,
                      bf16=False, fp16=False, remove_unused_columns=False)
 

@@ -62,14 +62,16 @@ json pairRows()
 
 // Our run: full fine-tuning, plain SGD without clipping, every pair in each step's one batch.
 std::string runOurs(const std::string& model, const std::string& pairsFile, const std::string& out,
-                    const std::string& objective, int steps, double lr, QString* error)
+                    const std::string& objective, int steps, double lr, double sftWeight,
+                    QString* error)
 {
     const json config = {{"name", objective},
                          {"model", model},
                          {"output_dir", out},
                          {"objective", objective},
                          {"method", "full"},
-                         {"preference", {{"beta", 0.1}, {"gamma", 0.5}, {"label_smoothing", 0.0}}},
+                         {"preference",
+         {{"beta", 0.1}, {"gamma", 0.5}, {"label_smoothing", 0.0}, {"sft_weight", sftWeight}}},
                          {"data",
                           {{"train_file", pairsFile},
                            {"val_ratio", 0.0},
@@ -172,17 +174,19 @@ private:
     // lr: SGD's step; IPO's gradients are large (its target 1 / (2 beta) is 5), so it takes a
     // smaller one to keep the second step where fp32 rounding stays below the tolerance.
     void compareRun(const std::string& objective, const QString& mode, const std::string& loss,
-                    int steps, double lr)
+                    int steps, double lr, double sftWeight = 0)
     {
         QString error;
-        const std::string out = m_dir.filePath(QString::fromStdString(objective)).toStdString();
+        const std::string name = objective + (sftWeight > 0 ? "-sft" : "");
+        const std::string out = m_dir.filePath(QString::fromStdString(name)).toStdString();
         QDir().mkpath(QString::fromStdString(out));
-        const std::string runDir = runOurs(m_model, m_pairs, out, objective, steps, lr, &error);
+        const std::string runDir = runOurs(m_model, m_pairs, out, objective, steps, lr, sftWeight, &error);
         QVERIFY2(!runDir.empty(), qPrintable(error));
         QTemporaryDir oracleDir;
         const json spec = {{"model", m_model}, {"pairs", pairRows()},    {"beta", 0.1},
                            {"gamma", 0.5},     {"label_smoothing", 0.0}, {"loss", loss},
-                           {"lr", lr},         {"steps", steps},         {"max_length", 64}};
+                           {"lr", lr},         {"steps", steps},         {"max_length", 64},
+                           {"sft_weight", sftWeight}};
         const json trl = runOracle(mode, spec, oracleDir, &error);
         QVERIFY2(!trl.is_null(), qPrintable(error));
         const std::vector<json> ours = stepLines(runDir);
@@ -248,6 +252,8 @@ private Q_SLOTS:
     }
 
     void dpoMatchesTrl() { compareRun("dpo", QStringLiteral("dpo"), "sigmoid", 2, 0.5); }
+    // DPO with TRL's SFT term beside it (loss_type ["sigmoid", "sft"], weight 0.5).
+    void dpoWithSftTermMatchesTrl() { compareRun("dpo", QStringLiteral("dpo"), "sigmoid", 2, 0.5, 0.5); }
     void ipoMatchesTrl() { compareRun("ipo", QStringLiteral("dpo"), "ipo", 2, 0.05); }
     void simpoMatchesTrl() { compareRun("simpo", QStringLiteral("step"), "simpo", 1, 0.5); }
     void orpoMatchesTrl() { compareRun("orpo", QStringLiteral("step"), "orpo", 1, 0.5); }
