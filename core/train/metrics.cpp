@@ -24,14 +24,10 @@ double mib(int64_t bytes)
 
 json toJson(const PreferenceStats& p)
 {
-    json j = {{"rewards/chosen", p.rewardsChosen},
-              {"rewards/rejected", p.rewardsRejected},
-              {"rewards/margins", p.rewardsMargins},
-              {"rewards/accuracies", p.rewardsAccuracies},
-              {"logps/chosen", p.logpsChosen},
-              {"logps/rejected", p.logpsRejected},
-              {"logps/accuracies", p.logpsAccuracies},
-              {"pairs", p.pairs}};
+    json j = {{"rewards/chosen", p.rewardsChosen},     {"rewards/rejected", p.rewardsRejected},
+              {"rewards/margins", p.rewardsMargins},   {"rewards/accuracies", p.rewardsAccuracies},
+              {"logps/chosen", p.logpsChosen},         {"logps/rejected", p.logpsRejected},
+              {"logps/accuracies", p.logpsAccuracies}, {"pairs", p.pairs}};
     if (p.nllLoss)
         j["nll_loss"] = *p.nllLoss;
     if (p.logOddsRatio)

@@ -26,9 +26,9 @@ struct PreferenceStats {
     // Share of pairs whose chosen answer the model itself finds likelier (log-probability, or the
     // reward model's score): the model's own preference, reference-free ("logps/accuracies").
     double logpsAccuracies = 0;
-    std::optional<double> nllLoss;                  // ORPO: the SFT term on the chosen answers
-    std::optional<double> logOddsRatio;             // ORPO: mean log odds ratio
-    int64_t pairs = 0;                              // pairs these means are over
+    std::optional<double> nllLoss;       // ORPO: the SFT term on the chosen answers
+    std::optional<double> logOddsRatio;  // ORPO: mean log odds ratio
+    int64_t pairs = 0;                   // pairs these means are over
 };
 nlohmann::json toJson(const PreferenceStats& p);  // the keys above, flat
 // The keys above from a step or eval line; nullopt when it has none (an SFT run).

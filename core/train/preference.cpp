@@ -9,6 +9,7 @@
 #include "peft/peft.h"
 #include "train/losses.h"
 #include "train/memory_report.h"
+#include "train/recipe_parts.h"
 #include "train/reward.h"
 #include "train/schedule.h"
 #include "util/error.h"
@@ -100,14 +101,10 @@ TrainSummary PreferenceRecipe::run()
 void PreferenceRecipe::setUp()
 {
     const bool resuming = !m_resumeDir.empty();
-    const std::string runDir = resuming ? m_resumeDir : joinPath(m_config.outputDir, m_config.name);
-    if (!resuming && fileExists(joinPath(runDir, "run.json")))
-        fail(runDir,
-             ": a run with this name exists (resume it with --resume, or choose another name)");
     if (m_config.precision == Precision::Fp16)
         fail(m_config.sourcePath, ": key 'precision': objective '",
              objectiveName(m_config.objective), "' trains in fp32 or bf16");
-    m_store = std::make_unique<RunStore>(RunStore::create(runDir));
+    m_store = openRunStore(m_config, m_resumeDir);
     if (resuming)
         useRecordedTrainableTokens(m_config, m_store->readRunInfo());
     installCpuMemoryTracking();
@@ -124,6 +121,9 @@ void PreferenceRecipe::setUp()
     m_data = preparePairs(m_config, *m_model.tokenizer);
     for (const auto& w : m_data.warnings)
         warn(w);
+    if (!m_config.data.generalFile.empty() || !m_config.data.generalSnapshot.empty())
+        warn(cat("data.general_file / general_snapshot are not read by objective '",
+                 objectiveName(m_config.objective), "' (the general holdout is an SFT measure)"));
     const auto pairs = static_cast<int64_t>(m_data.train.pairs.size());
     m_totalSteps = plannedSteps(m_config, pairs);
 
@@ -145,7 +145,7 @@ void PreferenceRecipe::setUp()
     if (resuming) {
         auto checkpoint = m_store->loadLatestCheckpoint();
         if (!checkpoint)
-            fail(runDir, ": no complete checkpoint to resume from");
+            fail(m_store->dir(), ": no complete checkpoint to resume from");
         restore(*checkpoint);
     } else {
         nlohmann::json info =
@@ -214,15 +214,7 @@ void PreferenceRecipe::restore(const CheckpointLoad& checkpoint)
 {
     for (const auto& w : checkpoint.warnings)
         warn(w);
-    torch::NoGradGuard noGrad;
-    m_position = trainerPositionFromJson(checkpoint.data.state, checkpoint.dir);
-    loadTrainableTensors(m_optimizer->params(), tensorFile(checkpoint, "trainable"),
-                         checkpoint.dir);
-    m_optimizer->loadState(tensorFile(checkpoint, "optimizer"), m_position.optimizerSteps);
-    const auto& rng = tensorFile(checkpoint, "rng");
-    if (!rng.empty())
-        restoreCpuGenerator(rng[0]);
-    m_guard.restore(m_position.recentLosses);
+    m_position = restoreCheckpoint(checkpoint, *m_optimizer, m_guard);
     m_order = epochOrder(static_cast<int64_t>(m_data.train.pairs.size()), m_config.seed,
                          m_position.epoch);
     m_store->truncateMetrics(m_position.step);
@@ -428,26 +420,10 @@ bool PreferenceRecipe::step()
 void PreferenceRecipe::emitStep(const PairLoss& loss, double lr, double gradNorm, int64_t tokens,
                                 double seconds)
 {
-    StepMetrics m;
-    m.step = m_position.step;
-    m.totalSteps = m_totalSteps;
-    m.epoch = static_cast<double>(m_position.epoch) +
-              static_cast<double>(m_position.cursor) /
-                  static_cast<double>(std::max<size_t>(1, m_order.size()));
-    m.tokensSeen = m_position.tokensSeen;
-    m.loss = loss.loss.item<double>();
-    m.lr = lr;
-    m.gradNorm = gradNorm;
-    m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
-    const MemorySnapshot now = memorySnapshot(m_device);
-    m.memoryCurrent = now.current;
-    m.memoryPeak = m_memoryPeak;
-    m.memoryReserved = now.source == "cuda" ? now.reserved : 0;
-    m.memoryAfterLoad = m_memoryAfterLoad;
-    m.memoryAfterForward = m_memoryAfterForward;
-    m.memoryAfterBackward = m_memoryAfterBackward;
-    m.memoryAfterOptimizer = m_memoryAfterOptimizer;
-    m.memoryResident = residentBytes();
+    StepMetrics m = stepRecord(m_position, m_totalSteps, m_order.size(), loss.loss.item<double>(),
+                               lr, gradNorm, tokens, seconds, m_device,
+                               {m_memoryAfterLoad, m_memoryAfterForward, m_memoryAfterBackward,
+                                m_memoryAfterOptimizer, m_memoryPeak});
     m.preference = loss.stats;
     m_summary.peakMemoryBytes = std::max(m_summary.peakMemoryBytes, m.memoryPeak);
     m_store->appendMetrics(toJson(m));
@@ -492,17 +468,7 @@ EvalMetrics PreferenceRecipe::evaluate(int64_t step)
 
 void PreferenceRecipe::save()
 {
-    CheckpointData data;
-    data.step = m_position.step;
-    std::vector<TensorBlob> tensors;
-    for (const auto& [name, p] : m_optimizer->params())
-        tensors.push_back(tensorToBlob(name, p));
-    data.tensorFiles.emplace_back("trainable", std::move(tensors));
-    data.tensorFiles.emplace_back("optimizer", m_optimizer->stateBlobs());
-    data.tensorFiles.emplace_back("rng", std::vector<TensorBlob>{cpuGeneratorState()});
-    m_position.optimizerSteps = m_optimizer->steps();
-    m_position.recentLosses.assign(m_guard.recentLosses().begin(), m_guard.recentLosses().end());
-    data.state = toJson(m_position);
+    const CheckpointData data = checkpointOf(m_position, *m_optimizer, m_guard, nullptr);
     const std::string dir = m_store->saveCheckpoint(data, m_config.keepCheckpoints);
     if (m_events)
         m_events->onCheckpoint(m_position.step, dir);
@@ -527,17 +493,10 @@ void PreferenceRecipe::reportMemory(int64_t seq)
 
 std::vector<int64_t> PreferenceRecipe::nextMicroBatch()
 {
-    const auto n = static_cast<int64_t>(m_order.size());
-    int64_t& cursor = m_position.cursor;
-    if (cursor >= n) {
-        ++m_position.epoch;
-        cursor = 0;
-        m_order = epochOrder(n, m_config.seed, m_position.epoch);
-    }
-    const int64_t end = std::min<int64_t>(n, cursor + m_config.batchSize);
-    std::vector<int64_t> indices(m_order.begin() + cursor, m_order.begin() + end);
-    cursor = end;
-    return indices;
+    const auto pairs = static_cast<int64_t>(m_data.train.pairs.size());
+    return tb::nextMicroBatch(m_position, m_order, m_config.batchSize, [&](int64_t epoch) {
+        return epochOrder(pairs, m_config.seed, epoch);
+    });
 }
 
 int64_t PreferenceRecipe::memoryNow() const

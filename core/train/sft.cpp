@@ -9,6 +9,7 @@
 #include "peft/peft.h"
 #include "train/losses.h"
 #include "train/memory_report.h"
+#include "train/recipe_parts.h"
 #include "train/schedule.h"
 #include "train/stop_rate.h"
 #include "util/error.h"
@@ -78,11 +79,7 @@ TrainSummary SftRecipe::run()
 void SftRecipe::setUp()
 {
     const bool resuming = !m_resumeDir.empty();
-    const std::string runDir = resuming ? m_resumeDir : joinPath(m_config.outputDir, m_config.name);
-    if (!resuming && fileExists(joinPath(runDir, "run.json")))
-        fail(runDir,
-             ": a run with this name exists (resume it with --resume, or choose another name)");
-    m_store = std::make_unique<RunStore>(RunStore::create(runDir));
+    m_store = openRunStore(m_config, m_resumeDir);
     if (resuming)  // the rows the run trains are those it recorded
         useRecordedTrainableTokens(m_config, m_store->readRunInfo());
     installCpuMemoryTracking();  // CPU tensor bytes; CUDA has its allocator's statistics
@@ -119,7 +116,7 @@ void SftRecipe::setUp()
     if (resuming) {
         auto checkpoint = m_store->loadLatestCheckpoint();
         if (!checkpoint)
-            fail(runDir, ": no complete checkpoint to resume from");
+            fail(m_store->dir(), ": no complete checkpoint to resume from");
         restore(*checkpoint);
     } else {
         nlohmann::json info =
@@ -146,15 +143,7 @@ void SftRecipe::restore(const CheckpointLoad& checkpoint)
 {
     for (const auto& w : checkpoint.warnings)
         warn(w);
-    torch::NoGradGuard noGrad;
-    m_position = trainerPositionFromJson(checkpoint.data.state, checkpoint.dir);
-    loadTrainableTensors(m_optimizer->params(), tensorFile(checkpoint, "trainable"),
-                         checkpoint.dir);
-    m_optimizer->loadState(tensorFile(checkpoint, "optimizer"), m_position.optimizerSteps);
-    const auto& rng = tensorFile(checkpoint, "rng");
-    if (!rng.empty())
-        restoreCpuGenerator(rng[0]);
-    m_guard.restore(m_position.recentLosses);
+    m_position = restoreCheckpoint(checkpoint, *m_optimizer, m_guard);
     if (!m_position.lossScale.is_null())
         m_scaler.restore(m_position.lossScale);
     m_order = orderOfEpoch(m_position.epoch);
@@ -278,27 +267,10 @@ bool SftRecipe::step()
 
 void SftRecipe::emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds)
 {
-    StepMetrics m;
-    m.step = m_position.step;
-    m.totalSteps = m_totalSteps;
-    m.epoch = static_cast<double>(m_position.epoch) +
-              static_cast<double>(m_position.cursor) /
-                  static_cast<double>(std::max<size_t>(1, m_order.size()));
-    m.tokensSeen = m_position.tokensSeen;
-    m.loss = loss;
-    m.lr = lr;
-    m.gradNorm = gradNorm;
-    m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
-    const MemorySnapshot now = memorySnapshot(m_device);
-    m.memoryCurrent = now.current;
-    m.memoryPeak = m_memoryPeak;
-    m.memoryReserved = now.source == "cuda" ? now.reserved : 0;
-    m.memoryAfterLoad = m_memoryAfterLoad;
-    m.memoryAfterForward = m_memoryAfterForward;
-    m.memoryAfterBackward = m_memoryAfterBackward;
-    m.memoryAfterOptimizer = m_memoryAfterOptimizer;
-    m.memoryResident = residentBytes();
-    // tensor memory (tracked CPU allocations or CUDA allocated)
+    const StepMetrics m = stepRecord(m_position, m_totalSteps, m_order.size(), loss, lr, gradNorm,
+                                     tokens, seconds, m_device,
+                                     {m_memoryAfterLoad, m_memoryAfterForward,
+                                      m_memoryAfterBackward, m_memoryAfterOptimizer, m_memoryPeak});
     m_summary.peakMemoryBytes = std::max(m_summary.peakMemoryBytes, m.memoryPeak);
     m_store->appendMetrics(toJson(m));  // every step; log_every only thins what the console prints
     if (m_events)
@@ -397,18 +369,7 @@ void SftRecipe::measureStops()
 
 void SftRecipe::save()
 {
-    CheckpointData data;
-    data.step = m_position.step;
-    std::vector<TensorBlob> trainable;
-    for (const auto& [name, p] : m_optimizer->params())
-        trainable.push_back(tensorToBlob(name, p));
-    data.tensorFiles.emplace_back("trainable", std::move(trainable));
-    data.tensorFiles.emplace_back("optimizer", m_optimizer->stateBlobs());
-    data.tensorFiles.emplace_back("rng", std::vector<TensorBlob>{cpuGeneratorState()});
-    m_position.optimizerSteps = m_optimizer->steps();
-    m_position.recentLosses.assign(m_guard.recentLosses().begin(), m_guard.recentLosses().end());
-    m_position.lossScale = m_scaler.state();
-    data.state = toJson(m_position);
+    const CheckpointData data = checkpointOf(m_position, *m_optimizer, m_guard, m_scaler.state());
     const std::string dir = m_store->saveCheckpoint(data, m_config.keepCheckpoints);
     if (m_events)
         m_events->onCheckpoint(m_position.step, dir);
@@ -434,17 +395,8 @@ void SftRecipe::reportMemory(int64_t seq)
 
 std::vector<int64_t> SftRecipe::nextMicroBatch()
 {
-    const auto n = static_cast<int64_t>(m_order.size());
-    int64_t& cursor = m_position.cursor;
-    if (cursor >= n) {
-        ++m_position.epoch;
-        cursor = 0;
-        m_order = orderOfEpoch(m_position.epoch);
-    }
-    const int64_t end = std::min<int64_t>(n, cursor + m_config.batchSize);
-    std::vector<int64_t> indices(m_order.begin() + cursor, m_order.begin() + end);
-    cursor = end;
-    return indices;
+    return tb::nextMicroBatch(m_position, m_order, m_config.batchSize,
+                              [this](int64_t epoch) { return orderOfEpoch(epoch); });
 }
 
 // The training sequences' order in one epoch: a pure function of the data, seed and epoch, so a

@@ -109,7 +109,7 @@ const Names kReferences = namesOf(
 const Names kPairLayouts =
     namesOf({PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf, PairLayout::UltraFeedback},
             pairLayoutName);
-const Names kPreferenceKeys{"beta",      "label_smoothing", "gamma",
+const Names kPreferenceKeys{"beta",       "label_smoothing", "gamma",
                             "sft_weight", "reference",       "layout"};
 const Names kEvalKeys{"generate_every", "sample", "metrics", "max_new_tokens"};
 const Names kDataKeys{"store",

@@ -65,29 +65,30 @@ std::string runOurs(const std::string& model, const std::string& pairsFile, cons
                     const std::string& objective, int steps, double lr, double sftWeight,
                     QString* error)
 {
-    const json config = {{"name", objective},
-                         {"model", model},
-                         {"output_dir", out},
-                         {"objective", objective},
-                         {"method", "full"},
-                         {"preference",
+    const json config = {
+        {"name", objective},
+        {"model", model},
+        {"output_dir", out},
+        {"objective", objective},
+        {"method", "full"},
+        {"preference",
          {{"beta", 0.1}, {"gamma", 0.5}, {"label_smoothing", 0.0}, {"sft_weight", sftWeight}}},
-                         {"data",
-                          {{"train_file", pairsFile},
-                           {"val_ratio", 0.0},
-                           {"chat_template", "model"},
-                           {"max_length", 64}}},
-                         {"optim",
-                          {{"optimizer", "sgd"},
-                           {"lr", lr},
-                           {"schedule", "constant"},
-                           {"warmup_steps", 0},
-                           {"clip_norm", 0.0}}},
-                         {"batch_size", 5},
-                         {"max_steps", steps},
-                         {"device", "cpu"},
-                         {"spike_factor", 0},
-                         {"seed", 0}};
+        {"data",
+         {{"train_file", pairsFile},
+          {"val_ratio", 0.0},
+          {"chat_template", "model"},
+          {"max_length", 64}}},
+        {"optim",
+         {{"optimizer", "sgd"},
+          {"lr", lr},
+          {"schedule", "constant"},
+          {"warmup_steps", 0},
+          {"clip_norm", 0.0}}},
+        {"batch_size", 5},
+        {"max_steps", steps},
+        {"device", "cpu"},
+        {"spike_factor", 0},
+        {"seed", 0}};
     tb::TrainingJob job(tb::parseTrainConfig(config, out + "/config.json"), nullptr);
     job.runHere();
     if (job.state() != tb::JobState::Finished) {
@@ -180,13 +181,14 @@ private:
         const std::string name = objective + (sftWeight > 0 ? "-sft" : "");
         const std::string out = m_dir.filePath(QString::fromStdString(name)).toStdString();
         QDir().mkpath(QString::fromStdString(out));
-        const std::string runDir = runOurs(m_model, m_pairs, out, objective, steps, lr, sftWeight, &error);
+        const std::string runDir =
+            runOurs(m_model, m_pairs, out, objective, steps, lr, sftWeight, &error);
         QVERIFY2(!runDir.empty(), qPrintable(error));
         QTemporaryDir oracleDir;
-        const json spec = {{"model", m_model}, {"pairs", pairRows()},    {"beta", 0.1},
-                           {"gamma", 0.5},     {"label_smoothing", 0.0}, {"loss", loss},
-                           {"lr", lr},         {"steps", steps},         {"max_length", 64},
-                           {"sft_weight", sftWeight}};
+        const json spec = {
+            {"model", m_model},       {"pairs", pairRows()},    {"beta", 0.1}, {"gamma", 0.5},
+            {"label_smoothing", 0.0}, {"loss", loss},           {"lr", lr},    {"steps", steps},
+            {"max_length", 64},       {"sft_weight", sftWeight}};
         const json trl = runOracle(mode, spec, oracleDir, &error);
         QVERIFY2(!trl.is_null(), qPrintable(error));
         const std::vector<json> ours = stepLines(runDir);
@@ -253,7 +255,10 @@ private Q_SLOTS:
 
     void dpoMatchesTrl() { compareRun("dpo", QStringLiteral("dpo"), "sigmoid", 2, 0.5); }
     // DPO with TRL's SFT term beside it (loss_type ["sigmoid", "sft"], weight 0.5).
-    void dpoWithSftTermMatchesTrl() { compareRun("dpo", QStringLiteral("dpo"), "sigmoid", 2, 0.5, 0.5); }
+    void dpoWithSftTermMatchesTrl()
+    {
+        compareRun("dpo", QStringLiteral("dpo"), "sigmoid", 2, 0.5, 0.5);
+    }
     void ipoMatchesTrl() { compareRun("ipo", QStringLiteral("dpo"), "ipo", 2, 0.05); }
     void simpoMatchesTrl() { compareRun("simpo", QStringLiteral("step"), "simpo", 1, 0.5); }
     void orpoMatchesTrl() { compareRun("orpo", QStringLiteral("step"), "orpo", 1, 0.5); }

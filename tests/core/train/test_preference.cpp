@@ -287,7 +287,8 @@ private Q_SLOTS:
         QVERIFY2(!r.dir.empty(), qPrintable(error));
         const json info = tb::RunStore(r.dir).readRunInfo();
         QCOMPARE(info["data"]["snapshots"]["train"]["id"].get<std::string>(), snapshot);
-        QCOMPARE(info["data"]["train_pairs"].get<int64_t>() + info["data"]["val_pairs"].get<int64_t>(),
+        QCOMPARE(info["data"]["train_pairs"].get<int64_t>() +
+                     info["data"]["val_pairs"].get<int64_t>(),
                  int64_t(12));
         QCOMPARE(r.steps.size(), size_t(2));
     }

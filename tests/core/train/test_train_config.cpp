@@ -36,7 +36,8 @@ json full()
     return json::parse(R"({
       "name": "exp1", "model": "/models/tiny", "output_dir": "/runs", "method": "adapter",
       "objective": "sft",
-      "preference": {"beta": 2.0, "label_smoothing": 0.1, "gamma": 1.5, "reference": "precomputed",
+      "preference": {"beta": 2.0, "label_smoothing": 0.1, "gamma": 1.5, "sft_weight": 0.25,
+                     "reference": "precomputed",
                      "layout": "hh-rlhf"},
       "batch_size": 4, "grad_accum": 3, "max_steps": 120, "epochs": 2, "precision": "bf16",
       "device": "cuda:1", "gradient_checkpointing": true, "loss": "chunked", "loss_chunk_tokens": 512, "eval_every": 10, "log_every": 5,
