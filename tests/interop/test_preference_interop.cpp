@@ -3,10 +3,12 @@
 // copy), SimPO and ORPO through the losses of TRL's CPOTrainer and ORPOTrainer (one SGD step):
 // the logged loss and statistics, the gradient norm, and the weights after the steps (which are
 // the starting weights minus lr x the gradients) agree within 1e-5.
+#include "export/export.h"
 #include "model/safetensors.h"
 #include "tokenizer/tokenizer.h"
 #include "train/job.h"
 #include "train/pair_batching.h"
+#include "train/reward_scorer.h"
 #include "train/run_store.h"
 #include "train/train_config.h"
 #include "util/error.h"
@@ -261,6 +263,58 @@ private Q_SLOTS:
     }
     void ipoMatchesTrl() { compareRun("ipo", QStringLiteral("dpo"), "ipo", 2, 0.05); }
     void simpoMatchesTrl() { compareRun("simpo", QStringLiteral("step"), "simpo", 1, 0.5); }
+    // A LoRA reward model, trained here, exported merged: AutoModelForSequenceClassification loads
+    // the folder and scores every pair as RewardScorer does (1e-4), and RewardTrainer's loss on them
+    // equals our final evaluation's (1e-5).
+    void rewardMatchesTrl()
+    {
+        QString error;
+        const std::string out = m_dir.filePath(QStringLiteral("reward")).toStdString();
+        QDir().mkpath(QString::fromStdString(out));
+        const json config = {
+            {"name", "reward"},
+            {"model", m_model},
+            {"output_dir", out},
+            {"objective", "reward"},
+            {"method", "lora"},
+            {"lora", {{"rank", 4}, {"alpha", 8}}},
+            {"data",
+             {{"train_file", m_pairs}, {"val_file", m_pairs}, {"chat_template", "model"},
+              {"max_length", 64}}},
+            {"optim", {{"lr", 0.01}, {"schedule", "constant"}, {"warmup_steps", 0}}},
+            {"batch_size", 5},
+            {"max_steps", 3},
+            {"device", "cpu"},
+            {"seed", 2}};
+        tb::TrainingJob job(tb::parseTrainConfig(config, out + "/config.json"), nullptr);
+        job.runHere();
+        QVERIFY2(job.state() == tb::JobState::Finished, job.error().c_str());
+        const std::string runDir = job.summary().runDir;
+        const std::string exported = out + "/hf";
+        tb::exportRun(runDir, {"merged", exported});
+        QTemporaryDir oracleDir;
+        const json trl = runOracle(QStringLiteral("reward"),
+                                   {{"model", exported}, {"pairs", pairRows()}, {"max_length", 64}},
+                                   oracleDir, &error);
+        QVERIFY2(!trl.is_null(), qPrintable(error));
+        const tb::RewardScorer scorer(runDir, "cpu");
+        double worst = 0;
+        const json rows = pairRows();
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const tb::PairExample p = tb::parsePairRow(rows[i]);
+            const auto s = scorer.score(p.prompt, {p.chosen[0].content, p.rejected[0].content});
+            worst = std::max({worst, std::abs(s[0] - trl["chosen"][i].get<double>()),
+                              std::abs(s[1] - trl["rejected"][i].get<double>())});
+        }
+        qInfo("reward scores: largest difference from transformers %.3g", worst);
+        QVERIFY2(worst <= 1e-4, qPrintable(QString::number(worst)));
+        json lastEval;
+        for (const json& line : tb::RunStore(runDir).readMetrics())
+            if (line.value("type", "") == "eval")
+                lastEval = line;
+        QVERIFY(close(lastEval["val_loss"].get<double>(), trl["loss"].get<double>()));
+    }
+
     void orpoMatchesTrl() { compareRun("orpo", QStringLiteral("step"), "orpo", 1, 0.5); }
 };
 
