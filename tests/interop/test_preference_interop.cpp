@@ -264,8 +264,8 @@ private Q_SLOTS:
     void ipoMatchesTrl() { compareRun("ipo", QStringLiteral("dpo"), "ipo", 2, 0.05); }
     void simpoMatchesTrl() { compareRun("simpo", QStringLiteral("step"), "simpo", 1, 0.5); }
     // A LoRA reward model, trained here, exported merged: AutoModelForSequenceClassification loads
-    // the folder and scores every pair as RewardScorer does (1e-4), and RewardTrainer's loss on them
-    // equals our final evaluation's (1e-5).
+    // the folder and scores every pair as RewardScorer does (1e-4), and RewardTrainer's loss on
+    // them equals our final evaluation's (1e-5).
     void rewardMatchesTrl()
     {
         QString error;
@@ -279,7 +279,9 @@ private Q_SLOTS:
             {"method", "lora"},
             {"lora", {{"rank", 4}, {"alpha", 8}}},
             {"data",
-             {{"train_file", m_pairs}, {"val_file", m_pairs}, {"chat_template", "model"},
+             {{"train_file", m_pairs},
+              {"val_file", m_pairs},
+              {"chat_template", "model"},
               {"max_length", 64}}},
             {"optim", {{"lr", 0.01}, {"schedule", "constant"}, {"warmup_steps", 0}}},
             {"batch_size", 5},
