@@ -3,11 +3,15 @@
 #include "cli/args.h"
 
 #include "data/curate/pair_curate.h"
+#include "data/curate/synthetic.h"
 #include "data/pairs.h"
 #include "data/store/pairs_store.h"
 #include "data/store/store.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/paths.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +34,8 @@ const char* const kPairsUsage =
   swap STORE ID                            show the other answer as A
   edit STORE ID --side chosen|rejected --text T
   rank STORE new PROMPT ANSWER ANSWER...   a prompt and K answers to rank
+  rank STORE generate PROMPT [--k 4] [--model DIR] [--chat-template T] [--temperature 0.8]
+       [--max-new-tokens 64] [--seed S]     K answers sampled from the model, to rank
   rank STORE ID ORDER --annotator N        ORDER: answer indices best first, e.g. 2,0,1
   agreement STORE                          per annotator pair: percent, Cohen's kappa; disputes
   adjudicate STORE ID a|b|tie|skip         the final choice (--who names the adjudicator)
@@ -211,8 +217,37 @@ int pairsSwapEdit(const Args& args, const Call& c, std::ostream& out, bool edit)
     return 0;
 }
 
+// `rank STORE generate PROMPT`: the synthetic-data generator samples K answers to rank.
+int pairsRankGenerated(const Args& args, const Call& c, std::ostream& out)
+{
+    args.allowOnly({"store", "who", "json", "k", "model", "chat-template", "temperature",
+                    "max-new-tokens", "seed"});
+    if (c.rest.size() != 2)
+        fail("data pairs rank generate: needs one PROMPT");
+    auto store = openExisting(c.store);
+    const std::string modelDir = args.value("model", bundledModelDir());
+    const auto model = Model::load(modelDir);
+    const auto tokenizer = loadTokenizer(modelDir);
+    SynthOptions o;
+    const std::string chat = args.value("chat-template", "auto");
+    const auto family = chatTemplateOrPlain(chat, modelDir);
+    o.chatTemplate = family ? chatTemplateName(*family) : chat;  // generateRanking names a bad one
+    o.generate.maxNewTokens = int(args.integer("max-new-tokens", 64));
+    o.generate.temperature = args.number("temperature", 0.8);
+    o.generate.seed = uint64_t(args.integer("seed", 0));
+    o.who = whoOf(args);
+    const int k = int(args.integer("k", 4));
+    const int64_t id =
+        generateRanking(*store, *model, *tokenizer, {{"user", c.rest[1]}}, k, o);
+    print(out, args, json{{"ranking_id", id}, {"answers", k}},
+          cat("ranking ", id, " with ", k, " generated answers\n"));
+    return 0;
+}
+
 int pairsRank(const Args& args, const Call& c, std::ostream& out)
 {
+    if (!c.rest.empty() && c.rest[0] == "generate")
+        return pairsRankGenerated(args, c, out);
     args.allowOnly({"store", "annotator", "who", "json"});
     auto store = openExisting(c.store);
     if (!c.rest.empty() && c.rest[0] == "new") {

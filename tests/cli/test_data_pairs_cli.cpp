@@ -51,6 +51,30 @@ bool has(const std::string& text, const std::string& part)
 class TestDataPairsCli : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    // The bundled model samples K answers into a ranking; an order of them gives K(K-1)/2 pairs.
+    void rankGeneratedAnswers()
+    {
+        QTemporaryDir dir;
+        const QString store = dir.filePath(QStringLiteral("g.tbstore"));
+        QCOMPARE(tunebench({"data", "import", "--store", store,
+                            QStringLiteral(TB_SOURCE_DIR "/datasets/tiny/val.jsonl")})
+                     .exitCode,
+                 0);
+        const Run gen = tunebench(pairs(store, {"rank", "generate", "Tell me about Ben.", "--k",
+                                                "3", "--max-new-tokens", "8", "--json"}));
+        QVERIFY2(gen.exitCode == 0, gen.err.c_str());
+        const json g = json::parse(gen.out);
+        QCOMPARE(g["answers"].get<int>(), 3);
+        const Run order = tunebench(pairs(
+            store, {"rank", QString::number(g["ranking_id"].get<int64_t>()), "2,0,1",
+                    "--annotator", "ana", "--json"}));
+        QVERIFY2(order.exitCode == 0, order.err.c_str());
+        QCOMPARE(json::parse(order.out)["pair_ids"].size(), size_t(3));
+        const Run bad = tunebench(pairs(store, {"rank", "generate", "Hi", "--k", "1"}));
+        QCOMPARE(bad.exitCode, 1);
+        QVERIFY2(has(bad.err, "at least 2"), bad.err.c_str());
+    }
+
     void importChooseAgreeSnapshotExport()
     {
         QTemporaryDir dir;

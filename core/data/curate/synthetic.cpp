@@ -5,6 +5,7 @@
 #include "data/example.h"
 #include "data/record.h"
 #include "data/store/store.h"
+#include "data/store/pairs_store.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -160,6 +161,28 @@ SynthReport generateSynthetic(DataStore& store, const Model& model, const Tokeni
     if (progress)
         progress(total, total);
     return report;
+}
+
+int64_t generateRanking(DataStore& store, const Model& model, const Tokenizer& tokenizer,
+                        const std::vector<ChatMessage>& prompt, int k, const SynthOptions& options)
+{
+    if (k < 2)
+        fail("ranking: ", k, " answers; a ranking needs at least 2");
+    if (prompt.empty())
+        fail("ranking: the prompt has no message");
+    const auto family = parseChatTemplateName(options.chatTemplate);
+    if (!family)
+        fail("ranking: chat template \"", options.chatTemplate,
+             "\" (allowed: chatml, llama3, inst, alpaca, plain)");
+    const std::vector<int32_t> ids =
+        tokenizer.encode(renderChatText(*family, prompt, true), true);
+    std::vector<std::string> answers;
+    for (int i = 0; i < k; ++i) {
+        GenerateOptions g = options.generate;
+        g.seed = options.generate.seed + uint64_t(i);
+        answers.push_back(trim(model.generate(ids, g, &tokenizer).text));
+    }
+    return addRanking(store, prompt, answers, options.who);
 }
 
 }  // namespace tb

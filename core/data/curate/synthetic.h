@@ -3,6 +3,7 @@
 #pragma once
 
 #include "model/model.h"
+#include "tokenizer/chat_template.h"
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,13 @@ struct SynthReport {
 SynthReport generateSynthetic(DataStore& store, const Model& model, const Tokenizer& tokenizer,
                               const std::vector<int64_t>& seedIds, const SynthOptions& options,
                               const std::function<bool(int64_t, int64_t)>& progress = {});
+
+// K answers to one prompt, sampled from the loaded model (seed + k gives each its own draw) and
+// rendered with options.chatTemplate, stored as one ranking that annotators order; every ordered
+// pair of a recorded order becomes a preference pair (data/store/pairs_store.h). Returns the
+// ranking's id. Throws for k < 2.
+int64_t generateRanking(DataStore& store, const Model& model, const Tokenizer& tokenizer,
+                        const std::vector<ChatMessage>& prompt, int k, const SynthOptions& options);
 
 // The template with {field} replaced by the seed's field values; throws naming an unknown
 // placeholder.
