@@ -237,8 +237,7 @@ int pairsRankGenerated(const Args& args, const Call& c, std::ostream& out)
     o.generate.seed = uint64_t(args.integer("seed", 0));
     o.who = whoOf(args);
     const int k = int(args.integer("k", 4));
-    const int64_t id =
-        generateRanking(*store, *model, *tokenizer, {{"user", c.rest[1]}}, k, o);
+    const int64_t id = generateRanking(*store, *model, *tokenizer, {{"user", c.rest[1]}}, k, o);
     print(out, args, json{{"ranking_id", id}, {"answers", k}},
           cat("ranking ", id, " with ", k, " generated answers\n"));
     return 0;

@@ -241,12 +241,26 @@ std::string formatStepLine(const StepMetrics& m)
                   "%.0f tok/s  tensors %.1f MiB (peak %.1f)",
                   m.step, m.totalSteps, m.epoch, m.loss, m.lr, m.gradNorm, m.tokensPerSecond,
                   mib(m.memoryCurrent), mib(m.memoryPeak));
-    return line;
+    std::string out = line;
+    if (m.preference) {
+        std::snprintf(line, sizeof line, "  accuracy %.2f  margin %.3f",
+                      m.preference->rewardsAccuracies, m.preference->rewardsMargins);
+        out += line;
+    }
+    return out;
 }
 
 std::string formatEvalLine(const EvalMetrics& e)
 {
     char line[256];
+    if (e.preference) {  // pairs: the objective's loss per pair and how many rank right
+        std::snprintf(line, sizeof line,
+                      "eval step %" PRId64 ": val loss %.4f  accuracy %.1f%% of %" PRId64
+                      " pairs  margin %.3f",
+                      e.step, e.valLoss, 100 * e.preference->rewardsAccuracies, e.preference->pairs,
+                      e.preference->rewardsMargins);
+        return line;
+    }
     std::snprintf(line, sizeof line, "eval step %" PRId64 ": val loss %.4f (perplexity %.2f)",
                   e.step, e.valLoss, e.valPerplexity);
     std::string out = line;

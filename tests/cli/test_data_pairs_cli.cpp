@@ -65,9 +65,9 @@ private Q_SLOTS:
         QVERIFY2(gen.exitCode == 0, gen.err.c_str());
         const json g = json::parse(gen.out);
         QCOMPARE(g["answers"].get<int>(), 3);
-        const Run order = tunebench(pairs(
-            store, {"rank", QString::number(g["ranking_id"].get<int64_t>()), "2,0,1",
-                    "--annotator", "ana", "--json"}));
+        const Run order =
+            tunebench(pairs(store, {"rank", QString::number(g["ranking_id"].get<int64_t>()),
+                                    "2,0,1", "--annotator", "ana", "--json"}));
         QVERIFY2(order.exitCode == 0, order.err.c_str());
         QCOMPARE(json::parse(order.out)["pair_ids"].size(), size_t(3));
         const Run bad = tunebench(pairs(store, {"rank", "generate", "Hi", "--k", "1"}));

@@ -4,8 +4,8 @@
 
 #include "data/example.h"
 #include "data/record.h"
-#include "data/store/store.h"
 #include "data/store/pairs_store.h"
+#include "data/store/store.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -174,8 +174,7 @@ int64_t generateRanking(DataStore& store, const Model& model, const Tokenizer& t
     if (!family)
         fail("ranking: chat template \"", options.chatTemplate,
              "\" (allowed: chatml, llama3, inst, alpaca, plain)");
-    const std::vector<int32_t> ids =
-        tokenizer.encode(renderChatText(*family, prompt, true), true);
+    const std::vector<int32_t> ids = tokenizer.encode(renderChatText(*family, prompt, true), true);
     std::vector<std::string> answers;
     for (int i = 0; i < k; ++i) {
         GenerateOptions g = options.generate;

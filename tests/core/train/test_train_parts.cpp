@@ -199,6 +199,21 @@ void TestTrainParts::evalMetricsOneForm()
     QCOMPARE(tb::formatEvalLine(e),
              std::string(
                  "eval step 25: val loss 1.5000 (perplexity 4.48)  general holdout 3.25 (base 3)"));
+    // Pair objectives: accuracy and margin instead of a perplexity; the stats round-trip.
+    tb::PreferenceStats p;
+    p.rewardsAccuracies = 0.9;
+    p.rewardsMargins = 1.5;
+    p.pairs = 80;
+    p.nllLoss = 0.25;
+    e.preference = p;
+    QCOMPARE(
+        tb::formatEvalLine(e),
+        std::string("eval step 25: val loss 1.5000  accuracy 90.0% of 80 pairs  margin 1.500"));
+    const auto back = tb::evalMetricsFromJson(tb::toJson(e)).preference;
+    QVERIFY(back.has_value());
+    QCOMPARE(back->pairs, int64_t(80));
+    QCOMPARE(*back->nllLoss, 0.25);
+    QVERIFY(!back->logOddsRatio.has_value());
 }
 
 void TestTrainParts::summaryJsonContract()
@@ -215,9 +230,11 @@ void TestTrainParts::summaryJsonContract()
     QCOMPARE(
         tb::toJson(s).dump(),
         std::string(
-            R"({"final_loss":3.0,"initial_loss":4.0,"packing":null,"peak_memory_bytes":7,)"
-            R"("run_dir":"runs/a","steps":3,"stop_rate":null,"tokens_per_second":2.0,"trainable_parameters":10,)"
-            R"("val_loss":null})"));
+            R"({"final_loss":3.0,"initial_loss":4.0,"initial_val_accuracy":null,"packing":null,)"
+            R"("peak_memory_bytes":7,"run_dir":"runs/a","steps":3,"stop_rate":null,)"
+            R"("tokens_per_second":2.0,"trainable_parameters":10,"val_accuracy":null,"val_loss":null})"));
+    s.valAccuracy = 0.75;
+    QCOMPARE(tb::toJson(s)["val_accuracy"].get<double>(), 0.75);
     s.packing = tb::PackingStats{2, 6, 39, 40};
     QCOMPARE(tb::toJson(s)["packing"].dump(),
              std::string(R"({"bins":2,"efficiency":0.975,"examples":6,"slots":40,"tokens":39})"));
