@@ -293,6 +293,38 @@ private Q_SLOTS:
         QCOMPARE(r.steps.size(), size_t(2));
     }
 
+    // A preference run resumed from its checkpoint continues exactly: steps 3 and 4 of a run
+    // stopped after 2 and resumed equal those of a straight run (reference precomputed: the stored
+    // file is read back, not recomputed).
+    void resumesExactly()
+    {
+        QTemporaryDir dir;
+        const std::string pairs = writePairs(dir, "pairs.jsonl", 24);
+        json config = baseConfig(dir, "straight", pairs);
+        config["max_steps"] = 4;
+        config["preference"] = {{"reference", "precomputed"}};
+        QString error;
+        const Run straight = train(config, &error);
+        QVERIFY2(!straight.dir.empty(), qPrintable(error));
+        config["name"] = "resumed";
+        config["max_steps"] = 2;
+        const Run first = train(config, &error);
+        QVERIFY2(!first.dir.empty(), qPrintable(error));
+        config["max_steps"] = 4;
+        tb::TrainingJob job(tb::parseTrainConfig(config, "test.json"), nullptr, first.dir);
+        job.runHere();
+        QVERIFY2(job.state() == tb::JobState::Finished, job.error().c_str());
+        std::vector<json> steps;
+        for (const json& line : tb::RunStore(first.dir).readMetrics())
+            if (line.value("type", "") == "step")
+                steps.push_back(line);
+        QCOMPARE(steps.size(), size_t(4));
+        for (size_t s = 0; s < 4; ++s)
+            QVERIFY2(std::abs(steps[s]["loss"].get<double>() -
+                              straight.steps[s]["loss"].get<double>()) < 1e-6,
+                     qPrintable(QString::number(s + 1)));
+    }
+
     void badConfigsAndPairsAreNamed()
     {
         QTemporaryDir dir;
