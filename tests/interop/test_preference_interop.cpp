@@ -271,6 +271,16 @@ private Q_SLOTS:
         QString error;
         const std::string out = m_dir.filePath(QStringLiteral("reward")).toStdString();
         QDir().mkpath(QString::fromStdString(out));
+        // Pairs with a margin each (the Bradley-Terry loss subtracts it), as RewardTrainer reads
+        // its "margin" column.
+        json rows = pairRows();
+        std::string jsonl;
+        for (size_t i = 0; i < rows.size(); ++i) {
+            rows[i]["margin"] = 0.25 * double(i);
+            jsonl += rows[i].dump() + "\n";
+        }
+        const std::string pairsFile = out + "/margins.jsonl";
+        tb::writeFileAtomic(pairsFile, jsonl);
         const json config = {
             {"name", "reward"},
             {"model", m_model},
@@ -279,8 +289,8 @@ private Q_SLOTS:
             {"method", "lora"},
             {"lora", {{"rank", 4}, {"alpha", 8}}},
             {"data",
-             {{"train_file", m_pairs},
-              {"val_file", m_pairs},
+             {{"train_file", pairsFile},
+              {"val_file", pairsFile},
               {"chat_template", "model"},
               {"max_length", 64}}},
             {"optim", {{"lr", 0.01}, {"schedule", "constant"}, {"warmup_steps", 0}}},
@@ -296,12 +306,11 @@ private Q_SLOTS:
         tb::exportRun(runDir, {"merged", exported});
         QTemporaryDir oracleDir;
         const json trl = runOracle(QStringLiteral("reward"),
-                                   {{"model", exported}, {"pairs", pairRows()}, {"max_length", 64}},
+                                   {{"model", exported}, {"pairs", rows}, {"max_length", 64}},
                                    oracleDir, &error);
         QVERIFY2(!trl.is_null(), qPrintable(error));
         const tb::RewardScorer scorer(runDir, "cpu");
         double worst = 0;
-        const json rows = pairRows();
         for (size_t i = 0; i < rows.size(); ++i) {
             const tb::PairExample p = tb::parsePairRow(rows[i]);
             const auto s = scorer.score(p.prompt, {p.chosen[0].content, p.rejected[0].content});
@@ -309,12 +318,22 @@ private Q_SLOTS:
                               std::abs(s[1] - trl["rejected"][i].get<double>())});
         }
         qInfo("reward scores: largest difference from transformers %.3g", worst);
+        double byHand = 0;  // the Bradley-Terry loss with margins from transformers' scores
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const double z = trl["chosen"][i].get<double>() - trl["rejected"][i].get<double>() -
+                             rows[i]["margin"].get<double>();
+            byHand += std::log1p(std::exp(-z)) / double(rows.size());
+        }
+        qInfo("loss by hand from transformers' scores %.9g", byHand);
         QVERIFY2(worst <= 1e-4, qPrintable(QString::number(worst)));
         json lastEval;
         for (const json& line : tb::RunStore(runDir).readMetrics())
             if (line.value("type", "") == "eval")
                 lastEval = line;
-        QVERIFY(close(lastEval["val_loss"].get<double>(), trl["loss"].get<double>()));
+        QVERIFY2(close(lastEval["val_loss"].get<double>(), trl["loss"].get<double>()),
+                 qPrintable(QStringLiteral("ours %1, RewardTrainer %2")
+                                .arg(lastEval["val_loss"].get<double>(), 0, 'g', 9)
+                                .arg(trl["loss"].get<double>(), 0, 'g', 9)));
     }
 
     void orpoMatchesTrl() { compareRun("orpo", QStringLiteral("step"), "orpo", 1, 0.5); }

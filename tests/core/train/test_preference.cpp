@@ -204,6 +204,16 @@ private Q_SLOTS:
             QVERIFY(std::abs(copy.steps[s]["loss"].get<double>() -
                              stored.steps[s]["loss"].get<double>()) < 1e-6);
         QVERIFY(std::abs(copy.steps[0]["loss"].get<double>() - std::log(2.0)) < 1e-6);
+        // The first step's memory report: the frozen copy measured is the copy estimated, and
+        // the weights, gradients and optimizer states as exactly as for SFT.
+        json memory;
+        for (const json& line : tb::RunStore(copy.dir).readMetrics())
+            if (line.value("type", "") == "memory")
+                memory = line;
+        QVERIFY2(memory.contains("reference"), memory.dump().c_str());
+        for (const char* key : {"reference", "weights", "gradients", "optimizer_states"})
+            QVERIFY2(memory[key]["estimated"] == memory[key]["measured"],
+                     (std::string(key) + ": " + memory[key].dump()).c_str());
     }
 
     // The validation pairs' accuracy is logged before the first update and at the end, and the
