@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 namespace tb {
 namespace {
@@ -51,6 +52,19 @@ void accumulate(PreferenceStats& total, const PreferenceStats& part)
 }
 
 const char* kReferenceFile = "reference_logps.json";
+
+// Batches of up to `batch` consecutive indices covering 0..n-1 in order (evaluation passes).
+void forEachRange(int64_t n, int batchSize,
+                  const std::function<void(const std::vector<int64_t>&)>& f)
+{
+    const int64_t batch = std::max(1, batchSize);
+    for (int64_t start = 0; start < n; start += batch) {
+        std::vector<int64_t> indices;
+        for (int64_t i = start; i < std::min(n, start + batch); ++i)
+            indices.push_back(i);
+        f(indices);
+    }
+}
 
 }  // namespace
 
@@ -134,7 +148,7 @@ void PreferenceRecipe::setUp()
     for (const auto& [name, p] : params)
         decay.push_back(!noWeightDecay(name));
     m_optimizer = std::make_unique<Optimizer>(params, decay, m_config.optim);
-    m_order = epochOrder(pairs, m_config.seed, 0);
+    m_order = orderOfEpoch(0);
 
     m_summary.runDir = m_store->dir();
     m_summary.trainableParameters = countTrainable(*m_model.module) + (reward ? m_head.numel() : 0);
@@ -152,7 +166,7 @@ void PreferenceRecipe::setUp()
             runInfo(m_config, m_data.data, m_totalSteps, m_summary.trainableParameters);
         info["trainable_tokens"] = trainableTokensRecord(*m_model.module, *m_model.tokenizer);
         if (reward)
-            info["reward"] = {{"pad_token_id", m_padId}};
+            info["reward"] = rewardRunRecord(m_padId);
         m_store->writeRunInfo(info);
     }
     if (m_config.preference.reference == ReferenceKind::Precomputed &&
@@ -180,16 +194,12 @@ void PreferenceRecipe::setUpReference()
 {
     if (!needsReference(m_config.objective))
         return;
-    const bool peft = m_config.method == Method::Lora || m_config.method == Method::Adapter ||
-                      m_config.method == Method::Prompt;
     switch (m_config.preference.reference) {
     case ReferenceKind::Precomputed:
         return;  // after the data is read
     case ReferenceKind::Auto:
-        if (peft) {
-            m_referenceOff = true;
-            return;
-        }
+        if (methodCanSwitchOff(m_config.method))
+            return;  // the policy with its method switched off (referenceLogps)
         [[fallthrough]];
     case ReferenceKind::Copy: {
         m_reference = createCausalLM(loadModelConfig(m_config.model));
@@ -215,8 +225,7 @@ void PreferenceRecipe::restore(const CheckpointLoad& checkpoint)
     for (const auto& w : checkpoint.warnings)
         warn(w);
     m_position = restoreCheckpoint(checkpoint, *m_optimizer, m_guard);
-    m_order = epochOrder(static_cast<int64_t>(m_data.train.pairs.size()), m_config.seed,
-                         m_position.epoch);
+    m_order = orderOfEpoch(m_position.epoch);
     m_store->truncateMetrics(m_position.step);
     m_summary.resumedFrom = checkpoint.dir;
     warn("resumed from " + checkpoint.dir + " (step " + std::to_string(m_position.step) + ")");
@@ -328,24 +337,23 @@ void PreferenceRecipe::precomputeReference()
     // fine-tuning have not updated yet (a resumed run always has the file).
     const bool wasTraining = m_model.module->is_training();
     m_model.module->eval();
-    const int64_t batch = std::max(1, m_config.batchSize);
     nlohmann::json out;
     for (const auto* set : {&m_data.train, &m_data.val}) {
         std::vector<double> chosen, rejected;
-        const auto n = static_cast<int64_t>(set->pairs.size());
-        for (int64_t start = 0; start < n; start += batch) {
-            std::vector<int64_t> indices;
-            for (int64_t i = start; i < std::min(n, start + batch); ++i)
-                indices.push_back(i);
-            const PairBatch b = makePairBatch(*set, indices, m_padId);
-            const auto ids = toTensor(b.ids, 2 * b.pairs, b.width, m_model.device);
-            const auto labels = toTensor(b.labels, 2 * b.pairs, b.width, m_model.device);
-            const AnswerLogps ref = referenceLogps(ids, labels);
-            const auto sums = ref.sum.to(torch::kCPU).to(torch::kFloat64).contiguous();
-            const double* v = sums.data_ptr<double>();
-            chosen.insert(chosen.end(), v, v + b.pairs);
-            rejected.insert(rejected.end(), v + b.pairs, v + 2 * b.pairs);
-        }
+        forEachRange(static_cast<int64_t>(set->pairs.size()), m_config.batchSize,
+                     [&](const std::vector<int64_t>& indices) {
+                         const PairBatch b = makePairBatch(*set, indices, m_padId);
+                         const auto ids = toTensor(b.ids, 2 * b.pairs, b.width, m_model.device);
+                         const auto labels =
+                             toTensor(b.labels, 2 * b.pairs, b.width, m_model.device);
+                         const auto sums = referenceLogps(ids, labels)
+                                               .sum.to(torch::kCPU)
+                                               .to(torch::kFloat64)
+                                               .contiguous();
+                         const double* v = sums.data_ptr<double>();
+                         chosen.insert(chosen.end(), v, v + b.pairs);
+                         rejected.insert(rejected.end(), v + b.pairs, v + 2 * b.pairs);
+                     });
         out[set == &m_data.train ? "train" : "val"] = {{"chosen", chosen}, {"rejected", rejected}};
     }
     m_model.module->train(wasTraining);
@@ -368,7 +376,7 @@ bool PreferenceRecipe::step()
     }
     double lossValue = 0;
     int64_t tokens = 0, width = 0;
-    PairLoss total;
+    PreferenceStats stats;
     for (size_t i = 0; i < micro.size(); ++i) {
         Scored s = scorePairs(m_data.train, micro[i], true);
         // Each micro-batch's mean over its pairs, weighted so the step's gradient is the mean over
@@ -377,7 +385,7 @@ bool PreferenceRecipe::step()
         lossValue += s.loss.loss.item<double>() * share;
         tokens += s.tokens;
         width = std::max(width, s.width);
-        accumulate(total.stats, s.loss.stats);
+        accumulate(stats, s.loss.stats);
         (s.loss.loss * share).backward();
         if (i == 0)
             m_memoryAfterBackward = memoryNow();
@@ -412,19 +420,18 @@ bool PreferenceRecipe::step()
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     m_trainSeconds += seconds;
     m_trainTokens += tokens;
-    total.loss = torch::tensor(lossValue);
-    emitStep(total, lr, gradNorm, tokens, seconds);
+    emitStep(lossValue, stats, lr, gradNorm, tokens, seconds);
     return true;
 }
 
-void PreferenceRecipe::emitStep(const PairLoss& loss, double lr, double gradNorm, int64_t tokens,
-                                double seconds)
+void PreferenceRecipe::emitStep(double loss, const PreferenceStats& stats, double lr,
+                                double gradNorm, int64_t tokens, double seconds)
 {
-    StepMetrics m = stepRecord(m_position, m_totalSteps, m_order.size(), loss.loss.item<double>(),
-                               lr, gradNorm, tokens, seconds, m_device,
+    StepMetrics m = stepRecord(m_position, m_totalSteps, m_order.size(), loss, lr, gradNorm, tokens,
+                               seconds, m_device,
                                {m_memoryAfterLoad, m_memoryAfterForward, m_memoryAfterBackward,
                                 m_memoryAfterOptimizer, m_memoryPeak});
-    m.preference = loss.stats;
+    m.preference = stats;
     m_summary.peakMemoryBytes = std::max(m_summary.peakMemoryBytes, m.memoryPeak);
     m_store->appendMetrics(toJson(m));
     if (m_events)
@@ -444,15 +451,11 @@ EvalMetrics PreferenceRecipe::evaluate(int64_t step)
         m_model.module->eval();
         PreferenceStats stats;
         double sum = 0;
-        const int64_t batch = std::max(1, m_config.batchSize);
-        for (int64_t start = 0; start < n; start += batch) {
-            std::vector<int64_t> indices;
-            for (int64_t i = start; i < std::min(n, start + batch); ++i)
-                indices.push_back(i);
+        forEachRange(n, m_config.batchSize, [&](const std::vector<int64_t>& indices) {
             const Scored s = scorePairs(m_data.val, indices, false);
             sum += s.loss.loss.item<double>() * static_cast<double>(indices.size());
             accumulate(stats, s.loss.stats);
-        }
+        });
         m_model.module->train(wasTraining);
         e.valLoss = sum / static_cast<double>(n);
         e.preference = stats;
@@ -493,10 +496,13 @@ void PreferenceRecipe::reportMemory(int64_t seq)
 
 std::vector<int64_t> PreferenceRecipe::nextMicroBatch()
 {
-    const auto pairs = static_cast<int64_t>(m_data.train.pairs.size());
-    return tb::nextMicroBatch(m_position, m_order, m_config.batchSize, [&](int64_t epoch) {
-        return epochOrder(pairs, m_config.seed, epoch);
-    });
+    return tb::nextMicroBatch(m_position, m_order, m_config.batchSize,
+                              [this](int64_t epoch) { return orderOfEpoch(epoch); });
+}
+
+std::vector<int64_t> PreferenceRecipe::orderOfEpoch(int64_t epoch) const
+{
+    return epochOrder(static_cast<int64_t>(m_data.train.pairs.size()), m_config.seed, epoch);
 }
 
 int64_t PreferenceRecipe::memoryNow() const

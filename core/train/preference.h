@@ -44,10 +44,12 @@ private:
     AnswerLogps referenceLogps(const torch::Tensor& ids, const torch::Tensor& labels);
     void precomputeReference();  // reference: precomputed (reference_logps.json)
     EvalMetrics evaluate(int64_t step);
-    void emitStep(const PairLoss& loss, double lr, double gradNorm, int64_t tokens, double seconds);
+    void emitStep(double loss, const PreferenceStats& stats, double lr, double gradNorm,
+                  int64_t tokens, double seconds);
     void save();
     void reportMemory(int64_t seq);
     std::vector<int64_t> nextMicroBatch();
+    std::vector<int64_t> orderOfEpoch(int64_t epoch) const;  // the seeded order of the pairs
     int64_t memoryNow() const;
     void warn(const std::string& message);
     std::vector<std::pair<std::string, torch::Tensor>> trainable();
@@ -60,7 +62,6 @@ private:
     PreparedModel m_model;
     PreparedPairs m_data;
     std::shared_ptr<CausalLM> m_reference;  // reference: copy
-    bool m_referenceOff = false;            // reference: the policy with its method off
     // reference: precomputed. [pairs] summed log-probabilities of each split's answers.
     struct Stored {
         torch::Tensor chosen, rejected;
