@@ -389,20 +389,15 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
              format, " writes language models");
     if (gguf)
         checkGgufExportable(run);  // before loading anything heavy
-    auto checkpoint = store.loadLatestCheckpoint();
-    if (!checkpoint)
-        fail(runDir, ": no complete checkpoint to export");
-    PreparedModel prepared = prepareModel(run);
-    auto& model = *prepared.module;
-    auto params = trainableParameters(model);
+    LoadedRun loaded = loadRun(runDir, "cpu", "export");
+    auto& model = *loaded.model.module;
     RewardExport head;
-    if (reward) {
+    if (reward) {  // the head the recipe kept beside the model, in the same checkpoint file
         head.head = torch::zeros({1, model.config().hiddenSize});
-        head.padId = info.contains("reward") ? info["reward"].value("pad_token_id", 0) : 0;
-        params.emplace_back(kRewardHeadName, head.head);
+        head.padId = runRewardPadId(info, run.model, *loaded.model.tokenizer);
+        loadTrainableTensors({{kRewardHeadName, head.head}},
+                             tensorFile(loaded.checkpoint, "trainable"), loaded.checkpoint.dir);
     }
-    loadTrainableTensors(params, tensorFile(*checkpoint, "trainable"), checkpoint->dir);
-    model.eval();
 
     // A GGUF export is a file: its folder is created by the writer.
     if (!gguf) {
@@ -414,7 +409,7 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     ExportReport report;
     report.outDir = options.outDir;
     report.format = options.format;
-    report.checkpoint = checkpoint->dir;
+    report.checkpoint = loaded.checkpoint.dir;
     torch::NoGradGuard noGrad;
     if (options.format == "peft") {
         exportPeft(model, run, options, report);
@@ -432,7 +427,7 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         exportGgufModel(model, run, options, report);
         report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
         if (options.dtype == "q8_0")
-            measureQuantisationLoss(model, run, *prepared.tokenizer, report);
+            measureQuantisationLoss(model, run, *loaded.model.tokenizer, report);
     }
     return report;
 }

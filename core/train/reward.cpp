@@ -22,6 +22,20 @@ int32_t rewardPadId(const std::string& modelDir, const Tokenizer& tokenizer)
     return tokenizer.eosId().value_or(0);
 }
 
+nlohmann::json rewardRunRecord(int32_t padId)
+{
+    return {{"pad_token_id", padId}};
+}
+
+int32_t runRewardPadId(const nlohmann::json& runInfo, const std::string& modelDir,
+                       const Tokenizer& tokenizer)
+{
+    const auto it = runInfo.find("reward");
+    if (it != runInfo.end() && it->is_object() && it->contains("pad_token_id"))
+        return it->at("pad_token_id").get<int32_t>();
+    return rewardPadId(modelDir, tokenizer);
+}
+
 torch::Tensor newRewardHead(int64_t hidden, uint64_t seed, const torch::Device& device)
 {
     auto generator = at::detail::createCPUGenerator(seed);

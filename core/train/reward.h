@@ -7,6 +7,7 @@
 #include "model/causal_lm.h"
 #include "tokenizer/tokenizer.h"
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <string>
@@ -19,6 +20,11 @@ inline constexpr const char* kRewardHeadName = "score.weight";
 // that is not this id): config.json's pad_token_id when set, else the tokenizer's "<unk>", else
 // its EOS.
 int32_t rewardPadId(const std::string& modelDir, const Tokenizer& tokenizer);
+// run.json's record of it ({"reward": {"pad_token_id"}}), written when a reward run starts.
+nlohmann::json rewardRunRecord(int32_t padId);
+// The id a reward run pads with: its run.json record, else rewardPadId of its model.
+int32_t runRewardPadId(const nlohmann::json& runInfo, const std::string& modelDir,
+                       const Tokenizer& tokenizer);
 
 // The head [1, hidden] fp32 on `device`, N(0, 0.02) from `seed` as transformers initialises it.
 torch::Tensor newRewardHead(int64_t hidden, uint64_t seed, const torch::Device& device);

@@ -2,11 +2,9 @@
 // checkpoint, its chat template and padding id.
 #include "train/reward_scorer.h"
 
-#include "peft/peft.h"
 #include "train/checkpoint.h"
 #include "train/pair_batching.h"
 #include "train/reward.h"
-#include "train/run_store.h"
 #include "train/setup.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -37,28 +35,18 @@ RewardScorer::RewardScorer(const std::string& runDir, const std::string& device)
 {
     if (!isRewardRun(runDir))
         fail(runDir, ": not a reward-model run (run.json's objective is not \"reward\")");
-    RunStore store(runDir);
-    const nlohmann::json info = store.readRunInfo();
-    TrainConfig run = runConfig(info, runDir);
-    run.device = device;
-    auto checkpoint = store.loadLatestCheckpoint();
-    if (!checkpoint)
-        fail(runDir, ": no complete checkpoint to score with");
+    LoadedRun run = loadRun(runDir, device, "score with");
     m->runDir = runDir;
-    m->model = prepareModel(run);
+    m->model = std::move(run.model);
     m->head = torch::zeros({1, m->model.module->config().hiddenSize},
                            torch::TensorOptions(torch::kFloat32).device(m->model.device));
-    auto params = trainableParameters(*m->model.module);
-    params.emplace_back(kRewardHeadName, m->head);
-    loadTrainableTensors(params, tensorFile(*checkpoint, "trainable"), checkpoint->dir);
+    loadTrainableTensors({{kRewardHeadName, m->head}}, tensorFile(run.checkpoint, "trainable"),
+                         run.checkpoint.dir);
     for (auto& p : m->model.module->parameters())
         p.set_requires_grad(false);
-    m->head.set_requires_grad(false);
-    m->model.module->eval();
-    m->padId = info.contains("reward") ? info["reward"].value("pad_token_id", 0)
-                                       : rewardPadId(run.model, *m->model.tokenizer);
-    m->chat = runChatTemplate(run);
-    m->maxLength = run.data.maxLength;
+    m->padId = runRewardPadId(run.info, run.config.model, *m->model.tokenizer);
+    m->chat = runChatTemplate(run.config);
+    m->maxLength = run.config.data.maxLength;
 }
 
 RewardScorer::~RewardScorer() = default;

@@ -9,12 +9,12 @@
 #include "model/registry.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
+#include "train/checkpoint.h"
 #include "train/stop_rate.h"
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/sha256.h"
 
-#include <cmath>
 #include <filesystem>
 
 namespace tb {
@@ -118,14 +118,7 @@ RunExamples runExamples(const TrainConfig& c)
         d.val = std::move(val.examples);
         hashInput += sha256File(c.data.valFile);
     } else if (c.data.valRatio > 0) {
-        // A seeded split: the same seed always holds out the same examples.
-        auto order = epochOrder(static_cast<int64_t>(d.train.size()), c.seed ^ 0x5eed, 0);
-        const auto nVal = static_cast<size_t>(
-            std::llround(c.data.valRatio * static_cast<double>(d.train.size())));
-        std::vector<Example> kept;
-        for (size_t i = 0; i < order.size(); ++i)
-            (i < nVal ? d.val : kept).push_back(d.train[static_cast<size_t>(order[i])]);
-        d.train = std::move(kept);
+        splitValidation(d.train, d.val, c.data.valRatio, c.seed);
     }
     d.dataName = store ? c.data.store + " snapshot " + c.data.snapshot : c.data.trainFile;
     if (d.train.empty())
@@ -227,6 +220,24 @@ void useRecordedTrainableTokens(TrainConfig& config, const nlohmann::json& info)
         return;
     for (const auto& id : it->at("ids"))
         config.trainableTokens.tokens.push_back({id.get<int64_t>(), ""});
+}
+
+LoadedRun loadRun(const std::string& runDir, const std::string& device, const char* purpose)
+{
+    RunStore store(runDir);
+    LoadedRun r;
+    r.info = store.readRunInfo();
+    r.config = runConfig(r.info, runDir);
+    r.config.device = device;
+    auto checkpoint = store.loadLatestCheckpoint();
+    if (!checkpoint)
+        fail(runDir, ": no complete checkpoint to ", purpose);
+    r.checkpoint = std::move(*checkpoint);
+    r.model = prepareModel(r.config);
+    loadTrainableTensors(trainableParameters(*r.model.module),
+                         tensorFile(r.checkpoint, "trainable"), r.checkpoint.dir);
+    r.model.module->eval();
+    return r;
 }
 
 TrainConfig runConfig(const nlohmann::json& info, const std::string& runDir)

@@ -5,6 +5,7 @@
 #include "model/causal_lm.h"
 #include "tokenizer/tokenizer.h"
 #include "train/batching.h"
+#include "train/run_store.h"
 #include "train/train_config.h"
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,18 @@ nlohmann::json trainableTokensRecord(CausalLM& model, const Tokenizer& tokenizer
 // A run's config from its run.json (runDir/run.json): trainable tokens are the ids the run recorded
 // (none for a run from before trainable tokens), whatever the model folder's files say now.
 TrainConfig runConfig(const nlohmann::json& info, const std::string& runDir);
+// A finished (or stopped) run loaded for use: its config (device replaced), run.json, and the base
+// model with the run's method and the newest complete checkpoint's trainable tensors, in eval
+// mode; the checkpoint stays loaded for tensors kept beside the model (a reward head). Throws
+// "RUN: no complete checkpoint to <purpose>" when there is none.
+struct LoadedRun {
+    TrainConfig config;
+    nlohmann::json info;
+    PreparedModel model;
+    CheckpointLoad checkpoint;
+};
+LoadedRun loadRun(const std::string& runDir, const std::string& device, const char* purpose);
+
 // Sets config.trainableTokens to the ids of info's record (none without one).
 void useRecordedTrainableTokens(TrainConfig& config, const nlohmann::json& info);
 
