@@ -7,6 +7,7 @@
 #include "data/example.h"
 #include "train/metrics.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -79,6 +80,20 @@ void forEachEvalBatch(const SequenceSet& set, int64_t batchSize, int32_t padId,
 // Seeded order of sequence indices for one epoch: the same seed and epoch always give the same
 // order, independent of platform (uses its own PRNG, not std::shuffle).
 std::vector<int64_t> epochOrder(int64_t count, uint64_t seed, int64_t epoch);
+
+// data.val_ratio: moves the seeded share `ratio` (rounded) of `train` into `val`, in that seeded
+// order, keeping the rest in order of the permutation. The same seed always holds out the same
+// items; examples and preference pairs split by this one rule.
+template <typename T>
+void splitValidation(std::vector<T>& train, std::vector<T>& val, double ratio, uint64_t seed)
+{
+    const auto order = epochOrder(static_cast<int64_t>(train.size()), seed ^ 0x5eed, 0);
+    const auto nVal = static_cast<size_t>(std::llround(ratio * static_cast<double>(train.size())));
+    std::vector<T> kept;
+    for (size_t i = 0; i < order.size(); ++i)
+        (i < nVal ? val : kept).push_back(std::move(train[static_cast<size_t>(order[i])]));
+    train = std::move(kept);
+}
 
 // Mega-batches of a length-grouped order hold this many batches.
 inline constexpr int64_t kLengthGroupBatches = 50;

@@ -8,8 +8,6 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
-#include <cmath>
-
 namespace tb {
 namespace {
 
@@ -70,14 +68,7 @@ PreparedPairs preparePairs(const TrainConfig& c, const Tokenizer& tokenizer)
         val = readPairs(d, c.data.valFile, c.preference.layout);
         hashInput += sha256File(c.data.valFile);
     } else if (c.data.valRatio > 0) {
-        // The seeded split of SFT: the same seed holds out the same pairs.
-        const auto order = epochOrder(static_cast<int64_t>(train.size()), c.seed ^ 0x5eed, 0);
-        const auto nVal =
-            static_cast<size_t>(std::llround(c.data.valRatio * static_cast<double>(train.size())));
-        std::vector<PairExample> kept;
-        for (size_t i = 0; i < order.size(); ++i)
-            (i < nVal ? val : kept).push_back(train[static_cast<size_t>(order[i])]);
-        train = std::move(kept);
+        splitValidation(train, val, c.data.valRatio, c.seed);  // as SFT splits examples
     }
     const ChatTemplate chat = runChatTemplate(c);
     d.train = tokenizePairs(train, tokenizer, chat, c.data.maxLength);
