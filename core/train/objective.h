@@ -4,6 +4,7 @@
 #pragma once
 
 #include "data/pairs.h"
+#include "peft/method.h"
 
 #include <optional>
 
@@ -32,6 +33,13 @@ inline bool needsReference(Objective o)
 enum class ReferenceKind { Auto, Copy, Precomputed };
 const char* referenceKindName(ReferenceKind kind);  // "auto", "copy", "precomputed"
 std::optional<ReferenceKind> parseReferenceKind(const std::string& name);
+
+// Methods that only add modules to the frozen base (LoRA, adapters, prompt tuning): switched off,
+// the policy is the base model, which is what reference auto uses for them.
+inline bool methodCanSwitchOff(Method m)
+{
+    return m == Method::Lora || m == Method::Adapter || m == Method::Prompt;
+}
 
 // run.json's "preference" object.
 struct PreferenceOptions {

@@ -101,11 +101,12 @@ const Names kLoraKeys{"rank", "alpha", "dropout", "targets", "rslora"};
 const Names kAdapterKeys{"kind", "size", "reduction_factor", "activation"};
 const Names kPromptKeys{"num_tokens", "init_text"};
 const Names kPartialKeys{"trainable_blocks", "modules"};
-const Names kObjectives = namesOf({Objective::Sft, Objective::Dpo, Objective::Ipo, Objective::Simpo,
-                                   Objective::Orpo, Objective::Reward},
-                                  objectiveName);
-const Names kReferences = namesOf(
-    {ReferenceKind::Auto, ReferenceKind::Copy, ReferenceKind::Precomputed}, referenceKindName);
+const std::vector<Objective> kObjectiveValues{Objective::Sft,   Objective::Dpo,  Objective::Ipo,
+                                              Objective::Simpo, Objective::Orpo, Objective::Reward};
+const std::vector<ReferenceKind> kReferenceValues{ReferenceKind::Auto, ReferenceKind::Copy,
+                                                  ReferenceKind::Precomputed};
+const Names kObjectives = namesOf(kObjectiveValues, objectiveName);
+const Names kReferences = namesOf(kReferenceValues, referenceKindName);
 const Names kPairLayouts =
     namesOf({PairLayout::Auto, PairLayout::Standard, PairLayout::HhRlhf, PairLayout::UltraFeedback},
             pairLayoutName);
@@ -696,10 +697,7 @@ const char* objectiveName(Objective objective)
 }
 std::optional<Objective> parseObjective(const std::string& name)
 {
-    return parseName(name,
-                     {Objective::Sft, Objective::Dpo, Objective::Ipo, Objective::Simpo,
-                      Objective::Orpo, Objective::Reward},
-                     objectiveName);
+    return parseName(name, kObjectiveValues, objectiveName);
 }
 
 const char* referenceKindName(ReferenceKind kind)
@@ -716,8 +714,7 @@ const char* referenceKindName(ReferenceKind kind)
 }
 std::optional<ReferenceKind> parseReferenceKind(const std::string& name)
 {
-    return parseName(name, {ReferenceKind::Auto, ReferenceKind::Copy, ReferenceKind::Precomputed},
-                     referenceKindName);
+    return parseName(name, kReferenceValues, referenceKindName);
 }
 
 const char* chatTemplateChoiceName(std::optional<ChatTemplateFamily> family)
@@ -972,11 +969,9 @@ EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
     o.lossChunk = run.lossChunkTokens;
     o.objective = objectiveName(run.objective);
     if (needsReference(run.objective)) {
-        const bool peft = run.method == Method::Lora || run.method == Method::Adapter ||
-                          run.method == Method::Prompt;
         switch (run.preference.reference) {
         case ReferenceKind::Auto:
-            o.reference = peft ? "off" : "copy";
+            o.reference = methodCanSwitchOff(run.method) ? "off" : "copy";
             break;
         case ReferenceKind::Copy:
             o.reference = "copy";
