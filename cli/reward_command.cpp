@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 
 #include "data/pairs.h"
+#include "eval/evaluate.h"
 #include "train/reward_scorer.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -18,23 +19,6 @@ namespace tb {
 using nlohmann::json;
 
 namespace {
-
-// A prompt as messages: a string is one user turn, a list is the conversation itself.
-std::vector<ChatMessage> promptOf(const json& prompt, const std::string& where)
-{
-    if (prompt.is_string())
-        return {{"user", prompt.get<std::string>()}};
-    if (!prompt.is_array())
-        fail(where, ": \"prompt\" must be a string or a list of messages");
-    std::vector<ChatMessage> out;
-    for (const json& m : prompt) {
-        if (!m.is_object() || !m.contains("role") || !m.contains("content") ||
-            !m["role"].is_string() || !m["content"].is_string())
-            fail(where, ": every prompt message needs string \"role\" and \"content\"");
-        out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
-    }
-    return out;
-}
 
 std::string answerText(const std::vector<ChatMessage>& turns)
 {
@@ -97,7 +81,7 @@ int cmdReward(const Args& args, std::ostream& out, std::ostream& err)
                     fail(where, ": responses must be strings");
                 answers.push_back(a.get<std::string>());
             }
-            result["scores"] = scorer.score(promptOf(row["prompt"], where), answers);
+            result["scores"] = scorer.score(eval::messagesFromJson(row["prompt"], where), answers);
         } else {
             err << "skipped " << where
                 << ": expected a preference pair or \"prompt\" with \"response\"/\"responses\"\n";
