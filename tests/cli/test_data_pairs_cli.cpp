@@ -3,6 +3,8 @@
 // export in TRL's standard layout, and clear errors for bad input.
 #include <QtTest>
 
+#include "cli/cli_run.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -12,22 +14,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    std::string out, err;
-};
+using Run = tbtest::CliRun;
 
 Run tunebench(const QStringList& args)
 {
-    QProcess p;
-    p.start(QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), args);
-    Run r;
-    if (!p.waitForFinished(120000))
-        return r;
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-    r.out = p.readAllStandardOutput().toStdString();
-    r.err = p.readAllStandardError().toStdString();
-    return r;
+    return tbtest::runTunebench(args, 120000);
 }
 
 QStringList pairs(const QString& store, QStringList args)

@@ -4,9 +4,10 @@
 #include "data/pairs.h"
 #include "train/reward_scorer.h"
 
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "cli/cli_run.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,22 +19,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Run {
-    int exitCode = -1;
-    std::string out, err;
-};
+using Run = tbtest::CliRun;
 
 Run tunebench(const QStringList& args)
 {
-    QProcess p;
-    p.start(QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), args);
-    Run r;
-    if (!p.waitForFinished(300000))
-        return r;
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-    r.out = p.readAllStandardOutput().toStdString();
-    r.err = p.readAllStandardError().toStdString();
-    return r;
+    return tbtest::runTunebench(args, 300000);
 }
 
 bool has(const std::string& text, const std::string& part)
