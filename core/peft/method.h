@@ -3,6 +3,8 @@
 // a run.
 #pragma once
 
+#include "quant/quant_format.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -85,6 +87,8 @@ struct MethodOptions {
     PromptOptions prompt;
     PartialOptions partial;
     TrainableTokensOptions trainableTokens;
+    // The frozen base weights held quantised (QLoRA): LoRA, adapters and prompt tuning only.
+    QuantOptions quant;
 
     bool operator==(const MethodOptions&) const = default;
 };
