@@ -96,6 +96,8 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
                                     "no-special",
                                     "force",
                                     "grad-checkpointing",
+                                    "quant-double",
+                                    "quant-head",
                                     "explain",
                                     "add-generation-prompt",
                                     "chat"};

@@ -80,6 +80,19 @@ MethodOptions methodFromArgs(const Args& args)
         run.adapter.size = static_cast<int>(intOption(args, "adapter-size", 0, 1));
     run.prompt.numTokens = static_cast<int>(intOption(args, "prompt-tokens", 16, 1));
     run.partial.trainableBlocks = static_cast<int>(intOption(args, "trainable-blocks", 1, 1));
+    // --quant nf4 | fp4 | int8 (QLoRA: --method lora --quant nf4 --quant-double).
+    if (args.has("quant")) {
+        const auto kind = parseQuantKind(args.value("quant"));
+        if (!kind)
+            fail("option --quant is '", args.value("quant"), "' (allowed: none, nf4, fp4, int8)");
+        run.quant.kind = *kind;
+    }
+    run.quant.doubleQuant = args.flag("quant-double");
+    run.quant.head = args.flag("quant-head");
+    if ((run.quant.doubleQuant || run.quant.head) && !run.quant.enabled())
+        fail("options --quant-double and --quant-head need --quant nf4, fp4 or int8");
+    if (run.quant.doubleQuant && run.quant.kind == QuantKind::Int8)
+        fail("option --quant-double applies to --quant nf4 or fp4, not int8");
     // auto (the model's stop tokens) | none | ids and token texts, comma-separated.
     const std::string tokens = args.value("trainable-tokens", "auto");
     if (tokens != "auto") {
@@ -176,7 +189,12 @@ void printTable(const ModelConfig& model, const MethodOptions& run, const Estima
     }
     out << model.sourcePath << ": " << model.modelType << ", " << groupDigits(e.parameters)
         << " parameters, " << groupDigits(e.trainableParameters) << " trainable ("
-        << methodName(run.method) << rows << ")\n"
+        << methodName(run.method) << rows << ")"
+        << (run.quant.enabled() ? cat(", base ", quantKindName(run.quant.kind),
+                                      run.quant.doubleQuant ? " with double quantisation" : "",
+                                      run.quant.head ? ", head too" : "")
+                                : std::string())
+        << "\n"
         << o.precision << ", " << o.optimizer << ", micro-batch " << o.batch << " x seq " << o.seq
         << ", accumulation " << o.gradAccum << ", " << o.attention << " attention, " << o.loss
         << " loss" << (o.gradientCheckpointing ? ", gradient checkpointing" : "");
@@ -244,6 +262,9 @@ int cmdEstimate(const Args& args, std::ostream& out)
                     "prompt-tokens",
                     "trainable-blocks",
                     "trainable-tokens",
+                    "quant",
+                    "quant-double",
+                    "quant-head",
                     "precision",
                     "optimizer",
                     "batch",
@@ -282,7 +303,8 @@ int cmdEstimate(const Args& args, std::ostream& out)
                   {"logits", e.logits}};
     // The objective's own items, only where they apply (docs/memory.md).
     for (const auto& item : e.items)
-        if (item.key == "reference" || item.key == "logprobs" || item.key == "head")
+        if (item.key == "dequantized" || item.key == "reference" || item.key == "logprobs" ||
+            item.key == "head")
             bytes[item.key] = item.bytes;
     bytes["overhead"] = e.overhead;
     bytes["total"] = e.total;
@@ -291,6 +313,19 @@ int cmdEstimate(const Args& args, std::ostream& out)
                    {"bytes", bytes},
                    {"fits", e.fits ? json(*e.fits) : json(nullptr)},
                    {"advice", e.advice}};
+    if (run.quant.enabled())
+        result["quant"] = {
+            {"kind", quantKindName(run.quant.kind)},
+            {"double_quant", run.quant.doubleQuant},
+            {"head", run.quant.head},
+            {"quantized_parameters", e.quantizedParameters},
+            {"bytes",
+             {{"codes", e.quantizedBytes.data},
+              {"absmax", e.quantizedBytes.absmax},
+              {"absmax2", e.quantizedBytes.absmax2},
+              {"code2", e.quantizedBytes.code2}}},
+            {"bits_per_parameter", 8.0 * static_cast<double>(e.quantizedBytes.total()) /
+                                       static_cast<double>(e.quantizedParameters)}};
     if (e.objective != "sft") {
         result["objective"] = e.objective;
         result["reference"] = e.reference;

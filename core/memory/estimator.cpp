@@ -7,6 +7,7 @@
 #include "util/error.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace tb {
@@ -66,6 +67,11 @@ void validate(const ModelConfig& model, const MethodOptions& run, const Estimate
         fail("loss is '", o.loss, "' (allowed: full, chunked)");
     if (o.deviceMemory && *o.deviceMemory <= 0)
         fail("device memory is ", *o.deviceMemory, " bytes (must be positive)");
+    if (run.quant.enabled() && (run.method == Method::Full || run.method == Method::Partial))
+        fail("quant ", quantKindName(run.quant.kind),
+             " holds the frozen base weights quantised, "
+             "but method '",
+             methodName(run.method), "' trains them; use lora, adapter or prompt");
     if (run.method == Method::Lora)
         atLeast("lora rank", run.lora.rank, 1);
     if (run.method == Method::Adapter)
@@ -328,6 +334,38 @@ std::string joinTerms(const std::vector<std::string>& terms)
     return out;
 }
 
+// 4.127 bits: three decimals.
+std::string bitsText(double bits)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.3f", bits);
+    return buffer;
+}
+
+// The base's linear layers held quantised: every block's, and the untied head with quant.head.
+// computeBytes: the width a layer is dequantised into.
+void quantizedWeights(const ModelConfig& c, const MethodOptions& run, int64_t computeBytes,
+                      MemoryEstimate& e)
+{
+    if (!run.quant.enabled())
+        return;
+    int64_t largest = 0;
+    auto add = [&](int64_t rows, int64_t cols, int64_t count) {
+        const QuantBytes b = quantizedBytes(run.quant, rows, cols);
+        e.quantizedParameters += count * rows * cols;
+        e.quantizedBytes.data += count * b.data;
+        e.quantizedBytes.absmax += count * b.absmax;
+        e.quantizedBytes.absmax2 += count * b.absmax2;
+        e.quantizedBytes.code2 += count * b.code2;
+        largest = std::max(largest, rows * cols);
+    };
+    for (const LinearShape& l : blockLinearShapes(c))
+        add(l.out, l.in, c.numLayers);
+    if (run.quant.head && !c.tieWordEmbeddings)
+        add(c.vocabSize, c.hiddenSize, 1);
+    e.dequantTransient = largest * computeBytes;
+}
+
 }  // namespace
 
 MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run,
@@ -358,9 +396,11 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     e.parameters = e.parametersBase + (adds ? e.trainableParameters : e.trainableTokenParameters);
     const int64_t frozen = e.parameters - e.trainableParameters;
 
-    // Parameters, gradients, optimizer states: exact.
+    // Parameters, gradients, optimizer states: exact. Quantised layers (frozen) at their packed
+    // size, the rest of the frozen parameters in the weight width.
+    quantizedWeights(model, run, p.compute, e);
     e.weightsTrainable = e.trainableParameters * p.weight;
-    e.weightsFrozen = frozen * p.weight;
+    e.weightsFrozen = (frozen - e.quantizedParameters) * p.weight + e.quantizedBytes.total();
     e.weights = e.weightsTrainable + e.weightsFrozen;
     if (o.zero >= 3)
         e.weights = shard(e.weights);
@@ -569,28 +609,33 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         e.phases.push_back({name, bytes, std::move(what)});
     };
     const char* heldWhat = o.gradAccum > 1 ? " + gradients held across accumulation" : "";
+    // A quantised base: one layer's weight dequantised at a time, in forward and backward.
+    const int64_t dq = e.dequantTransient;
+    const char* dqWhat = dq > 0 ? " + one dequantised layer" : "";
     // The reference pass runs first in each micro-batch, before the policy's forward.
     if (ob.referenceForward > 0)
-        phase("reference forward", ob.referenceForward + held, ob.referenceForwardWhat + heldWhat);
+        phase("reference forward", ob.referenceForward + held + dq,
+              ob.referenceForwardWhat + heldWhat + dqWhat);
     const char* lpWhat = ob.logprobs > 0 ? " + log-probabilities" : "";
     if (!o.gradientCheckpointing) {
-        phase("backward", e.activations + e.logits + ob.logprobs + held,
-              cat("backward's start: activations + logits", lpWhat, heldWhat));
+        phase("backward", e.activations + e.logits + ob.logprobs + held + dq,
+              cat("backward's start: activations + logits", lpWhat, heldWhat, dqWhat));
     } else {
         // Forward's end: autocast still caches 16-bit copies of the trainable weights.
         const int64_t logitsForward = chunked || reward ? e.logits : forwardSide * o.batch * v;
         if (p.autocast)
-            phase("forward", storedCk + cachedCopies + logitsForward + ob.logprobs + held,
+            phase("forward", storedCk + cachedCopies + logitsForward + ob.logprobs + held + dq,
                   cat("forward's end: checkpoints + autocast's cached 16-bit copies of the "
                       "trainable weights + the forward side of the loss",
-                      lpWhat, heldWhat));
-        phase("backward", storedCk + e.logits + ob.logprobs + held,
-              cat("backward's start: checkpoints + logits", lpWhat, heldWhat));
+                      lpWhat, heldWhat, dqWhat));
+        phase("backward", storedCk + e.logits + ob.logprobs + held + dq,
+              cat("backward's start: checkpoints + logits", lpWhat, heldWhat, dqWhat));
         // Recomputing the last block, with the head's gradient already made.
         const int64_t headGrad = headTrains && run.method != Method::Lora ? vh : 0;
-        phase("recompute", storedCk + recompute + held + (o.zero >= 2 ? shard(headGrad) : headGrad),
+        phase("recompute",
+              storedCk + recompute + held + (o.zero >= 2 ? shard(headGrad) : headGrad) + dq,
               cat("recomputing the last block: checkpoints + one block's activations",
-                  headGrad ? " + the head's gradient" : "", heldWhat));
+                  headGrad ? " + the head's gradient" : "", heldWhat, dqWhat));
     }
     // Backward's end with a trained tied embedding: the head's gradient waits in autograd's buffer
     // for the embedding's, then the two are summed (fp32: into a new tensor) and accumulated.
@@ -631,17 +676,44 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         run.method == Method::Full
             ? cat("all ", groupDigits(e.parameters), " parameters train")
             : cat(T, " trainable", rowsWhat, " and ", groupDigits(frozen), " frozen");
+    const QuantBytes& qb = e.quantizedBytes;
+    const std::string quantWhat =
+        run.quant.enabled()
+            ? cat("; ", groupDigits(e.quantizedParameters), " frozen linear weights held ",
+                  quantKindName(run.quant.kind), run.quant.doubleQuant ? " (double-quantised)" : "",
+                  " at ",
+                  bitsText(8.0 * static_cast<double>(qb.total()) /
+                           static_cast<double>(e.quantizedParameters)),
+                  " bits each, statistics included, dequantised one layer at a time")
+            : std::string();
+    const std::string quantFormula =
+        run.quant.enabled()
+            ? cat(" + ", groupDigits(e.quantizedParameters), " ", quantKindName(run.quant.kind),
+                  ": codes ", groupDigits(qb.data), " B + absmax ", groupDigits(qb.absmax), " B",
+                  run.quant.doubleQuant ? cat(" + second absmax ", groupDigits(qb.absmax2),
+                                              " B + dynamic maps ", groupDigits(qb.code2), " B")
+                                        : std::string())
+            : std::string();
     e.items.push_back(
         {"weights", e.weights,
          cat("The parameters in ", p.weightName, " (", p.weight, " B each): ", weightsWhat,
-             o.zero >= 3 ? cat("; ZeRO-3 gives each GPU 1/", gpus) : std::string(),
+             quantWhat, o.zero >= 3 ? cat("; ZeRO-3 gives each GPU 1/", gpus) : std::string(),
              "; inference needs them too."),
          cat("(", T, " trainable",
              e.trainableTokens > 0 ? cat(" incl. token rows ", e.trainableTokens, " x ", h,
                                          model.tieWordEmbeddings ? "" : " x 2")
                                    : std::string(),
-             " + ", groupDigits(frozen), " frozen) x ", p.weight, " B", o.zero >= 3 ? perGpu : "",
-             eq(e.weights))});
+             " + ", groupDigits(frozen - e.quantizedParameters), " frozen) x ", p.weight, " B",
+             quantFormula, o.zero >= 3 ? perGpu : "", eq(e.weights))});
+    if (run.quant.enabled())
+        e.items.push_back(
+            {"dequantized", e.dequantTransient,
+             "A quantised layer's weight is dequantised just in time for its matrix product, in "
+             "forward and again for the input gradient in backward, and freed after it: one "
+             "layer's full weight is alive at a time, counted in the phases.",
+             cat("the largest quantised layer ",
+                 groupDigits(e.dequantTransient / std::max<int64_t>(1, p.compute)), " x ",
+                 p.compute, " B", eq(e.dequantTransient))});
     e.items.push_back(
         {"gradients", e.gradients,
          cat("One gradient per trainable parameter, written by backward and read by the "

@@ -38,10 +38,10 @@ struct EstimateOptions {
     std::string reference = "none";
 };
 
-// One line of the estimate. key: weights, gradients, optimizer_states, master_weights,
-// [reference], activations, logits, [logprobs], [head], overhead (the JSON keys of `tunebench
-// estimate`; the bracketed ones only for the objectives they belong to: reference for dpo and
-// ipo, logprobs for dpo, ipo, simpo and orpo, head for reward).
+// One line of the estimate. key: weights, [dequantized], gradients, optimizer_states,
+// master_weights, [reference], activations, logits, [logprobs], [head], overhead (the JSON keys of
+// `tunebench estimate`; the bracketed ones only where they belong: dequantized with a quantised
+// base, reference for dpo and ipo, logprobs for dpo, ipo, simpo and orpo, head for reward).
 struct MemoryItem {
     std::string key;
     int64_t bytes = 0;
@@ -67,7 +67,13 @@ struct MemoryEstimate {
     int64_t trainableTokenParameters = 0;  // their deltas: rows x hidden (x 2 untied)
 
     int64_t weightsTrainable = 0;  // bytes (before ZeRO-3 sharding, like weightsFrozen)
-    int64_t weightsFrozen = 0;
+    int64_t weightsFrozen = 0;     // quantised layers included, at their packed size
+    // Quantised base (method.quant): the parameters held quantised, their bytes item by item
+    // (codes, absmax, double-quant tables), and the one dequantised layer alive at a time (the
+    // largest, in the compute dtype) during forward and the input gradient in backward.
+    int64_t quantizedParameters = 0;
+    QuantBytes quantizedBytes;
+    int64_t dequantTransient = 0;
     int64_t weights = 0;  // this device's share
     int64_t gradients = 0;
     int64_t optimizerStates = 0;

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <tuple>
+#include <unordered_map>
 
 namespace tb {
 
@@ -248,7 +249,7 @@ torch::Tensor CausalLM::headWeight()
     if (head->hasLora() && !head->loraMerged())
         fail("the chunked loss needs a plain head weight, but lm_head carries LoRA (drop it from "
              "lora.targets or use loss full)");
-    return head->weight;
+    return head->denseWeight(head->weight.scalar_type());
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<LinearImpl>>> CausalLM::linearLayers()
@@ -284,6 +285,17 @@ void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype,
                            const torch::Device& device)
 {
     torch::NoGradGuard noGrad;
+    std::string quantTensor;
+    if (const std::string format = quantizedCheckpointFormat(checkpoint, &quantTensor);
+        !format.empty())
+        fail(
+            checkpoint.location(), ": tensor '", quantTensor, "' shows a checkpoint saved ", format,
+            "-quantised, which Tunebench does not read; load the full-precision "
+            "(F32, F16 or BF16) checkpoint and set quant: nf4, fp4 or int8 to quantise it at load");
+    std::unordered_map<std::string, LinearImpl*> quantizing;  // "<layer>.weight" -> layer
+    for (auto& [prefix, layer] : linearLayers())
+        if (layer->quantOnLoad)
+            quantizing[prefix + ".weight"] = layer.get();
     for (auto& item : named_parameters(/*recurse=*/true)) {
         const std::string& name = item.key();
         torch::Tensor& param = item.value();
@@ -309,11 +321,48 @@ void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype,
             fail(entry->file->path(), ": tensor '", found, "' has shape [", got,
                  "] but the config implies [", want, "]");
         }
+        if (auto q = quantizing.find(name); q != quantizing.end()) {
+            // Quantised from the file's own dtype on the device, one tensor at a time: the
+            // full-precision weight is never held for the whole model.
+            LinearImpl& layer = *q->second;
+            layer.quantizeFrom(tensorView(*entry->file, info).to(device), layer.quantOptions);
+            param.set_data(torch::empty({0}, torch::TensorOptions().dtype(dtype).device(device)));
+            continue;
+        }
         // from_blob views the mapped bytes; .to() copies into memory we own in the requested dtype.
         auto owned =
             tensorView(*entry->file, info).to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
         param.set_data(owned);
     }
+}
+
+void CausalLM::setQuantization(const QuantOptions& options)
+{
+    m_quant = options;
+    const auto head = headLayer();
+    for (auto& [name, layer] : linearLayers()) {
+        const bool isHead = head && layer.get() == head.get();
+        layer->quantOnLoad = options.enabled() && (!isHead || options.head);
+        layer->quantOptions = options;
+    }
+}
+
+void CausalLM::dequantizeLinears(torch::Dtype dtype)
+{
+    for (auto& [name, layer] : linearLayers())
+        layer->dequantize(dtype);
+    m_quant = {};
+}
+
+int64_t CausalLM::parameterCount()
+{
+    int64_t n = 0;
+    for (const auto& p : parameters())
+        n += p.numel();
+    for (auto& [name, layer] : linearLayers())
+        if (layer->quantized())
+            n += layer->weightNumel();
+    return n;
 }
 
 void CausalLM::initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device& device)
@@ -334,6 +383,9 @@ void CausalLM::initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device
             value = at::normal(0.0, 0.02, param.sizes(), gen);
         param.set_data(value.to(device, dtype));
     }
+    for (auto& [name, layer] : linearLayers())
+        if (layer->quantOnLoad)
+            layer->quantize(layer->quantOptions);
 }
 
 torch::Tensor ropeInvFreq(const ModelConfig& c)

@@ -5,6 +5,7 @@
 
 #include "model/config.h"
 #include "model/safetensors.h"
+#include "quant/quantize.h"
 
 #include <torch/torch.h>
 
@@ -77,6 +78,23 @@ public:
     double loraScaling() const { return m_scaling; }
     torch::Tensor loraDelta() const;  // scaling * B A in the base weight's layout
 
+    // The base weight held quantised (QLoRA): `weight` then holds no elements (its dtype and device
+    // stay those of the layer) and forward dequantises W just in time (quant/quant_linear.h).
+    // Quantises the weight the layer holds now ([out, in] for either layout); frozen from then on.
+    void quantize(const QuantOptions& options);
+    // The same from a weight given in the layer's own layout (loading: the file's tensor, never the
+    // layer's full-precision copy).
+    void quantizeFrom(const torch::Tensor& w, const QuantOptions& options);
+    // Back to a full weight in `dtype` (merged exports: the quantisation error stays in it).
+    void dequantize(torch::Dtype dtype);
+    bool quantized() const { return static_cast<bool>(m_quantized); }
+    const QuantizedWeight* quantizedWeight() const { return m_quantized.get(); }
+    int64_t weightNumel() const { return inFeatures * outFeatures; }
+    // The weight as [stored layout], dequantised into dtype when quantised (a copy), else itself.
+    torch::Tensor denseWeight(torch::Dtype dtype) const;
+    bool quantOnLoad = false;   // loadWeights quantises this layer's weight
+    QuantOptions quantOptions;  // with quantOnLoad
+
     int64_t inFeatures, outFeatures;
     bool transposed;
     torch::Tensor weight;
@@ -88,6 +106,7 @@ private:
     double m_scaling = 0.0;
     double m_dropout = 0.0;
     bool m_merged = false;
+    std::shared_ptr<const QuantizedWeight> m_quantized;
 };
 TORCH_MODULE(Linear);
 
@@ -201,6 +220,16 @@ public:
     // Fills parameters with N(0, 0.02) (norm weights 1, biases 0) for random models and benchmarks.
     void initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device& device);
 
+    // Marks the linear layers whose weights loadWeights (or initRandom) then holds quantised: every
+    // block's linear layers, and the head when options.head and it is not tied. Norms and
+    // embeddings never. Call before loading.
+    void setQuantization(const QuantOptions& options);
+    const QuantOptions& quantization() const { return m_quant; }
+    // Every quantised layer back to a full weight in dtype (merged exports).
+    void dequantizeLinears(torch::Dtype dtype);
+    // Parameters the model holds, a quantised weight counted by its elements.
+    int64_t parameterCount();
+
     // Soft prompt [num_tokens, hidden] (prompt tuning); undefined when absent.
     void setPromptEmbeddings(const torch::Tensor& prompt);
     torch::Tensor promptEmbeddings() const { return m_prompt; }
@@ -272,6 +301,7 @@ private:
     torch::Tensor m_tokenDelta;      // [k, hidden] parameter
     torch::Tensor m_headTokenDelta;  // [k, hidden] parameter of an untied head; else undefined
     bool m_methodOff = false;
+    QuantOptions m_quant;  // setQuantization
 };
 
 // An embedding table [num, dim] whose weight is allocated but not initialised (loading fills it).

@@ -2,6 +2,7 @@
 // adapter.
 #include "model/causal_lm.h"
 
+#include "quant/quant_linear.h"
 #include "util/error.h"
 
 #include <cmath>
@@ -92,7 +93,9 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias, bool isTransposed)
 torch::Tensor LinearImpl::forward(const torch::Tensor& x)
 {
     torch::Tensor y;
-    if (transposed) {
+    if (m_quantized) {
+        y = quantizedLinear(x, m_quantized, bias);
+    } else if (transposed) {
         auto flat = x.reshape({-1, inFeatures});
         y = bias.defined() ? torch::addmm(bias, flat, weight) : flat.mm(weight);
         auto shape = x.sizes().vec();
@@ -129,6 +132,43 @@ void LinearImpl::addLora(int64_t rank, double alpha, double dropout, bool rslora
     m_merged = false;
 }
 
+void LinearImpl::quantize(const QuantOptions& options)
+{
+    quantizeFrom(weight, options);
+}
+
+void LinearImpl::quantizeFrom(const torch::Tensor& w, const QuantOptions& options)
+{
+    if (m_quantized)
+        fail("this layer is quantised already");
+    if (m_merged)
+        fail("a layer with merged LoRA cannot be quantised");
+    torch::NoGradGuard noGrad;
+    // Quantised as nn.Linear's [out, in], as bitsandbytes' Linear4bit holds every layer (GPT-2's
+    // Conv1D [in, out] weights transposed first, as transformers does).
+    m_quantized = std::make_shared<const QuantizedWeight>(
+        quantizeWeight(transposed ? w.t().contiguous() : w, options));
+    weight.set_data(torch::empty({0}, weight.options()));
+    weight.set_requires_grad(false);
+}
+
+void LinearImpl::dequantize(torch::Dtype dtype)
+{
+    if (!m_quantized)
+        return;
+    torch::NoGradGuard noGrad;
+    weight.set_data(denseWeight(dtype));
+    m_quantized.reset();
+}
+
+torch::Tensor LinearImpl::denseWeight(torch::Dtype dtype) const
+{
+    if (!m_quantized)
+        return weight;
+    const torch::Tensor w = dequantizeWeight(*m_quantized, dtype);  // [out, in]
+    return transposed ? w.t().contiguous() : w;
+}
+
 torch::Tensor LinearImpl::loraDelta() const
 {
     auto delta = torch::mm(lora_B->weight, lora_A->weight) * m_scaling;  // [out, in]
@@ -139,6 +179,8 @@ void LinearImpl::mergeLora()
 {
     if (!lora_A || m_merged)
         return;
+    if (m_quantized)
+        fail("LoRA cannot merge into a quantised weight: dequantise the layer first");
     torch::NoGradGuard noGrad;
     weight.add_(loraDelta().to(weight.scalar_type()));
     m_merged = true;

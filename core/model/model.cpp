@@ -71,6 +71,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     impl->dtype = parseTorchDtype(options.dtype);
     impl->device = parseTorchDevice(options.device);
     impl->module = createCausalLM(config);
+    impl->module->setQuantization(options.quant);
     Checkpoint checkpoint = Checkpoint::open(dir);
     impl->module->loadWeights(checkpoint, impl->dtype, impl->device);
     impl->module->eval();
@@ -84,6 +85,7 @@ std::unique_ptr<Model> Model::createRandom(const ModelConfig& config, const Load
     impl->dtype = parseTorchDtype(options.dtype);
     impl->device = parseTorchDevice(options.device);
     impl->module = createCausalLM(config);
+    impl->module->setQuantization(options.quant);
     impl->module->initRandom(seed, impl->dtype, impl->device);
     impl->module->eval();
     return std::unique_ptr<Model>(new Model(std::move(impl)));
@@ -108,12 +110,14 @@ std::string Model::dtype() const
     return "fp32";
 }
 
+QuantOptions Model::quantization() const
+{
+    return m_impl->module->quantization();
+}
+
 int64_t Model::parameterCount() const
 {
-    int64_t n = 0;
-    for (const auto& p : m_impl->module->parameters())
-        n += p.numel();
-    return n;
+    return m_impl->module->parameterCount();
 }
 
 std::vector<float> Model::logits(const std::vector<int32_t>& ids) const

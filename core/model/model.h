@@ -3,6 +3,7 @@
 #pragma once
 
 #include "model/config.h"
+#include "quant/quant_format.h"
 
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,8 @@ class Tokenizer;
 struct LoadOptions {
     std::string dtype = "fp32";   // fp32 | bf16 | fp16
     std::string device = "auto";  // cpu | cuda | cuda:N | auto (cuda when available)
+    // The blocks' linear weights held quantised (CausalLM::setQuantization); none by default.
+    QuantOptions quant;
 };
 
 struct GenerateOptions {
@@ -62,9 +65,10 @@ public:
     ~Model();
 
     const ModelConfig& config() const;
-    std::string device() const;      // "cpu", "cuda:0"
-    std::string dtype() const;       // "fp32", "bf16", "fp16"
-    int64_t parameterCount() const;  // counted from the loaded tensors
+    std::string device() const;         // "cpu", "cuda:0"
+    std::string dtype() const;          // "fp32", "bf16", "fp16"
+    int64_t parameterCount() const;     // counted from the loaded tensors (quantised ones included)
+    QuantOptions quantization() const;  // how the base weights are held
 
     // Logits of one sequence in fp32, row-major [ids.size(), vocab].
     std::vector<float> logits(const std::vector<int32_t>& ids) const;

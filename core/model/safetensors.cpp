@@ -326,4 +326,35 @@ void writeSafetensors(const std::string& path, const std::vector<TensorBlob>& te
     writeFileAtomic(path, out);
 }
 
+std::string quantizedCheckpointFormat(const Checkpoint& checkpoint, std::string* tensor)
+{
+    auto endsWith = [](const std::string& s, const std::string& tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    std::string qweight, gIdx, bnb4, bnb8;
+    for (const std::string& name : checkpoint.names()) {
+        if (qweight.empty() && endsWith(name, ".qweight"))
+            qweight = name;
+        else if (gIdx.empty() && endsWith(name, ".g_idx"))
+            gIdx = name;
+        else if (bnb4.empty() && (endsWith(name, ".absmax") || endsWith(name, ".quant_map") ||
+                                  name.find(".quant_state.bitsandbytes__") != std::string::npos))
+            bnb4 = name;
+        else if (bnb8.empty() && endsWith(name, ".SCB"))
+            bnb8 = name;
+    }
+    auto found = [&](const char* format, const std::string& name) {
+        if (tensor)
+            *tensor = name;
+        return std::string(format);
+    };
+    if (!qweight.empty())
+        return found(gIdx.empty() ? "AWQ" : "GPTQ", qweight);
+    if (!bnb4.empty())
+        return found("bitsandbytes 4-bit", bnb4);
+    if (!bnb8.empty())
+        return found("bitsandbytes int8", bnb8);
+    return {};
+}
+
 }  // namespace tb

@@ -98,6 +98,12 @@ private:
     std::map<std::string, Entry> m_entries;
 };
 
+// A checkpoint saved already quantised in a format Tunebench does not read, recognised by its
+// tensor names: "GPTQ" (qweight, qzeros, g_idx), "AWQ" (qweight, qzeros, no g_idx), "bitsandbytes
+// 4-bit" (absmax, quant_map, quant_state), "bitsandbytes int8" (SCB); empty when none. `tensor`
+// gets the first tensor that shows it.
+std::string quantizedCheckpointFormat(const Checkpoint& checkpoint, std::string* tensor = nullptr);
+
 // One tensor to write: raw little-endian bytes.
 struct TensorBlob {
     std::string name;

@@ -147,6 +147,11 @@ void applyMethod(CausalLM& model, const MethodOptions& run, const Tokenizer* tok
                  uint64_t seed)
 {
     torch::manual_seed(seed);
+    if ((run.method == Method::Full || run.method == Method::Partial) &&
+        model.quantization().enabled())
+        fail("method '", methodName(run.method), "' trains base weights, but they are held ",
+             quantKindName(model.quantization().kind),
+             "-quantised; use lora, adapter or prompt on a quantised base");
     switch (run.method) {
     case Method::Full:
         for (auto& p : model.parameters())

@@ -10,16 +10,7 @@
 #include <string>
 
 namespace tb {
-namespace {
-
-struct LayerShape {
-    std::string name;
-    int64_t in, out;
-    bool bias;
-};
-
-// The linear layers of one block with their shapes.
-std::vector<LayerShape> blockLayers(const ModelConfig& c)
+std::vector<LinearShape> blockLinearShapes(const ModelConfig& c)
 {
     const int64_t h = c.hiddenSize;
     if (c.architecture == Architecture::Gpt2)
@@ -37,11 +28,13 @@ std::vector<LayerShape> blockLayers(const ModelConfig& c)
             {"down_proj", c.intermediateSize, h, c.mlpBias}};
 }
 
+namespace {
+
 // Parameters of one whole block.
 int64_t blockParameters(const ModelConfig& c)
 {
     int64_t n = 0;
-    for (const auto& l : blockLayers(c))
+    for (const auto& l : blockLinearShapes(c))
         n += l.in * l.out + (l.bias ? l.out : 0);
     if (c.architecture == Architecture::Gpt2)
         return n + 4 * c.hiddenSize;  // ln_1, ln_2 (weight and bias)
@@ -176,7 +169,7 @@ int64_t methodParameterCount(const ModelConfig& c, const MethodOptions& run)
     }
     case Method::Lora: {
         const auto targets = resolvedLoraTargets(c, run.lora);
-        const auto layers = blockLayers(c);
+        const auto layers = blockLinearShapes(c);
         int64_t perBlock = 0, n = 0;
         for (const auto& t : targets) {
             bool matched = false;

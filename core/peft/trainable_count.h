@@ -11,6 +11,16 @@
 
 namespace tb {
 
+// One linear layer of a block: its name (q_proj ... down_proj; gpt2: c_attn, c_proj, c_fc,
+// mlp.c_proj), in and out features, and whether it has a bias.
+struct LinearShape {
+    std::string name;
+    int64_t in, out;
+    bool bias;
+};
+// The linear layers of one block, from the config alone.
+std::vector<LinearShape> blockLinearShapes(const ModelConfig& config);
+
 // Names of the linear layers of one block that LoRA can target, e.g. q_proj ... down_proj (gpt2:
 // c_attn, c_proj, c_fc); "lm_head" is also accepted when the head is untied.
 std::vector<std::string> loraTargetNames(const ModelConfig& config);

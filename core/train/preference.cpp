@@ -152,8 +152,7 @@ void PreferenceRecipe::setUp()
 
     m_summary.runDir = m_store->dir();
     m_summary.trainableParameters = countTrainable(*m_model.module) + (reward ? m_head.numel() : 0);
-    for (const auto& p : m_model.module->parameters())
-        m_summary.totalParameters += p.numel();
+    m_summary.totalParameters += m_model.module->parameterCount();
     if (reward)
         m_summary.totalParameters += m_head.numel();
     if (resuming) {
@@ -203,6 +202,7 @@ void PreferenceRecipe::setUpReference()
         [[fallthrough]];
     case ReferenceKind::Copy: {
         m_reference = createCausalLM(loadModelConfig(m_config.model));
+        m_reference->setQuantization(m_config.quant);  // the base as the policy holds it
         m_reference->loadWeights(Checkpoint::open(m_config.model), torch::kFloat32, m_model.device);
         for (auto& p : m_reference->parameters())
             p.set_requires_grad(false);

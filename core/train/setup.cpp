@@ -67,6 +67,12 @@ PreparedModel prepareModel(const TrainConfig& config)
         fail(config.sourcePath,
              ": key 'precision' fp16 needs a CUDA device (use bf16 or fp32 on the CPU)");
     m.module = createCausalLM(modelConfig);
+    if (config.quant.head && modelConfig.tieWordEmbeddings)
+        fail(config.sourcePath, ": key 'quant_head' needs an untied head, but ", config.model,
+             " ties its head to the token embedding (embeddings are never quantised)");
+    // The frozen base weights quantised tensor by tensor as they load (QLoRA), before the method
+    // adds what trains on top of them.
+    m.module->setQuantization(config.quant);
     m.module->loadWeights(Checkpoint::open(config.model), torch::kFloat32, m.device);
     m.tokenizer = loadTokenizer(config.model);
     applyMethod(*m.module, config, m.tokenizer.get(), config.seed);

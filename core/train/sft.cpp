@@ -111,8 +111,7 @@ void SftRecipe::setUp()
     m_summary.runDir = m_store->dir();
     m_summary.packing = packingStats(m_data.train);
     m_summary.trainableParameters = countTrainable(*m_model.module);
-    for (const auto& p : m_model.module->parameters())
-        m_summary.totalParameters += p.numel();
+    m_summary.totalParameters += m_model.module->parameterCount();
     if (resuming) {
         auto checkpoint = m_store->loadLatestCheckpoint();
         if (!checkpoint)

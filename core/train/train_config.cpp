@@ -49,6 +49,8 @@ const std::vector<ScheduleKind> kScheduleValues{ScheduleKind::Constant, Schedule
 const Names kMethods = namesOf(
     {Method::Full, Method::Partial, Method::Lora, Method::Adapter, Method::Prompt}, methodName);
 const Names kLosses = namesOf(kLossValues, lossKindName);
+const Names kQuantKinds =
+    namesOf({QuantKind::None, QuantKind::Nf4, QuantKind::Fp4, QuantKind::Int8}, quantKindName);
 const Names kPrecisions = namesOf(kPrecisionValues, precisionName);
 const Names kAdapterKinds = namesOf({AdapterKind::Houlsby, AdapterKind::Pfeiffer}, adapterKindName);
 const Names kActivations = namesOf({AdapterActivation::Relu, AdapterActivation::Gelu,
@@ -72,6 +74,9 @@ const Names kTopKeys{"name",
                      "model",
                      "output_dir",
                      "method",
+                     "quant",
+                     "quant_double",
+                     "quant_head",
                      "batch_size",
                      "grad_accum",
                      "max_steps",
@@ -452,6 +457,30 @@ void parseLora(const Section& s, LoraOptions& o)
     o.rslora = s.boolean("rslora", o.rslora);
 }
 
+// quant, quant_double, quant_head: after `method`, which decides whether the base may be quantised.
+void parseQuant(const Section& top, TrainConfig& c)
+{
+    c.quant.kind = top.choice("quant", c.quant.kind, kQuantKinds, quantKindName, parseQuantKind);
+    c.quant.doubleQuant = top.boolean("quant_double", c.quant.doubleQuant);
+    c.quant.head = top.boolean("quant_head", c.quant.head);
+    if (!c.quant.enabled()) {
+        if (top.has("quant_double") && c.quant.doubleQuant)
+            top.bad("quant_double", "needs quant nf4 or fp4");
+        if (top.has("quant_head") && c.quant.head)
+            top.bad("quant_head", "needs quant nf4, fp4 or int8");
+        return;
+    }
+    if (c.method == Method::Full || c.method == Method::Partial)
+        top.bad("quant", quantKindName(c.quant.kind),
+                " holds the frozen base weights quantised, "
+                "but method '",
+                methodName(c.method),
+                "' trains base weights, which cannot be "
+                "held quantised; use lora, adapter or prompt (QLoRA is lora with quant nf4)");
+    if (c.quant.kind == QuantKind::Int8 && c.quant.doubleQuant)
+        top.bad("quant_double", "applies to the 4-bit formats (nf4, fp4), not int8");
+}
+
 void parseAdapter(const Section& s, AdapterOptions& o)
 {
     s.checkKeys(kAdapterKeys);
@@ -744,6 +773,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     if (c.outputDir.empty())
         top.bad("output_dir", "must not be empty");
     c.method = top.choice("method", c.method, kMethods, methodName, parseMethod);
+    parseQuant(top, c);
     c.batchSize = top.intValue("batch_size", c.batchSize, 1);
     c.gradAccum = top.intValue("grad_accum", c.gradAccum, 1);
     c.maxSteps = top.integer("max_steps", c.maxSteps, 0);
@@ -882,6 +912,9 @@ nlohmann::json toJson(const TrainConfig& c)
     j["model"] = c.model;
     j["output_dir"] = c.outputDir;
     j["method"] = methodName(c.method);
+    j["quant"] = quantKindName(c.quant.kind);
+    j["quant_double"] = c.quant.doubleQuant;
+    j["quant_head"] = c.quant.head;
     j["batch_size"] = c.batchSize;
     j["grad_accum"] = c.gradAccum;
     j["max_steps"] = c.maxSteps;
