@@ -172,8 +172,8 @@ int cmdBenchBatch(const Args& args, std::ostream& out)
 
 int cmdBenchTrain(const Args& args, std::ostream& out)
 {
-    args.allowOnly(
-        {"model", "method", "batch", "seq", "steps", "warmup", "device", "precision", "json"});
+    args.allowOnly({"model", "method", "batch", "seq", "steps", "warmup", "device", "precision",
+                    "quant", "quant-double", "json"});
     TrainBenchOptions o;
     o.model = args.value("model", bundledModelDir());
     o.method = args.value("method", "lora");
@@ -183,9 +183,17 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
     o.warmupSteps = static_cast<int>(args.integer("warmup", 2));
     o.device = args.value("device", "cpu");
     o.precision = args.value("precision", "fp32");
+    const std::string quant = args.value("quant", "none");
+    const auto kind = parseQuantKind(quant);
+    if (!kind)
+        fail("option --quant is '", quant, "' (allowed: none, nf4, fp4, int8)");
+    o.quant.kind = *kind;
+    o.quant.doubleQuant = args.flag("quant-double");
     TrainBenchResult r = benchTrain(o);
     json j = {{"model", r.model},
               {"method", r.method},
+              {"quant", quantKindName(o.quant.kind)},
+              {"quant_double", o.quant.doubleQuant},
               {"device", r.device},
               {"threads", r.threads},
               {"parameters", r.parameters},

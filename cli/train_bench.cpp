@@ -56,11 +56,15 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     r.peakMatmulFlops = measureMatmulPeak(device);
 
     std::shared_ptr<CausalLM> model;
+    if (o.quant.enabled() && o.method == "full")
+        fail("bench train: --quant needs a frozen base (--method lora, adapter or prompt)");
     if (o.model == "random-llama-25m") {
         model = createCausalLM(randomLlama25mConfig());
+        model->setQuantization(o.quant);
         model->initRandom(0, torch::kFloat32, device);
     } else {
         model = createCausalLM(loadModelConfig(o.model));
+        model->setQuantization(o.quant);
         model->loadWeights(Checkpoint::open(o.model), torch::kFloat32, device);
     }
     const ModelConfig& c = model->config();
@@ -75,8 +79,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     model->train();
     auto params = trainableParameters(*model);
     Optimizer optimizer(params, std::vector<bool>(params.size(), true), run.optim);
-    for (const auto& p : model->parameters())
-        r.parameters += p.numel();
+    r.parameters = model->parameterCount();
     r.trainableParameters = countTrainable(*model);
 
     torch::manual_seed(0);
@@ -125,8 +128,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     r.achievedFlops = r.modelFlopsPerToken * r.tokensPerSecond;
     r.mfu = r.achievedFlops / r.peakMatmulFlops;
     r.peakMemoryBytes = memorySnapshot(r.device).peak;
-    for (const auto& p : model->parameters())
-        r.weightsBytes += static_cast<int64_t>(p.nbytes());
+    r.weightsBytes = model->weightBytes();
     for (const auto& blob : optimizer.stateBlobs())
         r.optimizerStateBytes += static_cast<int64_t>(blob.bytes.size());
     return r;

@@ -2,7 +2,9 @@
 // this machine, and peak memory, for one method on one model with random tokens. Torch-free header.
 #pragma once
 
+#include "quant/quant_format.h"
 #include <cstdint>
+
 #include <string>
 
 namespace tb {
@@ -17,6 +19,8 @@ struct TrainBenchOptions {
     int steps = 10;
     std::string device = "cpu";
     std::string precision = "fp32";  // fp32 | bf16
+    // The frozen base quantised (not with full): QLoRA is lora with nf4 and double quantisation.
+    QuantOptions quant;
 };
 
 struct TrainBenchResult {

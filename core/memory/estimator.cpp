@@ -122,6 +122,9 @@ struct BlockTraining {
     int adapters = 0;  // bottleneck adapters (houlsby 2, pfeiffer 1)
     int64_t adapterWidth = 0;
     bool adapterKeepsInput = false;  // gelu/silu save their input as well as the output
+    // Frozen linear weights held quantised: dequantised again in backward, so autocast keeps no
+    // 16-bit copy of them for the input's gradient.
+    bool quantized = false;
 };
 
 // Saved-for-backward bytes of one block: perToken x tokens + perSequence x batch (naive attention's
@@ -192,7 +195,8 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
                 // LoRA's A copy is kept for the input's gradient, B's always (A trains).
                 const int64_t loraA = hasLora ? 2 * t.loraRank * l.in : 0;
                 const int64_t loraB = hasLora ? 2 * t.loraRank * l.out : 0;
-                b.weightCopies += (inGrad ? 2 * l.in * l.out + loraA : 0) + loraB;
+                const int64_t base = t.quantized && !t.weights ? 0 : 2 * l.in * l.out;
+                b.weightCopies += (inGrad ? base + loraA : 0) + loraB;
                 b.weightCopiesTrainable += (t.weights ? 2 * l.in * l.out : 0) + loraA + loraB;
             }
         }
@@ -408,6 +412,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
 
     // What trains where.
     BlockTraining trained, frozenBlock;
+    frozenBlock.quantized = run.quant.enabled();
     trained.weights = trained.norms = true;
     int64_t trainedBlocks = 0;  // the last ones
     bool embeddingsTrain = false, headTrains = false, finalNormTrains = false, soft = false;

@@ -354,6 +354,17 @@ void CausalLM::dequantizeLinears(torch::Dtype dtype)
     m_quant = {};
 }
 
+int64_t CausalLM::weightBytes()
+{
+    int64_t n = 0;
+    for (const auto& p : parameters())
+        n += static_cast<int64_t>(p.nbytes());
+    for (auto& [name, layer] : linearLayers())
+        if (const QuantizedWeight* q = layer->quantizedWeight())
+            n += q->bytes();
+    return n;
+}
+
 int64_t CausalLM::parameterCount()
 {
     int64_t n = 0;

@@ -229,6 +229,8 @@ public:
     void dequantizeLinears(torch::Dtype dtype);
     // Parameters the model holds, a quantised weight counted by its elements.
     int64_t parameterCount();
+    // Bytes the parameters hold, quantised weights at their packed size with their statistics.
+    int64_t weightBytes();
 
     // Soft prompt [num_tokens, hidden] (prompt tuning); undefined when absent.
     void setPromptEmbeddings(const torch::Tensor& prompt);

@@ -4,6 +4,8 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <optional>
+
 namespace tb {
 
 namespace {
@@ -39,10 +41,12 @@ QuantizedWeight savedWeight(torch::autograd::AutogradContext* ctx)
 }
 
 struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
+    // bias: optional, as an undefined tensor cannot be an autograd input.
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                                 const torch::Tensor& bias,
+                                 const std::optional<torch::Tensor>& maybeBias,
                                  const std::shared_ptr<const QuantizedWeight>& weight)
     {
+        const torch::Tensor bias = maybeBias.value_or(torch::Tensor());
         const at::DeviceType type = x.device().type();
         const torch::Dtype dtype = at::autocast::is_autocast_enabled(type)
                                        ? at::autocast::get_autocast_dtype(type)
@@ -96,7 +100,8 @@ torch::Tensor quantizedLinear(const torch::Tensor& x,
                               const std::shared_ptr<const QuantizedWeight>& weight,
                               const torch::Tensor& bias)
 {
-    return QuantizedLinearFunction::apply(x, bias, weight);
+    return QuantizedLinearFunction::apply(
+        x, bias.defined() ? std::optional<torch::Tensor>(bias) : std::nullopt, weight);
 }
 
 }  // namespace tb

@@ -31,9 +31,7 @@ MemoryReport compareWithEstimate(CausalLM& model, const TrainConfig& config,
     o.cudaOverhead = cuda;
     o.advise = false;
     const MemoryEstimate e = estimateMemory(model.config(), config, o);
-    int64_t weights = 0;
-    for (const auto& p : model.parameters())
-        weights += static_cast<int64_t>(p.nbytes());
+    const int64_t weights = model.weightBytes();  // quantised layers at their packed size
     MemoryReport r;
     r.step = step;
     r.seq = seq;

@@ -45,7 +45,7 @@ private Q_SLOTS:
         tb::installCpuMemoryTracking();
         const tb::ModelConfig config = tb::randomLlama25mConfig();
         const int64_t before = tb::memorySnapshot("cpu").current;
-        const auto model = tb::Model::createRandom(config, {"fp32", "cpu"}, 1);
+        const auto model = tb::Model::createRandom(config, {"fp32", "cpu", {}}, 1);
         tb::resetMemoryPeak("cpu");
         std::vector<int32_t> prompt(200);
         for (size_t i = 0; i < prompt.size(); ++i)
@@ -112,8 +112,8 @@ private Q_SLOTS:
         // DPO with a reference copy, full fine-tuning of stories260k: the report compares the
         // estimated reference (260,032 x 4 B) with a second loaded copy's parameters, exactly.
         const std::string dir = TB_SOURCE_DIR "/datasets/models/stories260k";
-        const auto policy = tb::Model::load(dir, {"fp32", "cpu"});
-        const auto reference = tb::Model::load(dir, {"fp32", "cpu"});
+        const auto policy = tb::Model::load(dir, {"fp32", "cpu", {}});
+        const auto reference = tb::Model::load(dir, {"fp32", "cpu", {}});
         auto c =
             tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/full-tiny.json", {"device=cpu"});
         c.objective = tb::Objective::Dpo;
@@ -167,9 +167,17 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("method");
         QTest::addColumn<QString>("precision");
+        QTest::addColumn<QString>("quant");
         for (const char* m : {"full", "lora", "adapter", "prompt"})
             for (const char* p : {"fp32", "bf16"})
-                QTest::addRow("%s/%s", m, p) << QString::fromLatin1(m) << QString::fromLatin1(p);
+                QTest::addRow("%s/%s", m, p)
+                    << QString::fromLatin1(m) << QString::fromLatin1(p) << QStringLiteral("none");
+        // QLoRA and the other formats: the packed weights and their statistics, exactly.
+        const std::pair<const char*, const char*> quantised[] = {
+            {"nf4", "fp32"}, {"nf4-double", "bf16"}, {"fp4", "fp32"}, {"int8", "bf16"}};
+        for (const auto& [q, p] : quantised)
+            QTest::addRow("lora %s/%s", q, p)
+                << QStringLiteral("lora") << QString::fromLatin1(p) << QString::fromLatin1(q);
     }
     void estimateMatchesMeasurement()
     {
@@ -177,7 +185,12 @@ private Q_SLOTS:
         // allocator against the estimator's figures from config.json alone.
         QFETCH(QString, method);
         QFETCH(QString, precision);
+        QFETCH(QString, quant);
+        tb::QuantOptions q;
+        q.kind = *tb::parseQuantKind(quant.section(QLatin1Char('-'), 0, 0).toStdString());
+        q.doubleQuant = quant.endsWith(QStringLiteral("-double"));
         tb::TrainBenchOptions o;
+        o.quant = q;
         o.model = "random-llama-25m";
         o.method = method.toStdString();
         o.precision = precision.toStdString();
@@ -191,14 +204,16 @@ private Q_SLOTS:
                      : method == QStringLiteral("lora")    ? tb::Method::Lora
                      : method == QStringLiteral("adapter") ? tb::Method::Adapter
                                                            : tb::Method::Prompt;
+        run.quant = q;
         tb::EstimateOptions e;
         e.precision = precision == QStringLiteral("bf16") ? "bf16-mixed" : "fp32";
         e.batch = 4;
         e.seq = 256;
         e.cudaOverhead = false;  // CPU: no CUDA context
         const auto estimate = tb::estimateMemory(tb::randomLlama25mConfig(), run, e);
-        qInfo("%s %s: measured peak %lld, estimated %lld (%.4f)", qPrintable(method),
-              qPrintable(precision), static_cast<long long>(measured.peakMemoryBytes),
+        qInfo("%s %s %s: measured peak %lld, estimated %lld (%.4f)", qPrintable(method),
+              qPrintable(precision), qPrintable(quant),
+              static_cast<long long>(measured.peakMemoryBytes),
               static_cast<long long>(estimate.total),
               double(measured.peakMemoryBytes) / double(estimate.total));
         QCOMPARE(measured.weightsBytes, estimate.weights);
@@ -207,6 +222,9 @@ private Q_SLOTS:
         QCOMPARE(measured.trainableParameters, estimate.trainableParameters);
         const double ratio = double(measured.peakMemoryBytes) / double(estimate.total);
         QVERIFY2(ratio > 0.85 && ratio < 1.15, qPrintable(QString::number(ratio)));
+        // A quantised base: the step's peak within 5% (docs/memory.md).
+        if (q.enabled())
+            QVERIFY2(ratio > 0.95 && ratio < 1.05, qPrintable(QString::number(ratio)));
     }
 };
 
