@@ -1,5 +1,5 @@
 // `tunebench bench generate` (one prompt, or a file of prompts in batches) and `tunebench bench
-// train`: throughput on this machine.
+// train`: throughput on this machine; `bench dequant` is cli/quant_bench.cpp.
 #include "cli/commands.h"
 
 #include "cli/train_bench.h"
@@ -234,11 +234,13 @@ int cmdBench(const Args& args, std::ostream& out)
 {
     if (args.positional().size() >= 2 && args.positional()[1] == "train")
         return cmdBenchTrain(args, out);
+    if (args.positional().size() >= 2 && args.positional()[1] == "dequant")
+        return cmdBenchDequant(args, out);
     if (args.positional().size() >= 2 && args.positional()[1] == "generate" && args.has("prompts"))
         return cmdBenchBatch(args, out);
     args.allowOnly({"model", "prompt-tokens", "new-tokens", "repeats", "dtype", "device", "json"});
     if (args.positional().size() < 2 || args.positional()[1] != "generate")
-        fail("bench: unknown benchmark (supported: bench generate, bench train)");
+        fail("bench: unknown benchmark (supported: bench generate, bench train, bench dequant)");
     const int promptTokens = static_cast<int>(args.integer("prompt-tokens", 128));
     const int newTokens = static_cast<int>(args.integer("new-tokens", 128));
     const int repeats = static_cast<int>(args.integer("repeats", 5));

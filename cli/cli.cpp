@@ -35,6 +35,9 @@ commands:
                                                        {"ids": [...]} or {"text": "..."})
   bench train [--model DIR|random-llama-25m] [--method lora|full|adapter|prompt] [--batch B] [--seq S] [--steps N]
             [--precision fp32|bf16] [--json]          training tokens/s, MFU, peak memory
+  bench dequant [--rows R] [--cols C] [--repeats N] [--json]
+                                                       CUDA only: the dequantisation kernels checked
+                                                       against the LibTorch path, and both timed
   train     --config RUN.json [key=value ...] [--json] fine-tune (full, partial, lora, adapter, prompt)
   train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
   export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]

@@ -21,6 +21,9 @@ int cmdTokenize(const Args& args, std::ostream& out);
 int cmdGenerate(const Args& args, std::ostream& out);
 int cmdConvert(const Args& args, std::ostream& out, std::ostream& err);
 int cmdBench(const Args& args, std::ostream& out);
+// `bench dequant` (cli/quant_bench.cpp): the CUDA dequantisation kernels against the LibTorch
+// path, checked and timed; exits 1 when a check fails.
+int cmdBenchDequant(const Args& args, std::ostream& out);
 int cmdTrain(const Args& args, std::ostream& out, std::ostream& err);
 int cmdExport(const Args& args, std::ostream& out, std::ostream& err);
 // Flags it reads: json, explain, grad-checkpointing (give them to Args as flags).
