@@ -34,11 +34,29 @@ int cmdExport(const Args& args, std::ostream& out, std::ostream& err)
                                      {"loss_q8_0", r.lossQuantized},
                                      {"tokens", r.lossTokens}};
         }
+        if (!r.quant.empty()) {
+            j["quant"] = r.quant;
+            j["notes"] = r.notes;
+            if (r.quantLossTokens > 0)
+                j["quantized_base"] = {{"loss_adapter_on_quantized", r.lossAdapterQuantized},
+                                       {"loss_merged", r.lossMerged},
+                                       {"loss_adapter_on_original", r.lossAdapterOriginal},
+                                       {"logits_max_abs_diff", r.logitsMaxDiff},
+                                       {"tokens", r.quantLossTokens}};
+        }
         out << j.dump() << "\n";
         return 0;
     }
     for (const std::string& w : r.warnings)
         err << "note: " << w << "\n";
+    for (const std::string& n : r.notes)
+        err << "note: " << n << "\n";
+    if (r.quantLossTokens > 0)
+        out << "merging the " << r.quant << " base: loss " << r.lossAdapterQuantized
+            << " (adapter on the " << r.quant << " base) -> " << r.lossMerged << " (merged) on "
+            << r.quantLossTokens << " validation tokens (largest logit difference "
+            << r.logitsMaxDiff << "); the adapter on the original base (PEFT): "
+            << r.lossAdapterOriginal << "\n";
     out << "exported " << r.checkpoint << " as " << r.format << " to " << r.outDir << " ("
         << r.tensors << " tensors";
     if (r.format.starts_with("gguf"))

@@ -20,7 +20,7 @@ struct TrainBenchOptions {
     std::string device = "cpu";
     std::string precision = "fp32";  // fp32 | bf16
     // The frozen base quantised (not with full): QLoRA is lora with nf4 and double quantisation.
-    QuantOptions quant;
+    QuantOptions quant = {};
 };
 
 struct TrainBenchResult {

@@ -98,6 +98,20 @@ ExportOutcome runExport(const QString& runDir, const ExportOptions& options, boo
                                  QString::fromStdString(r.outDir));
         for (const std::string& f : r.files)
             out.files << QString::fromStdString(f);
+        for (const std::string& n : r.notes)
+            out.results << qMakePair(QObject::tr("Note"), QString::fromStdString(n));
+        if (r.quantLossTokens > 0)
+            out.results << qMakePair(
+                QObject::tr("What merging the %1 base bakes in (loss on %2 validation tokens)")
+                    .arg(QString::fromStdString(r.quant))
+                    .arg(r.quantLossTokens),
+                QObject::tr("%1 adapter on %2 → %3 merged (max |Δlogit| %4); %5 on the original "
+                            "base (PEFT)")
+                    .arg(r.lossAdapterQuantized, 0, 'f', 4)
+                    .arg(QString::fromStdString(r.quant))
+                    .arg(r.lossMerged, 0, 'f', 4)
+                    .arg(r.logitsMaxDiff, 0, 'g', 3)
+                    .arg(r.lossAdapterOriginal, 0, 'f', 4));
         if (reward) {
             checkRewardFolder(r, out);
         } else if (r.format == "merged") {

@@ -216,6 +216,51 @@ void measureQuantisationLoss(CausalLM& model, const TrainConfig& run, const Toke
     report.lossTokens = tokens;
 }
 
+// A quantised base, merged: the adapter on the quantised base (what training saw) against the
+// dequantised, merged weights, on the validation sequences; leaves the model dequantised and
+// merged (mergeAndMeasure then finds it so).
+void mergeQuantizedBase(CausalLM& model, const std::string& runDir, const TrainConfig& run,
+                        const Tokenizer& tokenizer, ExportReport& report)
+{
+    report.notes.push_back(cat(
+        "the run trained on a ", quantKindName(run.quant.kind),
+        "-quantised base; the merged weights are the base dequantised into fp32 plus the "
+        "adapter, so they carry the quantisation error (measured below)"));
+    torch::NoGradGuard noGrad;
+    PreparedData data;
+    try {
+        data = prepareData(run, tokenizer);
+    } catch (const Error& e) {
+        report.warnings.push_back(std::string("the merge's quantisation error was not measured: ") +
+                                  e.what());
+        model.dequantizeLinears(torch::kFloat32);
+        return;
+    }
+    const SequenceSet& set = data.val.sequences.empty() ? data.train : data.val;
+    const int32_t pad = tokenizer.eosId().value_or(0);
+    torch::Tensor before;
+    forEachEvalBatch(set, run.batchSize, pad, run.batchSize * 4096, [&](const TokenBatch& b) {
+        if (!before.defined())
+            before = model.forward(toTensors(b, torch::kCPU).ids, nullptr).to(torch::kFloat32);
+    });
+    int64_t tokens = 0;
+    report.lossAdapterQuantized = sampleLoss(model, set, pad, run.batchSize, &tokens);
+    model.dequantizeLinears(torch::kFloat32);
+    mergeLora(model);
+    report.lossMerged = sampleLoss(model, set, pad, run.batchSize, &report.quantLossTokens);
+    {
+        LoadedRun original = loadRun(runDir, "cpu", "export", /*quantizedBase=*/false);
+        report.lossAdapterOriginal =
+            sampleLoss(*original.model.module, set, pad, run.batchSize, &tokens);
+    }
+    forEachEvalBatch(set, run.batchSize, pad, run.batchSize * 4096, [&](const TokenBatch& b) {
+        if (before.defined() && report.logitsMaxDiff == 0) {
+            const auto after = model.forward(toTensors(b, torch::kCPU).ids, nullptr);
+            report.logitsMaxDiff = (after.to(torch::kFloat32) - before).abs().max().item<double>();
+        }
+    });
+}
+
 // A reward model's head and padding id: the merged folder becomes transformers'
 // *ForSequenceClassification (no LM head, score.weight, num_labels 1, pad_token_id for pooling).
 struct RewardExport {
@@ -411,6 +456,19 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     report.format = options.format;
     report.checkpoint = loaded.checkpoint.dir;
     torch::NoGradGuard noGrad;
+    report.quant = run.quant.enabled() ? quantKindName(run.quant.kind) : "";
+    if (run.quant.enabled() && options.format == "peft")
+        report.notes.push_back(cat(
+            "the adapter was trained on a ", quantKindName(run.quant.kind),
+            "-quantised base and applies to the original (unquantised) base, as PEFT loads it; "
+            "to reproduce training exactly, load that base quantised the same way (bitsandbytes ",
+            run.quant.kind == QuantKind::Int8 ? "load_in_8bit" : "load_in_4bit, bnb_4bit_quant_type ",
+            run.quant.kind == QuantKind::Int8 ? "" : quantKindName(run.quant.kind),
+            run.quant.doubleQuant ? ", bnb_4bit_use_double_quant" : "", ")"));
+    if (run.quant.enabled() && !reward && (options.format == "merged" || options.format == "gguf"))
+        mergeQuantizedBase(model, runDir, run, *loaded.model.tokenizer, report);
+    else if (run.quant.enabled())
+        model.dequantizeLinears(torch::kFloat32);  // gguf-lora writes only the adapter
     if (options.format == "peft") {
         exportPeft(model, run, options, report);
     } else if (options.format == "merged") {

@@ -36,6 +36,16 @@ struct ExportReport {
     // 0 tokens: not measured (the reason is in warnings).
     double lossFp32 = 0, lossQuantized = 0;
     int64_t lossTokens = 0;
+    // A run on a quantised base (QLoRA): "nf4", "fp4" or "int8", else empty. Merged exports
+    // (merged, gguf) dequantise the base into fp32 before merging, so the quantisation error is in
+    // the merged weights: measured on the same validation tokens as the adapter on the quantised
+    // base (what training saw) against the merged model, and as the largest |logit| difference
+    // between the two on the first batch. The PEFT adapter applies to the original base instead.
+    // lossAdapterOriginal: the adapter on the original base, as PEFT applies it.
+    std::string quant;
+    double lossAdapterQuantized = 0, lossMerged = 0, lossAdapterOriginal = 0, logitsMaxDiff = 0;
+    int64_t quantLossTokens = 0;
+    std::vector<std::string> notes;  // sentences for the user, e.g. what a quantised base means
 };
 
 // Loads the run's base model and its newest complete checkpoint and writes the export. Throws

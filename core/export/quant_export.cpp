@@ -1,15 +1,10 @@
-// Quantised weights written out: each tensor's pieces (compared with bitsandbytes'), and a base
-// with the quantisation error baked in.
+// Quantised weights written out: each tensor's pieces, compared with bitsandbytes'.
 #include "export/quant_export.h"
 
 #include "model/causal_lm.h"
-#include "model/registry.h"
 #include "quant/quantize.h"
-#include "train/optimizer.h"
 #include "util/error.h"
-#include "util/file_util.h"
 
-#include <filesystem>
 #include <vector>
 
 namespace tb {
@@ -60,37 +55,6 @@ int64_t quantizeTensorFile(const std::string& in, const QuantOptions& options,
                      {{"quant", quantKindName(options.kind)},
                       {"double_quant", options.doubleQuant ? "true" : "false"}});
     return count;
-}
-
-double writeDequantizedBase(const std::string& modelDir, const QuantOptions& options,
-                            const std::string& outDir)
-{
-    torch::NoGradGuard noGrad;
-    const ModelConfig config = loadModelConfig(modelDir);
-    auto original = createCausalLM(config);
-    original->loadWeights(Checkpoint::open(modelDir), torch::kFloat32, torch::kCPU);
-    auto quantized = createCausalLM(config);
-    quantized->setQuantization(options);
-    quantized->loadWeights(Checkpoint::open(modelDir), torch::kFloat32, torch::kCPU);
-    quantized->dequantizeLinears(torch::kFloat32);
-    std::filesystem::create_directories(outDir);
-    double change = 0;
-    std::vector<TensorBlob> blobs;
-    auto before = original->named_parameters();
-    for (const auto& item : quantized->named_parameters()) {
-        const torch::Tensor& w = item.value();
-        change = std::max(change, (w - before[item.key()]).abs().max().item<double>());
-        blobs.push_back(tensorToBlob(item.key(), w));
-    }
-    writeSafetensors(joinPath(outDir, "model.safetensors"), blobs, {{"format", "pt"}});
-    for (const char* f :
-         {"config.json", "tokenizer.model", "tokenizer.json", "tokenizer_config.json",
-          "special_tokens_map.json", "generation_config.json", "chat_template.jinja"}) {
-        const std::string from = joinPath(modelDir, f);
-        if (fileExists(from))
-            writeFileAtomic(joinPath(outDir, f), readFile(from));
-    }
-    return change;
 }
 
 }  // namespace tb

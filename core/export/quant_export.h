@@ -1,6 +1,5 @@
-// Quantised weights written out to look at: each tensor's bitsandbytes pieces (for comparing bytes
-// with bitsandbytes), and a model's base with its linear weights replaced by what the quantised
-// format gives back (a plain checkpoint: the quantisation error baked in). Torch-free header.
+// Quantised weights written out to look at: each tensor's bitsandbytes pieces, for comparing the
+// bytes with bitsandbytes'. Torch-free header.
 #pragma once
 
 #include "quant/quant_format.h"
@@ -17,11 +16,5 @@ namespace tb {
 // the number of tensors quantised.
 int64_t quantizeTensorFile(const std::string& in, const QuantOptions& options,
                            const std::string& out);
-
-// Copies the model folder `modelDir` (config, tokenizer files) into `outDir` with the weights of
-// every layer CausalLM::setQuantization(options) quantises replaced by their dequantised fp32
-// values, the other tensors as they are (in fp32). Returns the largest |dequantised - original|.
-double writeDequantizedBase(const std::string& modelDir, const QuantOptions& options,
-                            const std::string& outDir);
 
 }  // namespace tb

@@ -589,6 +589,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const MemoryItem scores = reward ? rewardScoresItem(model, objective, widths) : MemoryItem{};
     if (reward)
         e.logits = scores.bytes;
+    e.logitsForward = chunked || reward ? e.logits : forwardSide * o.batch * v;
     e.objective = objective.objective;
     e.reference = objective.reference;
     e.sequences = o.batch;
@@ -627,7 +628,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
               cat("backward's start: activations + logits", lpWhat, heldWhat, dqWhat));
     } else {
         // Forward's end: autocast still caches 16-bit copies of the trainable weights.
-        const int64_t logitsForward = chunked || reward ? e.logits : forwardSide * o.batch * v;
+        const int64_t logitsForward = e.logitsForward;
         if (p.autocast)
             phase("forward", storedCk + cachedCopies + logitsForward + ob.logprobs + held + dq,
                   cat("forward's end: checkpoints + autocast's cached 16-bit copies of the "

@@ -19,7 +19,7 @@ struct LoadOptions {
     std::string dtype = "fp32";   // fp32 | bf16 | fp16
     std::string device = "auto";  // cpu | cuda | cuda:N | auto (cuda when available)
     // The blocks' linear weights held quantised (CausalLM::setQuantization); none by default.
-    QuantOptions quant;
+    QuantOptions quant = {};
 };
 
 struct GenerateOptions {

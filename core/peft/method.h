@@ -88,7 +88,7 @@ struct MethodOptions {
     PartialOptions partial;
     TrainableTokensOptions trainableTokens;
     // The frozen base weights held quantised (QLoRA): LoRA, adapters and prompt tuning only.
-    QuantOptions quant;
+    QuantOptions quant = {};
 
     bool operator==(const MethodOptions&) const = default;
 };

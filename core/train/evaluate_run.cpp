@@ -96,7 +96,7 @@ EvalModel loadRunForEval(const std::string& runDir, const std::string& device)
     m.label = config.name;
     m.model = runDir;
     m.runDir = runDir;
-    m.weights = loadTunedModel(runDir, LoadOptions{"fp32", device, {}});
+    m.weights = loadTunedModel(runDir, LoadOptions{"fp32", device});
     m.tokenizer = loadTokenizer(config.model);
     m.chat = std::make_shared<const ChatTemplate>(runChatTemplate(config));
     return m;
@@ -108,7 +108,7 @@ EvalModel loadModelForEval(const std::string& modelDir, std::shared_ptr<const Ch
     EvalModel m;
     m.label = "base";
     m.model = modelDir;
-    m.weights = Model::load(modelDir, LoadOptions{"fp32", device, {}});
+    m.weights = Model::load(modelDir, LoadOptions{"fp32", device});
     m.tokenizer = loadTokenizer(modelDir);
     if (!chat) {
         auto own = ChatTemplate::fromModel(modelDir);

@@ -51,8 +51,10 @@ MemoryReport compareWithEstimate(CausalLM& model, const TrainConfig& config,
             bytes += static_cast<int64_t>(p.nbytes());
         r.items.push_back({"reference", e.referenceWeights, bytes, true});
     }
-    // activations: the tensors alive after the forward pass beyond those after loading
-    r.items.push_back({"activations", e.activations + e.logits + e.logprobs,
+    // activations: the tensors alive after the forward pass beyond those after loading, against
+    // the same moment of the estimate (saved activations, the loss's forward-side buffers and the
+    // log-probabilities), not backward's start
+    r.items.push_back({"activations", e.activations + e.logitsForward + e.logprobs,
                        measured.afterForward - measured.afterLoad, false});
     r.items.push_back({"total", e.total, measured.peak, false});
     return r;

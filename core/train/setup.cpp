@@ -228,13 +228,16 @@ void useRecordedTrainableTokens(TrainConfig& config, const nlohmann::json& info)
         config.trainableTokens.tokens.push_back({id.get<int64_t>(), ""});
 }
 
-LoadedRun loadRun(const std::string& runDir, const std::string& device, const char* purpose)
+LoadedRun loadRun(const std::string& runDir, const std::string& device, const char* purpose,
+                  bool quantizedBase)
 {
     RunStore store(runDir);
     LoadedRun r;
     r.info = store.readRunInfo();
     r.config = runConfig(r.info, runDir);
     r.config.device = device;
+    if (!quantizedBase)
+        r.config.quant = {};
     auto checkpoint = store.loadLatestCheckpoint();
     if (!checkpoint)
         fail(runDir, ": no complete checkpoint to ", purpose);

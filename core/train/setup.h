@@ -81,7 +81,10 @@ struct LoadedRun {
     PreparedModel model;
     CheckpointLoad checkpoint;
 };
-LoadedRun loadRun(const std::string& runDir, const std::string& device, const char* purpose);
+// quantizedBase false: a run trained on a quantised base loads on its original base instead (what
+// its PEFT adapter applies to).
+LoadedRun loadRun(const std::string& runDir, const std::string& device, const char* purpose,
+                  bool quantizedBase = true);
 
 // Sets config.trainableTokens to the ids of info's record (none without one).
 void useRecordedTrainableTokens(TrainConfig& config, const nlohmann::json& info);

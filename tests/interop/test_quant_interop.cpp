@@ -6,6 +6,7 @@
 // (padding), fewer elements than a block, more than 256 blocks (several second absmax values), a
 // zero row and bf16 input. Then the bundled model's own weights, quantised at load as training
 // does, against bitsandbytes' round trip of the same tensors.
+#include "export/model_folder.h"
 #include "export/quant_export.h"
 #include "model/safetensors.h"
 #include "util/paths.h"
