@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 
 #include "memory/estimator.h"
+#include "model/catalog.h"
 #include "model/config.h"
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
@@ -281,7 +282,8 @@ int cmdEstimate(const Args& args, std::ostream& out)
                     "reference",
                     "explain",
                     "json"});
-    const ModelConfig model = loadModelConfig(args.value("model"));
+    // --model: a folder, a config.json or a catalog id (datasets/model-configs).
+    const ModelConfig model = loadModelConfig(resolveModelPath(args.value("model")));
     const MethodOptions run = methodFromArgs(args);
     const auto known = loraTargetNames(model);
     for (const auto& t : run.lora.targets)

@@ -91,10 +91,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     m_sidebar->setCurrentRow(0);
 
     connect(m_modelPage, &ModelPage::modelOpened, this, [this](const ModelSummary& s) {
-        m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt, s.ownChatTemplate);
+        m_state->setModel(s.path, s.error.isEmpty() ? s.config : std::nullopt, s.ownChatTemplate,
+                          s.missing);
         if (!m_state->modelNote().isEmpty())
             statusBar()->showMessage(m_state->modelNote(), 30000);
     });
+    // A catalog model chosen on the Memory page opens like any other (on the Model page's worker).
+    connect(m_memoryPage, &MemoryPage::modelRequested, m_modelPage, &ModelPage::openModel);
     connect(m_evaluatePage, &EvaluatePage::showRecordRequested, this, [this](qint64 id) {
         showPage(tr("Data"));
         m_dataPage->showRecord(id);

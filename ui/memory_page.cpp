@@ -1,7 +1,10 @@
 // Memory page: controls -> EstimateOptions -> core's estimateMemory for each method -> stacked
-// bars.
+// bars; the comparison tab, its stepper and the catalog list live in their own files.
 #include "memory_page.h"
 
+#include "catalog_chooser.h"
+#include "memory_compare.h"
+#include "memory_stepper.h"
 #include "plot_style.h"
 
 #include "studio_state.h"
@@ -20,10 +23,9 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -33,50 +35,6 @@ namespace tb {
 
 namespace {
 
-// "other": every item core itemises beyond these (a preference objective's reference model,
-// log-probabilities, a reward model's head), stacked as one bar and listed by key in the table.
-const char* const kComponents[] = {"weights",     "gradients", "optimizer_states", "master_weights",
-                                   "activations", "logits",    "overhead",         "other"};
-const char* const kComponentTitles[] = {"Weights",        "Gradients",      "Optimizer states",
-                                        "Master weights", "Activations",    "Logits",
-                                        "Overhead",       "Objective's own"};
-const QColor kColors[] = {QColor(0x34, 0x6d, 0xb3), QColor(0xe0, 0x7b, 0x39),
-                          QColor(0x5a, 0xa4, 0x69), QColor(0x8c, 0x6b, 0xb1),
-                          QColor(0xd1, 0x4f, 0x5a), QColor(0xc9, 0xa2, 0x27),
-                          QColor(0x8c, 0x8c, 0x8c), QColor(0x16, 0xa0, 0x85)};
-const Method kMethods[] = {Method::Full, Method::Partial, Method::Lora, Method::Adapter,
-                           Method::Prompt};
-constexpr int kComponentCount = 8;
-
-QString methodLabel(Method m)
-{
-    switch (m) {
-    case Method::Full:
-        return QObject::tr("Full");
-    case Method::Partial:
-        return QObject::tr("Partial");
-    case Method::Lora:
-        return QObject::tr("LoRA");
-    case Method::Adapter:
-        return QObject::tr("Adapter");
-    case Method::Prompt:
-        return QObject::tr("Prompt");
-    }
-    return {};
-}
-
-std::vector<double> componentBytes(const MemoryEstimate& e)
-{
-    std::vector<double> values(kComponentCount, 0.0);
-    for (const MemoryItem& item : e.items) {
-        int i = 0;
-        while (i < kComponentCount - 1 && item.key != kComponents[i])
-            ++i;
-        values[i] += double(item.bytes);
-    }
-    return values;
-}
-
 QString bytesText(qint64 bytes)
 {
     return QString::fromStdString(formatBytes(bytes));
@@ -84,32 +42,29 @@ QString bytesText(qint64 bytes)
 
 }  // namespace
 
-std::vector<std::pair<QString, qint64>> deviceMemoryPresets()
-{
-    std::vector<std::pair<QString, qint64>> presets;
-    presets.emplace_back(QObject::tr("None"), 0);
-    for (int gb : {8, 12, 16, 24, 32, 40, 48, 80, 141})
-        presets.emplace_back(QStringLiteral("%1 GB").arg(gb),
-                             parseByteSize(std::to_string(gb) + "GB"));
-    const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-    if (pages > 0 && pageSize > 0)
-        presets.emplace_back(
-            QObject::tr("This machine (%1 RAM)").arg(bytesText(qint64(pages) * pageSize)),
-            qint64(pages) * pageSize);
-    return presets;
-}
-
 MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m_state(state)
 {
     auto* layout = new QHBoxLayout(this);
+    m_baseFont = font();
     auto* controls = new QGroupBox(tr("Setup"), this);
     controls->setFixedWidth(340);
+    m_controls = controls;
     buildControls(controls);
     layout->addWidget(controls);
 
     auto* right = new QVBoxLayout();
     layout->addLayout(right, 1);
-    m_plot = new QCustomPlot(this);
+    auto* top = new QHBoxLayout();
+    m_catalog = new CatalogChooser(this);
+    m_presentation = new QCheckBox(tr("Presentation mode"), this);
+    m_presentation->setToolTip(tr("Large fonts for a projector"));
+    top->addWidget(m_catalog, 1);
+    top->addWidget(m_presentation);
+    right->addLayout(top);
+    connect(m_catalog, &CatalogChooser::modelChosen, this, &MemoryPage::modelRequested);
+    connect(m_presentation, &QCheckBox::toggled, this, &MemoryPage::setPresentation);
+    m_tabs = new QTabWidget(this);
+    m_plot = new QCustomPlot(m_tabs);
     m_plot->setMinimumHeight(300);
     m_plot->yAxis->setLabel(tr("Memory per device"));
     m_plot->legend->setVisible(true);
@@ -128,9 +83,9 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     QCPBars* below = nullptr;
     for (int i = 0; i < kComponentCount; ++i) {
         auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
-        bars->setName(tr(kComponentTitles[i]));
-        bars->setPen(QPen(kColors[i].darker(130)));
-        bars->setBrush(kColors[i]);
+        bars->setName(componentTitle(i));
+        bars->setPen(QPen(componentColor(i).darker(130)));
+        bars->setBrush(componentColor(i));
         bars->setWidth(0.6);
         if (below)
             bars->moveAbove(below);
@@ -149,7 +104,9 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
     m_inferenceLabel = new QCPItemText(m_plot);
     m_inferenceLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
     m_inferenceLabel->setColor(palette().color(QPalette::WindowText));
-    right->addWidget(m_plot, 3);
+    m_tabs->addTab(m_plot, tr("This setup"));
+    m_tabs->addTab(buildCompareTab(), tr("Compare methods"));
+    right->addWidget(m_tabs, 3);
 
     auto* verdictBox = new QGroupBox(tr("Verdict"), this);
     auto* verdictLayout = new QVBoxLayout(verdictBox);
@@ -180,8 +137,52 @@ MemoryPage::MemoryPage(StudioState* state, QWidget* parent) : QWidget(parent), m
             this)  // our own change: the controls show it already (toState refreshed the estimate)
             fromState();
     });
-    connect(m_state, &StudioState::modelChanged, this, &MemoryPage::clearMeasured);
+    connect(m_state, &StudioState::modelChanged, this, [this] {
+        m_catalog->showModel(m_state->modelPath());
+        clearMeasured();
+    });
     fromState();
+}
+
+QWidget* MemoryPage::buildCompareTab()
+{
+    auto* tab = new QWidget(m_tabs);
+    auto* v = new QVBoxLayout(tab);
+    m_stepper = new MemoryStepper(tab);
+    m_compare = new ComparisonChart(tab);
+    v->addWidget(m_stepper);
+    v->addWidget(m_compare, 1);
+    connect(m_stepper, &MemoryStepper::stageChanged, m_compare, &ComparisonChart::setStage);
+    return tab;
+}
+
+void MemoryPage::setPresentation(bool on)
+{
+    if (m_presentation->isChecked() != on) {
+        m_presentation->setChecked(on);  // toggled calls back
+        return;
+    }
+    QFont f = m_baseFont;
+    if (on)
+        f.setPointSizeF(f.pointSizeF() * 1.8);
+    setFont(f);  // every child without a font of its own: controls, tables, the comparison chart
+    QFont bold = f;
+    bold.setBold(true);
+    m_verdict->setFont(bold);
+    m_controls->setFixedWidth(on ? 560 : 340);
+    m_table->setVisible(!on);  // the chart and the verdict get the room
+    setPlotFont(m_plot, f);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool MemoryPage::presentation() const
+{
+    return m_presentation->isChecked();
+}
+
+QFont MemoryPage::chartFont() const
+{
+    return m_plot->yAxis->labelFont();
 }
 
 void MemoryPage::buildControls(QWidget* box)
@@ -209,6 +210,19 @@ void MemoryPage::buildControls(QWidget* box)
     m_precision->addItem(tr("bf16 mixed"), static_cast<int>(Precision::Bf16));
     m_precision->addItem(tr("fp16 mixed"), static_cast<int>(Precision::Fp16));
     form->addRow(tr("Precision:"), m_precision);
+    // QLoRA: the frozen base weights held in 4 (or 8) bits; LoRA, adapters and prompts train on
+    // top.
+    m_quant = new QComboBox(box);
+    m_quant->addItem(tr("none (load dtype)"), static_cast<int>(QuantKind::None));
+    m_quant->addItem(tr("nf4 (QLoRA)"), static_cast<int>(QuantKind::Nf4));
+    m_quant->addItem(tr("fp4"), static_cast<int>(QuantKind::Fp4));
+    m_quant->addItem(tr("int8"), static_cast<int>(QuantKind::Int8));
+    m_quant->setToolTip(tr("LoRA, adapters and prompt tuning only: full and partial fine-tuning "
+                           "train the base weights, which stay unquantised"));
+    form->addRow(tr("Frozen base:"), m_quant);
+    m_doubleQuant = new QCheckBox(tr("Double quantisation"), box);
+    m_doubleQuant->setToolTip(tr("4-bit formats: the per-block absmax values in 8 bits too"));
+    form->addRow(QString(), m_doubleQuant);
     m_checkpointing = new QCheckBox(tr("Gradient checkpointing"), box);
     form->addRow(QString(), m_checkpointing);
     m_chunkedLoss = new QCheckBox(tr("Chunked loss (no full logits)"), box);
@@ -241,6 +255,10 @@ void MemoryPage::buildControls(QWidget* box)
                 c.precision = static_cast<Precision>(m_precision->currentData().toInt());
                 c.gradientCheckpointing = m_checkpointing->isChecked();
                 c.loss = m_chunkedLoss->isChecked() ? LossKind::Chunked : LossKind::Full;
+                c.quant.kind = static_cast<QuantKind>(m_quant->currentData().toInt());
+                c.quant.doubleQuant =
+                    m_doubleQuant->isChecked() &&
+                    (c.quant.kind == QuantKind::Nf4 || c.quant.kind == QuantKind::Fp4);
             },
             this);
         refresh();
@@ -248,6 +266,8 @@ void MemoryPage::buildControls(QWidget* box)
     for (QSlider* s : {m_batch, m_seq, m_rank})
         connect(s, &QSlider::valueChanged, this, toState);
     connect(m_precision, &QComboBox::currentIndexChanged, this, toState);
+    connect(m_quant, &QComboBox::currentIndexChanged, this, toState);
+    connect(m_doubleQuant, &QCheckBox::toggled, this, toState);
     connect(m_checkpointing, &QCheckBox::toggled, this, toState);
     connect(m_chunkedLoss, &QCheckBox::toggled, this, toState);
     connect(m_gpus, &QSpinBox::valueChanged, this, &MemoryPage::refresh);
@@ -273,6 +293,8 @@ void MemoryPage::fromState()
     m_precision->setCurrentIndex(std::max(0, m_precision->findData(static_cast<int>(c.precision))));
     m_checkpointing->setChecked(c.gradientCheckpointing);
     m_chunkedLoss->setChecked(c.loss == LossKind::Chunked);
+    m_quant->setCurrentIndex(std::max(0, m_quant->findData(static_cast<int>(c.quant.kind))));
+    m_doubleQuant->setChecked(c.quant.doubleQuant);
     m_updating = false;
     refresh();
 }
@@ -300,6 +322,7 @@ void MemoryPage::refresh()
     m_seqValue->setText(QString::number(run.data.maxLength));
     m_rankValue->setText(QString::number(run.lora.rank));
     m_rank->setEnabled(run.method == Method::Lora);
+    m_doubleQuant->setEnabled(run.quant.kind == QuantKind::Nf4 || run.quant.kind == QuantKind::Fp4);
 
     m_options = estimateOptionsFor(run, run.data.maxLength);
     m_options.gpus = m_gpus->value();
@@ -320,7 +343,7 @@ void MemoryPage::refresh()
     if (model) {
         try {
             m_estimate = estimateMemory(*model, run, m_options);
-            columns.emplace_back(tr("%1\n(chosen)").arg(methodLabel(run.method)),
+            columns.emplace_back(tr("%1\n(chosen)").arg(methodLabel(run.method, run.quant)),
                                  componentBytes(*m_estimate));
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
@@ -342,24 +365,34 @@ void MemoryPage::refresh()
             } catch (const std::exception&) {
             }
         }
-        for (Method m : kMethods) {
-            if (m == run.method)
-                continue;
+        // Every other method beside it, QLoRA (LoRA on an NF4 base, double-quantised) included:
+        // full, partial and plain LoRA on the unquantised base, adapters and prompts on the run's.
+        const QuantOptions nf4{QuantKind::Nf4, true, false};
+        const std::pair<Method, std::optional<QuantOptions>> others[] = {
+            {Method::Full, QuantOptions{}}, {Method::Partial, QuantOptions{}},
+            {Method::Lora, QuantOptions{}}, {Method::Adapter, std::nullopt},
+            {Method::Prompt, std::nullopt}, {Method::Lora, nf4}};
+        for (const auto& [m, quant] : others) {
             TrainConfig other = run;
             other.method = m;
+            other.quant = quant.value_or(run.quant);
+            if (m == run.method && (m != Method::Lora || other.quant.kind == run.quant.kind))
+                continue;  // the chosen setup
+            const QString label =
+                other.quant == nf4 && m == Method::Lora ? tr("QLoRA\nnf4") : methodLabel(m);
             try {
-                columns.emplace_back(methodLabel(m),
-                                     componentBytes(estimateMemory(*model, other, quick)));
+                columns.emplace_back(label, componentBytes(estimateMemory(*model, other, quick)));
             } catch (const std::exception&) {
-                columns.emplace_back(tr("%1\n(n/a)").arg(methodLabel(m)),
+                columns.emplace_back(tr("%1\n(n/a)").arg(methodLabel(m, other.quant)),
                                      std::vector<double>(kComponentCount, 0.0));
             }
         }
+        m_compare->setBars(compareSetups(*model, run, m_options), device, m_device->currentText());
         if (m_measured) {
             std::vector<double> estimated(kComponentCount, 0.0), measured(kComponentCount, 0.0);
             for (const auto& item : m_measured->items)
                 for (int i = 0; i < kComponentCount; ++i)
-                    if (item.key == kComponents[i]) {
+                    if (item.key == componentKey(i)) {
                         estimated[i] = double(item.estimated);
                         measured[i] = double(item.measured);
                     }
@@ -367,6 +400,8 @@ void MemoryPage::refresh()
             columns.emplace_back(tr("Run\nmeasured"), measured);
         }
     }
+    if (!model)
+        m_compare->setBars({}, device, m_device->currentText());
     drawChart(columns, double(device), m_estimate ? double(m_estimate->inference) : 0.0);
 
     // Verdict, advice and the itemised table come straight from core's estimate.
@@ -403,8 +438,8 @@ void MemoryPage::refresh()
     for (const MemoryItem& item : e.items) {
         QString title = QString::fromStdString(item.key);
         for (int i = 0; i < kComponentCount; ++i)
-            if (item.key == kComponents[i])
-                title = tr(kComponentTitles[i]);
+            if (item.key == componentKey(i))
+                title = componentTitle(i);
         addRow(title, item.bytes, QString::fromStdString(item.explanation),
                QString::fromStdString(item.formula));
     }
@@ -460,7 +495,7 @@ QStringList MemoryPage::adviceShown() const
 double MemoryPage::barBytes(const QString& key, int column) const
 {
     for (int i = 0; i < kComponentCount; ++i) {
-        if (key != QLatin1String(kComponents[i]))
+        if (key != QLatin1String(componentKey(i)))
             continue;
         auto it = m_bars[i]->data()->findBegin(column, false);
         if (it == m_bars[i]->data()->constEnd() || it->key != column)

@@ -3,12 +3,15 @@
 
 #include "tokenizer/model_template.h"
 
+#include "catalog_chooser.h"
 #include "studio_state.h"
 
 #include "model/config.h"
+#include "model/config_tree.h"
 #include "model/safetensors.h"
 #include "peft/trainable_count.h"
 #include "tokenizer/tokenizer.h"
+#include "util/file_util.h"
 
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -18,6 +21,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMimeData>
 #include <QPushButton>
 #include <QSplitter>
@@ -31,12 +35,56 @@
 
 namespace tb {
 
+namespace {
+
+// The checkpoint's tensors from its safetensors headers.
+void readCheckpoint(const std::string& dir, ModelSummary& s)
+{
+    const Checkpoint checkpoint = Checkpoint::open(dir);
+    for (const std::string& name : checkpoint.names()) {
+        const TensorInfo* info = checkpoint.find(name)->info;
+        ModelSummary::Tensor t;
+        t.name = QString::fromStdString(name);
+        t.dtype = QString::fromLatin1(dtypeName(info->dtype));
+        for (int64_t d : info->shape)
+            t.shape << d;
+        s.tensors << t;
+    }
+}
+
+// No weights: the tensors a checkpoint of the config holds, in the dtype config.json names.
+void readConfigTensors(const ModelConfig& c, ModelSummary& s)
+{
+    s.tensorsFromConfig = true;
+    for (const ConfigTensor& ct : configTensors(c)) {
+        ModelSummary::Tensor t;
+        t.name = QString::fromStdString(ct.name);
+        t.dtype = QString::fromStdString(c.torchDtype);
+        for (int64_t d : ct.shape)
+            t.shape << d;
+        s.tensors << t;
+    }
+}
+
+}  // namespace
+
 ModelSummary summarizeModel(const QString& path)
 {
     ModelSummary s;
     s.path = path;
+    // A config.json opens its folder; another config file stands alone.
+    const QFileInfo info(path);
+    if (info.isFile() && info.fileName() == QLatin1String("config.json"))
+        s.path = info.absolutePath();
+    const std::string dir = QFileInfo(s.path).isDir() ? s.path.toStdString() : std::string();
+    auto has = [&dir](std::initializer_list<const char*> files) {
+        for (const char* f : files)
+            if (!dir.empty() && fileExists(joinPath(dir, f)))
+                return true;
+        return false;
+    };
     try {
-        ModelConfig c = loadModelConfig(path.toStdString());
+        ModelConfig c = loadModelConfig(s.path.toStdString());
         s.architecture = QString::fromStdString(c.modelType);
         s.parameters = parameterCount(c);
         s.layers = c.numLayers;
@@ -46,26 +94,27 @@ ModelSummary summarizeModel(const QString& path)
         s.heads = c.numHeads;
         s.kvHeads = c.numKvHeads;
         s.dtype = QString::fromStdString(c.torchDtype);
-        s.tokenizer = QString::fromStdString(loadTokenizer(path.toStdString())->kind());
         s.config = c;
-        try {
-            if (const auto own = ChatTemplate::fromModel(path.toStdString())) {
-                s.ownChatTemplate = true;
-                s.chatTemplateOrigin = QString::fromStdString(own->origin());
-                s.stopTokens = own->endOfTurnTokens();
+        if (has({"tokenizer.model", "tokenizer.json"}))
+            s.tokenizer = QString::fromStdString(loadTokenizer(dir)->kind());
+        else
+            s.missing << QStringLiteral("tokenizer");
+        if (!dir.empty()) {
+            try {
+                if (const auto own = ChatTemplate::fromModel(dir)) {
+                    s.ownChatTemplate = true;
+                    s.chatTemplateOrigin = QString::fromStdString(own->origin());
+                    s.stopTokens = own->endOfTurnTokens();
+                }
+            } catch (const std::exception& e) {
+                s.chatTemplateError = QString::fromUtf8(e.what());
             }
-        } catch (const std::exception& e) {
-            s.chatTemplateError = QString::fromUtf8(e.what());
         }
-        const Checkpoint checkpoint = Checkpoint::open(path.toStdString());
-        for (const std::string& name : checkpoint.names()) {
-            const TensorInfo* info = checkpoint.find(name)->info;
-            ModelSummary::Tensor t;
-            t.name = QString::fromStdString(name);
-            t.dtype = QString::fromLatin1(dtypeName(info->dtype));
-            for (int64_t d : info->shape)
-                t.shape << d;
-            s.tensors << t;
+        if (has({"model.safetensors", "model.safetensors.index.json"})) {
+            readCheckpoint(dir, s);
+        } else {
+            s.missing << QStringLiteral("weights");
+            readConfigTensors(c, s);
         }
     } catch (const std::exception& e) {
         s.error = QString::fromUtf8(e.what());
@@ -124,12 +173,22 @@ ModelPage::ModelPage(StudioState* state, QWidget* parent) : QWidget(parent), m_s
     m_status = new QLabel(this);
     layout->addWidget(m_status);
 
-    connect(m_browse, &QPushButton::clicked, this, [this] {
+    // Open: a folder, a config.json alone, or a real model's config from the catalog.
+    m_openMenu = new QMenu(this);
+    m_openMenu->addAction(tr("Model folder…"), this, [this] {
         const QString dir =
             QFileDialog::getExistingDirectory(this, tr("Open model folder"), m_path->text());
         if (!dir.isEmpty())
             openModel(dir);
     });
+    m_openMenu->addAction(tr("config.json only…"), this, [this] {
+        const QString file = QFileDialog::getOpenFileName(
+            this, tr("Open a model's config.json"), m_path->text(), tr("Model configs (*.json)"));
+        if (!file.isEmpty())
+            openModel(file);
+    });
+    m_openMenu->addMenu(catalogMenu(m_openMenu, [this](const QString& dir) { openModel(dir); }));
+    m_browse->setMenu(m_openMenu);
     connect(m_path, &QLineEdit::returnPressed, this, [this] { openModel(m_path->text()); });
     connect(&m_watcher, &QFutureWatcher<ModelSummary>::finished, this, [this] {
         m_summary = m_watcher.result();
@@ -180,7 +239,9 @@ void ModelPage::showSummary(const ModelSummary& s)
     add(tr("Vocabulary"), QString::number(s.vocabSize));
     add(tr("Context length"), QString::number(s.context));
     add(tr("Stored dtype"), s.dtype);
-    add(tr("Tokenizer"), s.tokenizer);
+    add(tr("Tokenizer"), s.tokenizer.isEmpty() ? tr("none (the folder has no tokenizer.json or "
+                                                    "tokenizer.model)")
+                                               : s.tokenizer);
     QStringList stops;
     for (const std::string& t : s.stopTokens)
         stops << QString::fromStdString(t);
@@ -191,7 +252,10 @@ void ModelPage::showSummary(const ModelSummary& s)
                   .arg(s.chatTemplateOrigin,
                        stops.isEmpty() ? tr("EOS") : stops.join(QStringLiteral(", ")))
             : tr("none (training uses a family: chatml, llama3, inst, alpaca, plain)"));
-    add(tr("Tensors"), QString::number(s.tensors.size()));
+    add(tr("Tensors"), s.tensorsFromConfig
+                           ? tr("%1, shapes computed from config.json (the folder has no weights)")
+                                 .arg(s.tensors.size())
+                           : QString::number(s.tensors.size()));
     // The module tree: one node per dotted prefix, tensors as leaves with their shapes. Every row
     // has all four columns (empty where a module has no value), as a tree model should.
     QHash<QString, QStandardItem*> nodes;
@@ -239,7 +303,13 @@ void ModelPage::showSummary(const ModelSummary& s)
                 m_tensorView->expand(blocks->child(0)->child(i)->index());
         }
     showTensors();
-    m_status->setText(tr("Loaded %1").arg(s.path));
+    m_path->setText(s.path);
+    m_status->setText(s.missing.isEmpty()
+                          ? tr("Loaded %1").arg(s.path)
+                          : tr("Loaded %1 from its config: no %2. The Method and Memory pages "
+                               "plan from it; training and the Playground need a full model "
+                               "folder.")
+                                .arg(s.path, s.missing.join(tr(", no "))));
 }
 
 void ModelPage::showTensors()

@@ -8,12 +8,14 @@
 #include <vector>
 
 #include <QFutureWatcher>
+#include <QStringList>
 #include <QWidget>
 
 #include <optional>
 
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QPushButton;
 class QStandardItemModel;
 class QTreeView;
@@ -27,7 +29,11 @@ struct ModelSummary {
     qint64 parameters = 0;
     qint64 layers = 0, hiddenSize = 0, vocabSize = 0, context = 0, heads = 0, kvHeads = 0;
     QString dtype;
-    QString tokenizer;  // "sentencepiece" / "bpe"
+    QString tokenizer;  // "sentencepiece" / "bpe"; empty without one
+    // What the folder lacks beside config.json: "tokenizer", "weights". A config alone (a folder
+    // holding only config.json, or the file itself) opens: the pages that plan need nothing more.
+    QStringList missing;
+    bool tensorsFromConfig = false;  // no weights: the tensors below come from config.json
     std::optional<ModelConfig> config;
     // The folder's own chat template: whether it has one, where it came from, and why it cannot be
     // used when it does not parse (shown on the page, not found at step 500).
@@ -39,11 +45,14 @@ struct ModelSummary {
         QString name, dtype;
         QVector<qint64> shape;
     };
-    QVector<Tensor>
-        tensors;  // the checkpoint's tensors (names and shapes from the safetensors headers)
+    // The checkpoint's tensors: names and shapes from the safetensors headers, or computed from
+    // config.json (model/config_tree.h) when there are no weights.
+    QVector<Tensor> tensors;
 };
 
-// Reads config.json and the tokenizer of a folder (runs on a worker thread).
+// Reads config.json and, when the folder has them, the tokenizer and the weights' headers (runs
+// on a worker thread). `path`: a model folder, its config.json (opens the folder) or another
+// config file.
 ModelSummary summarizeModel(const QString& path);
 
 class StudioState;
@@ -56,6 +65,8 @@ public:
     QStandardItemModel* tensorModel() const { return m_tensors; }
     QStandardItemModel* infoModel() const { return m_info; }
     void openModel(const QString& path);
+    // The Open button's menu: a model folder, a config.json, or a model from the catalog.
+    QMenu* openMenu() const { return m_openMenu; }
     const ModelSummary& summary() const { return m_summary; }
     // What opening the model reset (StudioState::modelNote), shown until the next model opens.
     QLabel* noteLabel() const { return m_note; }
@@ -71,6 +82,7 @@ private:
     void showSummary(const ModelSummary& s);
     QLineEdit* m_path = nullptr;
     QPushButton* m_browse = nullptr;
+    QMenu* m_openMenu = nullptr;
     QStandardItemModel* m_info = nullptr;  // property -> value
     QStandardItemModel* m_tensors =
         nullptr;  // module tree: name, shape, parameters, role under the method

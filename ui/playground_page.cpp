@@ -127,6 +127,7 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
             m_state->setSelectedRun(m_run->currentData().toString());
     });
     connect(m_state, &StudioState::runsChanged, this, &PlaygroundPage::refreshRuns);
+    connect(m_state, &StudioState::modelChanged, this, &PlaygroundPage::showModelMissing);
     connect(m_state, &StudioState::selectedRunChanged, this, &PlaygroundPage::refreshRuns);
     connect(m_state, &StudioState::configChanged, this, [this] {
         const int i = m_template->findData(
@@ -266,10 +267,30 @@ GenerationRequest PlaygroundPage::request() const
     return request;
 }
 
+void PlaygroundPage::showModelMissing()
+{
+    const QString missing = m_state->modelMissingText();
+    if (!missing.isEmpty())
+        m_status->setText(tr("Cannot generate: %1").arg(missing));
+    else if (m_status->text().startsWith(tr("Cannot generate")))
+        m_status->clear();
+    if (!busy())
+        m_generate->setEnabled(missing.isEmpty());
+}
+
+QString PlaygroundPage::statusText() const
+{
+    return m_status->text();
+}
+
 bool PlaygroundPage::bestOfN()
 {
     if (busy() || m_rewardRun->currentIndex() < 0)
         return false;
+    if (!m_state->modelMissing().isEmpty()) {
+        showModelMissing();
+        return false;
+    }
     BestOfNRequest best;
     best.generation = request();
     best.rewardRun = m_rewardRun->currentData().toString();
@@ -303,6 +324,10 @@ void PlaygroundPage::generate()
     const GenerationRequest request = this->request();
     if (request.modelPath.isEmpty()) {
         m_status->setText(tr("Open a model first."));
+        return;
+    }
+    if (!m_state->modelMissing().isEmpty()) {
+        showModelMissing();
         return;
     }
 

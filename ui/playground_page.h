@@ -34,6 +34,8 @@ public:
     bool busy() const;
     QString baseText() const;
     QString tunedText() const;
+    QString statusText() const;  // the line under the prompt (progress, or why it cannot generate)
+    QPushButton* generateButton() const { return m_generate; }
     int tokensStreamed() const { return m_tokens; }
     QComboBox* runBox() const { return m_run; }
     GenerationController* controller() const { return m_controller; }
@@ -55,6 +57,7 @@ Q_SIGNALS:
 
 private:
     void refreshRuns();
+    void showModelMissing();  // a model without tokenizer or weights cannot generate: say so
     void onBatch(const GenerationBatch& batch);
     GenerationRequest request() const;  // the prompt and sampling settings
     void buildBestOfN(QWidget* box);

@@ -37,6 +37,25 @@ void applyPlotPalette(QCustomPlot* plot, const QPalette& palette)
             title->setTextColor(text);
 }
 
+void setPlotFont(QCustomPlot* plot, const QFont& font)
+{
+    QFont title = font;
+    title.setBold(true);
+    title.setPointSizeF(font.pointSizeF() * 1.2);
+    for (QCPAxisRect* rect : plot->axisRects())
+        for (QCPAxis* axis : rect->axes()) {
+            axis->setTickLabelFont(font);
+            axis->setLabelFont(font);
+        }
+    plot->legend->setFont(font);
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(plot->item(i)))
+            text->setFont(font);
+    for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+        if (auto* t = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
+            t->setFont(title);
+}
+
 QCustomPlot* makeTitledPlot(QWidget* parent, const QString& title, const QString& x,
                             const QString& y)
 {

@@ -4,6 +4,7 @@
 #pragma once
 
 class QColor;
+class QFont;
 class QCPAxis;
 class QCPGraph;
 class QCustomPlot;
@@ -15,6 +16,10 @@ namespace tb {
 
 // Background, axes, tick labels, grid, legend and text elements from `palette` (Base, Text, Mid).
 void applyPlotPalette(QCustomPlot* plot, const QPalette& palette);
+
+// Every text of `plot` in `font` (tick labels and axis labels, the legend, text items, title rows:
+// bold, 1.2x), so a plot can follow a page's font, as in the Memory page's presentation mode.
+void setPlotFont(QCustomPlot* plot, const QFont& font);
 
 // A plot with a bold title row, axis labels, a small legend at the top right and the palette of
 // `parent`.

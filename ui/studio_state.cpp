@@ -73,10 +73,11 @@ TrainConfig StudioState::defaultConfig()
 }
 
 void StudioState::setModel(const QString& path, const std::optional<ModelConfig>& config,
-                           bool ownChatTemplate)
+                           bool ownChatTemplate, const QStringList& missing)
 {
     m_modelPath = path;
     m_modelConfig = config;
+    m_modelMissing = config ? missing : QStringList();
     m_config.model = path.toStdString();
     m_modelNote.clear();
     // A folder that did not load leaves the choices to the model they were made for.
@@ -91,6 +92,22 @@ void StudioState::setModel(const QString& path, const std::optional<ModelConfig>
     }
     Q_EMIT modelChanged();
     Q_EMIT configChanged(nullptr);
+}
+
+QString StudioState::modelMissingText() const
+{
+    if (m_modelMissing.isEmpty())
+        return {};
+    QStringList parts;
+    if (m_modelMissing.contains(QLatin1String("tokenizer")))
+        parts << tr("no tokenizer (tokenizer.json or tokenizer.model)");
+    if (m_modelMissing.contains(QLatin1String("weights")))
+        parts << tr("no weights (model.safetensors)");
+    const QString name = QFileInfo(m_modelPath).fileName();
+    return tr("%1 is only part of a model: %2. Training and generation need a full model folder "
+              "(config, tokenizer and weights); the Model, Method and Memory pages work from the "
+              "config alone.")
+        .arg(name, parts.join(tr(", ")));
 }
 
 void StudioState::setConfig(const TrainConfig& config, QObject* origin)

@@ -42,8 +42,14 @@ public:
     // the one the config's choices were made for resets every option that depends on the
     // architecture to this model's defaults (model_switch.h), in the same change; reopening that
     // model (a project with its own model) keeps them. One modelChanged, one configChanged.
+    // missing: what the folder lacks beside its config ("tokenizer", "weights"): a config alone
+    // opens for the Model, Method and Memory pages; Train and Playground say what is missing.
     void setModel(const QString& path, const std::optional<ModelConfig>& config,
-                  bool ownChatTemplate);
+                  bool ownChatTemplate, const QStringList& missing = {});
+    const QStringList& modelMissing() const { return m_modelMissing; }
+    // "llama-3.1-8b is only part of a model: no tokenizer (…), no weights (…). …"; empty when the
+    // open model has everything (or none is open).
+    QString modelMissingText() const;
     // What the last setModel reset, as a sentence for the Model page ("Opened gpt2 (GPT-2): LoRA
     // targets q_proj, v_proj → c_attn; ..."); empty when it kept the config's choices.
     const QString& modelNote() const { return m_modelNote; }
@@ -87,6 +93,7 @@ Q_SIGNALS:
 private:
     QString m_modelPath;
     std::optional<ModelConfig> m_modelConfig;
+    QStringList m_modelMissing;
     TrainConfig m_config;
     QString m_choicesModel;  // the model folder the config's architecture-dependent options fit
     QString m_modelNote;

@@ -75,6 +75,12 @@ TrainRunPanel::TrainRunPanel(StudioState* state, TrainingController* controller,
                        "border-radius: 4px; padding: 6px; }"));
     m_banner->hide();
     right->addWidget(m_banner);
+    m_missing = new QLabel(this);
+    m_missing->setObjectName(QStringLiteral("modelMissing"));
+    m_missing->setWordWrap(true);
+    m_missing->setStyleSheet(m_banner->styleSheet());
+    m_missing->hide();
+    right->addWidget(m_missing);
     right->addLayout(buildPlotBar());
 
     auto* split = new QSplitter(Qt::Vertical, this);
@@ -109,8 +115,22 @@ TrainRunPanel::TrainRunPanel(StudioState* state, TrainingController* controller,
             });
     connect(m_state, &StudioState::jobStateChanged, this, &TrainRunPanel::updateButtons);
     connect(m_state, &StudioState::configChanged, this, &TrainRunPanel::updatePlanned);
+    connect(m_state, &StudioState::modelChanged, this, &TrainRunPanel::showMissing);
     updatePlanned();
+    showMissing();
+}
+
+void TrainRunPanel::showMissing()
+{
+    const QString text = missingText();
+    m_missing->setText(text.isEmpty() ? QString() : tr("Cannot train: %1").arg(text));
+    m_missing->setVisible(!text.isEmpty());
     updateButtons();
+}
+
+QString TrainRunPanel::missingText() const
+{
+    return m_state->modelMissingText();
 }
 
 QHBoxLayout* TrainRunPanel::buildPlotBar()
@@ -169,7 +189,7 @@ void TrainRunPanel::updateButtons()
 {
     const StudioJobState s = m_state->jobState();
     const bool active = m_controller->active();
-    m_start->setEnabled(!active);
+    m_start->setEnabled(!active && m_state->modelMissing().isEmpty());
     m_pause->setEnabled(s == StudioJobState::Running);
     m_resume->setEnabled(s == StudioJobState::Paused);
     m_stop->setEnabled(s == StudioJobState::Running || s == StudioJobState::Paused);
@@ -195,6 +215,10 @@ bool TrainRunPanel::startRun(const QString& runName)
          QFileInfo::exists(QString::fromStdString(c.outputDir) + QLatin1Char('/') + name); ++i)
         name = base + QLatin1Char('-') + QString::number(i);
     c.name = name.toStdString();
+    if (!m_state->modelMissing().isEmpty()) {
+        log(tr("Cannot start: %1").arg(missingText()));
+        return false;
+    }
     m_totalSteps = 0;
     m_clock.invalidate();
     m_plots->clear();

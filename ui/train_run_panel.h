@@ -34,6 +34,9 @@ public:
     QPushButton* resumeButton() const { return m_resume; }
     QPushButton* stopButton() const { return m_stop; }
     QString bannerText() const;
+    // What the open model lacks to train (a config alone: no tokenizer, no weights); empty when it
+    // has everything. Start stays disabled while it is not empty.
+    QString missingText() const;
     QString packingText() const;  // empty unless the run packs its examples
     QString logText() const;
     void log(const QString& line);
@@ -57,6 +60,7 @@ private:
     void showProgress(const JobEventBatch& batch);
     void logBatch(const JobEventBatch& batch);
     void updateButtons();
+    void showMissing();
 
     StudioState* m_state;
     TrainingController* m_controller;
@@ -65,6 +69,7 @@ private:
     QLabel* m_eta = nullptr;
     QLabel* m_packing = nullptr;  // packed runs: the packing efficiency of the plan
     QLabel* m_banner = nullptr;
+    QLabel* m_missing = nullptr;  // the open model cannot train: what it lacks
     QCheckBox* m_logScale = nullptr;
     QSlider* m_smoothing = nullptr;
     TrainPlots* m_plots = nullptr;

@@ -1,5 +1,5 @@
 // Resolving trainable_tokens for a model: the stop tokens its files name, token texts looked up in
-// its vocabulary, and the folder tokenizer kept between calls.
+// its vocabulary, and the folder's tokenizer and template end-of-turn tokens kept between calls.
 #include "peft/trainable_tokens.h"
 
 #include "tokenizer/model_template.h"
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 
@@ -54,6 +55,20 @@ std::string modelFolder(const ModelConfig& model)
     return source.parent_path().string();
 }
 
+// A key of a folder and its files' modification times: a cache entry stays valid until one of
+// them changes.
+std::string folderKey(const std::string& dir, std::initializer_list<const char*> files)
+{
+    std::string key = dir;
+    for (const char* f : files) {
+        std::error_code ec;
+        const auto time = std::filesystem::last_write_time(joinPath(dir, f), ec);
+        key += '|';
+        key += ec ? std::string("-") : std::to_string(time.time_since_epoch().count());
+    }
+    return key;
+}
+
 // The tokenizer of a model folder (null when it has none), loaded once per folder and its files'
 // modification times: the method and memory pages ask for counts on every edit.
 std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir)
@@ -61,13 +76,8 @@ std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir)
     static std::mutex mutex;
     static std::string cachedKey;
     static std::shared_ptr<const Tokenizer> cached;
-    std::string key = dir;
-    for (const char* f : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"}) {
-        std::error_code ec;
-        const auto time = std::filesystem::last_write_time(joinPath(dir, f), ec);
-        key += '|';
-        key += ec ? std::string("-") : std::to_string(time.time_since_epoch().count());
-    }
+    const std::string key =
+        folderKey(dir, {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"});
     std::lock_guard lock(mutex);
     if (key != cachedKey) {
         cachedKey = key;
@@ -75,6 +85,30 @@ std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir)
         if (fileExists(joinPath(dir, "tokenizer.model")) ||
             fileExists(joinPath(dir, "tokenizer.json")))
             cached = loadTokenizer(dir);
+    }
+    return cached;
+}
+
+// The end-of-turn tokens of a model folder's own chat template (Gemma's <end_of_turn>, Phi-3's
+// <|end|>), read once per folder and its files' modification times like the tokenizer: reading
+// the template parses tokenizer.json, seconds for a 50k vocabulary, and every estimate asks. A
+// template that does not parse gives none (reported where a run renders with it).
+std::vector<std::string> folderEndOfTurnTokens(const std::string& dir)
+{
+    static std::mutex mutex;
+    static std::string cachedKey;
+    static std::vector<std::string> cached;
+    const std::string key = folderKey(dir, {"tokenizer_config.json", "tokenizer.json",
+                                            "chat_template.jinja", "chat_template.json"});
+    std::lock_guard lock(mutex);
+    if (key != cachedKey) {
+        cachedKey = key;
+        cached.clear();
+        try {
+            if (const auto own = ChatTemplate::fromModel(dir))
+                cached = own->endOfTurnTokens();
+        } catch (const Error&) {
+        }
     }
     return cached;
 }
@@ -123,15 +157,9 @@ std::vector<int64_t> stopTokenIds(const ModelConfig& model, const Tokenizer* tok
         if (auto eos = tokenizer->eosId())
             ids.push_back(*eos);
         std::vector<std::string> pieces = chatEndOfTurnTokens();
-        // The model's own template's end-of-turn tokens (Gemma's <end_of_turn>, Phi-3's <|end|>);
-        // a template that does not parse is reported where the run renders with it.
         if (!modelDir.empty())
-            try {
-                if (const auto own = ChatTemplate::fromModel(modelDir))
-                    pieces.insert(pieces.end(), own->endOfTurnTokens().begin(),
-                                  own->endOfTurnTokens().end());
-            } catch (const Error&) {
-            }
+            for (std::string& t : folderEndOfTurnTokens(modelDir))
+                pieces.push_back(std::move(t));
         for (const auto& piece : pieces)
             if (auto id = tokenizer->pieceToId(piece))
                 ids.push_back(*id);

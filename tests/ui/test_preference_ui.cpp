@@ -217,7 +217,7 @@ private Q_SLOTS:
         checkText();
         qInfo("full, dpo, copy: %s", qPrintable(panel->memoryText()));
         // The Memory page draws the SFT setup beside the chosen one.
-        QCOMPARE(w->memoryPage()->categories().size(), 6);
+        QCOMPARE(w->memoryPage()->categories().size(), 7);  // chosen, SFT, 4 methods, QLoRA
         QCOMPARE(w->memoryPage()->categories().at(1), QStringLiteral("Full\nSFT"));
         QVERIFY(w->memoryPage()->verdictText().contains(QStringLiteral("vs SFT")));
 
@@ -241,7 +241,7 @@ private Q_SLOTS:
         checkText();
 
         panel->chooseObjective(QStringLiteral("sft"));
-        QCOMPARE(w->memoryPage()->categories().size(), 5);
+        QCOMPARE(w->memoryPage()->categories().size(), 6);
         QCOMPARE(w->memoryPage()->estimateOptions().reference, std::string("none"));
     }
 

@@ -218,7 +218,7 @@ private Q_SLOTS:
                               double(e.items[i].bytes)) < 0.5,
                          e.items[i].key.c_str());
             }
-            QCOMPARE(page->categories().size(), 5);
+            QCOMPARE(page->categories().size(), 6);  // the chosen, four other methods, QLoRA
             // Inference for comparison: the row after the total, and the verdict's ratio.
             const int inferenceRow = int(e.items.size()) + 1;
             QCOMPARE(page->table()->item(inferenceRow, 1)->data(Qt::UserRole).toLongLong(),
@@ -432,7 +432,7 @@ private Q_SLOTS:
         qInfo("training: %d steps plotted, %d drains in %lld ms, longest event-loop gap %lld ms",
               train->plots()->lossPoints(), drains, clock.elapsed(), worst);
         // The measured memory from the first step sits beside the estimate.
-        QTRY_VERIFY_WITH_TIMEOUT(w->memoryPage()->categories().size() == 7, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(w->memoryPage()->categories().size() == 8, 10000);
 
         QTest::mouseClick(train->pauseButton(), Qt::LeftButton);
         QCOMPARE(w->state()->jobState(), tb::StudioJobState::Paused);
