@@ -55,8 +55,8 @@ int cmdExport(const Args& args, std::ostream& out, std::ostream& err)
         out << "merging the " << r.quant << " base: loss " << r.lossAdapterQuantized
             << " (adapter on the " << r.quant << " base) -> " << r.lossMerged << " (merged) on "
             << r.quantLossTokens << " validation tokens (largest logit difference "
-            << r.logitsMaxDiff << "); the adapter on the original base (PEFT): "
-            << r.lossAdapterOriginal << "\n";
+            << r.logitsMaxDiff
+            << "); the adapter on the original base (PEFT): " << r.lossAdapterOriginal << "\n";
     out << "exported " << r.checkpoint << " as " << r.format << " to " << r.outDir << " ("
         << r.tensors << " tensors";
     if (r.format.starts_with("gguf"))

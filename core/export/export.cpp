@@ -222,10 +222,10 @@ void measureQuantisationLoss(CausalLM& model, const TrainConfig& run, const Toke
 void mergeQuantizedBase(CausalLM& model, const std::string& runDir, const TrainConfig& run,
                         const Tokenizer& tokenizer, ExportReport& report)
 {
-    report.notes.push_back(cat(
-        "the run trained on a ", quantKindName(run.quant.kind),
-        "-quantised base; the merged weights are the base dequantised into fp32 plus the "
-        "adapter, so they carry the quantisation error (measured below)"));
+    report.notes.push_back(
+        cat("the run trained on a ", quantKindName(run.quant.kind),
+            "-quantised base; the merged weights are the base dequantised into fp32 plus the "
+            "adapter, so they carry the quantisation error (measured below)"));
     torch::NoGradGuard noGrad;
     PreparedData data;
     try {
@@ -462,7 +462,8 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
             "the adapter was trained on a ", quantKindName(run.quant.kind),
             "-quantised base and applies to the original (unquantised) base, as PEFT loads it; "
             "to reproduce training exactly, load that base quantised the same way (bitsandbytes ",
-            run.quant.kind == QuantKind::Int8 ? "load_in_8bit" : "load_in_4bit, bnb_4bit_quant_type ",
+            run.quant.kind == QuantKind::Int8 ? "load_in_8bit"
+                                              : "load_in_4bit, bnb_4bit_quant_type ",
             run.quant.kind == QuantKind::Int8 ? "" : quantKindName(run.quant.kind),
             run.quant.doubleQuant ? ", bnb_4bit_use_double_quant" : "", ")"));
     if (run.quant.enabled() && !reward && (options.format == "merged" || options.format == "gguf"))

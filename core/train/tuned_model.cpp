@@ -8,12 +8,13 @@
 
 namespace tb {
 
-std::unique_ptr<Model> loadTunedModel(const std::string& runDir, const LoadOptions& options)
+std::unique_ptr<Model> loadTunedModel(const std::string& runDir, const LoadOptions& options,
+                                      bool quantizedBase)
 {
     if (options.dtype != "fp32")
         fail(runDir,
              ": a tuned model loads in fp32 (the precision its trainable weights were kept in)");
-    PreparedModel prepared = loadRun(runDir, options.device, "load").model;
+    PreparedModel prepared = loadRun(runDir, options.device, "load", quantizedBase).model;
     for (auto& p : prepared.module->parameters())
         p.set_requires_grad(false);
     auto impl = std::make_unique<Model::Impl>();

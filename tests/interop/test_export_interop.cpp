@@ -171,6 +171,10 @@ void TestExportInterop::initTestCase()
     m_runs["prompt_rows"] = train("prompt", "prompt_rows", {"max_steps=1"});
     m_runs["full"] = train("full", "full", {"lr=0.01"});
     m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
+    // QLoRA: LoRA on the NF4 (double-quantised) base. Merged: the dequantised base plus the
+    // adapter, which transformers must compute as our adapter on the NF4 base does; PEFT: the
+    // adapter on the original base, as PEFT applies it.
+    m_runs["qlora"] = train("lora", "qlora", {"lr=0.01", "quant=nf4", "quant_double=true"});
     m_runs["gpt2_lora"] =
         train("lora", "gpt2_lora",
               {"model=" + gpt2, "lr=0.01", "lora.rank=4", "lora.targets=[\"c_attn\",\"c_proj\"]",
@@ -199,6 +203,8 @@ void TestExportInterop::initTestCase()
     m_cases["untied_lora_merged"] = {m_runs["untied_lora"], "merged", untied, storiesIds};
     m_cases["prompt_peft"] = {m_runs["prompt"], "peft", stories, storiesIds};
     m_cases["full_merged"] = {m_runs["full"], "merged", stories, storiesIds};
+    m_cases["qlora_peft"] = {m_runs["qlora"], "peft", stories, storiesIds};
+    m_cases["qlora_merged"] = {m_runs["qlora"], "merged", stories, storiesIds};
     m_cases["gpt2_lora_peft"] = {m_runs["gpt2_lora"], "peft", gpt2, gpt2Ids};
     m_cases["gpt2_lora_merged"] = {m_runs["gpt2_lora"], "merged", gpt2, gpt2Ids};
 
@@ -226,8 +232,9 @@ void TestExportInterop::initTestCase()
 void TestExportInterop::logitsMatchHuggingFace_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"lora_peft", "lora_merged", "untied_lora_peft", "untied_lora_merged",
-                          "prompt_peft", "full_merged", "gpt2_lora_peft", "gpt2_lora_merged"})
+    for (const char* n :
+         {"lora_peft", "lora_merged", "untied_lora_peft", "untied_lora_merged", "prompt_peft",
+          "full_merged", "qlora_peft", "qlora_merged", "gpt2_lora_peft", "gpt2_lora_merged"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -264,7 +271,11 @@ void TestExportInterop::logitsMatchHuggingFace()
     QVERIFY(info && info->dtype == tb::DType::F32);
     const auto* theirs = reinterpret_cast<const float*>(file->data(*info));
 
-    const std::vector<float> ours = tb::loadTunedModel(c.run)->logits(c.ids);
+    // A QLoRA run's PEFT adapter goes with the original base; its merged folder is the quantised
+    // base dequantised, so it matches the run as trained.
+    const bool originalBase = name == QStringLiteral("qlora_peft");
+    const std::vector<float> ours =
+        tb::loadTunedModel(c.run, {"fp32", "cpu"}, !originalBase)->logits(c.ids);
     const std::vector<float> base = tb::Model::load(c.base, {"fp32", "cpu"})->logits(c.ids);
     QCOMPARE(static_cast<int64_t>(ours.size()), info->numel());
     QCOMPARE(base.size(), ours.size());

@@ -10,6 +10,8 @@
 
 #include <QtTest>
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace {
@@ -125,6 +127,8 @@ private Q_SLOTS:
     void byteSizes();
     void cliJson();
     void cliTableAndErrors();
+    void quantisedBaseClosedForm();
+    void quantisedBaseVerdicts();
 };
 
 void TestMemory::parameterCounts_data()
@@ -730,6 +734,88 @@ void TestMemory::cliTableAndErrors()
     r = cli({"estimate", "--model", "/nonexistent/model", "--method", "full"});
     QCOMPARE(r.status, 1);
     QVERIFY2(r.err.find("/nonexistent/model") != std::string::npos, r.err.c_str());
+}
+
+void TestMemory::quantisedBaseClosedForm()
+{
+    // TinyLlama, LoRA (q_proj, v_proj) on an NF4 base: every block's 7 linear weights at their
+    // packed size (quant_format.h: bitsandbytes' layout), the rest of the frozen parameters in
+    // fp32.
+    const auto c = load("tinyllama-1.1b.json");
+    const int64_t h = 2048, i = 5632, kv = 256, layers = 22, params = 1100048384;
+    const int64_t shapes[][2] = {{h, h}, {kv, h}, {kv, h}, {h, h}, {i, h}, {i, h}, {h, i}};
+    for (bool dq : {false, true}) {
+        auto run = method(tb::Method::Lora);
+        run.quant = {tb::QuantKind::Nf4, dq, false};
+        const auto e = tb::estimateMemory(c, run, cpu());
+        int64_t quantised = 0, bytes = 0, largest = 0;
+        for (const auto& sh : shapes) {
+            const int64_t n = sh[0] * sh[1], blocks = (n + 63) / 64;
+            quantised += layers * n;
+            bytes += layers *
+                     ((n + 1) / 2 + (dq ? blocks + (blocks + 255) / 256 * 4 + 1024 : 4 * blocks));
+            largest = std::max(largest, n);
+        }
+        QCOMPARE(e.quantizedParameters, quantised);
+        QCOMPARE(e.quantizedBytes.total(), bytes);
+        QCOMPARE(e.weightsFrozen, 4 * (params - quantised) + bytes);
+        QCOMPARE(e.dequantTransient, 4 * largest);  // fp32 compute
+        const double bits = 8.0 * double(bytes) / double(quantised);
+        QVERIFY2(std::abs(bits - (dq ? 4.127 : 4.5)) < 0.005, qPrintable(QString::number(bits)));
+        // Trainable parts do not change; the peak phases carry the dequantised layer.
+        const auto plain = tb::estimateMemory(c, method(tb::Method::Lora), cpu());
+        QCOMPARE(e.gradients, plain.gradients);
+        QCOMPARE(e.optimizerStates, plain.optimizerStates);
+        bool found = false;
+        for (const auto& item : e.items)
+            found = found || item.key == "dequantized";
+        QVERIFY(found);
+    }
+    // int8: n bytes + a float32 absmax per row.
+    auto run = method(tb::Method::Lora);
+    run.quant.kind = tb::QuantKind::Int8;
+    const auto e = tb::estimateMemory(c, run, cpu());
+    QCOMPARE(e.quantizedBytes.total(), layers * (2 * (h * h + 4 * h) + 2 * (kv * h + 4 * kv) +
+                                                 2 * (i * h + 4 * i) + (h * i + 4 * h)));
+    // A method that trains the base cannot hold it quantised.
+    auto full = method(tb::Method::Full);
+    full.quant.kind = tb::QuantKind::Nf4;
+    expectError([&] { tb::estimateMemory(c, full, cpu()); }, {"quant nf4", "full", "lora"});
+}
+
+void TestMemory::quantisedBaseVerdicts()
+{
+    // The shipped Llama-3.1-8B config, LoRA r16 on all seven projections at batch 1 x 2048 with
+    // gradient checkpointing and bf16 autocast, on a 24 GiB card: QLoRA (NF4, double quantisation)
+    // fits; LoRA on the unquantised base under Tunebench's bf16-mixed (fp32 weights) does not. With
+    // the base in pure bf16 (not a trainer option) LoRA fits too, 6 GiB above QLoRA.
+    const auto c = tb::loadModelConfig(TB_SOURCE_DIR "/datasets/model-configs/llama-3.1-8b");
+    auto run = method(tb::Method::Lora);
+    run.lora.rank = 16;
+    run.lora.targets = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                        "gate_proj", "up_proj", "down_proj"};
+    tb::EstimateOptions o;
+    o.batch = 1;
+    o.seq = 2048;
+    o.gradientCheckpointing = true;
+    o.precision = "bf16-mixed";
+    o.deviceMemory = int64_t(24) << 30;
+    o.advise = false;
+    const auto lora = tb::estimateMemory(c, run, o);
+    o.precision = "bf16";
+    const auto loraBf16 = tb::estimateMemory(c, run, o);
+    run.quant = {tb::QuantKind::Nf4, true, false};
+    o.precision = "bf16-mixed";
+    const auto qlora = tb::estimateMemory(c, run, o);
+    qInfo("Llama-3.1-8B LoRA r16, 1 x 2048: bf16-mixed %.2f GiB, pure bf16 %.2f GiB, QLoRA nf4 "
+          "%.2f GiB",
+          double(lora.total) / (1 << 30), double(loraBf16.total) / (1 << 30),
+          double(qlora.total) / (1 << 30));
+    QVERIFY(qlora.fits && *qlora.fits);
+    QVERIFY(lora.fits && !*lora.fits);
+    QVERIFY(loraBf16.total > qlora.total + (int64_t(5) << 30));
+    // 4-bit blocks of the 6.98e9 block weights: about 3.6 GB instead of 27.9 GB.
+    QVERIFY(qlora.weights < lora.weights / 3);
 }
 
 QTEST_GUILESS_MAIN(TestMemory)
