@@ -53,8 +53,9 @@ commands:
                                                        answers for held-out prompts, scored with 95%
                                                        intervals: RUN/eval/NAME/results.json
   eval score --predictions FILE.jsonl --metrics LIST [--json]   score predictions made elsewhere
-  eval compare --runs R1,R2 [--base DIR] [--data FILE] --metrics LIST [--out DIR] [--json]
-                                                       base vs tuned scorecard (scorecard.json + .md)
+  eval compare --runs R1,R2 [--base DIR] [--base-quant none,nf4 [--base-quant-double]] [--data FILE]
+            --metrics LIST [--out DIR] [--json]        base vs tuned scorecard (scorecard.json + .md);
+                                                       --base-quant: the base once per format (QLoRA)
   eval suite --run RUN --suite FILE.jsonl [--no-base] [--json]   regression suite; exit 2 when a case
                                                        that passed on the base model or is required fails
   eval blind --store S --scorecard DIR [--a 0 --b 1] [--set NAME]   two systems' answers as a blind

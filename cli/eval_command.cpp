@@ -142,21 +142,48 @@ int evalScore(const Args& args, std::ostream& out)
     return 0;
 }
 
+// --base-quant LIST (none | fp32 | nf4 | fp4 | int8, in order) and --base-quant-double: how each
+// base entry holds its linear weights; the first is the reference of the deltas.
+std::vector<QuantOptions> baseQuants(const Args& args)
+{
+    const bool twice = args.flag("base-quant-double");
+    std::vector<QuantOptions> bases;
+    for (const std::string& name : splitList(args.value("base-quant", "none"))) {
+        const auto kind = parseQuantKind(name == "fp32" ? "none" : name);
+        if (!kind)
+            fail("option --base-quant '", name, "' (allowed: none, fp32, nf4, fp4, int8)");
+        QuantOptions q;
+        q.kind = *kind;
+        q.doubleQuant = twice && (q.kind == QuantKind::Nf4 || q.kind == QuantKind::Fp4);
+        bases.push_back(q);
+    }
+    if (bases.empty())
+        fail("option --base-quant needs at least one of none, fp32, nf4, fp4, int8");
+    bool fourBit = false;
+    for (const QuantOptions& q : bases)
+        fourBit = fourBit || q.doubleQuant;
+    if (twice && !fourBit)
+        fail("option --base-quant-double needs a 4-bit base in --base-quant (nf4 or fp4)");
+    return bases;
+}
+
 int evalCompare(const Args& args, std::ostream& out, std::ostream& err)
 {
-    args.allowOnly(withEvalOptions({"base", "runs"}));
+    args.allowOnly(withEvalOptions({"base", "runs", "base-quant", "base-quant-double"}));
     const std::vector<std::string> runs = splitList(args.value("runs", ""));
     if (runs.empty())
-        fail("usage: tunebench eval compare --runs R1[,R2...] [--base DIR] [--data FILE | --store "
-             "S --snapshot ID] --metrics LIST [--out DIR] [--json]");
+        fail("usage: tunebench eval compare --runs R1[,R2...] [--base DIR] [--base-quant "
+             "none,nf4 [--base-quant-double]] [--data FILE | --store S --snapshot ID] --metrics "
+             "LIST [--out DIR] [--json]");
     const eval::EvalSettings settings = evalSettings(args);
+    const std::vector<QuantOptions> bases = baseQuants(args);
     const std::string base = args.value("base", runBaseModel(runs.front()));
     const EvalCases cases = loadEvalCases(dataSource(args, runs.front()));
     for (const auto& w : cases.warnings)
         err << "warning: " << w << "\n";
     std::vector<eval::EvalResult> results;
     const eval::Scorecard sc =
-        compareRuns(base, runs, cases, settings, progressTo(err, "compare"), &results);
+        compareRuns(base, runs, cases, settings, progressTo(err, "compare"), &results, bases);
     const std::string dir =
         args.value("out", runEvalDir(runs.front(), "compare-" + args.value("name", "latest")));
     eval::writeScorecard(sc, dir);
@@ -256,7 +283,8 @@ int evalGenerate(const Args& args, std::ostream& out, std::ostream& err)
 
 const std::set<std::string>& evalCommandFlags()
 {
-    static const std::set<std::string> flags{"rouge-stemmer", "no-base", "summary"};
+    static const std::set<std::string> flags{"rouge-stemmer", "no-base", "summary",
+                                             "base-quant-double"};
     return flags;
 }
 

@@ -34,38 +34,77 @@ std::vector<int32_t> promptIds(const GenerationRequest& request, const Tokenizer
                          jinja::Value::array({{{"role", "user"}, {"content", request.prompt}}}));
 }
 
-// The worker: everything it learns goes into `events`; it returns when both sides are done or
-// cancelled.
-void runGeneration(const GenerationRequest& request, std::shared_ptr<Model> base,
-                   std::shared_ptr<Model> tuned, const std::shared_ptr<std::atomic<bool>>& cancel,
+// The models a request needs: the controller's cached ones, the others loaded here (and handed
+// back through `events` for the cache).
+struct SideModels {
+    std::shared_ptr<Model> base, quantized, tuned;
+};
+
+void loadSides(const GenerationRequest& request, SideModels& m,
+               EventBuffer<GenerationBatch>* events)
+{
+    const std::string path = request.modelPath.toStdString();
+    if (!m.base) {
+        m.base = Model::load(path, {"fp32", "auto", {}});
+        events->add([&](GenerationBatch& b) {
+            b.baseModel = m.base;
+            b.baseModelPath = request.modelPath;
+        });
+    }
+    if (request.baseQuant.enabled() && !m.quantized) {
+        events->add([&](GenerationBatch& b) {
+            b.status = GenerationController::tr("Loading the base in %1…")
+                           .arg(QString::fromStdString(quantDescription(request.baseQuant)));
+        });
+        m.quantized = Model::load(path, {"fp32", "auto", request.baseQuant});
+        events->add([&](GenerationBatch& b) {
+            b.quantizedModel = m.quantized;
+            b.quantizedModelPath = request.modelPath;
+            b.quantizedModelOptions = request.baseQuant;
+        });
+    }
+    if (!request.runDir.isEmpty() && !m.tuned) {
+        m.tuned = loadTunedModel(request.runDir.toStdString(), {"fp32", "auto", {}});
+        events->add([&](GenerationBatch& b) {
+            b.tunedModel = m.tuned;
+            b.tunedModelRun = request.runDir;
+        });
+    }
+}
+
+QString sideName(int side, const GenerationRequest& request)
+{
+    if (side == kQuantizedBaseSide)
+        return GenerationController::tr("base %1").arg(
+            QString::fromStdString(quantDescription(request.baseQuant)));
+    return side == kBaseSide ? GenerationController::tr("base")
+                             : GenerationController::tr("fine-tuned");
+}
+
+// The worker: everything it learns goes into `events`; it returns when every side is done or
+// cancelled. Sides answer in the order of the columns: base, base quantised, fine-tuned.
+void runGeneration(const GenerationRequest& request, SideModels models,
+                   const std::shared_ptr<std::atomic<bool>>& cancel,
                    EventBuffer<GenerationBatch>* events)
 {
     try {
-        if (!base) {
-            base = Model::load(request.modelPath.toStdString(), {"fp32", "auto"});
-            events->add([&](GenerationBatch& b) {
-                b.baseModel = base;
-                b.baseModelPath = request.modelPath;
-            });
-        }
-        if (!request.runDir.isEmpty() && !tuned) {
-            tuned = loadTunedModel(request.runDir.toStdString(), {"fp32", "auto"});
-            events->add([&](GenerationBatch& b) {
-                b.tunedModel = tuned;
-                b.tunedModelRun = request.runDir;
-            });
-        }
+        loadSides(request, models, events);
         const auto tokenizer = loadTokenizer(request.modelPath.toStdString());
         GenerateOptions options = request.options;
         const std::vector<int32_t> ids = promptIds(request, *tokenizer, options);
         events->add([](GenerationBatch& b) { b.status = GenerationController::tr("Generating…"); });
         QString summary;
         const std::pair<int, std::shared_ptr<Model>> sides[] = {
-            {0, base}, {1, request.runDir.isEmpty() ? nullptr : tuned}};
+            {kBaseSide, models.base},
+            {kQuantizedBaseSide, request.baseQuant.enabled() ? models.quantized : nullptr},
+            {kTunedSide, request.runDir.isEmpty() ? nullptr : models.tuned}};
         for (const auto& [side, model] : sides) {
             if (!model || *cancel)
                 continue;
             const int s = side;
+            const QString weights =
+                QString::fromStdString(describeWeights(model->weightFootprint()));
+            events->add([&](GenerationBatch& b) { b.weights.emplace_back(s, weights); });
             const GenerateResult r = model->generate(
                 ids, options, tokenizer.get(), [&](int32_t, const std::string& piece) {
                     if (!piece.empty())
@@ -74,8 +113,7 @@ void runGeneration(const GenerationRequest& request, std::shared_ptr<Model> base
                 });
             const double rate = r.decodeSeconds > 0 ? double(r.tokens.size()) / r.decodeSeconds : 0;
             summary += GenerationController::tr("%1: %2 tokens, %3 tok/s, stop: %4.  ")
-                           .arg(side == 0 ? GenerationController::tr("base")
-                                          : GenerationController::tr("fine-tuned"))
+                           .arg(sideName(side, request))
                            .arg(r.tokens.size())
                            .arg(rate, 0, 'f', 0)
                            .arg(QString::fromStdString(r.stopReason));
@@ -98,13 +136,13 @@ void runBestOfN(const BestOfNRequest& request, std::shared_ptr<Model> base,
     try {
         std::shared_ptr<Model> model = g.runDir.isEmpty() ? base : tuned;
         if (!model && g.runDir.isEmpty()) {
-            model = Model::load(g.modelPath.toStdString(), {"fp32", "auto"});
+            model = Model::load(g.modelPath.toStdString(), {"fp32", "auto", {}});
             events->add([&](GenerationBatch& b) {
                 b.baseModel = model;
                 b.baseModelPath = g.modelPath;
             });
         } else if (!model) {
-            model = loadTunedModel(g.runDir.toStdString(), {"fp32", "auto"});
+            model = loadTunedModel(g.runDir.toStdString(), {"fp32", "auto", {}});
             events->add([&](GenerationBatch& b) {
                 b.tunedModel = model;
                 b.tunedModelRun = g.runDir;
@@ -193,10 +231,13 @@ bool GenerationController::start(const GenerationRequest& request)
     m_busy = true;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     // The worker gets the cached models by value; what it loads comes back through the buffer.
-    std::shared_ptr<Model> base = m_baseModelPath == request.modelPath ? m_baseModel : nullptr;
-    std::shared_ptr<Model> tuned = m_tunedModelRun == request.runDir ? m_tunedModel : nullptr;
-    m_future = QtConcurrent::run([request, base, tuned, cancel = m_cancel, events = &m_events] {
-        runGeneration(request, base, tuned, cancel, events);
+    SideModels models;
+    models.base = m_baseModelPath == request.modelPath ? m_baseModel : nullptr;
+    models.tuned = m_tunedModelRun == request.runDir ? m_tunedModel : nullptr;
+    if (m_quantizedModelPath == request.modelPath && m_quantizedModelOptions == request.baseQuant)
+        models.quantized = m_quantizedModel;
+    m_future = QtConcurrent::run([request, models, cancel = m_cancel, events = &m_events] {
+        runGeneration(request, models, cancel, events);
     });
     return true;
 }
@@ -233,6 +274,11 @@ void GenerationController::drain(GenerationBatch&& batch)
     if (batch.tunedModel) {
         m_tunedModel = batch.tunedModel;
         m_tunedModelRun = batch.tunedModelRun;
+    }
+    if (batch.quantizedModel) {
+        m_quantizedModel = batch.quantizedModel;
+        m_quantizedModelPath = batch.quantizedModelPath;
+        m_quantizedModelOptions = batch.quantizedModelOptions;
     }
     if (batch.finished)
         m_busy = false;

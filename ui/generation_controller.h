@@ -1,6 +1,7 @@
-// GenerationController: runs the Playground's generations (base, then fine-tuned; or best-of-N
-// samples ranked by a reward model) on a worker; tokens, status, rankings and the models it loaded
-// come back through an EventBuffer, drained on the GUI thread in batches.
+// GenerationController: runs the Playground's generations (base, the base quantised when asked,
+// then fine-tuned; or best-of-N samples ranked by a reward model) on a worker; tokens, status,
+// rankings, how each model holds its weights and the models it loaded come back through an
+// EventBuffer, drained on the GUI thread in batches.
 #pragma once
 
 #include "event_buffer.h"
@@ -23,7 +24,10 @@ namespace tb {
 // sampling.
 struct GenerationRequest {
     QString modelPath;
-    QString runDir;        // empty: base only
+    QString runDir;  // empty: base only
+    // The base once more with its blocks' linear weights quantised as QLoRA holds them (side 2);
+    // none: no third answer.
+    QuantOptions baseQuant;
     QString chatTemplate;  // empty: raw text
     std::string prompt;
     GenerateOptions options;
@@ -45,14 +49,20 @@ struct RankedAnswer {
     std::string stopReason;
 };
 
+// Sides of the Playground's answers.
+enum GenerationSide { kBaseSide = 0, kTunedSide = 1, kQuantizedBaseSide = 2 };
+
 // Everything the worker reported since the last drain.
 struct GenerationBatch {
-    std::vector<std::pair<int, std::string>>
-        pieces;                     // (side, text) in order; side 0: base, 1: fine-tuned
+    // (side, text) in order; side 0: base, 1: fine-tuned, 2: the base quantised
+    std::vector<std::pair<int, std::string>> pieces;
     std::optional<QString> status;  // the latest status line
+    // (side, how its model holds its weights: describeWeights), before its first piece.
+    std::vector<std::pair<int, QString>> weights;
     // Models the worker loaded, handed to the controller (which caches them for the next request).
-    std::shared_ptr<Model> baseModel, tunedModel;
-    QString baseModelPath, tunedModelRun;
+    std::shared_ptr<Model> baseModel, tunedModel, quantizedModel;
+    QString baseModelPath, tunedModelRun, quantizedModelPath;
+    QuantOptions quantizedModelOptions;
     std::optional<QString> finished;   // the summary, or "Error: ..."
     std::vector<RankedAnswer> ranked;  // best-of-N: the answers, best first (with `finished`)
 };
@@ -86,8 +96,9 @@ private:
     bool m_busy = false;
     // Loaded models, reused while their source is unchanged; written only here, on the GUI thread,
     // from a drained batch; the (single) worker gets its own reference with the request.
-    std::shared_ptr<Model> m_baseModel, m_tunedModel;
-    QString m_baseModelPath, m_tunedModelRun;
+    std::shared_ptr<Model> m_baseModel, m_tunedModel, m_quantizedModel;
+    QString m_baseModelPath, m_tunedModelRun, m_quantizedModelPath;
+    QuantOptions m_quantizedModelOptions;
 };
 
 }  // namespace tb

@@ -1,5 +1,5 @@
-// Playground page: prompt and sampling settings; the GenerationController's batches fill the two
-// outputs.
+// Playground page: prompt and sampling settings; the GenerationController's batches fill the
+// outputs (base, the base quantised when chosen, fine-tuned) and their weights lines.
 #include "playground_page.h"
 
 #include "generation_controller.h"
@@ -24,6 +24,8 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 namespace tb {
 
@@ -53,6 +55,45 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
     promptLayout->addLayout(buttons);
     top->addWidget(promptBox, 3);
 
+    top->addWidget(buildSettings(), 2);
+
+    buildOutputs(layout);
+    auto* bestBox = new QGroupBox(tr("Best of N (ranked by a reward model)"), this);
+    buildBestOfN(bestBox);
+    layout->addWidget(bestBox);
+
+    connect(m_generate, &QPushButton::clicked, this, &PlaygroundPage::generate);
+    connect(m_stop, &QPushButton::clicked, this, &PlaygroundPage::cancel);
+    connect(m_greedy, &QCheckBox::toggled, this, [this](bool on) {
+        for (QWidget* w : {static_cast<QWidget*>(m_temperature), static_cast<QWidget*>(m_topK),
+                           static_cast<QWidget*>(m_topP), static_cast<QWidget*>(m_seed)})
+            w->setEnabled(!on);
+    });
+    connect(m_controller, &GenerationController::batchArrived, this, &PlaygroundPage::onBatch);
+    connect(m_quantBase, &QComboBox::currentIndexChanged, this,
+            &PlaygroundPage::showQuantizedBaseColumn);
+    connect(m_run, &QComboBox::currentIndexChanged, this, [this] {
+        if (m_run->currentIndex() >= 0)
+            m_state->setSelectedRun(m_run->currentData().toString());
+    });
+    connect(m_state, &StudioState::runsChanged, this, &PlaygroundPage::refreshRuns);
+    connect(m_state, &StudioState::modelChanged, this, &PlaygroundPage::showModelMissing);
+    connect(m_state, &StudioState::selectedRunChanged, this, &PlaygroundPage::refreshRuns);
+    connect(m_state, &StudioState::configChanged, this, [this] {
+        const int i = m_template->findData(
+            QString::fromLatin1(chatTemplateChoiceName(m_state->config().data.chatTemplate)));
+        if (i >= 0)
+            m_template->setCurrentIndex(i);
+    });
+    const int i = m_template->findData(
+        QString::fromLatin1(chatTemplateChoiceName(m_state->config().data.chatTemplate)));
+    m_template->setCurrentIndex(std::max(0, i));
+    refreshRuns();
+    showQuantizedBaseColumn();
+}
+
+QWidget* PlaygroundPage::buildSettings()
+{
     auto* settings = new QGroupBox(tr("Sampling"), this);
     auto* form = new QFormLayout(settings);
     m_run = new QComboBox(settings);
@@ -81,7 +122,14 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
     m_seed = new QSpinBox(settings);
     m_seed->setRange(0, 2147483647);
     m_greedy = new QCheckBox(tr("Greedy (argmax)"), settings);
+    m_quantBase = new QComboBox(settings);
+    m_quantBase->setToolTip(
+        tr("A third column: the same base model with its blocks' linear weights held in 4 or 8 "
+           "bits, as QLoRA holds its frozen base, to compare with the fp32 base and a run tuned "
+           "on that base."));
+    fillQuantizedBaseBox();
     form->addRow(tr("Fine-tuned run:"), m_run);
+    form->addRow(tr("Quantised base:"), m_quantBase);
     form->addRow(tr("Chat template:"), m_template);
     form->addRow(tr("Max new tokens:"), m_maxTokens);
     form->addRow(tr("Temperature:"), m_temperature);
@@ -90,55 +138,71 @@ PlaygroundPage::PlaygroundPage(StudioState* state, QWidget* parent)
     form->addRow(tr("Repetition penalty:"), m_repetition);
     form->addRow(tr("Seed:"), m_seed);
     form->addRow(QString(), m_greedy);
-    top->addWidget(settings, 2);
+    return settings;
+}
 
+void PlaygroundPage::buildOutputs(QBoxLayout* layout)
+{
     auto* outputs = new QHBoxLayout();
-    auto output = [this, outputs](const QString& title, QLabel** label) {
+    auto output = [this, outputs](const QString& title, QLabel** label, int side) {
         auto* box = new QGroupBox(this);
         auto* v = new QVBoxLayout(box);
         *label = new QLabel(title, box);
         QFont f = (*label)->font();
         f.setBold(true);
         (*label)->setFont(f);
+        m_weights[side] = new QLabel(box);
+        m_weights[side]->setWordWrap(true);
+        m_weights[side]->setToolTip(
+            tr("How this column's model holds its weights: the format, bits per weight (of the "
+               "quantised layers, their absmax statistics included) and all its weights' bytes."));
         auto* edit = new QPlainTextEdit(box);
         edit->setReadOnly(true);
         v->addWidget(*label);
+        v->addWidget(m_weights[side]);
         v->addWidget(edit, 1);
         outputs->addWidget(box, 1);
-        return edit;
+        return std::pair{box, edit};
     };
-    m_base = output(tr("Base model"), &m_baseTitle);
-    m_tuned = output(tr("Fine-tuned"), &m_tunedTitle);
+    m_base = output(tr("Base model"), &m_baseTitle, kBaseSide).second;
+    std::tie(m_quantColumn, m_quantized) =
+        output(tr("Base model, quantised"), &m_quantTitle, kQuantizedBaseSide);
+    m_tuned = output(tr("Fine-tuned"), &m_tunedTitle, kTunedSide).second;
     layout->addLayout(outputs, 1);
-    auto* bestBox = new QGroupBox(tr("Best of N (ranked by a reward model)"), this);
-    buildBestOfN(bestBox);
-    layout->addWidget(bestBox);
+}
 
-    connect(m_generate, &QPushButton::clicked, this, &PlaygroundPage::generate);
-    connect(m_stop, &QPushButton::clicked, this, &PlaygroundPage::cancel);
-    connect(m_greedy, &QCheckBox::toggled, this, [this](bool on) {
-        for (QWidget* w : {static_cast<QWidget*>(m_temperature), static_cast<QWidget*>(m_topK),
-                           static_cast<QWidget*>(m_topP), static_cast<QWidget*>(m_seed)})
-            w->setEnabled(!on);
-    });
-    connect(m_controller, &GenerationController::batchArrived, this, &PlaygroundPage::onBatch);
-    connect(m_run, &QComboBox::currentIndexChanged, this, [this] {
-        if (m_run->currentIndex() >= 0)
-            m_state->setSelectedRun(m_run->currentData().toString());
-    });
-    connect(m_state, &StudioState::runsChanged, this, &PlaygroundPage::refreshRuns);
-    connect(m_state, &StudioState::modelChanged, this, &PlaygroundPage::showModelMissing);
-    connect(m_state, &StudioState::selectedRunChanged, this, &PlaygroundPage::refreshRuns);
-    connect(m_state, &StudioState::configChanged, this, [this] {
-        const int i = m_template->findData(
-            QString::fromLatin1(chatTemplateChoiceName(m_state->config().data.chatTemplate)));
-        if (i >= 0)
-            m_template->setCurrentIndex(i);
-    });
-    const int i = m_template->findData(
-        QString::fromLatin1(chatTemplateChoiceName(m_state->config().data.chatTemplate)));
-    m_template->setCurrentIndex(std::max(0, i));
-    refreshRuns();
+void PlaygroundPage::fillQuantizedBaseBox()
+{
+    m_quantBase->addItem(tr("off (base and fine-tuned only)"), QStringLiteral("none"));
+    m_quantBase->setItemData(0, false, Qt::UserRole + 1);
+    const std::pair<QuantKind, bool> formats[] = {{QuantKind::Nf4, true},
+                                                  {QuantKind::Nf4, false},
+                                                  {QuantKind::Fp4, false},
+                                                  {QuantKind::Int8, false}};
+    for (const auto& [kind, twice] : formats) {
+        QuantOptions q;
+        q.kind = kind;
+        q.doubleQuant = twice;
+        m_quantBase->addItem(QString::fromStdString(quantDescription(q)),
+                             QString::fromLatin1(quantKindName(kind)));
+        m_quantBase->setItemData(m_quantBase->count() - 1, twice, Qt::UserRole + 1);
+    }
+}
+
+QuantOptions PlaygroundPage::quantizedBase() const
+{
+    QuantOptions q;
+    q.kind = parseQuantKind(m_quantBase->currentData().toString().toStdString())
+                 .value_or(QuantKind::None);
+    q.doubleQuant = m_quantBase->currentData(Qt::UserRole + 1).toBool();
+    return q;
+}
+
+void PlaygroundPage::showQuantizedBaseColumn()
+{
+    const QuantOptions q = quantizedBase();
+    m_quantColumn->setVisible(q.enabled());
+    m_quantTitle->setText(tr("Base model · %1").arg(QString::fromStdString(quantDescription(q))));
 }
 
 void PlaygroundPage::buildBestOfN(QWidget* box)
@@ -213,26 +277,46 @@ QString PlaygroundPage::tunedText() const
 {
     return m_tuned->toPlainText();
 }
+QString PlaygroundPage::quantizedBaseText() const
+{
+    return m_quantized->toPlainText();
+}
+QString PlaygroundPage::weightsText(int side) const
+{
+    return side >= 0 && side < 3 ? m_weights[side]->text() : QString();
+}
 
 void PlaygroundPage::cancel()
 {
     m_controller->cancel();
 }
 
+void PlaygroundPage::clearOutputs()
+{
+    for (QPlainTextEdit* edit : {m_base, m_tuned, m_quantized})
+        edit->clear();
+    for (QLabel* label : m_weights)
+        label->clear();
+    m_tokens = 0;
+}
+
 void PlaygroundPage::onBatch(const GenerationBatch& batch)
 {
     // One insertion per side per batch; the per-token signal keeps its meaning for listeners.
-    QString text[2];
+    for (const auto& [side, weights] : batch.weights)
+        m_weights[side]->setText(weights);
+    QString text[3];
     for (const auto& [side, piece] : batch.pieces) {
         const QString t = QString::fromStdString(piece);
         text[side] += t;
         ++m_tokens;
         Q_EMIT tokenArrived(side, t);
     }
-    for (int side : {0, 1}) {
+    QPlainTextEdit* const edits[3] = {m_base, m_tuned, m_quantized};
+    for (int side : {kBaseSide, kTunedSide, kQuantizedBaseSide}) {
         if (text[side].isEmpty())
             continue;
-        QPlainTextEdit* edit = side == 0 ? m_base : m_tuned;
+        QPlainTextEdit* edit = edits[side];
         edit->moveCursor(QTextCursor::End);
         edit->insertPlainText(text[side]);
     }
@@ -254,6 +338,7 @@ GenerationRequest PlaygroundPage::request() const
     GenerationRequest request;
     request.modelPath = m_state->modelPath();
     request.runDir = m_run->currentData().toString();
+    request.baseQuant = quantizedBase();
     GenerateOptions& options = request.options;
     options.maxNewTokens = m_maxTokens->value();
     options.greedy = m_greedy->isChecked();
@@ -293,16 +378,15 @@ bool PlaygroundPage::bestOfN()
     }
     BestOfNRequest best;
     best.generation = request();
+    best.generation.baseQuant = {};  // best-of-N samples one model: the run's, or the base
     best.rewardRun = m_rewardRun->currentData().toString();
     best.n = m_bestOf->value();
     if (best.generation.modelPath.isEmpty()) {
         m_status->setText(tr("Open a model first."));
         return false;
     }
-    m_base->clear();
-    m_tuned->clear();
+    clearOutputs();
     m_ranked->setAnswers({});
-    m_tokens = 0;
     const QString& runDir = best.generation.runDir;
     m_tunedTitle->setText(
         tr("%1 samples from %2")
@@ -331,9 +415,7 @@ void PlaygroundPage::generate()
         return;
     }
 
-    m_base->clear();
-    m_tuned->clear();
-    m_tokens = 0;
+    clearOutputs();
     const QString& runDir = request.runDir;
     m_tunedTitle->setText(runDir.isEmpty()
                               ? tr("Fine-tuned (choose a run)")

@@ -1,10 +1,15 @@
 // The Playground: one prompt, the base model's and the fine-tuned model's continuations side by
-// side, streamed from a worker (GenerationController) in ~40 ms batches of tokens, with sampling
-// settings; best-of-N samples N answers and ranks them by a reward-model run's scores.
+// side (and, when chosen, the base once more with its linear weights quantised as QLoRA holds
+// them, in a middle column), streamed from a worker (GenerationController) in ~40 ms batches of
+// tokens, with sampling settings; each column says how its model holds its weights. Best-of-N
+// samples N answers and ranks them by a reward-model run's scores.
 #pragma once
+
+#include "quant/quant_format.h"
 
 #include <QWidget>
 
+class QBoxLayout;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -36,6 +41,14 @@ public:
     QString tunedText() const;
     QString statusText() const;  // the line under the prompt (progress, or why it cannot generate)
     QPushButton* generateButton() const { return m_generate; }
+    QString quantizedBaseText() const;
+    // The quantised base's format: "off", "NF4 (double quant)", "NF4", "FP4", "int8" (item data:
+    // the quant kind's name; Qt::UserRole + 1: double quantisation). Off hides its column.
+    QComboBox* quantizedBaseBox() const { return m_quantBase; }
+    QWidget* quantizedBaseColumn() const { return m_quantColumn; }
+    // A column's weights as its model holds them (describeWeights), once it has answered; side as
+    // in tokenArrived.
+    QString weightsText(int side) const;
     int tokensStreamed() const { return m_tokens; }
     QComboBox* runBox() const { return m_run; }
     GenerationController* controller() const { return m_controller; }
@@ -52,7 +65,8 @@ public:
     bool bestOfN();
 
 Q_SIGNALS:
-    void tokenArrived(int side, const QString& text);  // per token, side 0: base, 1: fine-tuned
+    // Per token, side 0: base, 1: fine-tuned, 2: the base quantised.
+    void tokenArrived(int side, const QString& text);
     void generationFinished(const QString& message);
 
 private:
@@ -61,6 +75,12 @@ private:
     void onBatch(const GenerationBatch& batch);
     GenerationRequest request() const;  // the prompt and sampling settings
     void buildBestOfN(QWidget* box);
+    QWidget* buildSettings();  // the run, the quantised base, the template and the sampling
+    void buildOutputs(QBoxLayout* layout);
+    void fillQuantizedBaseBox();
+    void showQuantizedBaseColumn();
+    QuantOptions quantizedBase() const;  // the box's choice
+    void clearOutputs();
 
     StudioState* m_state;
     QPlainTextEdit* m_prompt = nullptr;
@@ -70,8 +90,11 @@ private:
     QDoubleSpinBox *m_temperature = nullptr, *m_topP = nullptr, *m_repetition = nullptr;
     QCheckBox* m_greedy = nullptr;
     QPushButton *m_generate = nullptr, *m_stop = nullptr;
-    QPlainTextEdit *m_base = nullptr, *m_tuned = nullptr;
-    QLabel *m_baseTitle = nullptr, *m_tunedTitle = nullptr;
+    QComboBox* m_quantBase = nullptr;
+    QPlainTextEdit *m_base = nullptr, *m_tuned = nullptr, *m_quantized = nullptr;
+    QLabel *m_baseTitle = nullptr, *m_tunedTitle = nullptr, *m_quantTitle = nullptr;
+    QLabel* m_weights[3] = {};  // per side: how its model holds its weights
+    QWidget* m_quantColumn = nullptr;
     QLabel* m_status = nullptr;
     GenerationController* m_controller = nullptr;
     QComboBox* m_rewardRun = nullptr;

@@ -92,6 +92,15 @@ nlohmann::json toJson(const Scorecard& sc)
                                  {"metrics", metrics}};
         if (sc.systems[s].generalLoss)
             system["general_loss"] = *sc.systems[s].generalLoss;
+        if (const auto& w = sc.systems[s].weights)
+            system["weights"] = {{"dtype", w->dtype},
+                                 {"quant", quantKindName(w->quant.kind)},
+                                 {"double_quant", w->quant.doubleQuant},
+                                 {"bits_per_weight", w->bitsPerWeight()},
+                                 {"bytes", w->bytes},
+                                 {"parameters", w->parameters},
+                                 {"quantized_parameters", w->quantizedParameters},
+                                 {"quantized_bytes", w->quantizedBytes}};
         systems.push_back(system);
     }
     return {{"metrics", sc.metrics},     {"examples", sc.examples}, {"data_sha256", sc.dataSha256},
@@ -145,6 +154,16 @@ std::string scorecardMarkdown(const Scorecard& sc)
         for (const ScorecardSystem& s : sc.systems)
             md +=
                 "| " + s.label + " | " + (s.generalLoss ? fixed(*s.generalLoss, 4) : "–") + " |\n";
+    }
+    bool weights = false;
+    for (const ScorecardSystem& s : sc.systems)
+        weights = weights || s.weights.has_value();
+    if (weights) {
+        md += "\n## Weights\n\nHow each system held its weights while it answered (quantised "
+              "layers at their packed size, statistics included).\n\n| system | weights |\n|---|"
+              "---|\n";
+        for (const ScorecardSystem& s : sc.systems)
+            md += "| " + s.label + " | " + (s.weights ? describeWeights(*s.weights) : "–") + " |\n";
     }
     return md;
 }

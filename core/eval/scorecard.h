@@ -6,6 +6,7 @@
 
 #include "eval/bootstrap.h"
 #include "eval/evaluate.h"
+#include "model/model.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,11 +17,13 @@
 namespace tb::eval {
 
 struct ScorecardSystem {
-    std::string label;  // "base", a run's name
+    std::string label;  // "base", "base (nf4)", a run's name
     EvalResult result;
     // Loss per token on the general holdout (forgetting): the run's last logged value; for the
     // base, the run's logged base value. nullopt when the run has no general holdout.
     std::optional<double> generalLoss;
+    // How the evaluated model held its weights (dtype, quantisation, bytes); nullopt: not known.
+    std::optional<WeightFootprint> weights;
 };
 
 struct ScorecardCell {
@@ -45,11 +48,13 @@ struct Scorecard {
 Scorecard buildScorecard(std::vector<ScorecardSystem> systems, const EvalSettings& settings);
 
 // scorecard.json: {"metrics": [...], "examples", "data_sha256", "resamples", "seed", "systems":
-// [{"label", "general_loss"?, "metrics": {NAME: {"score", "ci": [lo, hi], "delta"?: {"value",
-// "ci": [lo, hi], "excludes_zero", "better" (absent for length: neither better nor worse)}}}}]}.
+// [{"label", "model", "general_loss"?, "weights"?: {"dtype", "quant" ("none", "nf4", "fp4",
+// "int8"), "double_quant", "bits_per_weight", "bytes", "parameters", "quantized_parameters",
+// "quantized_bytes"}, "metrics": {NAME: {"score", "ci": [lo, hi], "delta"?: {"value", "ci": [lo,
+// hi], "excludes_zero", "better" (absent for length: neither better nor worse)}}}}]}.
 nlohmann::json toJson(const Scorecard& scorecard);
 // The report: a table of systems x metrics with intervals, the deltas and their verdicts, the
-// general holdout's loss before and after.
+// general holdout's loss before and after, and how each system held its weights.
 std::string scorecardMarkdown(const Scorecard& scorecard);
 // DIR/scorecard.json and DIR/scorecard.md, atomically.
 void writeScorecard(const Scorecard& scorecard, const std::string& dir);

@@ -6,6 +6,8 @@
 #include "util/error.h"
 #include "util/file_util.h"
 
+#include <cstdio>
+
 namespace tb {
 
 torch::Dtype parseTorchDtype(const std::string& name)
@@ -113,6 +115,39 @@ std::string Model::dtype() const
 QuantOptions Model::quantization() const
 {
     return m_impl->module->quantization();
+}
+
+WeightFootprint Model::weightFootprint() const
+{
+    CausalLM& module = *m_impl->module;
+    WeightFootprint w;
+    w.dtype = dtype();
+    w.quant = module.quantization();
+    w.parameters = module.parameterCount();
+    w.bytes = module.weightBytes();
+    for (auto& [name, layer] : module.linearLayers())
+        if (const QuantizedWeight* q = layer->quantizedWeight()) {
+            w.quantizedParameters += layer->weightNumel();
+            w.quantizedBytes += q->bytes();
+        }
+    return w;
+}
+
+double WeightFootprint::bitsPerWeight() const
+{
+    if (quantizedParameters > 0)
+        return 8.0 * static_cast<double>(quantizedBytes) / static_cast<double>(quantizedParameters);
+    return dtype == "fp32" ? 32 : 16;
+}
+
+std::string describeWeights(const WeightFootprint& w)
+{
+    char bits[32], mib[32];
+    std::snprintf(bits, sizeof bits, "%.3g", w.bitsPerWeight());
+    std::snprintf(mib, sizeof mib, "%.2f", static_cast<double>(w.bytes) / (1024.0 * 1024.0));
+    const bool quantized = w.quantizedParameters > 0;
+    return (quantized ? quantDescription(w.quant) : w.dtype) + " · " + bits + " bits/weight" +
+           (quantized ? " (linear layers)" : "") + " · " + mib + " MiB of weights";
 }
 
 int64_t Model::parameterCount() const

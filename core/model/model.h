@@ -54,6 +54,22 @@ using TokenCallback = std::function<bool(int32_t id, const std::string& text)>;
 // of rows finished so far. Return false to cancel: the rows still running stop as "cancelled".
 using BatchCallback = std::function<bool(size_t finishedRows)>;
 
+// The weights a loaded model holds, as they sit in memory: how they are stored and their bytes.
+struct WeightFootprint {
+    std::string dtype = "fp32";       // the unquantised weights' dtype
+    QuantOptions quant;               // how the blocks' linear weights are held
+    int64_t parameters = 0;           // every parameter, a quantised weight counted by its elements
+    int64_t bytes = 0;                // all of them, quantised weights at their packed size
+    int64_t quantizedParameters = 0;  // the quantised weights' elements
+    int64_t quantizedBytes = 0;       // their codes and statistics (absmax, double-quant tables)
+    // Bits per weight of the quantised layers (statistics included); the dtype's bits (32, 16)
+    // when none is quantised.
+    double bitsPerWeight() const;
+};
+// "NF4 (double quant) · 4.13 bits/weight (linear layers) · 1.2 MiB of weights", or
+// "fp32 · 32 bits/weight · 3.4 MiB of weights".
+std::string describeWeights(const WeightFootprint& weights);
+
 class Model {
 public:
     // Loads config.json + safetensors weights from a folder. Throws tb::Error with the file and
@@ -69,6 +85,7 @@ public:
     std::string dtype() const;          // "fp32", "bf16", "fp16"
     int64_t parameterCount() const;     // counted from the loaded tensors (quantised ones included)
     QuantOptions quantization() const;  // how the base weights are held
+    WeightFootprint weightFootprint() const;
 
     // Logits of one sequence in fp32, row-major [ids.size(), vocab].
     std::vector<float> logits(const std::vector<int32_t>& ids) const;

@@ -26,6 +26,21 @@ std::optional<QuantKind> parseQuantKind(const std::string& name)
     return std::nullopt;
 }
 
+std::string quantDescription(const QuantOptions& options)
+{
+    switch (options.kind) {
+    case QuantKind::None:
+        return "none";
+    case QuantKind::Int8:
+        return "int8";
+    case QuantKind::Nf4:
+    case QuantKind::Fp4:
+        break;
+    }
+    const std::string name = options.kind == QuantKind::Nf4 ? "NF4" : "FP4";
+    return options.doubleQuant ? name + " (double quant)" : name;
+}
+
 QuantBytes quantizedBytes(const QuantOptions& options, int64_t rows, int64_t cols)
 {
     QuantBytes b;

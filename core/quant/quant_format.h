@@ -32,6 +32,9 @@ struct QuantOptions {
     bool operator==(const QuantOptions&) const = default;
 };
 
+// For people: "NF4 (double quant)", "NF4", "FP4", "int8", "none".
+std::string quantDescription(const QuantOptions& options);
+
 // Bytes one quantised [rows, cols] weight holds, item by item, as core/quant stores it.
 struct QuantBytes {
     int64_t data = 0;     // packed 4-bit codes ((n + 1) / 2 bytes) or int8 values (n bytes)

@@ -40,6 +40,22 @@ TrainConfig evalRunConfig(const std::string& runDir)
     return runConfig(RunStore(runDir).readRunInfo(), runDir);
 }
 
+// Each base once, in a format it can take.
+void checkBases(const std::vector<QuantOptions>& bases)
+{
+    for (size_t i = 0; i < bases.size(); ++i) {
+        const QuantOptions& q = bases[i];
+        if (q.doubleQuant && q.kind != QuantKind::Nf4 && q.kind != QuantKind::Fp4)
+            fail("compare: double quantisation applies to the 4-bit formats (nf4, fp4), not ",
+                 quantKindName(q.kind));
+        if (q.head && !q.enabled())
+            fail("compare: quantising the head needs a format (nf4, fp4 or int8)");
+        for (size_t j = 0; j < i; ++j)
+            if (bases[j] == q)
+                fail("compare: the base ", baseLabel(q), " is given twice");
+    }
+}
+
 }  // namespace
 
 EvalCases loadEvalCases(const EvalDataSource& s)
@@ -102,13 +118,21 @@ EvalModel loadRunForEval(const std::string& runDir, const std::string& device)
     return m;
 }
 
+std::string baseLabel(const QuantOptions& quant)
+{
+    if (!quant.enabled())
+        return "base";
+    return cat("base (", quantKindName(quant.kind), quant.doubleQuant ? ", double quant" : "",
+               quant.head ? ", head" : "", ")");
+}
+
 EvalModel loadModelForEval(const std::string& modelDir, std::shared_ptr<const ChatTemplate> chat,
-                           const std::string& device)
+                           const std::string& device, const QuantOptions& quant)
 {
     EvalModel m;
-    m.label = "base";
+    m.label = baseLabel(quant);
     m.model = modelDir;
-    m.weights = Model::load(modelDir, LoadOptions{"fp32", device});
+    m.weights = Model::load(modelDir, LoadOptions{"fp32", device, quant});
     m.tokenizer = loadTokenizer(modelDir);
     if (!chat) {
         auto own = ChatTemplate::fromModel(modelDir);
@@ -152,17 +176,21 @@ std::string runEvalDir(const std::string& runDir, const std::string& name)
 eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::string>& runDirs,
                             const EvalCases& cases, const eval::EvalSettings& settings,
                             const eval::EvalProgress& progress,
-                            std::vector<eval::EvalResult>* results)
+                            std::vector<eval::EvalResult>* results,
+                            const std::vector<QuantOptions>& baseQuants)
 {
     if (runDirs.empty())
         fail("compare: give at least one run");
     if (settings.resamples < 1)
         fail("compare: the scorecard's paired intervals need at least 1 bootstrap resample");
+    const std::vector<QuantOptions> bases =
+        baseQuants.empty() ? std::vector<QuantOptions>{QuantOptions{}} : baseQuants;
+    checkBases(bases);
     eval::EvalSettings s = settings;
     for (const char* always : {"stop_rate", "length"})
         if (std::find(s.metrics.begin(), s.metrics.end(), always) == s.metrics.end())
             s.metrics.push_back(always);
-    const auto total = static_cast<int64_t>(cases.cases.size() * (runDirs.size() + 1));
+    const auto total = static_cast<int64_t>(cases.cases.size() * (runDirs.size() + bases.size()));
     int64_t offset = 0;
     bool cancelled = false;
     auto step = [&](int64_t done, int64_t) {
@@ -172,26 +200,28 @@ eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::s
         }
         return true;
     };
-    // Every run is checked before any model loads; then one model is in memory at a time. The base
-    // renders with the first run's template, so it answers the same prompts.
+    // Every run is checked before any model loads; then one model is in memory at a time. The
+    // bases render with the first run's template, so they answer the same prompts.
     std::vector<TrainConfig> configs;
     for (const std::string& dir : runDirs)
         configs.push_back(evalRunConfig(dir));
+    const auto chat = std::make_shared<const ChatTemplate>(runChatTemplate(configs.front()));
     std::vector<eval::ScorecardSystem> systems;
-    {
-        const EvalModel base = loadModelForEval(
-            baseDir, std::make_shared<const ChatTemplate>(runChatTemplate(configs.front())));
-        eval::ScorecardSystem system{"base", evaluateLoaded(base, cases, s, step), {}};
-        system.generalLoss = runGeneralLoss(runDirs.front()).second;
+    auto evaluate = [&](const EvalModel& model, std::optional<double> generalLoss) {
+        eval::ScorecardSystem system{model.label, evaluateLoaded(model, cases, s, step), {}, {}};
+        system.generalLoss = generalLoss;
+        system.weights = model.weights->weightFootprint();
         systems.push_back(std::move(system));
-    }
-    for (size_t i = 0; i < runDirs.size() && !cancelled; ++i) {
         offset += static_cast<int64_t>(cases.cases.size());
-        const EvalModel run = loadRunForEval(runDirs[i]);
-        eval::ScorecardSystem system{run.label, evaluateLoaded(run, cases, s, step), {}};
-        system.generalLoss = runGeneralLoss(runDirs[i]).first;
-        systems.push_back(std::move(system));
+    };
+    for (size_t i = 0; i < bases.size() && !cancelled; ++i) {
+        // The run logged its base's loss with the base held as the run held it.
+        const bool asRun = bases[i] == configs.front().quant;
+        evaluate(loadModelForEval(baseDir, chat, "auto", bases[i]),
+                 asRun ? runGeneralLoss(runDirs.front()).second : std::nullopt);
     }
+    for (size_t i = 0; i < runDirs.size() && !cancelled; ++i)
+        evaluate(loadRunForEval(runDirs[i]), runGeneralLoss(runDirs[i]).first);
     if (cancelled)
         fail("compare: cancelled");
     if (results)

@@ -41,7 +41,7 @@ EvalCases loadEvalCases(const EvalDataSource& source);
 // A model to evaluate, loaded: the base model folder, or a run's tuned model (base + method +
 // newest checkpoint), with its tokenizer and the chat template its prompts use.
 struct EvalModel {
-    std::string label;   // "base" or the run's name
+    std::string label;   // "base", "base (nf4)" or the run's name
     std::string model;   // the model folder or the run folder
     std::string runDir;  // empty for a base model
     std::unique_ptr<Model> weights;
@@ -51,10 +51,14 @@ struct EvalModel {
 // A run: its tuned model, the base model's tokenizer and the run's chat template.
 EvalModel loadRunForEval(const std::string& runDir, const std::string& device = "auto");
 // A model folder; chat: the template to render with (a run's, so base and tuned see the same
-// prompts), else the model's own.
+// prompts), else the model's own. quant: the blocks' linear weights held quantised, as a QLoRA
+// run holds its base (the label says so: "base (nf4)").
 EvalModel loadModelForEval(const std::string& modelDir,
                            std::shared_ptr<const ChatTemplate> chat = {},
-                           const std::string& device = "auto");
+                           const std::string& device = "auto", const QuantOptions& quant = {});
+// A base model's label on a scorecard: "base", "base (nf4)", "base (nf4, double quant)",
+// "base (int8)".
+std::string baseLabel(const QuantOptions& quant);
 // The base model folder a run was trained from (run.json's config.model).
 std::string runBaseModel(const std::string& runDir);
 // The general holdout's loss per token, tuned and base, as the run's last evaluation logged them.
@@ -68,11 +72,15 @@ eval::EvalResult evaluateLoaded(const EvalModel& model, const EvalCases& cases,
 std::string runEvalDir(const std::string& runDir, const std::string& name);
 
 // A scorecard of the base model and runs on the same cases (the first run's template), with the
-// forgetting figures from each run's log. Progress counts cases over all systems.
+// forgetting figures from each run's log. bases: the base model once per entry, its linear
+// weights held as the entry says (empty: once, unquantised); the first base is the reference
+// every delta is taken against; a base gets the run's logged general-holdout loss when it holds
+// its weights as the first run held its base. Progress counts cases over all systems.
 eval::Scorecard compareRuns(const std::string& baseDir, const std::vector<std::string>& runDirs,
                             const EvalCases& cases, const eval::EvalSettings& settings,
                             const eval::EvalProgress& progress = {},
-                            std::vector<eval::EvalResult>* results = nullptr);
+                            std::vector<eval::EvalResult>* results = nullptr,
+                            const std::vector<QuantOptions>& bases = {});
 
 // A regression suite on a run's tuned model and its base model (skipBase: the tuned one alone).
 // progress counts cases over both models; returning false stops with tb::Error "cancelled".

@@ -1,7 +1,7 @@
 // `tunebench eval` end to end: LoRA on datasets/tiny lifts exact match over the base model with a
 // paired interval that excludes zero, and the scorecard says so; results folders, scoring
-// predictions made elsewhere, regression suites that gate, evaluation during training, and one
-// clear error for each kind of bad input.
+// predictions made elsewhere, regression suites that gate, evaluation during training, a QLoRA run
+// on one scorecard with the fp32 and the NF4 base, and one clear error for each kind of bad input.
 #include "data/store/comparisons.h"
 #include "data/store/store.h"
 #include "test_util.h"
@@ -10,6 +10,10 @@
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -53,6 +57,7 @@ private Q_SLOTS:
     void generationEvalDuringTraining();
     void evalRun();
     void compareScorecard();
+    void compareQuantisedBase();
     void blindComparison();
     void scorePredictions();
     void suiteGate();
@@ -160,6 +165,103 @@ void TestEvalCli::compareScorecard()
     QVERIFY2(tbtest::contains(md, "| exact_match |") && tbtest::contains(md, "better"), md.c_str());
     QVERIFY(tb::fileExists(out.toStdString() + "/system-1/predictions.jsonl"));
     m_card = out;
+}
+
+// Bytes of one [rows, cols] weight in NF4 with double quantisation, by bitsandbytes' layout
+// (written out here, not taken from core/quant): two codes a byte, a uint8 absmax per 64-element
+// block, a float32 absmax per 256 blocks and the 256-entry float32 code table.
+namespace {
+int64_t nf4DoubleBytes(int64_t rows, int64_t cols)
+{
+    const int64_t n = rows * cols;
+    const int64_t blocks = (n + 63) / 64;
+    return (n + 1) / 2 + blocks + (blocks + 255) / 256 * 4 + 256 * 4;
+}
+}  // namespace
+
+// QLoRA (LoRA on an NF4 double-quant base) on the tiny task, then one scorecard of the fp32 base,
+// the NF4 base and the run: three entries named for their weights, the NF4 base's bytes and bits
+// per weight as bitsandbytes lays them out, answers that differ from the fp32 base's (its logits
+// differ), and the run's logged base loss on the base it was trained on.
+void TestEvalCli::compareQuantisedBase()
+{
+    const QString runs = m_dir.filePath(QStringLiteral("qruns"));
+    Run t = tunebench({QStringLiteral("train"), QStringLiteral("--config"), kConfig,
+                       QStringLiteral("output_dir=") + runs, QStringLiteral("name=qlora"),
+                       QStringLiteral("quant=nf4"), QStringLiteral("quant_double=true"),
+                       QStringLiteral("max_steps=30"), QStringLiteral("eval_every=0"),
+                       QStringLiteral("--json")});
+    QVERIFY2(t.exitCode == 0, t.err.constData());
+    const QString run = q(lastJson(t)["run_dir"].get<std::string>());
+    const QString out = m_dir.filePath(QStringLiteral("qcard"));
+    Run r =
+        tunebench({QStringLiteral("eval"), QStringLiteral("compare"), QStringLiteral("--runs"), run,
+                   QStringLiteral("--base-quant"), QStringLiteral("fp32,nf4"),
+                   QStringLiteral("--base-quant-double"), QStringLiteral("--data"), kVal,
+                   QStringLiteral("--limit"), QStringLiteral("24"), QStringLiteral("--metrics"),
+                   QStringLiteral("exact_match,f1"), QStringLiteral("--max-new-tokens"),
+                   QStringLiteral("24"), QStringLiteral("--out"), out, QStringLiteral("--json")});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto j = lastJson(r);
+    QCOMPARE(j["systems"].size(), size_t(3));
+    const auto& fp32 = j["systems"][0];
+    const auto& nf4 = j["systems"][1];
+    const auto& tuned = j["systems"][2];
+    QCOMPARE(fp32["label"].get<std::string>(), std::string("base"));
+    QCOMPARE(nf4["label"].get<std::string>(), std::string("base (nf4, double quant)"));
+    QCOMPARE(tuned["label"].get<std::string>(), std::string("qlora"));
+
+    // stories260k: 5 blocks of q [64, 64], k and v [32, 64], o [64, 64], gate and up [172, 64],
+    // down [64, 172]; everything else (embedding, norms) stays fp32.
+    int64_t qParams = 0, qBytes = 0;
+    for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {64, 64}, {32, 64}, {32, 64}, {64, 64}, {172, 64}, {172, 64}, {64, 172}}) {
+        qParams += 5 * rows * cols;
+        qBytes += 5 * nf4DoubleBytes(rows, cols);
+    }
+    const auto& w0 = fp32["weights"];
+    const auto& w1 = nf4["weights"];
+    QCOMPARE(w0["quant"].get<std::string>(), std::string("none"));
+    QCOMPARE(w0["bits_per_weight"].get<double>(), 32.0);
+    const int64_t params = w0["parameters"].get<int64_t>();
+    QCOMPARE(w0["bytes"].get<int64_t>(), 4 * params);
+    QCOMPARE(w1["quant"].get<std::string>(), std::string("nf4"));
+    QVERIFY(w1["double_quant"].get<bool>());
+    QCOMPARE(w1["parameters"].get<int64_t>(), params);
+    QCOMPARE(w1["quantized_parameters"].get<int64_t>(), qParams);
+    QCOMPARE(w1["quantized_bytes"].get<int64_t>(), qBytes);
+    QCOMPARE(w1["bytes"].get<int64_t>(), 4 * (params - qParams) + qBytes);
+    QVERIFY(std::abs(w1["bits_per_weight"].get<double>() - 8.0 * double(qBytes) / double(qParams)) <
+            1e-12);
+    QCOMPARE(tuned["weights"]["quant"].get<std::string>(), std::string("nf4"));
+    QVERIFY(tuned["weights"]["double_quant"].get<bool>());
+
+    // The NF4 base answered from its own (quantised) logits: some greedy answers differ.
+    auto answers = [&out](int system) {
+        std::vector<std::string> texts;
+        std::istringstream in(tb::readFile(out.toStdString() + "/system-" + std::to_string(system) +
+                                           "/predictions.jsonl"));
+        for (std::string line; std::getline(in, line);)
+            texts.push_back(nlohmann::json::parse(line)["prediction"].get<std::string>());
+        return texts;
+    };
+    const auto a0 = answers(0), a1 = answers(1);
+    QCOMPARE(a0.size(), size_t(24));
+    QCOMPARE(a1.size(), a0.size());
+    int differ = 0;
+    for (size_t i = 0; i < a0.size(); ++i)
+        differ += a0[i] != a1[i] ? 1 : 0;
+    qInfo("fp32 vs NF4 base: %d of %zu answers differ", differ, a0.size());
+    QVERIFY2(differ > 0, "the NF4 base answered exactly as the fp32 base");
+    // Its deltas are taken against the fp32 base; the run logged its base loss on the NF4 base.
+    QVERIFY(nf4["metrics"]["f1"].contains("delta"));
+    QVERIFY(!fp32.contains("general_loss"));
+    QVERIFY(nf4.contains("general_loss") && tuned.contains("general_loss"));
+    const std::string md = tb::readFile(out.toStdString() + "/scorecard.md");
+    QVERIFY2(tbtest::contains(md, "| base (nf4, double quant) |") &&
+                 tbtest::contains(md, "## Weights") &&
+                 tbtest::contains(md, "NF4 (double quant) · "),
+             md.c_str());
 }
 
 // The scorecard's two systems become a blind set in a store; verdicts recorded through the store
@@ -296,6 +398,20 @@ void TestEvalCli::errors_data()
                        QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k"),
                        QStringLiteral("--metrics"), QStringLiteral("f1")}
         << QStringLiteral("--data");
+    QTest::newRow("unknown base format")
+        << QStringList{QStringLiteral("eval"),         QStringLiteral("compare"),
+                       QStringLiteral("--runs"),       noModel,
+                       QStringLiteral("--base-quant"), QStringLiteral("none,q4")}
+        << QStringLiteral("--base-quant 'q4'");
+    QTest::newRow("double quant without a 4-bit base")
+        << QStringList{QStringLiteral("eval"),
+                       QStringLiteral("compare"),
+                       QStringLiteral("--runs"),
+                       noModel,
+                       QStringLiteral("--base-quant"),
+                       QStringLiteral("none,int8"),
+                       QStringLiteral("--base-quant-double")}
+        << QStringLiteral("needs a 4-bit base");
     QTest::newRow("unknown subcommand")
         << QStringList{QStringLiteral("eval"), QStringLiteral("scorecard")}
         << QStringLiteral("scorecard");

@@ -12,6 +12,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+
 using namespace tb;
 using namespace tb::eval;
 using tbtest::contains;
@@ -244,9 +246,16 @@ void TestEvaluate::scorecardDeltas()
     EvalSettings settings;
     settings.metrics = {"exact_match", "length"};
     settings.resamples = 1000;
-    std::vector<ScorecardSystem> systems{{"base", resultOf(base), 0.5},
-                                         {"tuned", resultOf(tuned), 0.7},
-                                         {"copy", resultOf(same), std::nullopt}};
+    // How the tuned system held its weights: 1000 fp32 parameters, 600 of them NF4 in 330 bytes.
+    tb::WeightFootprint nf4;
+    nf4.quant.kind = tb::QuantKind::Nf4;
+    nf4.parameters = 1000;
+    nf4.quantizedParameters = 600;
+    nf4.quantizedBytes = 330;
+    nf4.bytes = 4 * 400 + 330;
+    std::vector<ScorecardSystem> systems{{"base", resultOf(base), 0.5, {}},
+                                         {"tuned", resultOf(tuned), 0.7, nf4},
+                                         {"copy", resultOf(same), std::nullopt, {}}};
     const Scorecard sc = buildScorecard(systems, settings);
     QCOMPARE(sc.cells.size(), size_t(2));
     QCOMPARE(sc.cells[0][0].score.score, 0.25);
@@ -260,23 +269,40 @@ void TestEvaluate::scorecardDeltas()
     const auto j = toJson(sc);
     QCOMPARE(j["systems"][1]["metrics"]["exact_match"]["delta"]["better"].get<bool>(), true);
     QCOMPARE(j["systems"][0]["general_loss"].get<double>(), 0.5);
+    // The weights record: only where known; bits per weight of the quantised layers (8 x 330 /
+    // 600).
+    QVERIFY(!j["systems"][0].contains("weights"));
+    const auto& w = j["systems"][1]["weights"];
+    QCOMPARE(w["quant"].get<std::string>(), std::string("nf4"));
+    QCOMPARE(w["double_quant"].get<bool>(), false);
+    QCOMPARE(w["dtype"].get<std::string>(), std::string("fp32"));
+    QCOMPARE(w["bytes"].get<int64_t>(), int64_t(1930));
+    QCOMPARE(w["quantized_parameters"].get<int64_t>(), int64_t(600));
+    QVERIFY(std::abs(w["bits_per_weight"].get<double>() - 4.4) < 1e-12);
     // Length describes; it is neither better nor worse.
     QVERIFY(!j["systems"][1]["metrics"]["length"]["delta"].contains("better"));
     const std::string md = scorecardMarkdown(sc);
     QVERIFY2(contains(md, "better") && contains(md, "no clear difference") &&
                  contains(md, "forgetting"),
              md.c_str());
+    // 1930 bytes = 0.00184 MiB.
+    QVERIFY2(
+        contains(md, "| tuned | NF4 · 4.4 bits/weight (linear layers) · 0.00 MiB of weights |") &&
+            contains(md, "| base | – |"),
+        md.c_str());
 
     // Other cases, or fewer of them: one clear error.
     std::vector<EvalPrediction> shorter(tuned.begin(), tuned.end() - 1);
     std::string e = errorOf([&] {
-        buildScorecard({{"base", resultOf(base), {}}, {"t", resultOf(shorter), {}}}, settings);
+        buildScorecard({{"base", resultOf(base), {}, {}}, {"t", resultOf(shorter), {}, {}}},
+                       settings);
     });
     QVERIFY2(contains(e, "same cases"), e.c_str());
     auto other = tuned;
     other[0].input.references = {"something else"};
     e = errorOf([&] {
-        buildScorecard({{"base", resultOf(base), {}}, {"t", resultOf(other), {}}}, settings);
+        buildScorecard({{"base", resultOf(base), {}, {}}, {"t", resultOf(other), {}, {}}},
+                       settings);
     });
     QVERIFY2(contains(e, "SHA-256"), e.c_str());
 }
