@@ -6,10 +6,13 @@
 // and the configs refused.
 #include "export/model_folder.h"
 #include "memory/measure.h"
+#include "model/model.h"
+#include "model/safetensors.h"
 #include "train/job.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
 #include "util/error.h"
+#include "util/file_util.h"
 #include "util/paths.h"
 
 #include "test_util.h"
@@ -97,6 +100,8 @@ private Q_SLOTS:
     void qualityNearFp32Base();
     void memoryReportCountsPackedWeights();
     void refusesWhatCannotBeQuantised();
+    void refusesQuantisedCheckpoints_data();
+    void refusesQuantisedCheckpoints();
 };
 
 void TestQlora::equalsLoraOnDequantisedBase_data()
@@ -245,6 +250,56 @@ void TestQlora::refusesWhatCannotBeQuantised()
     QCOMPARE(job.state(), tb::JobState::Failed);
     QVERIFY2(contains(job.error(), "quant_head") && contains(job.error(), "ties"),
              job.error().c_str());
+}
+
+void TestQlora::refusesQuantisedCheckpoints_data()
+{
+    // Tensor names as GPTQ, AWQ and bitsandbytes serialise a quantised q_proj.
+    QTest::addColumn<QStringList>("tensors");
+    QTest::addColumn<QString>("format");
+    const QString p = QStringLiteral("model.layers.0.self_attn.q_proj.");
+    QTest::newRow("gptq") << QStringList{p + QStringLiteral("qweight"), p + QStringLiteral("qzeros"),
+                                         p + QStringLiteral("scales"), p + QStringLiteral("g_idx")}
+                          << "GPTQ";
+    QTest::newRow("awq") << QStringList{p + QStringLiteral("qweight"), p + QStringLiteral("qzeros"),
+                                        p + QStringLiteral("scales")}
+                         << "AWQ";
+    QTest::newRow("bnb nf4") << QStringList{p + QStringLiteral("weight"),
+                                            p + QStringLiteral("weight.absmax"),
+                                            p + QStringLiteral("weight.quant_map"),
+                                            p + QStringLiteral(
+                                                    "weight.quant_state.bitsandbytes__nf4")}
+                             << "bitsandbytes 4-bit";
+    QTest::newRow("bnb int8") << QStringList{p + QStringLiteral("weight"),
+                                             p + QStringLiteral("SCB")}
+                              << "bitsandbytes int8";
+}
+
+void TestQlora::refusesQuantisedCheckpoints()
+{
+    // The bundled model's config with a checkpoint saved already quantised: the error names the
+    // format and a tensor that shows it, and says what to load instead.
+    QFETCH(QStringList, tensors);
+    QFETCH(QString, format);
+    QTemporaryDir dir;
+    const std::string d = dir.path().toStdString();
+    tb::writeFileAtomic(d + "/config.json",
+                        tb::readFile(tb::bundledModelDir() + "/config.json"));
+    std::vector<tb::TensorBlob> blobs;
+    for (const QString& name : tensors)
+        blobs.push_back({name.toStdString(), tb::DType::U8, {4}, std::string(4, '\0')});
+    tb::writeSafetensors(d + "/model.safetensors", blobs);
+    QString error;
+    try {
+        tb::Model::load(d, {"fp32", "cpu"});
+    } catch (const tb::Error& e) {
+        error = QString::fromUtf8(e.what());
+    }
+    QVERIFY2(error.contains(format + QStringLiteral("-quantised")), qPrintable(error));
+    QVERIFY2(error.contains(tensors.last()) || error.contains(tensors.first()) ||
+                 error.contains(QStringLiteral("q_proj")),
+             qPrintable(error));
+    QVERIFY2(error.contains(QStringLiteral("quant: nf4")), qPrintable(error));
 }
 
 QTEST_GUILESS_MAIN(TestQlora)
