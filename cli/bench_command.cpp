@@ -209,7 +209,10 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
               {"peak_memory_bytes", r.peakMemoryBytes},
               {"weights_bytes", r.weightsBytes},
               {"gradient_bytes", r.gradientBytes},
-              {"optimizer_state_bytes", r.optimizerStateBytes}};
+              {"optimizer_state_bytes", r.optimizerStateBytes},
+              {"resident_start_bytes", r.residentStartBytes},
+              {"resident_peak_before_steps_bytes", r.residentPeakBeforeStepsBytes},
+              {"resident_peak_steps_bytes", r.residentPeakStepsBytes}};
     if (args.flag("json")) {
         out << j.dump() << "\n";
         return 0;

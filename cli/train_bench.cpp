@@ -52,6 +52,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
                                                   : o.device);
     r.device = device.str();
     r.threads = at::get_num_threads();
+    r.residentStartBytes = residentBytes();
     installCpuMemoryTracking();
     r.peakMatmulFlops = measureMatmulPeak(device);
 
@@ -106,10 +107,13 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     for (int i = 0; i < o.warmupSteps; ++i)
         stepOnce();
     resetMemoryPeak(r.device);
+    r.residentPeakBeforeStepsBytes = residentPeakBytes();
+    const bool residentReset = resetResidentPeak();
     const auto t0 = Clock::now();
     for (int i = 0; i < o.steps; ++i)
         stepOnce();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.residentPeakStepsBytes = residentReset ? residentPeakBytes() : 0;
     r.secondsPerStep = seconds / o.steps;
     r.tokensPerSecond = tokens * o.steps / seconds;
 

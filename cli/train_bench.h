@@ -37,6 +37,10 @@ struct TrainBenchResult {
     // What the step holds, counted from the tensors themselves (bytes): all parameters, the
     // gradients after backward, and the optimizer's state.
     int64_t weightsBytes = 0, gradientBytes = 0, optimizerStateBytes = 0;
+    // Resident memory of the process (bytes, the kernel's VmRSS/VmHWM): at the start (LibTorch
+    // loaded, no model), its peak through loading and the warm-up, and its peak over the timed
+    // steps alone (0 where the kernel's high-water mark cannot be reset).
+    int64_t residentStartBytes = 0, residentPeakBeforeStepsBytes = 0, residentPeakStepsBytes = 0;
     int threads = 0;
 };
 

@@ -158,4 +158,17 @@ int64_t residentBytes()
     return statusField("VmRSS:");
 }
 
+int64_t residentPeakBytes()
+{
+    return statusField("VmHWM:");
+}
+
+bool resetResidentPeak()
+{
+    std::ofstream out("/proc/self/clear_refs");
+    out << "5";
+    out.flush();
+    return static_cast<bool>(out);
+}
+
 }  // namespace tb

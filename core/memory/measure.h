@@ -25,4 +25,13 @@ void resetMemoryPeak(const std::string& device);
 // Resident memory of this process (bytes), from /proc/self/status; 0 where it cannot be read.
 int64_t residentBytes();
 
+// The kernel's high-water mark of resident memory (VmHWM, bytes) since the process started or the
+// last resetResidentPeak; 0 where it cannot be read.
+int64_t residentPeakBytes();
+
+// Sets the high-water mark to the current resident size (Linux: "5" into /proc/self/clear_refs),
+// so residentPeakBytes measures a phase of the process; false where the kernel refuses. It also
+// lowers what getrusage/wait4 later report as the process's ru_maxrss: read the peak first.
+bool resetResidentPeak();
+
 }  // namespace tb
