@@ -158,14 +158,15 @@ void TestQlora::qualityNearFp32Base_data()
     QTest::addColumn<QString>("model");
     QTest::addColumn<double>("margin");
     QTest::newRow("stories260k") << "bundled" << 0.05;
-    QTest::newRow("random 26.5M llama") << "random" << 0.02;
+    QTest::newRow("random 26.5M llama") << "random" << 0.05;
 }
 
 void TestQlora::qualityNearFp32Base()
 {
     // LoRA on the NF4 (double-quantised) base against LoRA on the fp32 base: the same data
-    // (datasets/tiny), seed and steps; the validation loss after training within `margin` of the
-    // fp32 base's (relative), and both below the base model's own.
+    // (datasets/tiny), seed and steps; the validation losses after training apart by at most
+    // `margin` of what training gained on the fp32 base (its base model's loss minus its own), and
+    // both below the base model's.
     QFETCH(QString, model);
     QFETCH(double, margin);
     QTemporaryDir dir;
@@ -188,9 +189,10 @@ void TestQlora::qualityNearFp32Base()
     const Run q = train(dir.path(), "nf4", quantised);
     const Run f = train(dir.path(), "fp32", common);
     QVERIFY(q.summary.valLoss && f.summary.valLoss && f.summary.initialValLoss);
-    const double rel = (*q.summary.valLoss - *f.summary.valLoss) / *f.summary.valLoss;
+    const double gained = *f.summary.initialValLoss - *f.summary.valLoss;
+    const double rel = (*q.summary.valLoss - *f.summary.valLoss) / gained;
     qInfo("%s: validation loss base %.4f (nf4 base %.4f); LoRA fp32 base %.4f, NF4 base %.4f "
-          "(%+.2f%%)",
+          "(%+.2f%% of the gain)",
           qPrintable(model), *f.summary.initialValLoss, q.summary.initialValLoss.value_or(0),
           *f.summary.valLoss, *q.summary.valLoss, 100 * rel);
     QVERIFY2(std::abs(rel) < margin, qPrintable(QString::number(rel)));
@@ -258,8 +260,9 @@ void TestQlora::refusesQuantisedCheckpoints_data()
     QTest::addColumn<QStringList>("tensors");
     QTest::addColumn<QString>("format");
     const QString p = QStringLiteral("model.layers.0.self_attn.q_proj.");
-    QTest::newRow("gptq") << QStringList{p + QStringLiteral("qweight"), p + QStringLiteral("qzeros"),
-                                         p + QStringLiteral("scales"), p + QStringLiteral("g_idx")}
+    QTest::newRow("gptq") << QStringList{p + QStringLiteral("qweight"),
+                                         p + QStringLiteral("qzeros"), p + QStringLiteral("scales"),
+                                         p + QStringLiteral("g_idx")}
                           << "GPTQ";
     QTest::newRow("awq") << QStringList{p + QStringLiteral("qweight"), p + QStringLiteral("qzeros"),
                                         p + QStringLiteral("scales")}
@@ -283,8 +286,7 @@ void TestQlora::refusesQuantisedCheckpoints()
     QFETCH(QString, format);
     QTemporaryDir dir;
     const std::string d = dir.path().toStdString();
-    tb::writeFileAtomic(d + "/config.json",
-                        tb::readFile(tb::bundledModelDir() + "/config.json"));
+    tb::writeFileAtomic(d + "/config.json", tb::readFile(tb::bundledModelDir() + "/config.json"));
     std::vector<tb::TensorBlob> blobs;
     for (const QString& name : tensors)
         blobs.push_back({name.toStdString(), tb::DType::U8, {4}, std::string(4, '\0')});
