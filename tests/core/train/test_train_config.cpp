@@ -35,6 +35,7 @@ json full()
 {
     return json::parse(R"({
       "name": "exp1", "model": "/models/tiny", "output_dir": "/runs", "method": "adapter",
+      "quant": "nf4", "quant_double": true, "quant_head": false,
       "objective": "sft",
       "preference": {"beta": 2.0, "label_smoothing": 0.1, "gamma": 1.5, "sft_weight": 0.25,
                      "reference": "precomputed",
@@ -145,6 +146,7 @@ void TestTrainConfig::fullRoundTrip()
     const tb::TrainConfig c = tb::parseTrainConfig(full(), "/cfg/run.json");
     QCOMPARE(c.name, std::string("exp1"));
     QVERIFY(c.method == tb::Method::Adapter);
+    QVERIFY(c.quant.kind == tb::QuantKind::Nf4 && c.quant.doubleQuant && !c.quant.head);
     QCOMPARE(c.seed, UINT64_MAX);
     QCOMPARE(c.device, std::string("cuda:1"));
     QCOMPARE(c.lora.targets, (std::vector<std::string>{"q_proj", "k_proj"}));
