@@ -25,6 +25,20 @@ const std::vector<TensorBlob>& tensorFile(const CheckpointLoad& checkpoint,
 void loadTrainableTensors(const std::vector<std::pair<std::string, torch::Tensor>>& params,
                           const std::vector<TensorBlob>& blobs, const std::string& where);
 
+// The optimizer moments of a checkpoint, each whole ("<param>.exp_avg", "<param>.exp_avg_sq",
+// "<param>.momentum", in the parameter's shape): its "optimizer" file, or assembled from the ranks'
+// "optimizer-rank-K" shards (ZeRO), whatever the world size that wrote them. Throws naming a
+// parameter whose pieces are missing or overlap.
+std::vector<TensorBlob>
+wholeOptimizerState(const CheckpointLoad& checkpoint,
+                    const std::vector<std::pair<std::string, torch::Tensor>>& params);
+// The pieces of whole moments for ZeRO segments "<param>@<start>" (flat ranges of parameters).
+std::vector<TensorBlob>
+segmentOptimizerState(const std::vector<TensorBlob>& whole,
+                      const std::vector<std::pair<std::string, torch::Tensor>>& segments);
+// The name of rank r's optimizer shard file in a checkpoint ("optimizer-rank-1").
+std::string optimizerShardName(int rank);
+
 // The default CPU generator's state as one U8 blob, and back.
 TensorBlob cpuGeneratorState();
 void restoreCpuGenerator(const TensorBlob& state);

@@ -1,6 +1,8 @@
 // TrainingJob: the thread around the supervised recipe (train/sft), with its control.
 #include "train/job.h"
 
+#include "dist/dist_env.h"
+
 #include "train/preference.h"
 #include "train/sft.h"
 #include "util/error.h"
@@ -62,6 +64,10 @@ void TrainingJob::run()
     try {
         // The objective picks the recipe: examples (sft) or preference pairs (the others).
         if (trainsOnPairs(m_config.objective)) {
+            if (distEnvFromEnvironment())
+                fail(m_config.sourcePath, ": objective ", objectiveName(m_config.objective),
+                     " trains in one process; data parallelism (--nproc, torchrun) is offered "
+                     "for sft runs");
             PreferenceRecipe recipe(m_config, m_resumeDir, m_control, m_events);
             m_summary = recipe.run();
         } else {

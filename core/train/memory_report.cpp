@@ -25,10 +25,12 @@ int64_t headWeightBytes(CausalLM& model)
 
 MemoryReport compareWithEstimate(CausalLM& model, const TrainConfig& config,
                                  const StepMemory& measured, int64_t step, int64_t seq, bool cuda,
-                                 CausalLM* reference)
+                                 CausalLM* reference, int worldSize)
 {
     EstimateOptions o = estimateOptionsFor(config, seq);
     o.cudaOverhead = cuda;
+    o.gpus = worldSize;  // data parallelism: one rank's share (ZeRO), as the planner shows it
+    o.zero = worldSize > 1 ? config.dist.zero : 0;
     o.advise = false;
     const MemoryEstimate e = estimateMemory(model.config(), config, o);
     const int64_t weights = model.weightBytes();  // quantised layers at their packed size

@@ -32,6 +32,6 @@ struct StepMemory {
 // afterLoad and the peak when loaded before the first step); null: no reference item.
 MemoryReport compareWithEstimate(CausalLM& model, const TrainConfig& config,
                                  const StepMemory& measured, int64_t step, int64_t seq, bool cuda,
-                                 CausalLM* reference = nullptr);
+                                 CausalLM* reference = nullptr, int worldSize = 1);
 
 }  // namespace tb

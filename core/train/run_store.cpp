@@ -304,6 +304,26 @@ void RunStore::truncateMetrics(int64_t step) const
 
 std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep) const
 {
+    return saveCheckpoint(data, keep, checkpointStaging(data.step), {});
+}
+
+std::string RunStore::checkpointStaging(int64_t step) const
+{
+    const std::string checkpoints = joinPath(m_dir, "checkpoints");
+    ensureFolder(checkpoints);
+    const std::string tmp = joinPath(checkpoints, ".step-" + std::to_string(step) + ".tmp-" +
+                                                      std::to_string(::getpid()));
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directories(tmp, ec))
+        fail(tmp, ": cannot create (", ec.message(), ")");
+    return tmp;
+}
+
+std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep,
+                                     const std::string& staging,
+                                     const std::vector<std::string>& stagedFiles) const
+{
     if (data.step < 0)
         fail(m_dir, ": checkpoint step must be >= 0 (got ", data.step, ")");
     std::vector<std::string> names;
@@ -319,11 +339,13 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep) const
     const std::string folderName = "step-" + std::to_string(data.step);
     const std::string final = joinPath(checkpoints, folderName);
     const std::string pid = std::to_string(::getpid());
-    const std::string tmp = joinPath(checkpoints, "." + folderName + ".tmp-" + pid);
+    const std::string& tmp = staging;
     std::error_code ec;
-    fs::remove_all(tmp, ec);
-    if (!fs::create_directories(tmp, ec))
-        fail(tmp, ": cannot create (", ec.message(), ")");
+    for (const std::string& name : stagedFiles) {
+        checkFileName(name);
+        if (!fileExists(joinPath(tmp, name)))
+            fail(joinPath(tmp, name), ": a shard of checkpoint step ", data.step, " is missing");
+    }
 
     try {
         json files = json::array();
@@ -341,6 +363,8 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep) const
             writeSafetensors(joinPath(tmp, name + ".safetensors"), tensors);
             record(name + ".safetensors");
         }
+        for (const std::string& name : stagedFiles)
+            record(name);
         writeFileAtomic(joinPath(tmp, kState), data.state.dump(2) + "\n");
         record(kState);
         const json manifest = {{"format", "tunebench-checkpoint"},

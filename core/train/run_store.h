@@ -58,6 +58,14 @@ public:
     // `keep` complete checkpoints and deletes older ones (keep <= 0: keep all). Returns the
     // checkpoint folder.
     std::string saveCheckpoint(const CheckpointData& data, int keep) const;
+    // The same for a checkpoint whose files several processes write (data parallelism): staging is
+    // the folder from checkpointStaging(), where the other ranks have already written stagedFiles
+    // (their optimizer shards); they are listed in the manifest with the rest, so the checkpoint is
+    // complete only when every shard is in.
+    std::string saveCheckpoint(const CheckpointData& data, int keep, const std::string& staging,
+                               const std::vector<std::string>& stagedFiles) const;
+    // A fresh temporary folder for checkpoint `step`, for saveCheckpoint's staged form.
+    std::string checkpointStaging(int64_t step) const;
 
     // Steps of complete checkpoints (manifest present), newest first.
     std::vector<int64_t> checkpointSteps() const;

@@ -15,6 +15,7 @@
 #include "util/file_util.h"
 #include "util/sha256.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace tb {
@@ -182,15 +183,23 @@ nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int6
                    plannedSteps, trainableParameters);
 }
 
+std::string modelFolderHash(const std::string& folder)
+{
+    std::vector<std::string> files;
+    for (const auto& f : std::filesystem::directory_iterator(folder))
+        if (f.path().extension() == ".safetensors")
+            files.push_back(f.path().string());
+    std::sort(files.begin(), files.end());  // directory order is the file system's
+    std::string weightsHash;
+    for (const std::string& f : files)
+        weightsHash += sha256File(f);
+    return sha256Hex(readFile(joinPath(folder, "config.json")) + weightsHash);
+}
+
 nlohmann::json runInfo(const TrainConfig& config, const nlohmann::json& data, int64_t plannedSteps,
                        int64_t trainableParameters)
 {
-    std::string weightsHash;
-    for (const auto& f : std::filesystem::directory_iterator(config.model))
-        if (f.path().extension() == ".safetensors")
-            weightsHash += sha256File(f.path().string());
-    const std::string modelHash =
-        sha256Hex(readFile(joinPath(config.model, "config.json")) + weightsHash);
+    const std::string modelHash = modelFolderHash(config.model);
     return {
         {"config", toJson(config)},
         {"model", {{"path", config.model}, {"hash", modelHash}}},

@@ -59,6 +59,9 @@ PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
 // run.json of a new run: the resolved config, the model (path, SHA-256 over config.json and the
 // weights), the data (files or snapshots, hash, sequence counts, packing: PackingStats or null),
 // seed, planned steps, versions.
+// SHA-256 of a model folder's config.json and its safetensors files (in name order).
+std::string modelFolderHash(const std::string& folder);
+
 nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
                        int64_t trainableParameters);
 // The same with the data record given (preference runs: train/pair_data.h).

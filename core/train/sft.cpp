@@ -3,6 +3,7 @@
 // log, evaluate and checkpoint; at the end evaluate, save and free the model.
 #include "train/sft.h"
 
+#include "dist/sampler.h"
 #include "eval/evaluate.h"
 #include "memory/measure.h"
 #include "model/model_impl.h"
@@ -37,7 +38,7 @@ TrainSummary SftRecipe::run()
     setUp();
     int64_t& step = m_position.step;
     while (step < m_totalSteps) {
-        if (!m_control.waitWhilePaused())
+        if (!m_control.waitWhilePaused() || stopAgreed())
             break;
         if (!this->step()) {
             m_control.pause();  // the guard fired: wait for the user
@@ -72,6 +73,7 @@ TrainSummary SftRecipe::run()
         measureStops();
     // Free model and optimizer memory before reporting, so a stopped job leaves nothing behind.
     m_optimizer.reset();
+    m_sync.reset();
     m_model.module.reset();
     return s;
 }
@@ -79,7 +81,8 @@ TrainSummary SftRecipe::run()
 void SftRecipe::setUp()
 {
     const bool resuming = !m_resumeDir.empty();
-    m_store = openRunStore(m_config, m_resumeDir);
+    connect();
+    openStore();
     if (resuming)  // the rows the run trains are those it recorded
         useRecordedTrainableTokens(m_config, m_store->readRunInfo());
     installCpuMemoryTracking();  // CPU tensor bytes; CUDA has its allocator's statistics
@@ -96,16 +99,12 @@ void SftRecipe::setUp()
             warn("eval.generate_every is set, but the validation split has no conversation "
                  "ending with an answer: no generation-based evaluation");
     }
+    checkAgreement();
     const auto sequences = static_cast<int64_t>(m_data.train.sequences.size());
-    m_totalSteps = plannedSteps(m_config, sequences);
-
-    auto params = trainableParameters(*m_model.module);
-    if (params.empty())
-        fail(m_config.sourcePath, ": the method leaves no parameter to train");
-    std::vector<bool> decay;
-    for (const auto& [name, p] : params)
-        decay.push_back(!noWeightDecay(name));
-    m_optimizer = std::make_unique<Optimizer>(params, decay, m_config.optim);
+    TrainConfig global = m_config;  // a step reads world x batch_size sequences per micro-batch
+    global.batchSize *= worldSize();
+    m_totalSteps = plannedSteps(global, sequences);
+    setUpOptimizer();
     m_order = orderOfEpoch(0);
 
     m_summary.runDir = m_store->dir();
@@ -121,7 +120,12 @@ void SftRecipe::setUp()
         nlohmann::json info =
             runInfo(m_config, m_data, m_totalSteps, m_summary.trainableParameters);
         info["trainable_tokens"] = trainableTokensRecord(*m_model.module, *m_model.tokenizer);
-        m_store->writeRunInfo(info);
+        if (m_group)
+            info["dist"] = {{"world_size", m_group->size()},
+                            {"backend", m_group->backendName()},
+                            {"zero", m_config.dist.zero}};
+        if (writer())
+            m_store->writeRunInfo(info);
     }
     if (m_events)
         m_events->onStarted(RunPlan{m_store->dir(), m_totalSteps, m_position.step,
@@ -142,11 +146,12 @@ void SftRecipe::restore(const CheckpointLoad& checkpoint)
 {
     for (const auto& w : checkpoint.warnings)
         warn(w);
-    m_position = restoreCheckpoint(checkpoint, *m_optimizer, m_guard);
+    restoreOptimizer(checkpoint);
     if (!m_position.lossScale.is_null())
         m_scaler.restore(m_position.lossScale);
     m_order = orderOfEpoch(m_position.epoch);
-    m_store->truncateMetrics(m_position.step);
+    if (writer())
+        m_store->truncateMetrics(m_position.step);
     m_summary.resumedFrom = checkpoint.dir;
     warn("resumed from " + checkpoint.dir + " (step " + std::to_string(m_position.step) + ")");
 }
@@ -158,22 +163,38 @@ SftRecipe::Accumulated SftRecipe::accumulateGradients()
     auto& model = *m_model.module;
     const int32_t pad = m_model.tokenizer->eosId().value_or(0);
 
-    std::vector<TokenBatch> micro;
+    // With several ranks each micro-batch is this rank's share of a global one (dist/sampler.h).
+    std::vector<std::optional<TokenBatch>> micro;
     int64_t lossTokens = 0, tokens = 0;
     for (int i = 0; i < m_config.gradAccum; ++i) {
-        const auto indices = nextMicroBatch();
+        auto indices = nextMicroBatch();
+        if (m_group)
+            indices = rankShare(indices, m_group->rank(), m_group->size());
         for (int64_t index : indices)
             tokens += m_data.train.sequences[static_cast<size_t>(index)].length;
-        micro.push_back(makeBatch(m_data.train, indices, pad));
-        lossTokens += micro.back().lossTokens;
+        micro.push_back(indices.empty() ? std::nullopt
+                                        : std::optional(makeBatch(m_data.train, indices, pad)));
+        lossTokens += micro.back() ? micro.back()->lossTokens : 0;
+    }
+    if (m_group) {  // the loss is normalised over the global step's loss tokens
+        torch::Tensor counts = torch::tensor({lossTokens, tokens}, torch::kInt64);
+        m_group->allreduceSum({counts}, "the step's token count");
+        lossTokens = counts[0].item<int64_t>();
+        tokens = counts[1].item<int64_t>();
     }
     const double normaliser = std::max<int64_t>(lossTokens, 1);
     const bool fp16 = m_config.precision == Precision::Fp16;
     Accumulated acc;
     acc.tokens = tokens;
-    acc.width = micro.front().width;
+    bool penalised = !writer();  // the L2 penalty joins the loss once, on rank 0
     for (size_t i = 0; i < micro.size(); ++i) {
-        const BatchTensors t = toTensors(micro[i], m_model.device);
+        if (!micro[i])
+            continue;  // this rank's share of the epoch's tail is empty: zero gradients
+        if (acc.width == 0)
+            acc.width = micro[i]->width;
+        if (m_sync && i + 1 == micro.size())
+            m_sync->arm();  // the last backward of the step reduces buckets as they complete
+        const BatchTensors t = toTensors(*micro[i], m_model.device);
         torch::Tensor loss;
         {
             auto autocast = precisionAutocast(m_model.device, m_config.precision);
@@ -182,26 +203,39 @@ SftRecipe::Accumulated SftRecipe::accumulateGradients()
         if (i == 0)
             m_memoryAfterForward = memoryNow();
         acc.loss += loss.item<double>();
-        if (i == 0 && m_config.optim.l2 > 0) {
+        if (!penalised && m_config.optim.l2 > 0) {
             torch::Tensor penalty = torch::zeros({}, loss.options());
-            for (const auto& [name, p] : m_optimizer->params())
+            for (const auto& [name, p] : trainableParameters(*m_model.module))
                 penalty = penalty + p.pow(2).sum();
             loss = loss + m_config.optim.l2 * penalty;
         }
+        penalised = true;
         (fp16 ? loss * m_scaler.scale() : loss).backward();
         if (i == 0)
             m_memoryAfterBackward = memoryNow();
     }
-    if (fp16) {
-        torch::NoGradGuard noGrad;
+    if (m_sync) {
+        m_sync->finish();
+        torch::Tensor loss = torch::tensor({acc.loss}, torch::kFloat64);
+        m_group->allreduceSum({loss}, "the step's loss");
+        acc.loss = loss.item<double>();
+    }
+    std::vector<torch::Tensor> grads;
+    if (m_sync) {
+        grads = m_sync->gradients();
+    } else {
         for (const auto& [name, p] : m_optimizer->params())
             if (p.grad().defined())
-                p.grad().div_(m_scaler.scale());
+                grads.push_back(p.grad());
+    }
+    if (fp16) {
+        torch::NoGradGuard noGrad;
+        for (torch::Tensor& g : grads)
+            g.div_(m_scaler.scale());
     }
     m_gradientBytes = 0;
-    for (const auto& [name, p] : m_optimizer->params())
-        if (p.grad().defined())
-            m_gradientBytes += static_cast<int64_t>(p.grad().nbytes());
+    for (const torch::Tensor& g : grads)
+        m_gradientBytes += static_cast<int64_t>(g.nbytes());
     return acc;
 }
 
@@ -215,7 +249,9 @@ bool SftRecipe::step()
     const Accumulated acc = accumulateGradients();
     const double lossValue = acc.loss;
     const int64_t tokens = acc.tokens;
-    const double gradNorm = m_optimizer->clipGradNorm(m_config.optim.clipNorm);
+    const double gradNorm = m_sync && m_sync->zero() >= 1
+                                ? m_sync->clipGradNorm(m_config.optim.clipNorm)
+                                : m_optimizer->clipGradNorm(m_config.optim.clipNorm);
 
     // Never apply an update computed from a NaN/Inf loss or gradient, or a spike.
     const int64_t stepNumber = m_position.step + 1;
@@ -224,7 +260,7 @@ bool SftRecipe::step()
         const double scale = m_scaler.scale();
         const auto outcome = m_scaler.update(std::isfinite(gradNorm));
         if (outcome == DynamicLossScaler::Outcome::Skipped) {
-            m_optimizer->zeroGrad();  // fp16 overflow: skip this update, retry with a smaller scale
+            zeroGrad();  // fp16 overflow: skip this update, retry with a smaller scale
             warn("fp16 gradient overflow at step " + std::to_string(stepNumber) + " (loss scale " +
                  std::to_string(scale) + "): update skipped, loss scale now " +
                  std::to_string(m_scaler.scale()));
@@ -236,8 +272,8 @@ bool SftRecipe::step()
     if (!diagnosis)
         diagnosis = m_guard.check(stepNumber, lossValue, gradNorm);
     if (diagnosis) {
-        m_optimizer->zeroGrad();
-        m_store->appendMetrics(toJson(*diagnosis));
+        zeroGrad();
+        record(toJson(*diagnosis));
         if (m_events)
             m_events->onDiverged(*diagnosis);
         return false;
@@ -245,8 +281,10 @@ bool SftRecipe::step()
 
     const double lr = learningRateAt(m_config.optim, m_position.step, m_totalSteps);
     m_optimizer->step(lr);
+    if (m_sync && m_sync->zero() >= 1)
+        m_sync->gatherParameters();        // every rank's updated shard to every rank
     m_memoryAfterOptimizer = memoryNow();  // weights, gradients and optimizer states all alive
-    m_optimizer->zeroGrad();
+    zeroGrad();
     m_memoryPeak = memorySnapshot(m_device).peak;
     if (m_optimizer->steps() == 1)
         reportMemory(acc.width);
@@ -271,7 +309,7 @@ void SftRecipe::emitStep(double loss, double lr, double gradNorm, int64_t tokens
                                      {m_memoryAfterLoad, m_memoryAfterForward,
                                       m_memoryAfterBackward, m_memoryAfterOptimizer, m_memoryPeak});
     m_summary.peakMemoryBytes = std::max(m_summary.peakMemoryBytes, m.memoryPeak);
-    m_store->appendMetrics(toJson(m));  // every step; log_every only thins what the console prints
+    record(toJson(m));  // every step; log_every only thins what the console prints
     if (m_events)
         m_events->onStep(m);
 }
@@ -291,7 +329,7 @@ EvalMetrics SftRecipe::evaluate(int64_t step)
         e.generalLossBase = m_position.generalBase;
     }
     e.memoryPeak = memorySnapshot(m_device).peak;
-    m_store->appendMetrics(toJson(e));
+    record(toJson(e));
     if (m_events)
         m_events->onEval(e);
     return e;
@@ -347,7 +385,7 @@ void SftRecipe::generationEval(int64_t step)
     g.seconds = r.seconds;
     for (const std::string& name : r.metricOrder)
         g.metrics.emplace_back(name, r.metrics.at(name).score);
-    m_store->appendMetrics(toJson(g));
+    record(toJson(g));
     if (m_events)
         m_events->onGenerationEval(g);
 }
@@ -368,6 +406,10 @@ void SftRecipe::measureStops()
 
 void SftRecipe::save()
 {
+    if (m_group) {
+        saveSharded();
+        return;
+    }
     const CheckpointData data = checkpointOf(m_position, *m_optimizer, m_guard, m_scaler.state());
     const std::string dir = m_store->saveCheckpoint(data, m_config.keepCheckpoints);
     if (m_events)
@@ -382,19 +424,19 @@ void SftRecipe::reportMemory(int64_t seq)
     MemoryReport r;
     try {
         r = compareWithEstimate(*m_model.module, m_config, measured, m_position.step + 1, seq,
-                                m_model.device.is_cuda());
+                                m_model.device.is_cuda(), nullptr, worldSize());
     } catch (const std::exception& error) {
         warn(std::string("memory estimate unavailable: ") + error.what());
         return;
     }
-    m_store->appendMetrics(toJson(r));
+    record(toJson(r));
     if (m_events)
         m_events->onMemoryReport(r);
 }
 
 std::vector<int64_t> SftRecipe::nextMicroBatch()
 {
-    return tb::nextMicroBatch(m_position, m_order, m_config.batchSize,
+    return tb::nextMicroBatch(m_position, m_order, m_config.batchSize * worldSize(),
                               [this](int64_t epoch) { return orderOfEpoch(epoch); });
 }
 
@@ -415,6 +457,21 @@ std::vector<int64_t> SftRecipe::orderOfEpoch(int64_t epoch) const
 int64_t SftRecipe::memoryNow() const
 {
     return memorySnapshot(m_device).current;
+}
+
+void SftRecipe::record(const nlohmann::json& line) const
+{
+    if (writer())
+        m_store->appendMetrics(line);
+}
+
+void SftRecipe::zeroGrad()
+{
+    m_optimizer->zeroGrad();
+    if (m_sync)  // ZeRO-1's whole summed gradients beside the shard's views
+        for (auto& [name, p] : trainableParameters(*m_model.module))
+            if (p.grad().defined())
+                p.mutable_grad() = torch::Tensor();
 }
 
 void SftRecipe::warn(const std::string& message)

@@ -1,9 +1,14 @@
 // SftRecipe: supervised fine-tuning, the loop of a run read top to bottom. It composes the
 // components of train/ (setup, batching, losses, optimizer, schedule, loss scaler, divergence
 // guard, checkpoint, run store) and knows nothing of threads: TrainingJob runs it and owns its
-// control. Internal to core.
+// control. Launched as one rank of several (dist/dist_env.h), it trains data-parallel: the same
+// loop, with a global batch split across ranks and gradients summed by dist/grad_sync.h (its
+// parts in sft_dist.cpp). Internal to core.
 #pragma once
 
+#include "dist/dist_env.h"
+#include "dist/grad_sync.h"
+#include "dist/process_group.h"
 #include "eval/evaluate.h"
 #include "train/checkpoint.h"
 #include "train/control.h"
@@ -50,6 +55,19 @@ private:
     std::vector<int64_t> orderOfEpoch(int64_t epoch) const;  // epochOrder or lengthGroupedOrder
     int64_t memoryNow() const;
     void warn(const std::string& message);
+    void record(const nlohmann::json& line) const;  // metrics.jsonl: rank 0 writes
+    void zeroGrad();
+
+    // Data parallelism (sft_dist.cpp); single-process runs have no group and skip these.
+    void connect();         // joins the group when this process is one rank of a launched run
+    void openStore();       // rank 0 opens the run folder; the others learn which one
+    void checkAgreement();  // every rank trains the same run config, model and data
+    void setUpOptimizer();  // whole parameters, or this rank's ZeRO shard of them
+    bool stopAgreed();      // a rank asked to stop (Ctrl-C): every rank stops after this step
+    void restoreOptimizer(const CheckpointLoad& checkpoint);
+    void saveSharded();  // every rank's optimizer shard in the one checkpoint
+    int worldSize() const { return m_group ? m_group->size() : 1; }
+    bool writer() const { return !m_group || m_group->rank() == 0; }
 
     TrainConfig m_config;  // a copy: resuming sets the trainable tokens the run recorded
     std::string m_resumeDir;
@@ -58,6 +76,9 @@ private:
     std::unique_ptr<RunStore> m_store;
     PreparedModel m_model;
     PreparedData m_data;
+    std::optional<DistEnv> m_distEnv;
+    std::unique_ptr<DistGroup> m_group;  // before m_sync and the optimizer: they use it
+    std::unique_ptr<GradSync> m_sync;
     std::unique_ptr<Optimizer> m_optimizer;
     DynamicLossScaler m_scaler;  // fp16 only
     DivergenceGuard m_guard;

@@ -88,6 +88,7 @@ const Names kTopKeys{"name",
                      "loss_chunk_tokens",
                      "eval_every",
                      "eval",
+                     "dist",
                      "log_every",
                      "save_every",
                      "keep_checkpoints",
@@ -117,6 +118,7 @@ const Names kPairLayouts =
             pairLayoutName);
 const Names kPreferenceKeys{"beta",       "label_smoothing", "gamma",
                             "sft_weight", "reference",       "layout"};
+const Names kDistKeys{"zero", "timeout_s", "bucket_mb"};
 const Names kEvalKeys{"generate_every", "sample", "metrics", "max_new_tokens"};
 const Names kDataKeys{"store",
                       "snapshot",
@@ -524,6 +526,20 @@ void parseEval(const Section& s, GenerationEvalOptions& o)
     o.maxNewTokens = s.intValue("max_new_tokens", o.maxNewTokens, 1);
 }
 
+void parseDist(const Section& s, DistOptions& o)
+{
+    s.checkKeys(kDistKeys);
+    o.zero = s.intValue("zero", o.zero, 0);
+    if (o.zero == 3)
+        s.bad("zero", "3 is not offered: ZeRO-3 shards the weights themselves and gathers every "
+                      "layer's weights in each forward and backward pass; Tunebench offers 0 "
+                      "(replicate), 1 (shard optimizer states) and 2 (also gradients)");
+    if (o.zero > 2)
+        s.bad("zero", "must be 0, 1 or 2 (got ", o.zero, ")");
+    o.timeoutSeconds = s.intValue("timeout_s", o.timeoutSeconds, 1);
+    o.bucketMiB = s.integer("bucket_mb", o.bucketMiB, 1);
+}
+
 void parsePreference(const Section& s, PreferenceOptions& o)
 {
     s.checkKeys(kPreferenceKeys);
@@ -787,6 +803,7 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     c.lossChunkTokens = top.intValue("loss_chunk_tokens", c.lossChunkTokens, 16);
     c.evalEvery = top.integer("eval_every", c.evalEvery, 0);
     parseEval(top.child("eval"), c.eval);
+    parseDist(top.child("dist"), c.dist);
     c.logEvery = top.integer("log_every", c.logEvery, 1);
     c.saveEvery = top.integer("save_every", c.saveEvery, 0);
     c.keepCheckpoints = top.intValue("keep_checkpoints", c.keepCheckpoints, 0);
@@ -929,6 +946,9 @@ nlohmann::json toJson(const TrainConfig& c)
                  {"sample", c.eval.sample},
                  {"metrics", c.eval.metrics},
                  {"max_new_tokens", c.eval.maxNewTokens}};
+    j["dist"] = {{"zero", c.dist.zero},
+                 {"timeout_s", c.dist.timeoutSeconds},
+                 {"bucket_mb", c.dist.bucketMiB}};
     j["log_every"] = c.logEvery;
     j["save_every"] = c.saveEvery;
     j["keep_checkpoints"] = c.keepCheckpoints;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "data/example.h"
+#include "dist/dist_options.h"
 #include "memory/estimator.h"
 #include "peft/method.h"
 #include "tokenizer/chat_template.h"
@@ -117,6 +118,7 @@ struct TrainConfig : MethodOptions {
     int lossChunkTokens = 1024;  // chunked: tokens per chunk
     int64_t evalEvery = 0;       // steps; 0 = only at the end
     GenerationEvalOptions eval;
+    DistOptions dist;  // data parallelism (several processes); ignored by a single process
     int64_t logEvery = 1;
     int64_t saveEvery = 0;  // steps; 0 = only at the end
     int keepCheckpoints = 2;
