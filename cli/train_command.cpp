@@ -10,6 +10,9 @@
 #include "util/file_util.h"
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <sstream>
+
 namespace tb {
 
 using nlohmann::json;
@@ -36,7 +39,11 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
     } else {
         config = loadTrainConfig(args.value("config"), overrides);
     }
-    ConsoleEvents events(out, err, config.logEvery);
+    // Ranks other than 0 of a launched run report warnings and errors only: rank 0 speaks for it.
+    const char* rank = std::getenv("RANK");
+    std::ostringstream quiet;
+    const bool speaks = !rank || std::string(rank) == "0";
+    ConsoleEvents events(speaks ? out : quiet, err, config.logEvery);
     TrainingJob job(config, &events, resumeDir);
     events.job = &job;
     {
@@ -46,6 +53,8 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
     if (job.state() == JobState::Failed)
         fail(job.error());
     const TrainSummary& s = job.summary();
+    if (!speaks)
+        return events.diverged ? 2 : 0;
     if (args.flag("json")) {
         out << toJson(s).dump() << "\n";
     } else {

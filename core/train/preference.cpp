@@ -114,7 +114,7 @@ TrainSummary PreferenceRecipe::run()
 
 void PreferenceRecipe::setUp()
 {
-    const bool resuming = !m_resumeDir.empty();
+    bool resuming = !m_resumeDir.empty();
     if (m_config.precision == Precision::Fp16)
         fail(m_config.sourcePath, ": key 'precision': objective '",
              objectiveName(m_config.objective), "' trains in fp32 or bf16");
@@ -155,12 +155,17 @@ void PreferenceRecipe::setUp()
     m_summary.totalParameters += m_model.module->parameterCount();
     if (reward)
         m_summary.totalParameters += m_head.numel();
-    if (resuming) {
-        auto checkpoint = m_store->loadLatestCheckpoint();
-        if (!checkpoint)
-            fail(m_store->dir(), ": no complete checkpoint to resume from");
+    // A run killed before its first checkpoint starts again from step 0 with its run.json.
+    std::optional<CheckpointLoad> checkpoint;
+    if (resuming && !(checkpoint = m_store->loadLatestCheckpoint())) {
+        warn(m_store->dir() + ": no complete checkpoint yet (the run stopped before its first): "
+                              "starting it again from step 0 with its run.json");
+        m_store->truncateMetrics(0);
+        resuming = false;
+    }
+    if (checkpoint) {
         restore(*checkpoint);
-    } else {
+    } else if (m_resumeDir.empty()) {  // a new run; a restarted one keeps the run.json it wrote
         nlohmann::json info =
             runInfo(m_config, m_data.data, m_totalSteps, m_summary.trainableParameters);
         info["trainable_tokens"] = trainableTokensRecord(*m_model.module, *m_model.tokenizer);

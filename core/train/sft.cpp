@@ -80,11 +80,14 @@ TrainSummary SftRecipe::run()
 
 void SftRecipe::setUp()
 {
-    const bool resuming = !m_resumeDir.empty();
+    bool resuming = !m_resumeDir.empty();
     connect();
     openStore();
-    if (resuming)  // the rows the run trains are those it recorded
-        useRecordedTrainableTokens(m_config, m_store->readRunInfo());
+    if (resuming) {  // the rows the run trains are those it recorded, in its global batch
+        const nlohmann::json info = m_store->readRunInfo();
+        useRecordedTrainableTokens(m_config, info);
+        keepGlobalBatch(info);
+    }
     installCpuMemoryTracking();  // CPU tensor bytes; CUDA has its allocator's statistics
     m_model = prepareModel(m_config);
     m_device = m_model.device.str();
@@ -111,12 +114,18 @@ void SftRecipe::setUp()
     m_summary.packing = packingStats(m_data.train);
     m_summary.trainableParameters = countTrainable(*m_model.module);
     m_summary.totalParameters += m_model.module->parameterCount();
-    if (resuming) {
-        auto checkpoint = m_store->loadLatestCheckpoint();
-        if (!checkpoint)
-            fail(m_store->dir(), ": no complete checkpoint to resume from");
+    // A run killed before its first checkpoint starts again from step 0 with its run.json.
+    std::optional<CheckpointLoad> checkpoint;
+    if (resuming && !(checkpoint = m_store->loadLatestCheckpoint())) {
+        warn(m_store->dir() + ": no complete checkpoint yet (the run stopped before its first): "
+                              "starting it again from step 0 with its run.json");
+        if (writer())
+            m_store->truncateMetrics(0);
+        resuming = false;
+    }
+    if (checkpoint) {
         restore(*checkpoint);
-    } else {
+    } else if (m_resumeDir.empty()) {  // a new run; a restarted one keeps the run.json it wrote
         nlohmann::json info =
             runInfo(m_config, m_data, m_totalSteps, m_summary.trainableParameters);
         info["trainable_tokens"] = trainableTokensRecord(*m_model.module, *m_model.tokenizer);

@@ -59,7 +59,9 @@ private:
     void zeroGrad();
 
     // Data parallelism (sft_dist.cpp); single-process runs have no group and skip these.
-    void connect();         // joins the group when this process is one rank of a launched run
+    void connect();  // joins the group when this process is one rank of a launched run
+    // Resuming on another world size: batch_size per rank so the global batch stays the run's.
+    void keepGlobalBatch(const nlohmann::json& runInfo);
     void openStore();       // rank 0 opens the run folder; the others learn which one
     void checkAgreement();  // every rank trains the same run config, model and data
     void setUpOptimizer();  // whole parameters, or this rank's ZeRO shard of them

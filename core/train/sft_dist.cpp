@@ -34,6 +34,28 @@ void SftRecipe::connect()
     m_group = std::make_unique<DistGroup>(env, device, timeout);
 }
 
+void SftRecipe::keepGlobalBatch(const nlohmann::json& runInfo)
+{
+    const auto dist = runInfo.find("dist");
+    const int before = dist != runInfo.end() ? dist->value("world_size", 1) : 1;
+    const int now = worldSize();
+    if (before == now)
+        return;
+    const int64_t global = int64_t(before) * m_config.batchSize;
+    if (global % now != 0) {
+        warn("resumed on " + std::to_string(now) + " rank(s) where the run had " +
+             std::to_string(before) + ": its global batch of " + std::to_string(global) +
+             " sequences does not divide evenly, so each rank keeps batch_size " +
+             std::to_string(m_config.batchSize) + " (global batch " +
+             std::to_string(int64_t(now) * m_config.batchSize) + ")");
+        return;
+    }
+    m_config.batchSize = static_cast<int>(global / now);
+    warn("resumed on " + std::to_string(now) + " rank(s) where the run had " +
+         std::to_string(before) + ": batch_size " + std::to_string(m_config.batchSize) +
+         " per rank keeps the global batch of " + std::to_string(global) + " sequences");
+}
+
 // Rank 0 creates (or, resuming, opens) the run folder; the others open it read-only once rank 0
 // says where it is, or stop with rank 0's error.
 void SftRecipe::openStore()
@@ -77,8 +99,7 @@ void SftRecipe::setUpOptimizer()
     if (m_group) {
         m_sync = std::make_unique<GradSync>(params, *m_group, m_config.dist.zero,
                                             m_config.dist.bucketMiB << 20);
-        if (m_resumeDir.empty())
-            m_sync->broadcastParameters();
+        m_sync->broadcastParameters();  // a resumed run then loads its checkpoint on every rank
         if (m_sync->zero() >= 1)
             params = m_sync->segments();
     }
