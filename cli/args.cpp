@@ -11,21 +11,25 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
         const std::string& a = argv[i];
         if (a.rfind("--", 0) != 0 || a.size() == 2) {
             m_positional.push_back(a);
+            m_words.push_back({"", {a}});
             continue;
         }
         std::string name = a.substr(2);
         auto eq = name.find('=');
         if (eq != std::string::npos) {
             m_values[name.substr(0, eq)] = name.substr(eq + 1);
+            m_words.push_back({name.substr(0, eq), {a}});
             continue;
         }
         if (flags.count(name)) {
             m_flags.insert(name);
+            m_words.push_back({name, {a}});
             continue;
         }
         if (i + 1 >= argv.size())
             fail("option --", name, " needs a value");
         m_values[name] = argv[++i];
+        m_words.push_back({name, {a, argv[i]}});
     }
 }
 
@@ -83,6 +87,15 @@ void Args::allowOnly(const std::set<std::string>& known) const
     for (const auto& name : m_flags)
         if (!known.count(name))
             fail("unknown option --", name);
+}
+
+std::vector<std::string> Args::argvWithout(const std::set<std::string>& names) const
+{
+    std::vector<std::string> out;
+    for (const auto& [name, words] : m_words)
+        if (name.empty() || !names.count(name))
+            out.insert(out.end(), words.begin(), words.end());
+    return out;
 }
 
 }  // namespace tb

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tb {
@@ -22,11 +23,14 @@ public:
     const std::vector<std::string>& positional() const { return m_positional; }
     // Throws when an option was given that the command does not know.
     void allowOnly(const std::set<std::string>& known) const;
+    // The words as given, in order, without the named options (and their values).
+    std::vector<std::string> argvWithout(const std::set<std::string>& names) const;
 
 private:
     std::map<std::string, std::string> m_values;
     std::set<std::string> m_flags;
     std::vector<std::string> m_positional;
+    std::vector<std::pair<std::string, std::vector<std::string>>> m_words;  // option ("": none)
 };
 
 }  // namespace tb

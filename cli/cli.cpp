@@ -40,6 +40,9 @@ commands:
                                                        against the LibTorch path, and both timed
   train     --config RUN.json [key=value ...] [--json] fine-tune (full, partial, lora, adapter, prompt)
   train     --resume RUN_DIR [--json]                  continue a run from its newest complete checkpoint
+  train     --nproc N [--master-port P] [--master-addr A] --config RUN.json|--resume RUN_DIR ...
+                                                       N data-parallel ranks on this machine, their
+                                                       output as one run (docs/distributed.md)
   export    --run RUN_DIR --format peft|merged --out DIR [--force] [--json]
                                                        PEFT adapter or merged Hugging Face folder
   export    --run RUN_DIR --format gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--force] [--json]

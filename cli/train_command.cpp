@@ -4,6 +4,7 @@
 
 #include "cli/console.h"
 #include "cli/interrupt.h"
+#include "cli/launch.h"
 #include "train/job.h"
 #include "train/run_store.h"
 #include "util/error.h"
@@ -19,7 +20,10 @@ using nlohmann::json;
 
 int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
 {
-    args.allowOnly({"config", "resume", "json"});
+    args.allowOnly({"config", "resume", "json", "nproc", "master-port", "master-addr"});
+    if (args.has("nproc") || args.has("master-port") || args.has("master-addr"))
+        return launchFromArgs(args, out, err);  // N ranks of this command (cli/launch.cpp)
+    adoptSchedulerEnvironment();                // srun's SLURM_PROCID etc. as RANK etc.
     TrainConfig config;
     std::string resumeDir;
     std::vector<std::string> overrides;
