@@ -3,7 +3,10 @@
 #include "cli/launch.h"
 
 #include "cli/args.h"
+#include "train/run_store.h"
+#include "train/train_config.h"
 #include "util/error.h"
+#include "util/file_util.h"
 
 #include <algorithm>
 #include <atomic>
@@ -594,6 +597,23 @@ int launchRanks(const std::vector<std::string>& argv, const LaunchOptions& optio
     return Supervisor(processes, options, interrupts, out, err).run();
 }
 
+namespace {
+
+TrainConfig runConfig(const Args& args)
+{
+    if (args.has("resume")) {
+        const std::string dir = args.value("resume");
+        return parseTrainConfig(RunStore(dir).readRunInfo().at("config"),
+                                joinPath(dir, "run.json"));
+    }
+    std::vector<std::string> overrides;
+    for (size_t i = 1; i < args.positional().size(); ++i)
+        overrides.push_back(args.positional()[i]);
+    return loadTrainConfig(args.value("config"), overrides);
+}
+
+}  // namespace
+
 int launchFromArgs(const Args& args, std::ostream& out, std::ostream& err)
 {
     if (!args.has("nproc"))
@@ -612,6 +632,9 @@ int launchFromArgs(const Args& args, std::ostream& out, std::ostream& err)
         fail("train: --master-port must be from 1 to 65535 (0 or none: a free one), got ", port);
     o.masterPort = static_cast<int>(port);
     o.masterAddr = args.value("master-addr", o.masterAddr);
+    // The run's config is read once here, so a bad one fails before any rank starts; its
+    // dist.timeout_s bounds how long the ranks (and the launcher) wait for a lost one.
+    o.timeoutSeconds = runConfig(args).dist.timeoutSeconds;
     if (std::getenv("TB_DIST_TIMEOUT"))
         o.timeoutSeconds = static_cast<int>(environmentInteger("TB_DIST_TIMEOUT", 1, 86400));
     char self[4096];

@@ -221,7 +221,22 @@ nlohmann::json RunStore::readRunInfo() const
 
 void RunStore::appendMetrics(const nlohmann::json& line) const
 {
-    const std::string path = joinPath(m_dir, kMetrics);
+    appendLine(joinPath(m_dir, kMetrics), line);
+}
+
+std::string RunStore::rankMetricsPath(int rank) const
+{
+    return joinPath(joinPath(m_dir, "ranks"), "rank-" + std::to_string(rank) + ".jsonl");
+}
+
+void RunStore::appendRankMetrics(int rank, const nlohmann::json& line) const
+{
+    ensureFolder(joinPath(m_dir, "ranks"));
+    appendLine(rankMetricsPath(rank), line);
+}
+
+void RunStore::appendLine(const std::string& path, const nlohmann::json& line) const
+{
     const int flags = O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC;
     int fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0 && errno == ENOENT) {  // the first line of a run whose folder nothing made yet

@@ -49,6 +49,10 @@ public:
     // required; a torn last line after a kill is tolerated by readMetrics, which skips it).
     void appendMetrics(const nlohmann::json& line) const;
     std::vector<nlohmann::json> readMetrics() const;
+    // Data parallelism: ranks other than 0 append their own step lines (the same records as
+    // metrics.jsonl: progress, tokens/s, memory) to ranks/rank-<R>.jsonl.
+    void appendRankMetrics(int rank, const nlohmann::json& line) const;
+    std::string rankMetricsPath(int rank) const;
     // Rewrites metrics.jsonl keeping only lines whose "step" <= step (used when resuming from a
     // checkpoint older than the last logged step), atomically.
     void truncateMetrics(int64_t step) const;
@@ -76,6 +80,7 @@ public:
 
 private:
     void ensureFolder(const std::string& folder) const;
+    void appendLine(const std::string& path, const nlohmann::json& line) const;
     std::string m_dir;
 };
 

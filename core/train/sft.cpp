@@ -319,6 +319,8 @@ void SftRecipe::emitStep(double loss, double lr, double gradNorm, int64_t tokens
                                       m_memoryAfterBackward, m_memoryAfterOptimizer, m_memoryPeak});
     m_summary.peakMemoryBytes = std::max(m_summary.peakMemoryBytes, m.memoryPeak);
     record(toJson(m));  // every step; log_every only thins what the console prints
+    if (!writer())      // each rank's own progress and memory, for per-rank plots
+        m_store->appendRankMetrics(m_group->rank(), toJson(m));
     if (m_events)
         m_events->onStep(m);
 }

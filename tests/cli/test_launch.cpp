@@ -7,6 +7,7 @@
 #include "cli/launch.h"
 
 #include <QElapsedTimer>
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -440,21 +441,29 @@ void TestLaunch::cliErrors()
 
 void TestLaunch::cliStartsItsRanks()
 {
-    // Two ranks of tunebench itself, without the launcher's options (else each would refuse
-    // --nproc): both fail on the missing config, each line prefixed, status 1.
+    // A bad config fails once, in the launcher, before any rank starts.
     ScopedEnv rank("RANK", nullptr);
     const std::string config = path("missing-run.json");
-    tbtest::CliRun r =
+    tbtest::CliRun bad =
         tbtest::runTunebench({"train", "--nproc=2", "--master-addr", "127.0.0.1", "--master-port=0",
                               "--config", QString::fromStdString(config), "lr=0.001"});
-    QCOMPARE(r.exitCode, 1);
-    for (int k = 0; k < 2; ++k)
-        QVERIFY2(tbtest::contains(r.err, tbtest::numbered("[rank ", k) + "] tunebench: " + config +
-                                             ": cannot open"),
-                 r.err.c_str());
-    QVERIFY2(tbtest::contains(r.err, "[launch] rank 0 exited with status 1\n"), r.err.c_str());
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(tbtest::contains(bad.err, "tunebench: " + config + ": cannot open"), bad.err.c_str());
+    QVERIFY2(!tbtest::contains(bad.err, "[rank "), bad.err.c_str());
+    // Two real ranks of tunebench, without the launcher's options (else each would refuse
+    // --nproc): one run of world size 2, rank 0's summary unprefixed, rank 1 quiet.
+    const QString out = QString::fromStdString(path("runs"));
+    tbtest::CliRun r = tbtest::runTunebench(
+        {"train", "--nproc=2", "--master-port=0", "--config",
+         QStringLiteral(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json"), "name=pair",
+         "output_dir=" + out, "max_steps=2", "batch_size=4", "eval_every=0"});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    QVERIFY2(tbtest::contains(r.out, "\nrun " + path("runs") + "/pair: 2 steps"), r.out.c_str());
+    QVERIFY2(!tbtest::contains(r.out, "[rank 1] step"), r.out.c_str());
     QVERIFY2(!tbtest::contains(r.err, "RANK is set"), r.err.c_str());
-    QCOMPARE(r.out, std::string());
+    QFile info(out + QStringLiteral("/pair/run.json"));
+    QVERIFY(info.open(QIODevice::ReadOnly));
+    QVERIFY(info.readAll().contains("\"world_size\": 2"));
 }
 
 QTEST_GUILESS_MAIN(TestLaunch)
