@@ -108,6 +108,21 @@ bool isStaleWork(const std::string& name)
     return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
+void checkFileName(const std::string& name);
+
+void checkCheckpointData(const std::string& dir, const CheckpointData& data)
+{
+    if (data.step < 0)
+        fail(dir, ": checkpoint step must be >= 0 (got ", data.step, ")");
+    std::vector<std::string> names;
+    for (const auto& [name, tensors] : data.tensorFiles) {
+        checkFileName(name);
+        if (std::find(names.begin(), names.end(), name) != names.end())
+            fail("checkpoint tensor file '", name, "' appears twice");
+        names.push_back(name);
+    }
+}
+
 void checkFileName(const std::string& name)
 {
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
@@ -319,6 +334,7 @@ void RunStore::truncateMetrics(int64_t step) const
 
 std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep) const
 {
+    checkCheckpointData(m_dir, data);  // before anything is created
     return saveCheckpoint(data, keep, checkpointStaging(data.step), {});
 }
 
@@ -339,15 +355,7 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep,
                                      const std::string& staging,
                                      const std::vector<std::string>& stagedFiles) const
 {
-    if (data.step < 0)
-        fail(m_dir, ": checkpoint step must be >= 0 (got ", data.step, ")");
-    std::vector<std::string> names;
-    for (const auto& [name, tensors] : data.tensorFiles) {
-        checkFileName(name);
-        if (std::find(names.begin(), names.end(), name) != names.end())
-            fail("checkpoint tensor file '", name, "' appears twice");
-        names.push_back(name);
-    }
+    checkCheckpointData(m_dir, data);
 
     const std::string checkpoints = joinPath(m_dir, "checkpoints");
     ensureFolder(checkpoints);

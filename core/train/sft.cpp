@@ -104,6 +104,13 @@ void SftRecipe::setUp()
     }
     checkAgreement();
     const auto sequences = static_cast<int64_t>(m_data.train.sequences.size());
+    if (m_group && sequences < worldSize())
+        fail(m_config.sourcePath, ": ", worldSize(), " ranks but the training set has ", sequences,
+             " sequence(s): a rank would never train (use at most ", sequences, " ranks)");
+    if (m_group && int64_t(m_config.batchSize) * worldSize() > sequences)
+        warn(std::to_string(worldSize()) + " ranks x batch_size " +
+             std::to_string(m_config.batchSize) + " is more than the " + std::to_string(sequences) +
+             " training sequences: every step reads the whole set");
     TrainConfig global = m_config;  // a step reads world x batch_size sequences per micro-batch
     global.batchSize *= worldSize();
     m_totalSteps = plannedSteps(global, sequences);

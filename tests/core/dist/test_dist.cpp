@@ -107,13 +107,13 @@ std::vector<double> losses(const QString& runDir)
     return out;
 }
 
-// The memory report's measured bytes of an item ("optimizer_states", "gradients").
-int64_t measured(const QString& runDir, const QString& item)
+// The memory report's measured (or estimated) bytes of an item ("optimizer_states", "gradients").
+int64_t measured(const QString& runDir, const QString& item,
+                 const QString& which = QStringLiteral("measured"))
 {
     for (const QJsonObject& m : metrics(runDir))
         if (m.value(QStringLiteral("type")).toString() == QStringLiteral("memory"))
-            return static_cast<int64_t>(
-                m.value(item).toObject().value(QStringLiteral("measured")).toDouble());
+            return static_cast<int64_t>(m.value(item).toObject().value(which).toDouble());
     return -1;
 }
 
@@ -198,6 +198,8 @@ private Q_SLOTS:
     void torchrunStartsOurBinary();
     void badDistConfig();
     void runWithoutCheckpointRestartsFromZero();
+    void tooFewSequencesForTheRanks();
+    void ctrlCOnTheLauncherStopsEveryRank();
 };
 
 void TestDist::samplerSharesEveryIndexOnce()
@@ -351,6 +353,13 @@ void TestDist::zeroStagesEqualZero0()
         QCOMPARE(measured(z, QStringLiteral("gradients")) * (zero == 2 ? 2 : 1), grads0);
         QVERIFY(QFile::exists(lastCheckpoint(z) + QStringLiteral("/optimizer-rank-1.safetensors")));
     }
+    // The planner's per-rank shares (docs/memory.md) are what each rank measured, exactly.
+    for (int zero : {0, 1, 2})
+        for (const QString item :
+             {QStringLiteral("optimizer_states"), QStringLiteral("gradients")}) {
+            const QString z = dir.filePath(QStringLiteral("z%1").arg(zero));
+            QCOMPARE(measured(z, item, QStringLiteral("estimated")), measured(z, item));
+        }
 }
 
 void TestDist::resumeOnSameAndOtherWorldSize()
@@ -531,6 +540,63 @@ void TestDist::runWithoutCheckpointRestartsFromZero()
     QVERIFY(allOk(again));
     QVERIFY2(contains(again[0].err, "starting it again from step 0"), again[0].err.c_str());
     QCOMPARE(losses(run), before);  // the same seeded run, its metrics from step 0 only
+}
+
+void TestDist::tooFewSequencesForTheRanks()
+{
+    QTemporaryDir dir;
+    const std::string file =
+        writeText(dir, "one.jsonl", "{\"instruction\": \"Hi\", \"output\": \"Hello.\"}\n");
+    const auto ranks =
+        train(2, runArgs(dir, QStringLiteral("few"),
+                         {QStringLiteral("data.train_file=") + QString::fromStdString(file),
+                          QStringLiteral("data.val_file=") + QString::fromStdString(file)}));
+    for (const Rank& r : ranks) {
+        QVERIFY(r.exitCode != 0);
+        QVERIFY2(contains(r.err, "2 ranks but the training set has 1 sequence(s)"), r.err.c_str());
+    }
+}
+
+void TestDist::ctrlCOnTheLauncherStopsEveryRank()
+{
+    QTemporaryDir dir;
+    QProcess launcher;
+    QProcessEnvironment env = rankEnv(0, 0, 0);
+    launcher.setProcessEnvironment(env);
+    launcher.start(
+        QStringLiteral(TB_BINARY_DIR "/bin/tunebench"),
+        QStringList{QStringLiteral("train"), QStringLiteral("--nproc"), QStringLiteral("2")} +
+            runArgs(dir, QStringLiteral("sigint"),
+                    {QStringLiteral("max_steps=100000"), QStringLiteral("batch_size=2"),
+                     QStringLiteral("log_every=1")}));
+    std::string out;
+    for (int i = 0; i < 600 && !contains(out, "step 5/"); ++i) {
+        launcher.waitForReadyRead(100);
+        out += launcher.readAllStandardOutput().toStdString();
+    }
+    QVERIFY2(contains(out, "step 5/"), out.c_str());
+    ::kill(static_cast<pid_t>(launcher.processId()), SIGINT);
+    QVERIFY(launcher.waitForFinished(60000));
+    out += launcher.readAllStandardOutput().toStdString();
+    const std::string err = launcher.readAllStandardError().toStdString();
+    QVERIFY2(launcher.exitCode() == 0, err.c_str());
+    // Both ranks stopped after the same step: one checkpoint there, with both shards' step.
+    const QString run = dir.filePath(QStringLiteral("sigint"));
+    const QString last = lastCheckpoint(run);
+    QVERIFY(QFile::exists(last + QStringLiteral("/manifest.json")));
+    const int stopped = QDir(last).dirName().mid(5).toInt();
+    QVERIFY(stopped >= 5);
+    QVERIFY2(contains(out, QStringLiteral("run %1: %2 steps").arg(run).arg(stopped).toStdString()),
+             out.c_str());
+    std::vector<double> rank1;
+    QFile rankFile(run + QStringLiteral("/ranks/rank-1.jsonl"));
+    QVERIFY(rankFile.open(QIODevice::ReadOnly));
+    int64_t lastRank1 = 0;
+    for (const QByteArray& line : rankFile.readAll().split('\n'))
+        if (!line.trimmed().isEmpty())
+            lastRank1 =
+                QJsonDocument::fromJson(line).object().value(QStringLiteral("step")).toInteger();
+    QCOMPARE(lastRank1, int64_t(stopped));
 }
 
 QTEST_MAIN(TestDist)

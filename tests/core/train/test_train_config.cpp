@@ -44,6 +44,7 @@ json full()
       "device": "cuda:1", "gradient_checkpointing": true, "loss": "chunked", "loss_chunk_tokens": 512, "eval_every": 10, "log_every": 5,
       "eval": {"generate_every": 25, "sample": 12, "metrics": ["exact_match", "bleu"],
                "max_new_tokens": 48},
+      "dist": {"zero": 2, "timeout_s": 90, "bucket_mb": 8},
       "save_every": 20, "keep_checkpoints": 3, "seed": 18446744073709551615,
       "spike_factor": 3.5, "spike_window": 7,
       "lora": {"rank": 4, "alpha": 8.5, "dropout": 0.05, "targets": ["q_proj", "k_proj"],
@@ -302,6 +303,9 @@ void TestTrainConfig::ranges_data()
     row("log_every=0", "key 'log_every' must be >= 1");
     row("save_every=-1", "key 'save_every' must be >= 0");
     row("keep_checkpoints=-1", "key 'keep_checkpoints' must be >= 0 (got -1)");
+    row("dist.zero=3", "key 'dist.zero' 3 is not offered: ZeRO-3 shards the weights themselves");
+    row("dist.zero=4", "key 'dist.zero' must be 0, 1 or 2 (got 4)");
+    row("dist.timeout_s=0", "key 'dist.timeout_s' must be >= 1 (got 0)");
     row("spike_factor=1", "key 'spike_factor' must be 0 (off) or > 1 (got 1");
     row("spike_factor=-2", "key 'spike_factor' must be 0 (off) or > 1");
     row("spike_window=0", "key 'spike_window' must be >= 1");
