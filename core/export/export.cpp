@@ -3,6 +3,7 @@
 #include "export/export.h"
 
 #include "export/gguf.h"
+#include "export/model_folder.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
 #include "peft/trainable_count.h"
@@ -342,9 +343,7 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
     if (reward)
         rewardConfig(config, *reward);
     writeJson(joinPath(o.outDir, "config.json"), config, report);
-    for (const char* f :
-         {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-          "generation_config.json", "chat_template.jinja"}) {
+    for (const std::string& f : tokenizerFileNames()) {
         const std::string from = joinPath(run.model, f);
         if (fileExists(from)) {
             writeFileAtomic(joinPath(o.outDir, f), readFile(from));

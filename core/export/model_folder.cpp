@@ -12,11 +12,15 @@
 
 namespace tb {
 
-namespace {
+const std::vector<std::string>& tokenizerFileNames()
+{
+    static const std::vector<std::string> names{
+        "tokenizer.model",         "tokenizer.json",         "tokenizer_config.json",
+        "special_tokens_map.json", "generation_config.json", "chat_template.jinja"};
+    return names;
+}
 
-constexpr const char* kTokenizerFiles[] = {"tokenizer.model",        "tokenizer.json",
-                                           "tokenizer_config.json",  "special_tokens_map.json",
-                                           "generation_config.json", "chat_template.jinja"};
+namespace {
 
 // model.safetensors with every parameter in fp32, under the names the model loads from.
 void writeWeights(CausalLM& model, const std::string& outDir)
@@ -32,7 +36,7 @@ void copyFiles(const std::string& fromDir, const std::string& outDir, bool withC
     if (withConfig)
         writeFileAtomic(joinPath(outDir, "config.json"),
                         readFile(joinPath(fromDir, "config.json")));
-    for (const char* f : kTokenizerFiles) {
+    for (const std::string& f : tokenizerFileNames()) {
         const std::string from = joinPath(fromDir, f);
         if (fileExists(from))
             writeFileAtomic(joinPath(outDir, f), readFile(from));

@@ -6,8 +6,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tb {
+
+// The files beside config.json and the weights that make a model folder loadable with its tokenizer
+// and template (each copied when the source folder has it).
+const std::vector<std::string>& tokenizerFileNames();
 
 // A model folder in `outDir`: config.json with `configJson` (a Hugging Face config), the tokenizer
 // files of `tokenizerDir` (tokenizer.model / tokenizer.json / tokenizer_config.json ...) and

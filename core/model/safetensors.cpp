@@ -328,19 +328,16 @@ void writeSafetensors(const std::string& path, const std::vector<TensorBlob>& te
 
 std::string quantizedCheckpointFormat(const Checkpoint& checkpoint, std::string* tensor)
 {
-    auto endsWith = [](const std::string& s, const std::string& tail) {
-        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-    };
     std::string qweight, gIdx, bnb4, bnb8;
     for (const std::string& name : checkpoint.names()) {
-        if (qweight.empty() && endsWith(name, ".qweight"))
+        if (qweight.empty() && name.ends_with(".qweight"))
             qweight = name;
-        else if (gIdx.empty() && endsWith(name, ".g_idx"))
+        else if (gIdx.empty() && name.ends_with(".g_idx"))
             gIdx = name;
-        else if (bnb4.empty() && (endsWith(name, ".absmax") || endsWith(name, ".quant_map") ||
+        else if (bnb4.empty() && (name.ends_with(".absmax") || name.ends_with(".quant_map") ||
                                   name.find(".quant_state.bitsandbytes__") != std::string::npos))
             bnb4 = name;
-        else if (bnb8.empty() && endsWith(name, ".SCB"))
+        else if (bnb8.empty() && name.ends_with(".SCB"))
             bnb8 = name;
     }
     auto found = [&](const char* format, const std::string& name) {

@@ -67,8 +67,7 @@ bool parseMomentName(const std::string& name, std::string& param, int64_t& start
 {
     for (const char* k : kMomentKinds) {
         const std::string suffix(k);
-        if (name.size() > suffix.size() &&
-            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        if (name.size() > suffix.size() && name.ends_with(suffix)) {
             kind = suffix;
             param = name.substr(0, name.size() - suffix.size());
             start = -1;
