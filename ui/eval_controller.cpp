@@ -90,7 +90,8 @@ std::shared_ptr<EvalOutcome> runEvaluation(const EvalRequest& given,
         request.baseModel.isEmpty() ? runBaseModel(runs.front()) : request.baseModel.toStdString();
     auto out = std::make_shared<EvalOutcome>();
     try {
-        out->scorecard = compareRuns(base, runs, cases, request.settings, step, &out->results);
+        out->scorecard =
+            compareRuns(base, runs, cases, request.settings, step, &out->results, request.bases);
     } catch (const std::exception&) {
         if (cancelled)
             return nullptr;  // compareRuns stops with an error once the callback says so

@@ -30,6 +30,9 @@ struct EvalRequest {
     QString chatTemplate;  // the base model alone: a template name ("model", "alpaca", ...)
     EvalDataSource data;   // data.run empty and no file/store: the first run's validation split
     eval::EvalSettings settings;
+    // Comparisons: the base model once per entry, its weights held as the entry says (empty: once,
+    // as stored); e.g. {none, nf4 double} puts the quantised base beside the base and the runs.
+    std::vector<QuantOptions> bases;
     // Where the results go: empty: RUN/eval/compare-<time> for a comparison (the first run),
     // runsFolder/eval/base-<time> for the base model alone.
     QString outDir;

@@ -2,6 +2,8 @@
 // a worker (SQLite never on the GUI thread).
 #include "eval_settings_panel.h"
 
+#include "quant_choice.h"
+
 #include "studio_state.h"
 
 #include "data/store/snapshot.h"
@@ -97,9 +99,15 @@ void EvalSettingsPanel::buildModelGroup(QFormLayout* form)
                           "none checked: the base model alone."));
     auto* refresh = new QPushButton(tr("Rescan runs"), this);
     connect(refresh, &QPushButton::clicked, this, &EvalSettingsPanel::refreshRuns);
+    m_quantBase = new QComboBox(this);
+    fillQuantChoice(m_quantBase, tr("off (the base as stored)"));
+    m_quantBase->setToolTip(
+        tr("Also evaluate the base model with its linear weights held quantised, as a QLoRA run "
+           "holds them: the scorecard shows what the format alone costs beside the fine-tune."));
     form->addRow(tr("Base model:"), m_model);
     form->addRow(tr("Runs:"), m_runs);
     form->addRow(QString(), refresh);
+    form->addRow(tr("Quantised base:"), m_quantBase);
 }
 
 void EvalSettingsPanel::buildDataGroup(QFormLayout* form)
@@ -328,6 +336,12 @@ std::optional<EvalRequest> EvalSettingsPanel::request(QString* error) const
             return failWith(tr("Freeze a snapshot of the project's store first (Data page)."));
         r.data.store = m_state->storePath().toStdString();
         r.data.snapshot = m_snapshot->currentText().toStdString();
+    }
+    if (const QuantOptions q = quantChoice(m_quantBase); q.enabled()) {
+        if (r.runs.isEmpty())
+            return failWith(tr("A quantised base is compared with the base and a run: check a "
+                               "run, or set Quantised base to off."));
+        r.bases = {QuantOptions{}, q};
     }
     r.data.limit = m_limit->value();
     r.settings.metrics.clear();

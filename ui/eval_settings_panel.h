@@ -56,6 +56,7 @@ public:
     QSpinBox* resamplesBox() const { return m_resamples; }
     QCheckBox* greedyBox() const { return m_greedy; }
     QDoubleSpinBox* temperatureBox() const { return m_temperature; }
+    QComboBox* quantizedBaseBox() const { return m_quantBase; }
 
 Q_SIGNALS:
     void snapshotsListed();
@@ -72,6 +73,7 @@ private:
     StudioState* m_state;
     QLabel* m_model = nullptr;
     QListWidget* m_runs = nullptr;
+    QComboBox* m_quantBase = nullptr;  // also the base quantised (a comparison's extra system)
     QComboBox *m_source = nullptr, *m_snapshot = nullptr;
     QLineEdit* m_file = nullptr;
     QWidget* m_fileRow = nullptr;

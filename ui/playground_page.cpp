@@ -2,6 +2,8 @@
 // outputs (base, the base quantised when chosen, fine-tuned) and their weights lines.
 #include "playground_page.h"
 
+#include "quant_choice.h"
+
 #include "generation_controller.h"
 #include "ranked_answers_model.h"
 #include "studio_state.h"
@@ -127,7 +129,7 @@ QWidget* PlaygroundPage::buildSettings()
         tr("A third column: the same base model with its blocks' linear weights held in 4 or 8 "
            "bits, as QLoRA holds its frozen base, to compare with the fp32 base and a run tuned "
            "on that base."));
-    fillQuantizedBaseBox();
+    fillQuantChoice(m_quantBase, tr("off (base and fine-tuned only)"));
     form->addRow(tr("Fine-tuned run:"), m_run);
     form->addRow(tr("Quantised base:"), m_quantBase);
     form->addRow(tr("Chat template:"), m_template);
@@ -171,31 +173,9 @@ void PlaygroundPage::buildOutputs(QBoxLayout* layout)
     layout->addLayout(outputs, 1);
 }
 
-void PlaygroundPage::fillQuantizedBaseBox()
-{
-    m_quantBase->addItem(tr("off (base and fine-tuned only)"), QStringLiteral("none"));
-    m_quantBase->setItemData(0, false, Qt::UserRole + 1);
-    const std::pair<QuantKind, bool> formats[] = {{QuantKind::Nf4, true},
-                                                  {QuantKind::Nf4, false},
-                                                  {QuantKind::Fp4, false},
-                                                  {QuantKind::Int8, false}};
-    for (const auto& [kind, twice] : formats) {
-        QuantOptions q;
-        q.kind = kind;
-        q.doubleQuant = twice;
-        m_quantBase->addItem(QString::fromStdString(quantDescription(q)),
-                             QString::fromLatin1(quantKindName(kind)));
-        m_quantBase->setItemData(m_quantBase->count() - 1, twice, Qt::UserRole + 1);
-    }
-}
-
 QuantOptions PlaygroundPage::quantizedBase() const
 {
-    QuantOptions q;
-    q.kind = parseQuantKind(m_quantBase->currentData().toString().toStdString())
-                 .value_or(QuantKind::None);
-    q.doubleQuant = m_quantBase->currentData(Qt::UserRole + 1).toBool();
-    return q;
+    return quantChoice(m_quantBase);
 }
 
 void PlaygroundPage::showQuantizedBaseColumn()

@@ -77,7 +77,6 @@ private:
     void buildBestOfN(QWidget* box);
     QWidget* buildSettings();  // the run, the quantised base, the template and the sampling
     void buildOutputs(QBoxLayout* layout);
-    void fillQuantizedBaseBox();
     void showQuantizedBaseColumn();
     QuantOptions quantizedBase() const;  // the box's choice
     void clearOutputs();

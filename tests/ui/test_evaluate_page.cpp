@@ -29,6 +29,7 @@
 #include "model/model.h"
 #include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
+#include "train/evaluate_run.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
 
@@ -246,11 +247,53 @@ private Q_SLOTS:
     }
 
     void comparisonMatchesCore();
+    void quantisedBaseJoinsTheComparison();
     void cancelStopsPromptly();
     void regressionSuite();
     void storeCasesOpenOnDataPage();
     void writersEscapeAndQuote();
 };
+
+// Quantised base: NF4 with double quantisation joins as a second base, and the page's scorecard is
+// what core's compareRuns gives for the same request; without a run the choice is refused.
+void TestEvaluatePage::quantisedBaseJoinsTheComparison()
+{
+    QVERIFY(!m_run.isEmpty());
+    quickSettings(3);
+    tb::EvalSettingsPanel* s = page()->settings();
+    QComboBox* box = s->quantizedBaseBox();
+    QCOMPARE(box->count(), 5);  // off, NF4 double, NF4, FP4, int8
+    box->setCurrentIndex(1);
+    const std::optional<tb::EvalRequest> request = s->request();
+    QVERIFY(request);
+    QCOMPARE(request->bases.size(), size_t(2));
+    QCOMPARE(request->bases[1].kind, tb::QuantKind::Nf4);
+    QVERIFY(request->bases[1].doubleQuant);
+    QSignalSpy finished(page(), &tb::EvaluatePage::evaluationFinished);
+    QVERIFY(page()->evaluate());
+    QVERIFY(finished.wait(180000));
+    QVERIFY2(finished.first().at(0).toBool(), qPrintable(finished.first().at(2).toString()));
+    const auto outcome = page()->outcome();
+    QVERIFY(outcome && outcome->scorecard);
+    QCOMPARE(outcome->labels.size(), 3);
+    QCOMPARE(outcome->labels[1], QStringLiteral("base (nf4, double quant)"));
+    const tb::EvalCases cases = tb::loadEvalCases(request->data);
+    const tb::eval::Scorecard core =
+        tb::compareRuns(tb::runBaseModel(m_run.toStdString()), {m_run.toStdString()}, cases,
+                        request->settings, {}, nullptr, request->bases);
+    QCOMPARE(core.systems.size(), size_t(3));
+    for (size_t m = 0; m < core.metrics.size(); ++m)
+        for (size_t sys = 0; sys < 3; ++sys)
+            QCOMPARE(outcome->scorecard->cells[m][sys].score.score, core.cells[m][sys].score.score);
+    // The base alone cannot have a quantised twin here: the page says so before starting.
+    s->setRunChecked(m_run, false);
+    QString error;
+    QVERIFY(!s->request(&error));
+    QVERIFY2(error.contains(QStringLiteral("quantised base")), qPrintable(error));
+    s->setRunChecked(m_run, true);
+    box->setCurrentIndex(0);
+    QVERIFY(s->request()->bases.empty());
+}
 
 // The scorecard table shows scorecard.json's numbers; the per-example rows are core's predictions;
 // the base answers are what a single greedy generate() gives.
