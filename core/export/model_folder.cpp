@@ -14,9 +14,9 @@ namespace tb {
 
 const std::vector<std::string>& tokenizerFileNames()
 {
-    static const std::vector<std::string> names{
-        "tokenizer.model",         "tokenizer.json",         "tokenizer_config.json",
-        "special_tokens_map.json", "generation_config.json", "chat_template.jinja"};
+    static const std::vector<std::string> names{"tokenizer.model",        "tokenizer.json",
+                                                "tokenizer_config.json",  "special_tokens_map.json",
+                                                "generation_config.json", "chat_template.jinja"};
     return names;
 }
 

@@ -590,6 +590,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     if (reward)
         e.logits = scores.bytes;
     e.logitsForward = chunked || reward ? e.logits : forwardSide * o.batch * v;
+    e.logitsSaved = chunked || reward ? e.logitsForward : 4 * s * o.batch * v;
     e.objective = objective.objective;
     e.reference = objective.reference;
     e.sequences = o.batch;

@@ -88,10 +88,14 @@ struct MemoryEstimate {
     int64_t activationsCheckpointing = 0;
     int64_t blocksStoring = 0;  // blocks that save activations without checkpointing
     int64_t logits = 0;
-    // The loss's buffers alive at forward's end, before backward (the logits in the compute dtype,
-    // their fp32 copy, the log-softmax saved): what the first step's measured "activations" (the
-    // growth from load to the end of the forward pass) holds besides the activations.
+    // The loss's buffers at its forward side, all alive at once while the loss is formed (the
+    // logits in the compute dtype, their fp32 copy, the log-softmax saved).
     int64_t logitsForward = 0;
+    // What of those is still alive when the forward pass has returned: only the saved fp32
+    // log-softmax (nothing saves the logits or their copy). The first step's measured
+    // "activations" (the growth from load to the end of the forward pass) holds it besides the
+    // activations. Chunked loss and reward scores: as logitsForward.
+    int64_t logitsSaved = 0;
     int64_t stepWorkspace = 0;  // optimizer-step temporaries (AdamW's denominator)
 
     // The objective (docs/memory.md, "Preference objectives and reward models"). activations and

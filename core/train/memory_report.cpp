@@ -54,9 +54,9 @@ MemoryReport compareWithEstimate(CausalLM& model, const TrainConfig& config,
         r.items.push_back({"reference", e.referenceWeights, bytes, true});
     }
     // activations: the tensors alive after the forward pass beyond those after loading, against
-    // the same moment of the estimate (saved activations, the loss's forward-side buffers and the
+    // the same moment of the estimate (saved activations, the log-softmax the loss saved and the
     // log-probabilities), not backward's start
-    r.items.push_back({"activations", e.activations + e.logitsForward + e.logprobs,
+    r.items.push_back({"activations", e.activations + e.logitsSaved + e.logprobs,
                        measured.afterForward - measured.afterLoad, false});
     r.items.push_back({"total", e.total, measured.peak, false});
     return r;
