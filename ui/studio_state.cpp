@@ -160,6 +160,14 @@ void StudioState::setStorePath(const QString& path)
     Q_EMIT storePathChanged(path);
 }
 
+void StudioState::setLaunch(const LaunchSettings& launch, QObject* origin)
+{
+    if (launch == m_launch)
+        return;
+    m_launch = launch;
+    Q_EMIT launchChanged(origin);
+}
+
 void StudioState::setJobState(StudioJobState state)
 {
     if (state == m_jobState)

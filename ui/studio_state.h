@@ -10,6 +10,7 @@
 // origin: everyone updates.
 #pragma once
 
+#include "launch_command.h"
 #include "model/config.h"
 #include "tokenizer/chat_template.h"
 #include "train/train_config.h"
@@ -74,6 +75,11 @@ public:
     const QString& storePath() const { return m_storePath; }
     void setStorePath(const QString& path);
 
+    // How many processes the next run trains in, and on which GPUs (the Train page's Processes
+    // box); 1: in this process. The run's ZeRO stage is the config's dist.zero.
+    const LaunchSettings& launch() const { return m_launch; }
+    void setLaunch(const LaunchSettings& launch, QObject* origin = nullptr);
+
     StudioJobState jobState() const { return m_jobState; }
     void setJobState(StudioJobState state);
 
@@ -88,6 +94,7 @@ Q_SIGNALS:
     void selectedRunChanged();
     void jobStateChanged(tb::StudioJobState state);
     void storePathChanged(const QString& path);
+    void launchChanged(QObject* origin);
     void memoryNowChanged(qint64 bytes, const QString& source);
 
 private:
@@ -100,6 +107,7 @@ private:
     QStringList m_runs;
     QString m_selectedRun;
     QString m_storePath;
+    LaunchSettings m_launch;
     StudioJobState m_jobState = StudioJobState::Idle;
 };
 

@@ -104,6 +104,10 @@ void TrainPlots::clear()
     for (const auto& [metric, graph] : m_generationGraphs)
         m_generation->removeGraph(graph);
     m_generationGraphs.clear();
+    for (const auto& [rank, graph] : m_rankMemory)
+        m_memory->removeGraph(graph);
+    m_rankMemory.clear();
+    showProcessMemory(true);
     m_preference->clear();
     m_preference->setVisible(m_preference->hasPoints());  // overlays stay
     updateGenerationAxes();
@@ -152,6 +156,35 @@ void TrainPlots::appendBatch(const std::vector<StepMetrics>& steps,
 {
     appendSteps(steps);
     appendEvals(evals);
+}
+
+void TrainPlots::appendRankSteps(const std::vector<RankStep>& steps)
+{
+    if (steps.empty())
+        return;
+    if (m_rankMemory.empty())
+        showProcessMemory(false);
+    for (const RankStep& s : steps) {
+        QCPGraph*& g = m_rankMemory[s.rank];
+        if (!g)
+            g = makePlotGraph(m_memory, tr("rank %1").arg(s.rank),
+                              kMetricColors[size_t(s.rank) % std::size(kMetricColors)]);
+        g->addData(double(s.step.step), double(s.step.memoryCurrent) / kMiB);
+    }
+    scheduleReplot();
+}
+
+void TrainPlots::showProcessMemory(bool on)
+{
+    for (QCPGraph* g :
+         {m_memCurrent, m_memPeak, m_memForward, m_memBackward, m_memOptimizer, m_memReserved}) {
+        const bool shown = on && (g != m_memReserved || m_cudaMemory);
+        g->setVisible(shown);
+        if (shown)
+            g->addToLegend();
+        else
+            g->removeFromLegend();
+    }
 }
 
 void TrainPlots::appendEvals(const std::vector<EvalMetrics>& evals)
@@ -297,11 +330,8 @@ void TrainPlots::setMemorySource(const QString& source)
     m_memory->yAxis->setLabel(cuda ? tr("GPU memory (MiB)")
                                    : tr("CPU tensor memory, tracked (MiB)"));
     m_memCurrent->setName(cuda ? tr("allocated after step") : tr("after step"));
-    m_memReserved->setVisible(cuda);
-    if (cuda)
-        m_memReserved->addToLegend();
-    else
-        m_memReserved->removeFromLegend();
+    m_cudaMemory = cuda;
+    showProcessMemory(m_rankMemory.empty());
 }
 
 void TrainPlots::scheduleReplot()
@@ -409,6 +439,25 @@ int TrainPlots::lossPoints() const
 {
     return m_lossRaw->dataCount();
 }
+std::vector<std::pair<double, double>> TrainPlots::lossSeries() const
+{
+    std::vector<std::pair<double, double>> out;
+    for (auto p = m_lossRaw->data()->constBegin(); p != m_lossRaw->data()->constEnd(); ++p)
+        out.emplace_back(p->key, p->value);
+    return out;
+}
+
+std::vector<std::pair<double, double>> TrainPlots::rankMemorySeries(int rank) const
+{
+    std::vector<std::pair<double, double>> out;
+    const auto it = m_rankMemory.find(rank);
+    if (it == m_rankMemory.end())
+        return out;
+    for (auto p = it->second->data()->constBegin(); p != it->second->data()->constEnd(); ++p)
+        out.emplace_back(p->key, p->value);
+    return out;
+}
+
 int TrainPlots::valPoints() const
 {
     return m_lossVal->dataCount();

@@ -7,6 +7,7 @@
 // that brings a plan, steps and evals redraws once.
 #pragma once
 
+#include "job_event_batch.h"
 #include "preference_plots.h"
 #include "train/job.h"
 
@@ -47,6 +48,9 @@ public:
     // metrics and the mean length on the right one.
     void appendGenerationEvals(const std::vector<GenerationEvalMetrics>& evals);
     void appendBatch(const std::vector<StepMetrics>& steps, const std::vector<EvalMetrics>& evals);
+    // A launched run's steps of every rank: the memory plot shows one series per rank (tensor
+    // memory after the step, made on the rank's first point) instead of the one process's series.
+    void appendRankSteps(const std::vector<RankStep>& steps);
     void setOverlays(const std::vector<RunCurve>& runs);
     void setLogScale(bool on);
     void setSmoothing(double factor);  // exponential moving average weight of the past, [0, 1)
@@ -57,6 +61,10 @@ public:
     bool exportCsv(const QString& file) const;
 
     int lossPoints() const;
+    std::vector<std::pair<double, double>> lossSeries() const;  // the live run's (step, loss)
+    int rankMemoryGraphs() const { return int(m_rankMemory.size()); }
+    // A rank's memory series as plotted: (step, MiB).
+    std::vector<std::pair<double, double>> rankMemorySeries(int rank) const;
     int valPoints() const;
     int memoryPoints() const;
     int lrPoints() const;
@@ -84,7 +92,8 @@ private:
     void recomputeSmoothing();
     QCPGraph* generationGraph(const QString& metric);  // made on the first point of a metric
     void updateGenerationAxes();
-    void showGenerationHint();  // the hint while the plot has no point
+    void showGenerationHint();        // the hint while the plot has no point
+    void showProcessMemory(bool on);  // the single process's memory series, or the ranks'
 
     QCustomPlot *m_loss = nullptr, *m_generation = nullptr, *m_lr = nullptr, *m_memory = nullptr,
                 *m_speed = nullptr;
@@ -95,6 +104,8 @@ private:
     QCPGraph *m_tokens = nullptr, *m_gradNorm = nullptr;
     std::vector<QCPGraph*> m_overlays;                // on the loss and generation plots
     std::map<QString, QCPGraph*> m_generationGraphs;  // the live run's, by metric
+    std::map<int, QCPGraph*> m_rankMemory;            // a launched run's, by rank
+    bool m_cudaMemory = false;                        // setMemorySource("cuda")
     QCPItemText* m_generationHint = nullptr;
     PreferencePlots* m_preference = nullptr;
     std::vector<StepMetrics> m_steps;

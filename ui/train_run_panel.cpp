@@ -2,6 +2,7 @@
 // batches.
 #include "train_run_panel.h"
 
+#include "rank_progress.h"
 #include "studio_state.h"
 #include "train_plots.h"
 #include "training_controller.h"
@@ -10,6 +11,7 @@
 #include "train/schedule.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDateTime>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -22,6 +24,7 @@
 #include <QSlider>
 #include <QSplitter>
 #include <QTabWidget>
+#include <QTextCursor>
 #include <QTime>
 #include <QVBoxLayout>
 
@@ -31,6 +34,10 @@
 namespace tb {
 
 namespace {
+
+constexpr int kPanelLine = -2;  // the panel's own log lines: shown under every filter
+constexpr int kAllRanks = -3;   // the filter that shows every line
+constexpr size_t kLogLines = 5000;
 
 QString durationText(double seconds)
 {
@@ -83,14 +90,22 @@ TrainRunPanel::TrainRunPanel(StudioState* state, TrainingController* controller,
     right->addWidget(m_missing);
     right->addLayout(buildPlotBar());
 
+    m_ranks = new RankProgress(this);
+    m_ranks->hide();
+    right->addWidget(m_ranks);
+
     auto* split = new QSplitter(Qt::Vertical, this);
     m_plots = new TrainPlots(split);
     m_tabs = new QTabWidget(split);
     m_log = new QPlainTextEdit(m_tabs);
     m_log->setReadOnly(true);
-    m_log->setMaximumBlockCount(5000);
+    m_log->setMaximumBlockCount(int(kLogLines));
     m_log->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_tabs->addTab(m_log, tr("Log"));
+    m_logFilter = new QComboBox(m_tabs);
+    m_logFilter->setToolTip(tr("The lines of one rank of a launched run, or the launcher's"));
+    m_logFilter->hide();
+    m_tabs->setCornerWidget(m_logFilter);
     split->addWidget(m_plots);
     split->addWidget(m_tabs);
     split->setStretchFactor(0, 4);
@@ -104,6 +119,7 @@ TrainRunPanel::TrainRunPanel(StudioState* state, TrainingController* controller,
         m_controller->resume();
     });
     connect(m_stop, &QPushButton::clicked, m_controller, &TrainingController::stop);
+    connect(m_logFilter, &QComboBox::currentIndexChanged, this, &TrainRunPanel::refilterLog);
     connect(m_logScale, &QCheckBox::toggled, m_plots, &TrainPlots::setLogScale);
     connect(m_smoothing, &QSlider::valueChanged, this,
             [this](int v) { m_plots->setSmoothing(v / 100.0); });
@@ -189,10 +205,14 @@ void TrainRunPanel::updateButtons()
 {
     const StudioJobState s = m_state->jobState();
     const bool active = m_controller->active();
+    // A launched run cannot pause; Stop pressed again while it stops forces it (no checkpoint).
+    const bool launched = m_controller->launched();
     m_start->setEnabled(!active && m_state->modelMissing().isEmpty());
-    m_pause->setEnabled(s == StudioJobState::Running);
-    m_resume->setEnabled(s == StudioJobState::Paused);
-    m_stop->setEnabled(s == StudioJobState::Running || s == StudioJobState::Paused);
+    m_pause->setEnabled(s == StudioJobState::Running && !launched);
+    m_resume->setEnabled(s == StudioJobState::Paused && !launched);
+    m_stop->setEnabled(s == StudioJobState::Running || s == StudioJobState::Paused ||
+                       (s == StudioJobState::Stopping && launched));
+    m_stop->setText(s == StudioJobState::Stopping && launched ? tr("Force stop") : tr("Stop"));
     if (s == StudioJobState::Paused && m_banner->isHidden())
         m_eta->setText(tr("paused"));
     if (s == StudioJobState::Stopping)
@@ -236,10 +256,30 @@ bool TrainRunPanel::startRun(const QString& runName)
                            QString::fromLatin1(objectiveName(c.objective)))
             .arg(c.maxSteps > 0 ? QString::number(c.maxSteps) : tr("epoch-based"))
             .arg(m_controller->runDir()));
+    if (m_controller->launched())
+        log(tr("%1 processes: %2 train --nproc %1 --config %3")
+                .arg(m_controller->processes())
+                .arg(m_controller->launcherPath(), launchConfigPath(m_controller->runDir())));
+    showLaunched(m_controller->launched() ? m_controller->processes() : 0);
     m_progress->setRange(0, int(std::max<int64_t>(1, c.maxSteps)));
     m_progress->setValue(0);
     m_eta->setText(tr("loading…"));
+    updateButtons();
     return true;
+}
+
+void TrainRunPanel::showLaunched(int processes)
+{
+    m_ranks->reset(processes);
+    m_ranks->setVisible(processes > 1);
+    const bool updating = m_logFilter->blockSignals(true);
+    m_logFilter->clear();
+    m_logFilter->addItem(tr("All ranks"), kAllRanks);
+    m_logFilter->addItem(tr("Launcher"), LaunchLine::kLauncherRank);
+    for (int r = 0; r < processes; ++r)
+        m_logFilter->addItem(tr("Rank %1").arg(r), r);
+    m_logFilter->blockSignals(updating);
+    m_logFilter->setVisible(processes > 1);
 }
 
 void TrainRunPanel::onEvents(const JobEventBatch& batch)
@@ -251,6 +291,12 @@ void TrainRunPanel::onEvents(const JobEventBatch& batch)
         m_progress->setRange(0, int(std::max<int64_t>(1, m_totalSteps)));
         m_progress->setValue(int(batch.plan->startStep));
         m_eta->setText(tr("training…"));
+        // The memory axis names where the run measures: the GPU, or tracked CPU tensors.
+        if (!batch.plan->device.empty())
+            m_plots->setMemorySource(
+                QString::fromStdString(batch.plan->device).startsWith(QLatin1String("cuda"))
+                    ? QStringLiteral("cuda")
+                    : QStringLiteral("cpu-tracked"));
         if (const auto& p = batch.plan->packing) {
             m_packing->setText(tr("packed %1 examples into %2 bins: %3% of the token slots filled")
                                    .arg(p->examples)
@@ -265,15 +311,22 @@ void TrainRunPanel::onEvents(const JobEventBatch& batch)
     // One rescale and replot for the whole drain (the plots defer it to the event loop).
     m_plots->appendGenerationEvals(batch.generationEvals);
     m_plots->appendBatch(batch.steps, batch.evals);
+    m_plots->appendRankSteps(batch.rankSteps);
+    m_ranks->update(batch.rankSteps);
     showProgress(batch);
     logBatch(batch);
     for (const Diagnosis& d : batch.divergences) {
+        // A launched run's ranks stop on a divergence (rank 0's metrics.jsonl has no cause).
         const QString text =
-            tr("Training paused at step %1: %2. Likely cause: %3. Try: %4. Press Resume to "
-               "continue.")
-                .arg(d.step)
-                .arg(QString::fromStdString(d.what), QString::fromStdString(d.cause),
-                     QString::fromStdString(d.advice));
+            m_controller->launched()
+                ? tr("Training stopped at step %1: %2.")
+                      .arg(d.step)
+                      .arg(QString::fromStdString(d.what))
+                : tr("Training paused at step %1: %2. Likely cause: %3. Try: %4. Press Resume to "
+                     "continue.")
+                      .arg(d.step)
+                      .arg(QString::fromStdString(d.what), QString::fromStdString(d.cause),
+                           QString::fromStdString(d.advice));
         m_banner->setText(text);
         m_banner->show();
         log(text);
@@ -300,6 +353,11 @@ void TrainRunPanel::showProgress(const JobEventBatch& batch)
 
 void TrainRunPanel::logBatch(const JobEventBatch& batch)
 {
+    // A launched run's log is the launcher's output: rank 0's progress lines are in it already.
+    for (const LaunchLine& line : batch.launchLines)
+        appendLog(line.rank, line.text);
+    if (m_controller->launched())
+        return;
     const int64_t every = std::max<int64_t>(10, m_state->config().logEvery);
     for (const StepMetrics& m : batch.steps)
         if (m.step % every == 0 || m.step == 1)
@@ -338,7 +396,33 @@ QString TrainRunPanel::logText() const
 
 void TrainRunPanel::log(const QString& line)
 {
-    m_log->appendPlainText(QTime::currentTime().toString(QStringLiteral("hh:mm:ss  ")) + line);
+    appendLog(kPanelLine, line);
+}
+
+bool TrainRunPanel::logShows(int rank) const
+{
+    const int filter = m_logFilter->count() > 0 ? m_logFilter->currentData().toInt() : kAllRanks;
+    return filter == kAllRanks || rank == kPanelLine || rank == filter;
+}
+
+void TrainRunPanel::appendLog(int rank, const QString& line)
+{
+    const QString text = QTime::currentTime().toString(QStringLiteral("hh:mm:ss  ")) + line;
+    m_logLines.push_back({rank, text});
+    if (m_logLines.size() > kLogLines)
+        m_logLines.pop_front();
+    if (logShows(rank))
+        m_log->appendPlainText(text);
+}
+
+void TrainRunPanel::refilterLog()
+{
+    QStringList shown;
+    for (const LogLine& l : m_logLines)
+        if (logShows(l.rank))
+            shown << l.text;
+    m_log->setPlainText(shown.join(QLatin1Char('\n')));
+    m_log->moveCursor(QTextCursor::End);
 }
 
 }  // namespace tb

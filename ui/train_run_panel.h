@@ -1,13 +1,17 @@
 // The Train page's run panel: Start / Pause / Resume / Stop, progress and ETA, the divergence
 // banner, the live plots fed by the TrainingController's batches, their export, and the run log.
+// A launched run (several processes) adds a row per rank (RankProgress), the launcher's merged
+// output in the log with a rank filter, and Stop pressed again forces.
 #pragma once
 
 #include <QElapsedTimer>
 #include <QWidget>
 
 #include <cstdint>
+#include <deque>
 
 class QCheckBox;
+class QComboBox;
 class QHBoxLayout;
 class QLabel;
 class QPlainTextEdit;
@@ -18,6 +22,7 @@ class QTabWidget;
 
 namespace tb {
 
+class RankProgress;
 class StudioState;
 class TrainingController;
 class TrainPlots;
@@ -38,8 +43,12 @@ public:
     // has everything. Start stays disabled while it is not empty.
     QString missingText() const;
     QString packingText() const;  // empty unless the run packs its examples
-    QString logText() const;
+    QString logText() const;      // the lines the rank filter shows
     void log(const QString& line);
+    // A launched run: its rows per rank, and the log's rank filter ("All ranks", "Launcher",
+    // "Rank 0", ...); hidden for a run in this process.
+    RankProgress* rankProgress() const { return m_ranks; }
+    QComboBox* logFilter() const { return m_logFilter; }
     // A tab beside the log (the page puts the run history there).
     void addTab(QWidget* widget, const QString& title);
 
@@ -59,6 +68,10 @@ private:
     void onEvents(const JobEventBatch& batch);
     void showProgress(const JobEventBatch& batch);
     void logBatch(const JobEventBatch& batch);
+    void showLaunched(int processes);  // 0: a run in this process
+    void appendLog(int rank, const QString& line);
+    void refilterLog();
+    bool logShows(int rank) const;
     void updateButtons();
     void showMissing();
 
@@ -75,6 +88,13 @@ private:
     TrainPlots* m_plots = nullptr;
     QTabWidget* m_tabs = nullptr;
     QPlainTextEdit* m_log = nullptr;
+    QComboBox* m_logFilter = nullptr;
+    RankProgress* m_ranks = nullptr;
+    struct LogLine {
+        int rank;  // LaunchLine's rank, or kPanelLine for the panel's own lines
+        QString text;
+    };
+    std::deque<LogLine> m_logLines;  // the newest lines, for the rank filter
     int64_t m_totalSteps = 0;
     QElapsedTimer m_clock;  // since the first step arrived (ETA)
     int64_t m_firstStep = 0;

@@ -3,6 +3,7 @@
 #include "train_settings_form.h"
 
 #include "studio_state.h"
+#include "train_launch_box.h"
 
 #include "data/store/snapshot.h"
 #include "data/store/store.h"
@@ -94,6 +95,8 @@ TrainSettingsForm::TrainSettingsForm(StudioState* state, QWidget* parent)
         return f;
     };
     buildRunGroup(group(tr("Run")));
+    m_launch = new TrainLaunchBox(state, -1, this);
+    v->addWidget(m_launch);
     buildOptimizerGroup(group(tr("Optimizer and schedule")));
     buildDataGroup(group(tr("Data and output")));
     buildGenerationGroup(group(tr("Generation eval during training")));

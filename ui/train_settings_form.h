@@ -1,6 +1,6 @@
-// The Train page's settings form: run shape, optimizer and schedule, data source and output, the
-// generation-based evaluation during training (eval.*), read from and written to StudioState's
-// config (never rewriting itself in answer to its own change).
+// The Train page's settings form: run shape, processes (TrainLaunchBox), optimizer and schedule,
+// data source and output, the generation-based evaluation during training (eval.*), read from and
+// written to StudioState's config (never rewriting itself in answer to its own change).
 #pragma once
 
 #include <QFutureWatcher>
@@ -18,6 +18,7 @@ class QSpinBox;
 namespace tb {
 
 class StudioState;
+class TrainLaunchBox;
 
 // The snapshot ids of a dataset store, listed on a worker (train and validation, oldest first).
 struct SnapshotList {
@@ -46,6 +47,8 @@ public:
     bool listingSnapshots() const { return m_snapshotShown != m_snapshotRequest; }
     QComboBox* snapshotBox() const { return m_snapshot; }
 
+    // Processes, GPUs and the ZeRO stage of the run.
+    TrainLaunchBox* launchBox() const { return m_launch; }
     QSpinBox* maxStepsBox() const { return m_maxSteps; }
     QSpinBox* batchBox() const { return m_batch; }
     QLineEdit* trainFileEdit() const { return m_trainFile; }
@@ -88,6 +91,7 @@ private:
     QLineEdit *m_trainFile = nullptr, *m_valFile = nullptr, *m_outputDir = nullptr;
     QComboBox *m_source = nullptr, *m_snapshot = nullptr, *m_valSnapshot = nullptr;
     QFormLayout* m_dataForm = nullptr;
+    TrainLaunchBox* m_launch = nullptr;
     QSpinBox *m_generateEvery = nullptr, *m_generateSample = nullptr, *m_generateTokens = nullptr;
     QListWidget* m_generateMetrics = nullptr;
     QFutureWatcher<SnapshotList> m_snapshotWatcher;

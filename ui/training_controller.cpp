@@ -1,10 +1,14 @@
-// TrainingController: a JobEvents sink feeding an EventBuffer; the drain updates the job state and
-// hands the batch on.
+// TrainingController: a JobEvents sink (or a LaunchedRun) feeding an EventBuffer; the drain updates
+// the job state and hands the batch on.
 #include "training_controller.h"
 
+#include "launched_run.h"
+#include "model/devices.h"
 #include "util/error.h"
 
+#include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 
 #include <exception>
 #include <utility>
@@ -77,6 +81,13 @@ TrainingController::~TrainingController()
         m_job->stop();
         m_job->wait();
     }
+    m_launched.reset();  // interrupts a launcher still running and waits for its ranks
+}
+
+QString TrainingController::launcherPath() const
+{
+    return m_launcherPath.isEmpty() ? tunebenchBeside(QCoreApplication::applicationDirPath())
+                                    : m_launcherPath;
 }
 
 JobEvents& TrainingController::events()
@@ -112,11 +123,44 @@ bool TrainingController::start(const TrainConfig& config, QString* error)
         m_job->wait();
         m_job.reset();
     }
+    m_launched.reset();
     m_events.discard();
     m_runDir = QDir::cleanPath(QString::fromStdString(checked.outputDir + "/" + checked.name));
+    if (m_state->launch().processes > 1)
+        return startLaunched(checked, error);
+    m_launchedRun = false;
+    m_processes = 1;
     m_job = std::make_unique<TrainingJob>(checked, m_sink.get());
     m_state->setJobState(StudioJobState::Running);
     m_job->start();
+    Q_EMIT started(m_runDir, checked.maxSteps);
+    return true;
+}
+
+bool TrainingController::startLaunched(const TrainConfig& checked, QString* error)
+{
+    const LaunchSettings& launch = m_state->launch();
+    const QString problem = launchProblem(launch, cudaDeviceCount(), checked.device);
+    if (!problem.isEmpty()) {
+        if (error)
+            *error = problem;
+        return false;
+    }
+    // The ranks read the config core has checked (absolute paths), from the run folder.
+    const QString configPath = launchConfigPath(m_runDir);
+    if (!writeLaunchConfig(checked, configPath, error))
+        return false;
+    auto run = std::make_unique<LaunchedRun>(&m_events);
+    if (!run->start(buildLaunchCommand(launch, launcherPath(), configPath), m_launchEnvironment,
+                    m_runDir, launch.processes, checked.optim, error)) {
+        QFile::remove(configPath);
+        QDir().rmdir(m_runDir);  // only when nothing else is in it
+        return false;
+    }
+    m_launched = std::move(run);
+    m_launchedRun = true;
+    m_processes = launch.processes;
+    m_state->setJobState(StudioJobState::Running);
     Q_EMIT started(m_runDir, checked.maxSteps);
     return true;
 }
@@ -142,12 +186,15 @@ void TrainingController::stop()
     if (m_job && active()) {
         m_job->stop();
         m_state->setJobState(StudioJobState::Stopping);
+    } else if (m_launched && active()) {
+        m_launched->stop();  // again while stopping: forced
+        m_state->setJobState(StudioJobState::Stopping);
     }
 }
 
 void TrainingController::drain(JobEventBatch&& batch)
 {
-    if (!batch.divergences.empty())
+    if (!batch.divergences.empty() && !m_launchedRun)
         m_state->setJobState(StudioJobState::Paused);  // the guard paused the job itself
     if (!batch.steps.empty())
         m_state->setMemoryNow(batch.steps.back().memoryCurrent, tr("training"));

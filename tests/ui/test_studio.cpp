@@ -3,11 +3,16 @@
 // resume, stop, export, generate in the Playground; the event loop stays responsive while training
 // runs. Then the studio's guarantees: a page never rewrites itself in answer to its own change,
 // snapshots are listed on a worker (the newest request wins), generation streams in batches, and a
-// drain replots once.
+// drain replots once. Last, runs of several processes: the Processes box, a stand-in launcher
+// (known values: plots, per-rank rows, merged log and its filter, stop, failure) and two real
+// ranks of `tunebench train --nproc 2` on the bundled model.
 #include "gpt2_folder.h"
+#include "stand_in_launcher.h"
 
 #include "export_page.h"
 #include "generation_controller.h"
+#include "launch_command.h"
+#include "launched_run.h"
 #include "main_window.h"
 #include "memory_page.h"
 #include "method_page.h"
@@ -15,9 +20,12 @@
 #include "model_switch.h"
 #include "playground_page.h"
 #include "project.h"
+#include "rank_progress.h"
 #include "studio_state.h"
+#include "train_launch_box.h"
 #include "train_page.h"
 #include "train_plots.h"
+#include "train_run_panel.h"
 #include "train_settings_form.h"
 #include "training_controller.h"
 
@@ -30,6 +38,8 @@
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
 #include "tokenizer/tokenizer.h"
+#include "train/metrics.h"
+#include "train/train_config.h"
 #include "util/file_util.h"
 
 #include <QAbstractItemModelTester>
@@ -51,12 +61,14 @@
 #include <QtTest>
 
 #include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 namespace {
 
 const QString kModel = QStringLiteral(TB_SOURCE_DIR "/datasets/models/stories260k");
+constexpr double kMiB = 1024.0 * 1024.0;
 
 // A window with the bundled model open and runs going to `runs`, small and quick.
 std::unique_ptr<tb::MainWindow> openWindow(const QString& runs)
@@ -97,6 +109,41 @@ std::vector<std::unique_ptr<QAbstractItemModelTester>> testModels(QWidget* root)
                 box->model(), QAbstractItemModelTester::FailureReportingMode::QtTest));
         }
     return testers;
+}
+
+// Toggles a GPU of the Processes box as the keyboard does: current row, then Space.
+void toggleGpu(tb::TrainLaunchBox* box, int row)
+{
+    box->gpuList()->setCurrentRow(row);
+    QTest::keyClick(box->gpuList()->viewport(), Qt::Key_Space);
+}
+
+// The Processes box on 2 (this machine's CPU: no GPU list), with the up arrow.
+void chooseTwoProcesses(tb::MainWindow* w)
+{
+    tb::TrainLaunchBox* box = w->trainPage()->settingsForm()->launchBox();
+    box->setCudaDevices(0);
+    QTest::keyClick(box->processesBox(), Qt::Key_Up);
+}
+
+QString fileText(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()).trimmed() : QString();
+}
+
+// A run's rank file (ranks/rank-R.jsonl) or metrics.jsonl: the step records' memory_bytes in MiB.
+std::vector<std::pair<double, double>> memoryOfSteps(const QString& path)
+{
+    std::vector<std::pair<double, double>> out;
+    std::istringstream lines(tb::readFile(path.toStdString()));
+    for (std::string line; std::getline(lines, line);) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.value("type", "") == "step")
+            out.emplace_back(double(j["step"].get<int64_t>()),
+                             double(j["memory_bytes"].get<int64_t>()) / kMiB);
+    }
+    return out;
 }
 
 }  // namespace
@@ -815,6 +862,238 @@ private Q_SLOTS:
         QCOMPARE(plots->lossPoints(), 60);
         QVERIFY2(replots <= drains + 1,
                  qPrintable(QStringLiteral("%1 replots for %2 drains").arg(replots).arg(drains)));
+    }
+    // The Processes box: the keyboard reaches StudioState (processes, GPUs, the config's
+    // dist.zero); the checked GPUs bound the processes and become CUDA_VISIBLE_DEVICES.
+    void processesAndGpusOnTheTrainPage()
+    {
+        tb::MainWindow w;
+        w.show();
+        w.showPage(QStringLiteral("Train"));
+        tb::TrainLaunchBox* box = w.trainPage()->settingsForm()->launchBox();
+        tb::StudioState* state = w.state();
+        box->setCudaDevices(0);
+        QCOMPARE(state->launch().processes, 1);
+        QVERIFY(!box->gpuList()->isVisible());  // no CUDA device: no GPU list
+        QVERIFY(!box->zeroBox()->isEnabled());  // one process ignores ZeRO
+        QSignalSpy launchChanged(state, &tb::StudioState::launchChanged);
+        QSignalSpy configChanged(state, &tb::StudioState::configChanged);
+        QTest::keyClick(box->processesBox(), Qt::Key_Up);
+        QCOMPARE(state->launch().processes, 2);
+        QCOMPARE(launchChanged.size(), 1);
+        QCOMPARE(launchChanged.first().at(0).value<QObject*>(), box);  // its own change
+        QVERIFY(box->zeroBox()->isEnabled());
+        QTest::keyClick(box->zeroBox(), Qt::Key_Down);
+        QTest::keyClick(box->zeroBox(), Qt::Key_Down);
+        QCOMPARE(state->config().dist.zero, 2);
+        QCOMPARE(configChanged.size(), 2);
+        // A change from outside (a project, the CLI's config) reaches the box.
+        state->updateConfig([](tb::TrainConfig& c) { c.dist.zero = 1; });
+        QCOMPARE(box->zeroBox()->currentData().toInt(), 1);
+        state->setLaunch({1, {}});
+        QCOMPARE(box->processesBox()->value(), 1);
+        QTest::keyClick(box->processesBox(), Qt::Key_Up);
+
+        // Four GPUs, all checked: up to four processes (the two chosen stay); unchecking 1 and 3
+        // leaves two.
+        box->setCudaDevices(4);
+        QVERIFY(box->gpuList()->isVisible());
+        QCOMPARE(box->gpuList()->count(), 4);
+        QCOMPARE(box->processesBox()->maximum(), 4);
+        QCOMPARE(state->launch().processes, 2);
+        QCOMPARE(state->launch().gpus, (QList<int>{0, 1, 2, 3}));
+        toggleGpu(box, 1);
+        toggleGpu(box, 3);
+        QCOMPARE(state->launch().gpus, (QList<int>{0, 2}));
+        QCOMPARE(box->processesBox()->maximum(), 2);
+        for (int i = 0; i < 3; ++i)
+            QTest::keyClick(box->processesBox(), Qt::Key_Up);
+        QCOMPARE(state->launch().processes, 2);  // bounded by the checked GPUs
+        const tb::LaunchCommand command = tb::buildLaunchCommand(
+            state->launch(), w.controller()->launcherPath(), QStringLiteral("/r/c.json"));
+        QCOMPARE(command.environment, QStringList{QStringLiteral("CUDA_VISIBLE_DEVICES=0,2")});
+        QCOMPARE(command.program, QCoreApplication::applicationDirPath() +
+                                      QStringLiteral("/tunebench"));  // beside the executable
+        toggleGpu(box, 2);                                            // one GPU left: one process
+        QCOMPARE(box->processesBox()->maximum(), 1);
+        QCOMPARE(state->launch().processes, 1);
+        QCOMPARE(state->launch().gpus, QList<int>{0});
+        QVERIFY(!box->zeroBox()->isEnabled());
+        box->setCudaDevices(0);
+    }
+    // Two processes through a stand-in launcher with known values: Start starts it with the run
+    // config it wrote; the plots get rank 0's losses and one memory series per rank; the rows per
+    // rank, the merged log and its rank filter; Pause is off for a launched run.
+    void launchedRunStreamsIntoThePage()
+    {
+        QTemporaryDir runs;
+        auto w = openWindow(runs.path());
+        QVERIFY(w);
+        w->show();
+        w->showPage(QStringLiteral("Train"));
+        w->controller()->setLauncherPath(tbtest::writeStandInLauncher(runs.path()));
+        w->controller()->setLaunchEnvironment({QStringLiteral("OMP_NUM_THREADS=1")});
+        tb::TrainPage* train = w->trainPage();
+        chooseTwoProcesses(w.get());
+        QTest::keyClick(train->settingsForm()->launchBox()->zeroBox(), Qt::Key_Down);  // ZeRO 1
+        QSignalSpy ended(w->controller(), &tb::TrainingController::ended);
+        QTest::mouseClick(train->startButton(), Qt::LeftButton);
+        QVERIFY2(w->controller()->launched(), qPrintable(train->logText()));
+        QCOMPARE(w->state()->jobState(), tb::StudioJobState::Running);
+        QVERIFY(!train->pauseButton()->isEnabled());
+        QVERIFY(train->stopButton()->isEnabled());
+        QVERIFY(train->runPanel()->rankProgress()->isVisible());
+        QVERIFY(train->runPanel()->logFilter()->isVisible());
+        QVERIFY(ended.wait(30000));
+        QVERIFY2(ended.first().at(0).toBool(), qPrintable(ended.first().at(1).toString()));
+        QCOMPARE(ended.first().at(1).toString(), QStringLiteral("Finished 6 steps."));
+        QCOMPARE(w->state()->jobState(), tb::StudioJobState::Finished);
+        const QString runDir = w->controller()->runDir();
+        QVERIFY(w->state()->runs().contains(runDir));
+
+        // What the launcher got: the command, the environment, the config core checked.
+        QCOMPARE(fileText(runDir + QStringLiteral("/argv.txt")),
+                 QStringLiteral("train --nproc 2 --config ") + runDir +
+                     QStringLiteral("/launch-config.json"));
+        QCOMPARE(fileText(runDir + QStringLiteral("/omp.txt")), QStringLiteral("1"));
+        const tb::TrainConfig sent = tb::loadTrainConfig(
+            QString(runDir + QStringLiteral("/launch-config.json")).toStdString());
+        QCOMPARE(sent.dist.zero, 1);
+        QCOMPARE(QString::fromStdString(sent.outputDir + "/" + sent.name), runDir);
+        QCOMPARE(sent.batchSize, 4);  // per rank, as the form shows it
+
+        // The plots: rank 0's losses in order, the plan from run.json, one memory series per rank.
+        tb::TrainPlots* plots = train->plots();
+        QTRY_VERIFY(!plots->replotPending());
+        std::vector<std::pair<double, double>> losses, memory0, memory1;
+        for (int s = 1; s <= 6; ++s) {
+            losses.emplace_back(s, tbtest::kStandInLosses[s - 1]);
+            memory0.emplace_back(s, 10.0 + s);
+            memory1.emplace_back(s, 11.0 + s);
+        }
+        QCOMPARE(plots->lossSeries(), losses);  // exact: the same decimal text, parsed once
+        QCOMPARE(plots->lrPoints(), 6);
+        QCOMPARE(plots->plannedPoints(), 6);
+        QCOMPARE(plots->rankMemoryGraphs(), 2);
+        QCOMPARE(plots->rankMemorySeries(0), memory0);
+        QCOMPARE(plots->rankMemorySeries(1), memory1);
+        QCOMPARE(train->runPanel()->rankProgress()->rowCount(), 2);
+        QCOMPARE(train->runPanel()->rankProgress()->stepOf(0), qint64(6));
+        QCOMPARE(train->runPanel()->rankProgress()->stepOf(1), qint64(6));
+
+        // The merged log keeps the prefixes; the filter shows one rank, or the launcher.
+        const QString all = train->logText();
+        QVERIFY2(all.contains(QStringLiteral("step 6/6  loss 1.25")), qPrintable(all));
+        QVERIFY(all.contains(QStringLiteral("[rank 1] tunebench: warning: rank 1 note 6")));
+        QComboBox* filter = train->runPanel()->logFilter();
+        filter->setCurrentIndex(filter->findData(1));
+        QVERIFY(train->logText().contains(
+            QStringLiteral("[rank 1] tunebench: warning: rank 1 note 3")));
+        QVERIFY(!train->logText().contains(QStringLiteral("step 3/6")));
+        QVERIFY(train->logText().contains(QStringLiteral("Finished 6 steps.")));  // the page's own
+        filter->setCurrentIndex(filter->findData(0));
+        QVERIFY(train->logText().contains(QStringLiteral("step 3/6")));
+        QVERIFY(!train->logText().contains(QStringLiteral("[rank 1]")));
+        filter->setCurrentIndex(0);
+        QCOMPARE(train->logText(), all);
+    }
+    // Stop sends SIGINT: the launcher stops after the current step (every step it recorded is
+    // plotted), and Stop again is the forced stop. A failing rank ends the run with the launcher's
+    // message; a missing launcher does not start.
+    void launchedRunStopsAndFails()
+    {
+        QTemporaryDir runs;
+        auto w = openWindow(runs.path());
+        QVERIFY(w);
+        w->show();
+        w->showPage(QStringLiteral("Train"));
+        w->controller()->setLauncherPath(tbtest::writeStandInLauncher(runs.path()));
+        tb::TrainPage* train = w->trainPage();
+        chooseTwoProcesses(w.get());
+        QSignalSpy ended(w->controller(), &tb::TrainingController::ended);
+        QTest::mouseClick(train->startButton(), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(train->plots()->lossPoints() >= 1, 10000);
+        QTest::mouseClick(train->stopButton(), Qt::LeftButton);
+        QCOMPARE(w->state()->jobState(), tb::StudioJobState::Stopping);
+        QCOMPARE(w->controller()->launchedRun()->stopRequests(), 1);
+        QVERIFY(train->stopButton()->isEnabled());
+        QCOMPARE(train->stopButton()->text(), QStringLiteral("Force stop"));
+        QVERIFY(ended.wait(10000));
+        QVERIFY2(ended.first().at(0).toBool(), qPrintable(ended.first().at(1).toString()));
+        const int stoppedAt =
+            int(tb::readRunMetrics(w->controller()->runDir().toStdString()).steps.size());
+        QVERIFY2(stoppedAt >= 1 && stoppedAt < 6, qPrintable(QString::number(stoppedAt)));
+        QCOMPARE(ended.first().at(1).toString(),
+                 QStringLiteral("Stopped at step %1.").arg(stoppedAt));
+        QCOMPARE(train->plots()->lossPoints(), stoppedAt);
+        QVERIFY(train->logText().contains(QStringLiteral("[launch] Ctrl-C")));
+        QCOMPARE(train->stopButton()->text(), QStringLiteral("Stop"));
+
+        ended.clear();
+        w->controller()->setLaunchEnvironment({QStringLiteral("FAKE_FAIL=1")});
+        QTest::mouseClick(train->startButton(), Qt::LeftButton);
+        QVERIFY(ended.wait(10000));
+        QCOMPARE(ended.first().at(0).toBool(), false);
+        QCOMPARE(ended.first().at(1).toString(),
+                 QStringLiteral("rank 1 exited with status 1: [rank 1] tunebench: dist: rank 0 did "
+                                "not answer within 60 s"));
+        QCOMPARE(w->state()->jobState(), tb::StudioJobState::Failed);
+        QVERIFY(train->logText().contains(QStringLiteral("Failed: rank 1 exited with status 1")));
+        QCOMPARE(train->plots()->lossPoints(), 2);
+
+        w->controller()->setLauncherPath(runs.path() + QStringLiteral("/no-such-tunebench"));
+        QTest::mouseClick(train->startButton(), Qt::LeftButton);
+        QVERIFY(!w->controller()->active());
+        QVERIFY(train->logText().contains(QStringLiteral("Cannot start: ") + runs.path() +
+                                          QStringLiteral("/no-such-tunebench not found")));
+        QVERIFY(!QFileInfo::exists(w->controller()->runDir()));  // no folder left behind
+    }
+    // The real thing: two ranks of `tunebench train --nproc 2` (Gloo, one thread each) on the
+    // bundled model with lora-tiny.json's settings for 3 steps; the plots hold rank 0's losses of
+    // metrics.jsonl and each rank's memory of its own file; run.json says world_size 2.
+    void launchedRunOfTwoRealProcesses()
+    {
+        QTemporaryDir runs;
+        auto w = openWindow(runs.path());
+        QVERIFY(w);
+        w->show();
+        w->showPage(QStringLiteral("Train"));
+        tb::TrainConfig c = tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json");
+        c.outputDir = runs.path().toStdString();
+        c.maxSteps = 3;
+        c.evalEvery = 0;
+        w->state()->setConfig(c);
+        w->controller()->setLaunchEnvironment({QStringLiteral("OMP_NUM_THREADS=1")});
+        chooseTwoProcesses(w.get());
+        tb::TrainPage* train = w->trainPage();
+        QSignalSpy ended(w->controller(), &tb::TrainingController::ended);
+        QTest::mouseClick(train->startButton(), Qt::LeftButton);
+        QVERIFY2(w->controller()->launched(), qPrintable(train->logText()));
+        QVERIFY(ended.wait(300000));
+        QVERIFY2(ended.first().at(0).toBool(),
+                 qPrintable(ended.first().at(1).toString() + QLatin1Char('\n') + train->logText()));
+        const QString runDir = w->controller()->runDir();
+        const tb::RunMetrics metrics = tb::readRunMetrics(runDir.toStdString());
+        QCOMPARE(metrics.steps.size(), size_t(3));
+        QTRY_VERIFY(!train->plots()->replotPending());
+        std::vector<std::pair<double, double>> losses;
+        for (const tb::StepMetrics& m : metrics.steps)
+            losses.emplace_back(double(m.step), m.loss);
+        QCOMPARE(train->plots()->lossSeries(), losses);  // exact: the same JSON text
+        QCOMPARE(train->plots()->rankMemoryGraphs(), 2);
+        QCOMPARE(train->plots()->rankMemorySeries(0),
+                 memoryOfSteps(runDir + QStringLiteral("/metrics.jsonl")));
+        const auto rank1 = memoryOfSteps(runDir + QStringLiteral("/ranks/rank-1.jsonl"));
+        QCOMPARE(rank1.size(), size_t(3));
+        QVERIFY(rank1.back().second > 0);
+        QCOMPARE(train->plots()->rankMemorySeries(1), rank1);
+        const auto info = nlohmann::json::parse(
+            tb::readFile(QString(runDir + QStringLiteral("/run.json")).toStdString()));
+        QCOMPARE(info["dist"]["world_size"], nlohmann::json(2));
+        QCOMPARE(info["dist"]["backend"], nlohmann::json("gloo"));
+        QVERIFY2(train->logText().contains(QStringLiteral("step 3/3")),
+                 qPrintable(train->logText()));
+        QCOMPARE(train->runPanel()->rankProgress()->stepOf(1), qint64(3));
     }
 };
 
