@@ -38,10 +38,17 @@ TrainSummary SftRecipe::run()
     setUp();
     int64_t& step = m_position.step;
     while (step < m_totalSteps) {
-        if (!m_control.waitWhilePaused() || stopAgreed())
+        // Several ranks decide together, every step: a rank that stopped alone would leave the
+        // others waiting in a collective.
+        if (m_group ? stopAgreed() : !m_control.waitWhilePaused())
             break;
         if (!this->step()) {
-            m_control.pause();  // the guard fired: wait for the user
+            // The guard fired: wait for the user; a launched run cannot wait, and every rank's
+            // guard saw the same global loss, so every rank stops after this step.
+            if (m_group)
+                m_control.stop();
+            else
+                m_control.pause();
             continue;
         }
         const bool more = step < m_totalSteps;

@@ -81,6 +81,7 @@ private:
     std::optional<DistEnv> m_distEnv;
     std::unique_ptr<DistGroup> m_group;  // before m_sync and the optimizer: they use it
     std::unique_ptr<GradSync> m_sync;
+    int m_shardedSaves = 0;
     std::unique_ptr<Optimizer> m_optimizer;
     DynamicLossScaler m_scaler;  // fp16 only
     DivergenceGuard m_guard;

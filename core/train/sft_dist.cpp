@@ -144,8 +144,8 @@ void SftRecipe::restoreOptimizer(const CheckpointLoad& checkpoint)
 // barrier leaves a folder without a manifest, which resuming skips.
 void SftRecipe::saveSharded()
 {
-    static int saves = 0;  // a key per save: a run may save the same step twice (stopped)
-    const std::string key = "checkpoint-" + std::to_string(++saves);
+    // A store key per save: a run may save the same step twice (stopped right after a save).
+    const std::string key = "checkpoint-" + std::to_string(++m_shardedSaves);
     const int64_t step = m_position.step;
     const bool shards = m_sync->zero() >= 1;
     std::string staging = writer() ? m_store->checkpointStaging(step) : std::string();
