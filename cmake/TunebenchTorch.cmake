@@ -5,7 +5,7 @@
 #   so Tunebench links the wheel's shared libraries directly; they find their CUDA libraries (shipped as
 #   nvidia-* wheels) through their own rpath, and the same binary uses a GPU where one exists.
 # - TB_TORCH_CPU_ONLY (the Debian package, scripts/package): links only the CPU libraries (libtorch_cpu,
-#   libc10, libc10_cuda for the stream guards of quant/dequant_cuda.cpp), not libtorch_cuda, and leaves
+#   libc10; the kernels, which need libc10_cuda, are off), not libtorch_cuda, and leaves
 #   the rpath to CMake so the install rewrites it (CMAKE_INSTALL_RPATH). TB_TORCH_PRIVATE_LIBS lists the
 #   files an install must ship next to them (the CUDA runtime and CUPTI that libtorch_cpu itself needs).
 file(STRINGS ${CMAKE_SOURCE_DIR}/scripts/versions.env _tb_versions REGEX "^TB_TORCH_VERSION=")
@@ -67,12 +67,11 @@ target_compile_definitions(tb_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=${_tb_abi})
 set(_tb_torch_libs "${_tb_lib}/libtorch.so" "${_tb_lib}/libtorch_cpu.so" "${_tb_lib}/libc10.so")
 set(TB_TORCH_HAS_CUDA OFF)
 if(TB_TORCH_CPU_ONLY)
+  if(TB_CUDA_KERNELS)
+    message(FATAL_ERROR "Tunebench: TB_TORCH_CPU_ONLY links no CUDA library; configure with -DTB_CUDA_KERNELS=OFF")
+  endif()
   set(_tb_torch_libs "${_tb_lib}/libtorch_cpu.so" "${_tb_lib}/libc10.so")
   set(_tb_private "${_tb_lib}/libtorch_cpu.so" "${_tb_lib}/libc10.so")
-  if(EXISTS "${_tb_lib}/libc10_cuda.so")
-    list(APPEND _tb_torch_libs "${_tb_lib}/libc10_cuda.so")
-    list(APPEND _tb_private "${_tb_lib}/libc10_cuda.so")
-  endif()
   if(EXISTS "${_tb_lib}/libgomp.so.1")
     list(APPEND _tb_private "${_tb_lib}/libgomp.so.1")
   endif()
@@ -88,7 +87,13 @@ if(TB_TORCH_CPU_ONLY)
     get_filename_component(_d "${_d}" DIRECTORY)
     target_link_options(tb_torch INTERFACE "-Wl,-rpath-link,${_d}")
   endforeach()
-  message(STATUS "Tunebench: LibTorch ${TB_TORCH_FULL_VERSION} CPU libraries from the wheel in ${TB_VENV}")
+  # TB_TORCH_HAS_CUDA keeps saying what the LibTorch build (its headers) is, so the compile lines equal a
+  # normal build's and the compiler cache serves them; nothing CUDA is linked (core skips NCCL).
+  if(EXISTS "${_tb_lib}/libtorch_cuda.so")
+    set(TB_TORCH_HAS_CUDA ON)
+  endif()
+  message(STATUS "Tunebench: LibTorch ${TB_TORCH_FULL_VERSION} CPU libraries from the wheel in ${TB_VENV}"
+                 " (TB_TORCH_CPU_ONLY: libtorch_cuda not linked)")
   return()
 endif()
 if(EXISTS "${_tb_lib}/libtorch_cuda.so")
