@@ -22,6 +22,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QIcon>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
@@ -31,7 +32,34 @@
 #include <QStatusBar>
 #include <QTimer>
 
+// Q_INIT_RESOURCE must be called outside a namespace; tb_ui is a static library, so the resource's
+// object is kept only when something references it.
+static void initStudioResources()
+{
+    Q_INIT_RESOURCE(tunebench);
+}
+
 namespace tb {
+
+QIcon appIcon()
+{
+    initStudioResources();
+    QIcon icon;
+    for (int size : {16, 22, 24, 32, 48, 64, 128, 256})
+        icon.addFile(QStringLiteral(":/tunebench/icons/tunebench-%1.png").arg(size),
+                     QSize(size, size));
+    return icon;
+}
+
+StartupFile startupFileKind(const QString& path)
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QStringLiteral("tunebench"))
+        return StartupFile::Project;
+    if (suffix == QStringLiteral("tbstore"))
+        return StartupFile::Store;
+    return StartupFile::Model;
+}
 
 namespace {
 const char* const kPages[] = {"Model", "Data",       "Method",   "Memory",
@@ -41,6 +69,7 @@ const int kMaxRecent = 8;
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 {
+    setWindowIcon(appIcon());
     m_state = new StudioState(this);
     m_controller = new TrainingController(m_state, this);
     auto* central = new QWidget(this);
@@ -183,6 +212,12 @@ void MainWindow::buildMenus()
     });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Tunebench Studio"), this, [this] {
+        QMessageBox* box = createAboutBox();
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+    });
     rebuildRecentMenu();
 }
 
@@ -237,6 +272,43 @@ bool MainWindow::openProject(const QString& path, QString* error)
     rememberRecent(path);
     updateTitle();
     return true;
+}
+
+bool MainWindow::openPath(const QString& path, QString* error)
+{
+    switch (startupFileKind(path)) {
+    case StartupFile::Project:
+        return openProject(path, error);
+    case StartupFile::Store:
+        if (!QFileInfo(path).isFile()) {
+            if (error)
+                *error = tr("%1: no such dataset store").arg(path);
+            return false;
+        }
+        if (!m_dataPage->openStore(QFileInfo(path).absoluteFilePath(), false, error))
+            return false;
+        showPage(tr("Data"));
+        return true;
+    case StartupFile::Model:
+        break;
+    }
+    m_modelPage->openModel(path);
+    return true;
+}
+
+QMessageBox* MainWindow::createAboutBox()
+{
+    auto* box = new QMessageBox(this);
+    box->setWindowTitle(tr("About Tunebench Studio"));
+    box->setIconPixmap(appIcon().pixmap(64, 64));
+    box->setTextFormat(Qt::RichText);
+    box->setText(tr("<h3>Tunebench Studio %1</h3>"
+                    "<p>A workbench for fine-tuning language models: data, methods, memory, "
+                    "training, evaluation and export.</p>"
+                    "<p>The command-line tool is <tt>tunebench</tt>.</p>")
+                     .arg(QApplication::applicationVersion()));
+    box->setStandardButtons(QMessageBox::Ok);
+    return box;
 }
 
 bool MainWindow::saveProject(const QString& path, QString* error)

@@ -6,12 +6,22 @@
 
 #include <functional>
 
+class QIcon;
 class QLabel;
 class QListWidget;
 class QMenu;
+class QMessageBox;
 class QStackedWidget;
 
 namespace tb {
+
+// The application icon compiled in from resources/tunebench.qrc (SVG plus the rendered PNG sizes).
+QIcon appIcon();
+
+// What a file given to the studio is: a project, a dataset store, or (anything else) a model
+// folder.
+enum class StartupFile { Project, Store, Model };
+StartupFile startupFileKind(const QString& path);
 
 class DataPage;
 class EvaluatePage;
@@ -45,6 +55,13 @@ public:
     QString statusText() const;
 
     bool openProject(const QString& path, QString* error = nullptr);
+    // Opens what `tunebench-studio FILE` (or a double-click) names: a .tunebench project, a
+    // .tbstore store (as the project's store, on the Data page) or a model folder; false with the
+    // reason.
+    bool openPath(const QString& path, QString* error = nullptr);
+    // The About box (application icon, version, what Tunebench is), not yet shown; the caller owns
+    // it.
+    QMessageBox* createAboutBox();
     bool saveProject(const QString& path, QString* error = nullptr);
     QString projectPath() const { return m_projectPath; }
     // Asked when closing during training; returns true to stop the run and close (default: a

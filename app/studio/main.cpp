@@ -11,6 +11,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QMessageBox>
 #include <QStyleFactory>
 
 #include <cstdio>
@@ -21,6 +22,9 @@ int main(int argc, char** argv)
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Tunebench"));
     QApplication::setApplicationName(QStringLiteral("Tunebench Studio"));
+    QApplication::setApplicationVersion(QStringLiteral(TB_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("tunebench-studio"));
+    QApplication::setWindowIcon(tb::appIcon());
     // Fusion follows the system's light or dark palette and scales cleanly on high-DPI screens.
     if (QStyleFactory::keys().contains(QStringLiteral("Fusion")))
         QApplication::setStyle(QStringLiteral("Fusion"));
@@ -40,7 +44,8 @@ int main(int argc, char** argv)
     parser.addOption(screenshots);
     parser.addPositionalArgument(
         QStringLiteral("path"),
-        QStringLiteral("Model folder or .tunebench project (default: bundled stories260k)."));
+        QStringLiteral("Model folder, .tunebench project or .tbstore dataset store (default: "
+                       "bundled stories260k)."));
     parser.process(app);
 
     tb::MainWindow window;
@@ -56,14 +61,19 @@ int main(int argc, char** argv)
         tour = std::make_unique<tb::ScreenshotTour>(&window, parser.value(screenshots));
         tour->begin();
     }
+    const bool unattended = parser.isSet(screenshot) || parser.isSet(screenshots);
+    // A store alone still wants a model: the bundled one, as when nothing is given.
+    if (tb::startupFileKind(path) == tb::StartupFile::Store)
+        window.modelPage()->openModel(QString::fromStdString(tb::bundledModelDir()));
     QString error;
-    if (path.endsWith(QStringLiteral(".tunebench"))) {
-        if (!window.openProject(path, &error)) {
-            std::fprintf(stderr, "%s\n", qPrintable(error));
+    if (!window.openPath(path, &error)) {
+        std::fprintf(stderr, "tunebench-studio: %s\n", qPrintable(error));
+        if (unattended)
             return 1;
-        }
-    } else {
-        window.modelPage()->openModel(path);
+        if (tb::startupFileKind(path) == tb::StartupFile::Project)
+            window.modelPage()->openModel(QString::fromStdString(tb::bundledModelDir()));
+        window.show();
+        QMessageBox::warning(&window, QStringLiteral("Tunebench Studio"), error);
     }
     window.show();
     return QApplication::exec();
