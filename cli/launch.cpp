@@ -311,7 +311,10 @@ private:
 [[noreturn]] void execChild(const char* path, char* const* argv, char* const* envp, int outFd,
                             int errFd, int statusFd, pid_t parent)
 {
-    setpgid(0, 0);  // its own group: the terminal's Ctrl-C goes to the launcher, which forwards
+    // Its own session (and so its own process group, as torchrun gives its workers): the
+    // terminal's Ctrl-C goes to the launcher, which forwards it, and the scheduler shares the CPU
+    // between the ranks as between separate programs rather than as one session's.
+    setsid();
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // the launcher killed outright: the ranks follow
     if (getppid() != parent)
