@@ -185,6 +185,14 @@ std::vector<torch::Tensor> GradSync::gradients() const
     return out;
 }
 
+void GradSync::zeroGrad()
+{
+    for (auto* list : {&m_params, &m_segments})
+        for (auto& [name, t] : *list)
+            if (t.grad().defined())
+                t.mutable_grad() = torch::Tensor();
+}
+
 int64_t GradSync::gradientBytes() const
 {
     int64_t n = 0;

@@ -51,6 +51,9 @@ public:
     // Global L2 norm (fp32) of the summed gradients, clipped in place to maxNorm (> 0). ZeRO >= 1:
     // over the shards, squares summed across ranks.
     double clipGradNorm(double maxNorm);
+    // Frees every gradient this holds: the parameters' (ZeRO-1 keeps the whole summed ones beside
+    // the shard's views) and the segments'.
+    void zeroGrad();
     // ZeRO >= 1, after the optimizer step: every rank's updated chunks into every rank's
     // parameters.
     void gatherParameters();

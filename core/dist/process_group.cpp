@@ -195,6 +195,18 @@ void DistGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::stri
     }
 }
 
+void DistGroup::complete(const std::string& what,
+                         const std::function<c10::intrusive_ptr<c10d::Work>()>& launch)
+{
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+        work = launch();
+    } catch (const std::exception& e) {
+        failCollective(what, e);
+    }
+    wait(work, what);
+}
+
 c10::intrusive_ptr<c10d::Work> DistGroup::allreduceAsync(torch::Tensor tensor)
 {
     std::vector<torch::Tensor> t{std::move(tensor)};
@@ -204,14 +216,8 @@ c10::intrusive_ptr<c10d::Work> DistGroup::allreduceAsync(torch::Tensor tensor)
 void DistGroup::allreduceSum(std::vector<torch::Tensor> host, const std::string& what)
 {
     std::vector<torch::Tensor> tensors = onDevice(host, m_device);
-    try {
-        wait(m_backend->allreduce(tensors), what);
-        copyBack(host, tensors);
-    } catch (const Error&) {
-        throw;
-    } catch (const std::exception& e) {
-        failCollective(what, e);
-    }
+    complete(what, [&] { return m_backend->allreduce(tensors); });
+    copyBack(host, tensors);
 }
 
 void DistGroup::allreduceMax(torch::Tensor tensor, const std::string& what)
@@ -220,14 +226,8 @@ void DistGroup::allreduceMax(torch::Tensor tensor, const std::string& what)
     std::vector<torch::Tensor> t = onDevice(host, m_device);
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::MAX;
-    try {
-        wait(m_backend->allreduce(t, o), what);
-        copyBack(host, t);
-    } catch (const Error&) {
-        throw;
-    } catch (const std::exception& e) {
-        failCollective(what, e);
-    }
+    complete(what, [&] { return m_backend->allreduce(t, o); });
+    copyBack(host, t);
 }
 
 void DistGroup::broadcast(std::vector<torch::Tensor> tensors, int root, const std::string& what)
@@ -236,14 +236,8 @@ void DistGroup::broadcast(std::vector<torch::Tensor> tensors, int root, const st
     o.rootRank = root;
     for (auto& t : tensors) {
         std::vector<torch::Tensor> one = onDevice({t}, m_device);
-        try {
-            wait(m_backend->broadcast(one, o), what);
-            copyBack({t}, one);
-        } catch (const Error&) {
-            throw;
-        } catch (const std::exception& e) {
-            failCollective(what, e);
-        }
+        complete(what, [&] { return m_backend->broadcast(one, o); });
+        copyBack({t}, one);
     }
 }
 
@@ -264,24 +258,12 @@ void DistGroup::allgather(torch::Tensor out, torch::Tensor in, const std::string
     for (int r = 0; r < m_env.worldSize; ++r)
         outs[0].push_back(out.narrow(0, r * n, n));
     std::vector<torch::Tensor> ins{std::move(in)};
-    try {
-        wait(m_backend->allgather(outs, ins), what);
-    } catch (const Error&) {
-        throw;
-    } catch (const std::exception& e) {
-        failCollective(what, e);
-    }
+    complete(what, [&] { return m_backend->allgather(outs, ins); });
 }
 
 void DistGroup::barrier(const std::string& what)
 {
-    try {
-        wait(m_backend->barrier(), what);
-    } catch (const Error&) {
-        throw;
-    } catch (const std::exception& e) {
-        failCollective(what, e);
-    }
+    complete(what, [&] { return m_backend->barrier(); });
 }
 
 std::vector<std::string> DistGroup::exchange(const std::string& key, const std::string& value)

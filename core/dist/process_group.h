@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -53,6 +54,9 @@ public:
 
 private:
     void heartbeat();
+    // Launches a collective and waits for it; a failure of either names the lost rank.
+    void complete(const std::string& what,
+                  const std::function<c10::intrusive_ptr<c10d::Work>()>& launch);
 
     DistEnv m_env;
     torch::Device m_device;

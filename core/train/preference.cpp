@@ -157,11 +157,12 @@ void PreferenceRecipe::setUp()
         m_summary.totalParameters += m_head.numel();
     // A run killed before its first checkpoint starts again from step 0 with its run.json.
     std::optional<CheckpointLoad> checkpoint;
-    if (resuming && !(checkpoint = m_store->loadLatestCheckpoint())) {
-        warn(m_store->dir() + ": no complete checkpoint yet (the run stopped before its first): "
-                              "starting it again from step 0 with its run.json");
-        m_store->truncateMetrics(0);
-        resuming = false;
+    if (resuming) {
+        std::string restart;
+        checkpoint = resumeCheckpoint(*m_store, true, &restart);
+        resuming = checkpoint.has_value();
+        if (!resuming)
+            warn(restart);
     }
     if (checkpoint) {
         restore(*checkpoint);

@@ -17,6 +17,19 @@ std::unique_ptr<RunStore> openRunStore(const TrainConfig& config, const std::str
     return std::make_unique<RunStore>(RunStore::create(runDir));
 }
 
+std::optional<CheckpointLoad> resumeCheckpoint(const RunStore& store, bool writes,
+                                               std::string* restart)
+{
+    std::optional<CheckpointLoad> checkpoint = store.loadLatestCheckpoint();
+    if (!checkpoint) {
+        *restart = store.dir() + ": no complete checkpoint yet (the run stopped before its first): "
+                                 "starting it again from step 0 with its run.json";
+        if (writes)
+            store.truncateMetrics(0);
+    }
+    return checkpoint;
+}
+
 std::vector<int64_t>
 nextMicroBatch(TrainerPosition& position, std::vector<int64_t>& order, int batchSize,
                const std::function<std::vector<int64_t>(int64_t)>& orderOfEpoch)

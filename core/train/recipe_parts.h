@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ namespace tb {
 // resumeDir empty: output_dir/name, refused when a run with that name exists; else the run folder
 // being continued.
 std::unique_ptr<RunStore> openRunStore(const TrainConfig& config, const std::string& resumeDir);
+
+// The newest complete checkpoint of a run being resumed. nullopt when it stopped before its first:
+// it then starts again from step 0 with its run.json, *restart says so, and when `writes` (the
+// process that owns metrics.jsonl) its logged lines are dropped.
+std::optional<CheckpointLoad> resumeCheckpoint(const RunStore& store, bool writes,
+                                               std::string* restart);
 
 // The indices of the next micro-batch (up to batchSize) of `order`; at the end of an epoch the
 // position moves to the next one and `orderOfEpoch` gives its order.

@@ -130,12 +130,12 @@ void SftRecipe::setUp()
     m_summary.totalParameters += m_model.module->parameterCount();
     // A run killed before its first checkpoint starts again from step 0 with its run.json.
     std::optional<CheckpointLoad> checkpoint;
-    if (resuming && !(checkpoint = m_store->loadLatestCheckpoint())) {
-        warn(m_store->dir() + ": no complete checkpoint yet (the run stopped before its first): "
-                              "starting it again from step 0 with its run.json");
-        if (writer())
-            m_store->truncateMetrics(0);
-        resuming = false;
+    if (resuming) {
+        std::string restart;
+        checkpoint = resumeCheckpoint(*m_store, writer(), &restart);
+        resuming = checkpoint.has_value();
+        if (!resuming)
+            warn(restart);
     }
     if (checkpoint) {
         restore(*checkpoint);
@@ -493,10 +493,8 @@ void SftRecipe::record(const nlohmann::json& line) const
 void SftRecipe::zeroGrad()
 {
     m_optimizer->zeroGrad();
-    if (m_sync)  // ZeRO-1's whole summed gradients beside the shard's views
-        for (auto& [name, p] : trainableParameters(*m_model.module))
-            if (p.grad().defined())
-                p.mutable_grad() = torch::Tensor();
+    if (m_sync)
+        m_sync->zeroGrad();
 }
 
 void SftRecipe::warn(const std::string& message)
