@@ -5,9 +5,11 @@
 
 #include "cli/args.h"
 
+#include <functional>
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace tb {
 
@@ -15,6 +17,11 @@ struct LoadOptions;
 
 std::string modelArg(const Args& args);     // --model, else the bundled stories260k folder
 LoadOptions loadOptions(const Args& args);  // --dtype, --device
+// argv (without the program name) with every command's flags (cli/front.cpp).
+Args parseCommandLine(const std::vector<std::string>& argv);
+// The one error boundary: runs the command; a tb::Error or other exception becomes one line on err
+// ("tunebench: ...") and exit status 1.
+int guarded(std::ostream& err, const std::function<int()>& command);
 
 int cmdInfo(const Args& args, std::ostream& out);
 int cmdTokenize(const Args& args, std::ostream& out);
@@ -44,6 +51,10 @@ int cmdReward(const Args& args, std::ostream& out, std::ostream& err);
 // argv[1] is the subcommand; dataCommandFlags() are the flags its subcommands read (merge them into
 // Args').
 int cmdData(const Args& args, std::ostream& out, std::ostream& err);
+// The data subcommands that run a model, in the engine only (cli/data_generate.cpp): `data synth`
+// and `data pairs rank STORE generate PROMPT`. isModelDataCommand (cli/data_util.cpp) tells them.
+bool isModelDataCommand(const Args& args);
+int cmdDataGenerate(const Args& args, std::ostream& out, std::ostream& err);
 const std::set<std::string>& dataCommandFlags();
 extern const char* const kDataUsage;
 // `data render --packed` (cli/data_packed.cpp): the bins packed training makes of a store's

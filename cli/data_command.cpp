@@ -2,17 +2,16 @@
 // rehearsal, review, agreement, adjudicate, history, undo, synth, entity-pairs, render, snapshot,
 // export.
 #include "cli/commands.h"
+#include "cli/data_util.h"
 
 #include "data/curate/curate.h"
 #include "data/curate/entity_match.h"
 #include "data/curate/review.h"
-#include "data/curate/synthetic.h"
 #include "data/example.h"
 #include "data/ingest/ingest.h"
 #include "data/record.h"
 #include "data/store/snapshot.h"
 #include "data/store/store.h"
-#include "model/model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -69,21 +68,13 @@ const std::set<std::string>& dataCommandFlags()
 
 namespace {
 
-std::string who(const Args& args)
-{
-    if (args.has("who"))
-        return args.value("who");
-    const char* user = std::getenv("USER");
-    return user && *user ? user : "tunebench";
-}
-
 std::unique_ptr<DataStore> openStore(const Args& args, bool create = false)
 {
     const std::string path = args.value("store");
-    if (!create && !fileExists(path))
-        fail(path, ": no such dataset store (import a file first: tunebench data import --store ",
-             path, " FILE)");
-    return DataStore::open(path, create);
+    if (create)
+        return DataStore::open(path, true);
+    return openExistingStore(
+        path, cat(" (import a file first: tunebench data import --store ", path, " FILE)"));
 }
 
 std::string positionalFile(const Args& args, const char* what)
@@ -131,14 +122,6 @@ json recordJson(const StoredRecord& r)
     return j;
 }
 
-void print(std::ostream& out, const Args& args, const json& j, const std::string& text)
-{
-    if (args.flag("json"))
-        out << j.dump() << "\n";
-    else
-        out << text;
-}
-
 int cmdImport(const Args& args, std::ostream& out)
 {
     args.allowOnly({"store", "format", "columns", "delimiter", "split", "model", "max-tokens",
@@ -184,7 +167,7 @@ int cmdImport(const Args& args, std::ostream& out)
     options.chunk.overlapTokens = int(args.integer("overlap", options.chunk.overlapTokens));
     auto store = openStore(args, true);
     const StoreImportReport r =
-        importIntoStore(*store, file, options, args.value("split", "train"), who(args));
+        importIntoStore(*store, file, options, args.value("split", "train"), dataUser(args));
     json rejected = json::array();
     std::string text;
     for (const auto& rej : r.summary.rejected) {
@@ -194,13 +177,13 @@ int cmdImport(const Args& args, std::ostream& out)
     text += "imported " + std::to_string(r.summary.imported) + " records (" +
             importFormatName(r.summary.format) + "), rejected " +
             std::to_string(r.summary.rejected.size()) + "\n";
-    print(out, args,
-          json{{"format", importFormatName(r.summary.format)},
-               {"imported", r.summary.imported},
-               {"rejected", rejected},
-               {"source_id", r.sourceId},
-               {"operation_id", r.operationId}},
-          text);
+    printResult(out, args,
+                json{{"format", importFormatName(r.summary.format)},
+                     {"imported", r.summary.imported},
+                     {"rejected", rejected},
+                     {"source_id", r.sourceId},
+                     {"operation_id", r.operationId}},
+                text);
     return 0;
 }
 
@@ -213,15 +196,15 @@ int cmdChunk(const Args& args, std::ostream& out)
     options.maxTokens = int(args.integer("max-tokens", options.maxTokens));
     options.overlapTokens = int(args.integer("overlap", options.overlapTokens));
     const ChunkReport r =
-        chunkStoreRecords(*store, *tokenizer, options, args.flag("apply"), who(args));
-    print(out, args,
-          json{{"records", r.records},
-               {"chunks", r.chunks},
-               {"applied", args.flag("apply")},
-               {"operation_id", r.operationId}},
-          std::to_string(r.records) + " text records over " + std::to_string(options.maxTokens) +
-              " tokens -> " + std::to_string(r.chunks) + " chunks" +
-              (args.flag("apply") ? "" : " (dry run; --apply to write)") + "\n");
+        chunkStoreRecords(*store, *tokenizer, options, args.flag("apply"), dataUser(args));
+    printResult(out, args,
+                json{{"records", r.records},
+                     {"chunks", r.chunks},
+                     {"applied", args.flag("apply")},
+                     {"operation_id", r.operationId}},
+                std::to_string(r.records) + " text records over " +
+                    std::to_string(options.maxTokens) + " tokens -> " + std::to_string(r.chunks) +
+                    " chunks" + (args.flag("apply") ? "" : " (dry run; --apply to write)") + "\n");
     return 0;
 }
 
@@ -266,7 +249,7 @@ int cmdList(const Args& args, std::ostream& out)
     RecordQuery total = q;
     total.offset = 0;
     total.limit = -1;
-    print(out, args, json{{"total", store->count(total)}, {"records", records}}, text);
+    printResult(out, args, json{{"total", store->count(total)}, {"records", records}}, text);
     return 0;
 }
 
@@ -281,11 +264,11 @@ int cmdEdit(const Args& args, std::ostream& out)
     json value = json::parse(raw, nullptr, false);
     if (value.is_discarded() || !(value.is_array() || value.is_object()))
         value = raw;
-    store->editField(id, args.value("field"), value, who(args));
+    store->editField(id, args.value("field"), value, dataUser(args));
     const StoredRecord r = store->record(id);
     if (const auto problem = validateRecord(r.kind, r.fields))
         out << "warning: record " << id << " is now invalid for training: " << *problem << "\n";
-    print(out, args, recordJson(r), "record " + std::to_string(id) + " updated\n");
+    printResult(out, args, recordJson(r), "record " + std::to_string(id) + " updated\n");
     return 0;
 }
 
@@ -296,25 +279,26 @@ int cmdDedup(const Args& args, std::ostream& out)
     std::optional<double> near;
     if (args.has("near"))
         near = args.number("near", 0.8);
-    const DedupReport r = dedupRecords(*store, near, args.flag("apply"), who(args));
+    const DedupReport r = dedupRecords(*store, near, args.flag("apply"), dataUser(args));
     json clusters = json::array();
     for (size_t i = 0; i < r.clusterIds.size() && i < 50; ++i)
         clusters.push_back(r.clusterIds[i]);
-    print(out, args,
-          json{{"records", r.records},
-               {"exact_duplicates", r.exactDuplicates},
-               {"near_duplicates", r.nearDuplicates},
-               {"clusters", r.clusters},
-               {"removed", r.removed},
-               {"operation_id", r.operationId},
-               {"cluster_ids", clusters}},
-          std::to_string(r.records) + " records: " + std::to_string(r.exactDuplicates) +
-              " exact duplicates, " + std::to_string(r.nearDuplicates) + " near duplicates in " +
-              std::to_string(r.clusters) + " clusters; " +
-              (args.flag("apply") ? "removed " + std::to_string(r.removed) + " (undo: operation " +
-                                        std::to_string(r.operationId) + ")"
-                                  : std::string("dry run (--apply to remove)")) +
-              "\n");
+    printResult(out, args,
+                json{{"records", r.records},
+                     {"exact_duplicates", r.exactDuplicates},
+                     {"near_duplicates", r.nearDuplicates},
+                     {"clusters", r.clusters},
+                     {"removed", r.removed},
+                     {"operation_id", r.operationId},
+                     {"cluster_ids", clusters}},
+                std::to_string(r.records) + " records: " + std::to_string(r.exactDuplicates) +
+                    " exact duplicates, " + std::to_string(r.nearDuplicates) +
+                    " near duplicates in " + std::to_string(r.clusters) + " clusters; " +
+                    (args.flag("apply")
+                         ? "removed " + std::to_string(r.removed) + " (undo: operation " +
+                               std::to_string(r.operationId) + ")"
+                         : std::string("dry run (--apply to remove)")) +
+                    "\n");
     return 0;
 }
 
@@ -331,15 +315,16 @@ int cmdFilter(const Args& args, std::ostream& out)
     o.regexKeeps = args.flag("keep-matches");
     if (!o.minTokens && !o.maxTokens && !o.dropEmpty && o.regex.empty())
         fail("data filter: give at least one of --min-tokens, --max-tokens, --drop-empty, --regex");
-    const FilterReport r = filterRecords(*store, o, args.flag("apply"), who(args));
-    print(out, args,
-          json{{"records", r.records},
-               {"matched", r.matched},
-               {"by_reason", r.byReason},
-               {"removed", args.flag("apply") ? r.matched : 0},
-               {"operation_id", r.operationId}},
-          std::to_string(r.matched) + " of " + std::to_string(r.records) + " records " +
-              (args.flag("apply") ? "removed" : "would be removed (--apply to remove)") + "\n");
+    const FilterReport r = filterRecords(*store, o, args.flag("apply"), dataUser(args));
+    printResult(out, args,
+                json{{"records", r.records},
+                     {"matched", r.matched},
+                     {"by_reason", r.byReason},
+                     {"removed", args.flag("apply") ? r.matched : 0},
+                     {"operation_id", r.operationId}},
+                std::to_string(r.matched) + " of " + std::to_string(r.records) + " records " +
+                    (args.flag("apply") ? "removed" : "would be removed (--apply to remove)") +
+                    "\n");
     return 0;
 }
 
@@ -347,7 +332,7 @@ int cmdScan(const Args& args, std::ostream& out)
 {
     args.allowOnly({"store", "who", "json"});
     auto store = openStore(args);
-    const ScanReport r = scanRecords(*store, who(args));
+    const ScanReport r = scanRecords(*store, dataUser(args));
     json matches = json::array();
     std::string text;
     for (const ScanFlag& f : r.flags) {
@@ -360,12 +345,12 @@ int cmdScan(const Args& args, std::ostream& out)
                 f.masked + "\n";
     }
     text += std::to_string(r.flagged) + " of " + std::to_string(r.records) + " records flagged\n";
-    print(out, args,
-          json{{"records", r.records},
-               {"flagged", r.flagged},
-               {"by_kind", r.byKind},
-               {"matches", matches}},
-          text);
+    printResult(out, args,
+                json{{"records", r.records},
+                     {"flagged", r.flagged},
+                     {"by_kind", r.byKind},
+                     {"matches", matches}},
+                text);
     return 0;
 }
 
@@ -390,16 +375,16 @@ int cmdStats(const Args& args, std::ostream& out)
     for (const auto& [field, s] : r.perField)
         text += "  " + field + ": median " + std::to_string(s.median) + ", p95 " +
                 std::to_string(s.p95) + ", max " + std::to_string(s.max) + "\n";
-    print(out, args,
-          json{{"records", r.records},
-               {"tokens", statsJson(r.tokens)},
-               {"truncated", r.truncated},
-               {"max_length", r.maxLength},
-               {"chat_template", r.chatTemplate},
-               {"per_field", perField},
-               {"histograms", histograms},
-               {"counted", r.counted}},
-          text);
+    printResult(out, args,
+                json{{"records", r.records},
+                     {"tokens", statsJson(r.tokens)},
+                     {"truncated", r.truncated},
+                     {"max_length", r.maxLength},
+                     {"chat_template", r.chatTemplate},
+                     {"per_field", perField},
+                     {"histograms", histograms},
+                     {"counted", r.counted}},
+                text);
     return 0;
 }
 
@@ -409,17 +394,17 @@ int cmdSplit(const Args& args, std::ostream& out)
     auto store = openStore(args);
     const SplitReport r =
         splitRecords(*store, args.number("validation", 0.1), uint64_t(args.integer("seed", 0)),
-                     args.value("label-field", ""), who(args));
+                     args.value("label-field", ""), dataUser(args));
     json byLabel = json::object();
     for (const auto& [label, counts] : r.byLabel)
         byLabel[label] = {{"train", counts.first}, {"validation", counts.second}};
-    print(out, args,
-          json{{"train", r.train},
-               {"validation", r.validation},
-               {"by_label", byLabel},
-               {"operation_id", r.operationId}},
-          "train " + std::to_string(r.train) + ", validation " + std::to_string(r.validation) +
-              "\n");
+    printResult(out, args,
+                json{{"train", r.train},
+                     {"validation", r.validation},
+                     {"by_label", byLabel},
+                     {"operation_id", r.operationId}},
+                "train " + std::to_string(r.train) + ", validation " +
+                    std::to_string(r.validation) + "\n");
     return 0;
 }
 
@@ -428,14 +413,14 @@ int cmdRehearsal(const Args& args, std::ostream& out)
     args.allowOnly({"store", "ratio", "seed", "who", "json"});
     auto store = openStore(args);
     const RehearsalReport r = mixRehearsal(*store, args.number("ratio", 0.1),
-                                           uint64_t(args.integer("seed", 0)), who(args));
-    print(out, args,
-          json{{"task", r.task},
-               {"added", r.added},
-               {"ratio", r.ratio},
-               {"operation_id", r.operationId}},
-          "added " + std::to_string(r.added) + " general records to " + std::to_string(r.task) +
-              " train records\n");
+                                           uint64_t(args.integer("seed", 0)), dataUser(args));
+    printResult(out, args,
+                json{{"task", r.task},
+                     {"added", r.added},
+                     {"ratio", r.ratio},
+                     {"operation_id", r.operationId}},
+                "added " + std::to_string(r.added) + " general records to " +
+                    std::to_string(r.task) + " train records\n");
     return 0;
 }
 
@@ -455,8 +440,8 @@ int cmdReview(const Args& args, std::ostream& out)
     if (!args.has("decision") && !rating && !args.has("note"))
         fail("data review: give --decision accept|reject, --rating 1-5 or --note TEXT");
     const StoredRecord r = store->record(id);
-    print(out, args, recordJson(r),
-          "record " + std::to_string(id) + ": " + reviewStatusName(r.status) + "\n");
+    printResult(out, args, recordJson(r),
+                "record " + std::to_string(id) + ": " + reviewStatusName(r.status) + "\n");
     return 0;
 }
 
@@ -490,7 +475,7 @@ int cmdAgreement(const Args& args, std::ostream& out)
     }
     text += std::to_string(r.disagreements.size()) + " disagreements, " +
             std::to_string(r.adjudicationQueue) + " in the adjudication queue\n";
-    print(
+    printResult(
         out, args,
         json{{"pairs", pairs}, {"disagreements", log}, {"adjudication_queue", r.adjudicationQueue}},
         text);
@@ -502,10 +487,10 @@ int cmdAdjudicate(const Args& args, std::ostream& out)
     args.allowOnly({"store", "id", "decision", "who", "json"});
     auto store = openStore(args);
     const int64_t id = args.integer("id", 0);
-    store->adjudicate(id, args.value("decision"), who(args));
+    store->adjudicate(id, args.value("decision"), dataUser(args));
     const StoredRecord r = store->record(id);
-    print(out, args, recordJson(r),
-          "record " + std::to_string(id) + ": " + reviewStatusName(r.status) + "\n");
+    printResult(out, args, recordJson(r),
+                "record " + std::to_string(id) + ": " + reviewStatusName(r.status) + "\n");
     return 0;
 }
 
@@ -544,7 +529,7 @@ int cmdHistory(const Args& args, std::ostream& out)
         }
         j["operations"] = ops;
     }
-    print(out, args, j, text);
+    printResult(out, args, j, text);
     return 0;
 }
 
@@ -553,55 +538,10 @@ int cmdUndo(const Args& args, std::ostream& out)
     args.allowOnly({"store", "operation", "who", "json"});
     auto store = openStore(args);
     const int64_t op = args.integer("operation", 0);
-    const int64_t undo = store->undo(op, who(args));
-    print(out, args, json{{"operation_id", op}, {"undo_operation_id", undo}},
-          "undid operation " + std::to_string(op) + " (as operation " + std::to_string(undo) +
-              ")\n");
-    return 0;
-}
-
-int cmdSynth(const Args& args, std::ostream& out, std::ostream& err)
-{
-    args.allowOnly({"store", "model", "template", "per-seed", "status", "limit", "max-new-tokens",
-                    "temperature", "top-p", "seed", "chat-template", "who", "json"});
-    auto store = openStore(args);
-    const std::string modelDir = args.value("model", bundledModelDir());
-    const auto model = Model::load(modelDir);
-    const auto tokenizer = loadTokenizer(modelDir);
-    RecordQuery q;
-    const std::string status = args.value("status", "accepted");
-    if (status != "any") {
-        q.status = parseReviewStatus(status);
-        if (!q.status)
-            fail("option --status '", status,
-                 "' (allowed: accepted, pending, rejected, needs-adjudication, any)");
-    }
-    q.synthetic = false;
-    q.limit = args.integer("limit", -1);
-    const std::vector<int64_t> seeds = store->recordIds(q);
-    SynthOptions o;
-    o.promptTemplate = args.value("template", "");
-    o.perSeed = int(args.integer("per-seed", 1));
-    const std::string chat = args.value("chat-template", "auto");
-    const auto family = chatTemplateOrPlain(chat, modelDir);
-    o.chatTemplate = family ? chatTemplateName(*family)
-                            : chat;  // an unknown name is reported by generateSynthetic
-    o.generate.maxNewTokens = int(args.integer("max-new-tokens", 64));
-    o.generate.temperature = args.number("temperature", 0.8);
-    o.generate.topP = args.number("top-p", 0.95);
-    o.generate.seed = uint64_t(args.integer("seed", 0));
-    o.who = who(args);
-    const SynthReport r =
-        generateSynthetic(*store, *model, *tokenizer, seeds, o, [&](int64_t done, int64_t total) {
-            if (!args.flag("json"))
-                err << "\rgenerating " << done << "/" << total << std::flush;
-            return true;
-        });
-    if (!args.flag("json"))
-        err << "\n";
-    print(out, args, json{{"seeds", r.seeds}, {"generated", r.generated}, {"ids", r.ids}},
-          "generated " + std::to_string(r.generated) + " synthetic records from " +
-              std::to_string(r.seeds) + " seeds (pending review)\n");
+    const int64_t undo = store->undo(op, dataUser(args));
+    printResult(out, args, json{{"operation_id", op}, {"undo_operation_id", undo}},
+                "undid operation " + std::to_string(op) + " (as operation " + std::to_string(undo) +
+                    ")\n");
     return 0;
 }
 
@@ -627,17 +567,17 @@ int cmdEntityPairs(const Args& args, std::ostream& out)
     }
     auto store = openStore(args, true);
     const int64_t source = store->addSource(file, "entity-pairs", "");
-    store->addRecords(rows, source, who(args), "entity-pairs");
+    store->addRecords(rows, source, dataUser(args), "entity-pairs");
     store->setSource(source, "entity-pairs", int64_t(rows.size()), 0);
-    print(out, args,
-          json{{"entities_records", records.size()},
-               {"pairs", pairs.size()},
-               {"positives", positives},
-               {"negatives", int64_t(pairs.size()) - positives},
-               {"hard_negatives", hard}},
-          std::to_string(pairs.size()) + " pairs: " + std::to_string(positives) + " matches, " +
-              std::to_string(int64_t(pairs.size()) - positives) + " non-matches (" +
-              std::to_string(hard) + " hard negatives)\n");
+    printResult(out, args,
+                json{{"entities_records", records.size()},
+                     {"pairs", pairs.size()},
+                     {"positives", positives},
+                     {"negatives", int64_t(pairs.size()) - positives},
+                     {"hard_negatives", hard}},
+                std::to_string(pairs.size()) + " pairs: " + std::to_string(positives) +
+                    " matches, " + std::to_string(int64_t(pairs.size()) - positives) +
+                    " non-matches (" + std::to_string(hard) + " hard negatives)\n");
     return 0;
 }
 
@@ -689,17 +629,17 @@ int cmdRender(const Args& args, std::ostream& out)
     int64_t lossTokens = 0;
     for (uint8_t m : t.lossMask)
         lossTokens += m;
-    print(out, args,
-          json{{"id", r.id},
-               {"chat_template", o.templateName()},
-               {"ids", t.ids},
-               {"loss_mask", t.lossMask},
-               {"tokens", t.ids.size()},
-               {"loss_tokens", lossTokens},
-               {"truncated", t.truncated},
-               {"text", text}},
-          text + "\n(" + std::to_string(t.ids.size()) + " tokens, " + std::to_string(lossTokens) +
-              " carry loss, marked [[ ]])\n");
+    printResult(out, args,
+                json{{"id", r.id},
+                     {"chat_template", o.templateName()},
+                     {"ids", t.ids},
+                     {"loss_mask", t.lossMask},
+                     {"tokens", t.ids.size()},
+                     {"loss_tokens", lossTokens},
+                     {"truncated", t.truncated},
+                     {"text", text}},
+                text + "\n(" + std::to_string(t.ids.size()) + " tokens, " +
+                    std::to_string(lossTokens) + " carry loss, marked [[ ]])\n");
     return 0;
 }
 
@@ -716,7 +656,7 @@ int cmdSnapshot(const Args& args, std::ostream& out)
     o.includeSynthetic = !args.flag("no-synthetic");
     o.minTokens = optionalInt(args, "min-tokens");
     o.maxTokens = optionalInt(args, "max-tokens");
-    o.who = who(args);
+    o.who = dataUser(args);
     if (args.has("chat-template"))
         o.templateInfo["chat_template"] = args.value("chat-template");
     if (args.has("loss"))
@@ -730,9 +670,9 @@ int cmdSnapshot(const Args& args, std::ostream& out)
     json j = {{"id", s.id}, {"sha256", s.sha256}, {"records", s.records}};
     if (!file.empty())
         j["file"] = file;
-    print(out, args, j,
-          "snapshot " + s.id + ": " + std::to_string(s.records) + " records, sha256 " + s.sha256 +
-              (file.empty() ? "" : ", written to " + file) + "\n");
+    printResult(out, args, j,
+                "snapshot " + s.id + ": " + std::to_string(s.records) + " records, sha256 " +
+                    s.sha256 + (file.empty() ? "" : ", written to " + file) + "\n");
     return 0;
 }
 
@@ -742,9 +682,9 @@ int cmdExportSnapshot(const Args& args, std::ostream& out)
     auto store = openStore(args);
     const std::string file = exportSnapshot(*store, args.value("snapshot"), args.value("out"));
     const SnapshotInfo s = findSnapshot(*store, args.value("snapshot"));
-    print(out, args,
-          json{{"id", s.id}, {"sha256", s.sha256}, {"records", s.records}, {"file", file}},
-          "wrote " + file + "\n");
+    printResult(out, args,
+                json{{"id", s.id}, {"sha256", s.sha256}, {"records", s.records}, {"file", file}},
+                "wrote " + file + "\n");
     return 0;
 }
 
@@ -762,7 +702,7 @@ int cmdSnapshots(const Args& args, std::ostream& out)
         text += s.id + "  " + std::to_string(s.records) + " records  " + s.sha256.substr(0, 16) +
                 "  " + s.createdAt + "\n";
     }
-    print(out, args, json{{"snapshots", list}}, text);
+    printResult(out, args, json{{"snapshots", list}}, text);
     return 0;
 }
 
@@ -770,7 +710,7 @@ int cmdSnapshots(const Args& args, std::ostream& out)
 
 int cmdDataPairs(const Args& args, std::ostream& out);  // cli/data_pairs.cpp
 
-int cmdData(const Args& args, std::ostream& out, std::ostream& err)
+int cmdData(const Args& args, std::ostream& out, std::ostream& /*err*/)
 {
     if (args.positional().size() < 2) {
         out << kDataUsage;
@@ -811,8 +751,6 @@ int cmdData(const Args& args, std::ostream& out, std::ostream& err)
         return cmdHistory(args, out);
     if (sub == "undo")
         return cmdUndo(args, out);
-    if (sub == "synth")
-        return cmdSynth(args, out, err);
     if (sub == "entity-pairs")
         return cmdEntityPairs(args, out);
     if (sub == "render")

@@ -1,13 +1,12 @@
 // `tunebench data pairs <action>`: preference pairs in a dataset store (import, list, choose,
 // swap, edit, rank, agreement, adjudicate, from-compare, dedup, scan, export).
 #include "cli/args.h"
+#include "cli/data_util.h"
 
 #include "data/curate/pair_curate.h"
-#include "data/curate/synthetic.h"
 #include "data/pairs.h"
 #include "data/store/pairs_store.h"
 #include "data/store/store.h"
-#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -47,50 +46,13 @@ Choices that say the stored rejected answer is better flip the pair for training
 and disputed pairs (until adjudicated) are left out of snapshots. Undo with `data undo`.
 )";
 
-std::string whoOf(const Args& args)
-{
-    if (args.has("who"))
-        return args.value("who");
-    const char* user = std::getenv("USER");
-    return user && *user ? user : "tunebench";
-}
-
-// The action's positional arguments after the store: `data pairs ACTION [STORE] ...`.
-struct Call {
-    std::string store;
-    std::vector<std::string> rest;
-};
-
-Call callOf(const Args& args)
-{
-    Call c;
-    const auto& p = args.positional();
-    size_t next = 3;
-    if (args.has("store")) {
-        c.store = args.value("store");
-    } else {
-        if (p.size() < 4)
-            fail("data pairs ", p[2], ": missing the store (data pairs ", p[2], " STORE ...)");
-        c.store = p[3];
-        next = 4;
-    }
-    c.rest.assign(p.begin() + long(next), p.end());
-    return c;
-}
-
-void needCount(const Call& c, const std::string& action, size_t min, size_t max, const char* what)
+void needCount(const PairsCall& c, const std::string& action, size_t min, size_t max,
+               const char* what)
 {
     if (c.rest.size() < min)
         fail("data pairs ", action, ": missing ", what);
     if (c.rest.size() > max)
         fail("data pairs ", action, ": unexpected argument '", c.rest[max], "'");
-}
-
-std::unique_ptr<DataStore> openExisting(const std::string& path)
-{
-    if (!fileExists(path))
-        fail(path, ": no such dataset store");
-    return DataStore::open(path, false);
 }
 
 int64_t idOf(const std::string& text)
@@ -100,14 +62,6 @@ int64_t idOf(const std::string& text)
     if (text.empty() || *end != '\0' || v <= 0)
         fail("'", text, "' is not a pair or ranking id");
     return v;
-}
-
-void print(std::ostream& out, const Args& args, const json& j, const std::string& text)
-{
-    if (args.flag("json"))
-        out << j.dump() << "\n";
-    else
-        out << text;
 }
 
 std::string excerpt(std::string text, size_t max = 60)
@@ -135,7 +89,7 @@ std::string promptText(const PairExample& p)
     return p.prompt.empty() ? std::string() : p.prompt.back().content;
 }
 
-int pairsImport(const Args& args, const Call& c, std::ostream& out)
+int pairsImport(const Args& args, const PairsCall& c, std::ostream& out)
 {
     args.allowOnly({"store", "layout", "who", "json"});
     needCount(c, "import", 1, 1, "the FILE to read");
@@ -145,7 +99,7 @@ int pairsImport(const Args& args, const Call& c, std::ostream& out)
         fail("option --layout '", layoutName,
              "' (allowed: auto, standard, hh-rlhf, ultrafeedback)");
     auto store = DataStore::open(c.store, true);
-    const PairImportReport r = importPairs(*store, c.rest[0], *layout, whoOf(args));
+    const PairImportReport r = importPairs(*store, c.rest[0], *layout, dataUser(args));
     json rejected = json::array();
     std::string text;
     for (const PairRejection& bad : r.rejected) {
@@ -154,17 +108,18 @@ int pairsImport(const Args& args, const Call& c, std::ostream& out)
     }
     text += cat("imported ", r.imported, " pairs, rejected ", r.rejected.size(),
                 " rows (operation ", r.operationId, ")\n");
-    print(out, args,
-          json{{"imported", r.imported}, {"rejected", rejected}, {"operation_id", r.operationId}},
-          text);
+    printResult(
+        out, args,
+        json{{"imported", r.imported}, {"rejected", rejected}, {"operation_id", r.operationId}},
+        text);
     return 0;
 }
 
-int pairsList(const Args& args, const Call& c, std::ostream& out)
+int pairsList(const Args& args, const PairsCall& c, std::ostream& out)
 {
     args.allowOnly({"store", "json"});
     needCount(c, "list", 0, 0, "");
-    auto store = openExisting(c.store);
+    auto store = openExistingStore(c.store);
     json list = json::array();
     std::string text;
     for (const StoredPair& p : storedPairs(*store)) {
@@ -182,80 +137,52 @@ int pairsList(const Args& args, const Call& c, std::ostream& out)
         text += cat(p.id, "  [", p.verdict, "]  ", excerpt(promptText(p.pair)),
                     "\n    A: ", excerpt(a), "\n    B: ", excerpt(b), "\n");
     }
-    print(out, args, json{{"pairs", list}}, text);
+    printResult(out, args, json{{"pairs", list}}, text);
     return 0;
 }
 
-int pairsChoose(const Args& args, const Call& c, std::ostream& out, bool adjudicate)
+int pairsChoose(const Args& args, const PairsCall& c, std::ostream& out, bool adjudicate)
 {
     const std::string action = adjudicate ? "adjudicate" : "choose";
     args.allowOnly({"store", adjudicate ? "who" : "annotator", "json"});
     needCount(c, action, 2, 2, "ID and a|b|tie|skip");
-    auto store = openExisting(c.store);
+    auto store = openExistingStore(c.store);
     const int64_t id = idOf(c.rest[0]);
     const int64_t op = adjudicate
-                           ? adjudicatePair(*store, id, c.rest[1], whoOf(args))
+                           ? adjudicatePair(*store, id, c.rest[1], dataUser(args))
                            : recordPairChoice(*store, id, args.value("annotator"), c.rest[1]);
     const StoredPair p = storedPair(*store, id);
-    print(out, args, json{{"pair_id", id}, {"verdict", p.verdict}, {"operation_id", op}},
-          cat("pair ", id, ": ", p.verdict, " (operation ", op, ")\n"));
+    printResult(out, args, json{{"pair_id", id}, {"verdict", p.verdict}, {"operation_id", op}},
+                cat("pair ", id, ": ", p.verdict, " (operation ", op, ")\n"));
     return 0;
 }
 
-int pairsSwapEdit(const Args& args, const Call& c, std::ostream& out, bool edit)
+int pairsSwapEdit(const Args& args, const PairsCall& c, std::ostream& out, bool edit)
 {
     args.allowOnly(edit ? std::set<std::string>{"store", "side", "text", "who", "json"}
                         : std::set<std::string>{"store", "who", "json"});
     needCount(c, edit ? "edit" : "swap", 1, 1, "the pair ID");
-    auto store = openExisting(c.store);
+    auto store = openExistingStore(c.store);
     const int64_t id = idOf(c.rest[0]);
     const int64_t op =
-        edit ? editPairAnswer(*store, id, args.value("side"), args.value("text"), whoOf(args))
-             : swapPair(*store, id, whoOf(args));
-    print(out, args, json{{"pair_id", id}, {"operation_id", op}},
-          cat(edit ? "edited" : "swapped", " pair ", id, " (operation ", op, ")\n"));
+        edit ? editPairAnswer(*store, id, args.value("side"), args.value("text"), dataUser(args))
+             : swapPair(*store, id, dataUser(args));
+    printResult(out, args, json{{"pair_id", id}, {"operation_id", op}},
+                cat(edit ? "edited" : "swapped", " pair ", id, " (operation ", op, ")\n"));
     return 0;
 }
 
-// `rank STORE generate PROMPT`: the synthetic-data generator samples K answers to rank.
-int pairsRankGenerated(const Args& args, const Call& c, std::ostream& out)
+int pairsRank(const Args& args, const PairsCall& c, std::ostream& out)
 {
-    args.allowOnly({"store", "who", "json", "k", "model", "chat-template", "temperature",
-                    "max-new-tokens", "seed"});
-    if (c.rest.size() != 2)
-        fail("data pairs rank generate: needs one PROMPT");
-    auto store = openExisting(c.store);
-    const std::string modelDir = args.value("model", bundledModelDir());
-    const auto model = Model::load(modelDir);
-    const auto tokenizer = loadTokenizer(modelDir);
-    SynthOptions o;
-    const std::string chat = args.value("chat-template", "auto");
-    const auto family = chatTemplateOrPlain(chat, modelDir);
-    o.chatTemplate = family ? chatTemplateName(*family) : chat;  // generateRanking names a bad one
-    o.generate.maxNewTokens = int(args.integer("max-new-tokens", 64));
-    o.generate.temperature = args.number("temperature", 0.8);
-    o.generate.seed = uint64_t(args.integer("seed", 0));
-    o.who = whoOf(args);
-    const int k = int(args.integer("k", 4));
-    const int64_t id = generateRanking(*store, *model, *tokenizer, {{"user", c.rest[1]}}, k, o);
-    print(out, args, json{{"ranking_id", id}, {"answers", k}},
-          cat("ranking ", id, " with ", k, " generated answers\n"));
-    return 0;
-}
-
-int pairsRank(const Args& args, const Call& c, std::ostream& out)
-{
-    if (!c.rest.empty() && c.rest[0] == "generate")
-        return pairsRankGenerated(args, c, out);
     args.allowOnly({"store", "annotator", "who", "json"});
-    auto store = openExisting(c.store);
+    auto store = openExistingStore(c.store);
     if (!c.rest.empty() && c.rest[0] == "new") {
         if (c.rest.size() < 4)
             fail("data pairs rank new: needs a PROMPT and at least 2 answers");
         const std::vector<std::string> answers(c.rest.begin() + 2, c.rest.end());
-        const int64_t id = addRanking(*store, {{"user", c.rest[1]}}, answers, whoOf(args));
-        print(out, args, json{{"ranking_id", id}},
-              cat("ranking ", id, " with ", answers.size(), " answers\n"));
+        const int64_t id = addRanking(*store, {{"user", c.rest[1]}}, answers, dataUser(args));
+        printResult(out, args, json{{"ranking_id", id}},
+                    cat("ranking ", id, " with ", answers.size(), " answers\n"));
         return 0;
     }
     needCount(c, "rank", 2, 2, "a ranking ID and an ORDER (or: new PROMPT ANSWER ...)");
@@ -273,15 +200,15 @@ int pairsRank(const Args& args, const Call& c, std::ostream& out)
         begin = end + 1;
     }
     const auto ids = recordRanking(*store, idOf(c.rest[0]), args.value("annotator"), order);
-    print(out, args, json{{"pair_ids", ids}}, cat(ids.size(), " pairs from the ranking\n"));
+    printResult(out, args, json{{"pair_ids", ids}}, cat(ids.size(), " pairs from the ranking\n"));
     return 0;
 }
 
-int pairsAgreement(const Args& args, const Call& c, std::ostream& out)
+int pairsAgreement(const Args& args, const PairsCall& c, std::ostream& out)
 {
     args.allowOnly({"store", "json"});
     needCount(c, "agreement", 0, 0, "");
-    auto store = openExisting(c.store);
+    auto store = openExistingStore(c.store);
     json list = json::array();
     std::string text;
     for (const PairAgreement& a : pairChoiceAgreement(*store)) {
@@ -299,16 +226,16 @@ int pairsAgreement(const Args& args, const Call& c, std::ostream& out)
     }
     const std::vector<int64_t> disputed = disputedPairs(*store);
     text += cat(disputed.size(), " disputed pairs awaiting adjudication\n");
-    print(out, args, json{{"pairs", list}, {"disputed", disputed}}, text);
+    printResult(out, args, json{{"pairs", list}, {"disputed", disputed}}, text);
     return 0;
 }
 
-int pairsFromCompare(const Args& args, const Call& c, std::ostream& out)
+int pairsFromCompare(const Args& args, const PairsCall& c, std::ostream& out)
 {
     args.allowOnly({"store", "who", "json"});
     needCount(c, "from-compare", 0, 1, "");
-    auto store = openExisting(c.store);
-    const auto r = pairsFromComparisons(*store, c.rest.empty() ? "" : c.rest[0], whoOf(args));
+    auto store = openExistingStore(c.store);
+    const auto r = pairsFromComparisons(*store, c.rest.empty() ? "" : c.rest[0], dataUser(args));
     std::string text;
     json rejected = json::array();
     for (const PairRejection& bad : r.rejected) {
@@ -316,51 +243,51 @@ int pairsFromCompare(const Args& args, const Call& c, std::ostream& out)
         text += bad.location + ": " + bad.reason + "\n";
     }
     text += cat("added ", r.added, " pairs, skipped ", r.skipped, " already taken\n");
-    print(out, args,
-          json{{"added", r.added},
-               {"skipped", r.skipped},
-               {"rejected", rejected},
-               {"operation_id", r.operationId}},
-          text);
+    printResult(out, args,
+                json{{"added", r.added},
+                     {"skipped", r.skipped},
+                     {"rejected", rejected},
+                     {"operation_id", r.operationId}},
+                text);
     return 0;
 }
 
-int pairsDedupScan(const Args& args, const Call& c, std::ostream& out, bool dedup)
+int pairsDedupScan(const Args& args, const PairsCall& c, std::ostream& out, bool dedup)
 {
     args.allowOnly(dedup ? std::set<std::string>{"store", "near", "apply", "who", "json"}
                          : std::set<std::string>{"store", "who", "json"});
     needCount(c, dedup ? "dedup" : "scan", 0, 0, "");
-    auto store = openExisting(c.store);
+    auto store = openExistingStore(c.store);
     if (dedup) {
         const std::optional<double> near =
             args.has("near") ? std::optional<double>(args.number("near", 0.8)) : std::nullopt;
-        const DedupReport r = dedupPairs(*store, near, args.flag("apply"), whoOf(args));
-        print(out, args,
-              json{{"pairs", r.records},
-                   {"exact_duplicates", r.exactDuplicates},
-                   {"near_duplicates", r.nearDuplicates},
-                   {"clusters", r.clusterIds},
-                   {"removed", r.removed},
-                   {"operation_id", r.operationId}},
-              cat(r.records, " pairs: ", r.exactDuplicates, " exact and ", r.nearDuplicates,
-                  " near duplicates", args.flag("apply") ? cat(", ", r.removed, " removed") : "",
-                  "\n"));
+        const DedupReport r = dedupPairs(*store, near, args.flag("apply"), dataUser(args));
+        printResult(out, args,
+                    json{{"pairs", r.records},
+                         {"exact_duplicates", r.exactDuplicates},
+                         {"near_duplicates", r.nearDuplicates},
+                         {"clusters", r.clusterIds},
+                         {"removed", r.removed},
+                         {"operation_id", r.operationId}},
+                    cat(r.records, " pairs: ", r.exactDuplicates, " exact and ", r.nearDuplicates,
+                        " near duplicates",
+                        args.flag("apply") ? cat(", ", r.removed, " removed") : "", "\n"));
         return 0;
     }
-    const PairScanReport r = scanPairs(*store, whoOf(args));
-    print(out, args, json{{"pairs", r.pairs}, {"flagged", r.flagged}, {"by_kind", r.byKind}},
-          cat(r.pairs, " pairs scanned, ", r.flagged, " flagged\n"));
+    const PairScanReport r = scanPairs(*store, dataUser(args));
+    printResult(out, args, json{{"pairs", r.pairs}, {"flagged", r.flagged}, {"by_kind", r.byKind}},
+                cat(r.pairs, " pairs scanned, ", r.flagged, " flagged\n"));
     return 0;
 }
 
-int pairsExport(const Args& args, const Call& c, std::ostream& out)
+int pairsExport(const Args& args, const PairsCall& c, std::ostream& out)
 {
     args.allowOnly({"store", "json"});
     needCount(c, "export", 2, 2, "SNAPSHOT and OUT.jsonl");
-    auto store = openExisting(c.store);
+    auto store = openExistingStore(c.store);
     const int64_t n = exportPairsJsonl(*store, c.rest[0], c.rest[1]);
-    print(out, args, json{{"pairs", n}, {"file", c.rest[1]}},
-          cat("wrote ", n, " pairs to ", c.rest[1], "\n"));
+    printResult(out, args, json{{"pairs", n}, {"file", c.rest[1]}},
+                cat("wrote ", n, " pairs to ", c.rest[1], "\n"));
     return 0;
 }
 
@@ -375,23 +302,23 @@ int cmdDataPairs(const Args& args, std::ostream& out)
     }
     const std::string& action = p[2];
     if (action == "import")
-        return pairsImport(args, callOf(args), out);
+        return pairsImport(args, pairsCallOf(args), out);
     if (action == "list")
-        return pairsList(args, callOf(args), out);
+        return pairsList(args, pairsCallOf(args), out);
     if (action == "choose" || action == "adjudicate")
-        return pairsChoose(args, callOf(args), out, action == "adjudicate");
+        return pairsChoose(args, pairsCallOf(args), out, action == "adjudicate");
     if (action == "swap" || action == "edit")
-        return pairsSwapEdit(args, callOf(args), out, action == "edit");
+        return pairsSwapEdit(args, pairsCallOf(args), out, action == "edit");
     if (action == "rank")
-        return pairsRank(args, callOf(args), out);
+        return pairsRank(args, pairsCallOf(args), out);
     if (action == "agreement")
-        return pairsAgreement(args, callOf(args), out);
+        return pairsAgreement(args, pairsCallOf(args), out);
     if (action == "from-compare")
-        return pairsFromCompare(args, callOf(args), out);
+        return pairsFromCompare(args, pairsCallOf(args), out);
     if (action == "dedup" || action == "scan")
-        return pairsDedupScan(args, callOf(args), out, action == "dedup");
+        return pairsDedupScan(args, pairsCallOf(args), out, action == "dedup");
     if (action == "export")
-        return pairsExport(args, callOf(args), out);
+        return pairsExport(args, pairsCallOf(args), out);
     fail("data pairs: unknown action '", action, "' (see tunebench data pairs help)");
 }
 

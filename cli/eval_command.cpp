@@ -281,13 +281,6 @@ int evalGenerate(const Args& args, std::ostream& out, std::ostream& err)
 
 }  // namespace
 
-const std::set<std::string>& evalCommandFlags()
-{
-    static const std::set<std::string> flags{"rouge-stemmer", "no-base", "summary",
-                                             "base-quant-double"};
-    return flags;
-}
-
 int cmdEval(const Args& args, std::ostream& out, std::ostream& err)
 {
     const auto& words = args.positional();

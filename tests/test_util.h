@@ -5,7 +5,9 @@
 #include "util/error.h"
 #include "util/file_util.h"
 
+#include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QtGlobal>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +35,16 @@ inline std::string numbered(const char* prefix, long long n)
     std::string out(prefix);
     out += std::to_string(n);
     return out;
+}
+
+// Keeps a test's own files out of the user's folders: Qt's test-mode paths, and the XDG data,
+// config and cache homes (tb::userDataDir()) in a temporary folder that lives as long as the test.
+inline void isolateUserFolders()
+{
+    QStandardPaths::setTestModeEnabled(true);
+    static QTemporaryDir home;
+    for (const char* name : {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"})
+        qputenv(name, (home.path() + QLatin1Char('/') + QLatin1String(name)).toUtf8());
 }
 
 inline bool contains(const std::string& text, const std::string& part)

@@ -14,6 +14,7 @@
 #include "data/ingest/ingest.h"
 #include "data/store/snapshot.h"
 #include "util/error.h"
+#include "util/file_util.h"
 #include "util/paths.h"
 
 #include <QCheckBox>
@@ -34,7 +35,6 @@
 #include <QSettings>
 #include <QShortcut>
 #include <QSplitter>
-#include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
@@ -453,10 +453,7 @@ void DataPage::buildShortcuts()
 
 QString DataPage::defaultStorePath()
 {
-    QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
-    if (dir.isEmpty())
-        dir = QDir::homePath() + QStringLiteral("/.tunebench");
-    return dir + QStringLiteral("/tiny.tbstore");
+    return QString::fromStdString(joinPath(userDataDir(), "tiny.tbstore"));
 }
 
 bool DataPage::openStore(const QString& path, bool create, QString* error)

@@ -3,11 +3,11 @@
 
 #include "model_switch.h"
 
+#include "util/file_util.h"
 #include "util/paths.h"
 
 #include <QDir>
 #include <QFileInfo>
-#include <QStandardPaths>
 
 namespace tb {
 
@@ -53,10 +53,7 @@ TrainConfig StudioState::defaultConfig()
     TrainConfig c;
     c.name = "studio";
     c.model = bundledModelDir();
-    QString runs = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
-    if (runs.isEmpty())
-        runs = QDir::homePath() + QStringLiteral("/.tunebench");
-    c.outputDir = QString(runs + QStringLiteral("/runs")).toStdString();
+    c.outputDir = joinPath(userDataDir(), "runs");  // the CLI's bundled examples' runs too
     c.method = Method::Lora;
     c.lora.targets = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
     c.data.trainFile = dataDir() + "/tiny/train.jsonl";

@@ -1,4 +1,5 @@
-// tunebench: the headless command line over tb_core.
+// tunebench-engine: the whole headless command line over tb_core; the tunebench front
+// (front_main.cpp) hands it the commands that need LibTorch.
 #include "cli/cli.h"
 
 #include <iostream>

@@ -75,6 +75,21 @@ int main(int argc, char** argv)
         window.show();
         QMessageBox::warning(&window, QStringLiteral("Tunebench Studio"), error);
     }
+    // Runs and stores are saved in the user's data folder: say at once when that cannot work.
+    if (const std::string problem = tb::userDataDirProblem(); !problem.empty()) {
+        std::fprintf(stderr, "tunebench-studio: %s\n", problem.c_str());
+        if (!unattended) {
+            QString sentence = QString::fromStdString(problem);
+            sentence[0] = sentence[0].toUpper();
+            window.show();
+            QMessageBox::warning(
+                &window, QStringLiteral("Tunebench Studio"),
+                QStringLiteral("%1.\n\nTraining runs and dataset stores cannot be saved there. "
+                               "Make the folder writable, or start the studio with XDG_DATA_HOME "
+                               "set to a writable folder.")
+                    .arg(sentence));
+        }
+    }
     window.show();
     return QApplication::exec();
 }

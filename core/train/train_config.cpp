@@ -6,6 +6,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/paths.h"
 
 #include <algorithm>
 #include <climits>
@@ -847,7 +848,8 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     parseOptim(optim, c.optim);
 
     c.model = resolvePath(c.model, sourcePath);
-    c.outputDir = resolvePath(c.outputDir, sourcePath);
+    // A bundled example's runs go to the user's data folder when installed (util/paths.h).
+    c.outputDir = userOutputPath(resolvePath(c.outputDir, sourcePath));
     c.data.store = resolvePath(c.data.store, sourcePath);
     c.data.trainFile = resolvePath(c.data.trainFile, sourcePath);
     c.data.valFile = resolvePath(c.data.valFile, sourcePath);

@@ -1,7 +1,14 @@
 // Locating the bundled data folder for source-tree builds and installs.
 #include "util/paths.h"
 
+#include "util/error.h"
 #include "util/file_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,11 +26,52 @@ std::string dataDir()
     std::error_code ec;
     auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) {
-        auto installed = exe.parent_path().parent_path() / "share" / "tunebench" / "datasets";
-        if (isDirectory(installed.string()))
-            return installed.string();
+        // <prefix>/bin/tunebench, <prefix>/lib/tunebench/tunebench-engine
+        const auto bin = exe.parent_path();
+        for (const auto& prefix : {bin.parent_path(), bin.parent_path().parent_path()}) {
+            const auto installed = prefix / "share" / "tunebench" / "datasets";
+            if (isDirectory(installed.string()))
+                return installed.string();
+        }
     }
     return TB_SOURCE_DATA_DIR;
+}
+
+std::string userDataDir()
+{
+    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg == '/')
+        return joinPath(xdg, "tunebench");
+    const char* home = std::getenv("HOME");
+    return joinPath(joinPath(home && *home ? home : ".", ".local/share"), "tunebench");
+}
+
+std::string userDataDirProblem()
+{
+    const std::string dir = userDataDir();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        return cat("cannot create the data folder ", dir, ": ", ec.message());
+    const std::string probe = joinPath(dir, cat(".write-test-", getpid()));
+    const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return cat("cannot write in the data folder ", dir, ": ", std::strerror(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
+    return "";
+}
+
+std::string userOutputPath(const std::string& path)
+{
+    namespace fs = std::filesystem;
+    const fs::path data(dataDir());
+    if (path.empty() || data.empty() || data == fs::path(TB_SOURCE_DATA_DIR))
+        return path;
+    const fs::path share = data.lexically_normal().parent_path();  // .../share/tunebench
+    const fs::path inside = fs::path(path).lexically_normal().lexically_relative(share);
+    if (inside.empty() || *inside.begin() == "..")
+        return path;
+    return (fs::path(userDataDir()) / inside).lexically_normal().string();
 }
 
 std::string bundledModelDir()

@@ -11,6 +11,7 @@
 #include "record_table_model.h"
 #include "studio_state.h"
 #include "synth_dialog.h"
+#include "test_util.h"
 
 #include "data/store/snapshot.h"
 #include "data/store/store.h"
@@ -128,7 +129,7 @@ class TestDataPage : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
         QVERIFY(m_dir.isValid());
         m_big = m_dir.filePath(QStringLiteral("big.tbstore"));

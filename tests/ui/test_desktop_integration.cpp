@@ -4,6 +4,7 @@
 #include "data_page.h"
 #include "main_window.h"
 #include "studio_state.h"
+#include "test_util.h"
 
 #include "data/store/store.h"
 
@@ -50,7 +51,7 @@ class TestDesktopIntegration : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
     }
     void iconIsCompiledIn()

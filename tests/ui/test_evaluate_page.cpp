@@ -19,6 +19,7 @@
 #include "scorecard_model.h"
 #include "studio_state.h"
 #include "suite_table_model.h"
+#include "test_util.h"
 #include "train_page.h"
 #include "train_plots.h"
 #include "train_settings_form.h"
@@ -161,7 +162,7 @@ class TestEvaluatePage : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
         m_dir = std::make_unique<QTemporaryDir>();
         QVERIFY(m_dir->isValid());

@@ -12,6 +12,7 @@
 #include "model_page.h"
 #include "playground_page.h"
 #include "studio_state.h"
+#include "test_util.h"
 #include "train_page.h"
 #include "train_run_panel.h"
 
@@ -130,7 +131,7 @@ class TestMemoryPage : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
     }
 

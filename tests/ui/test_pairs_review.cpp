@@ -7,6 +7,7 @@
 #include "data_page.h"
 #include "pair_table_model.h"
 #include "pairs_view.h"
+#include "test_util.h"
 
 #include "data/curate/pair_curate.h"
 #include "data/store/pairs_store.h"
@@ -91,7 +92,7 @@ class TestPairsReview : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
         QVERIFY(m_dir.isValid());
     }

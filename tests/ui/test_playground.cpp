@@ -10,6 +10,7 @@
 #include "model_page.h"
 #include "playground_page.h"
 #include "studio_state.h"
+#include "test_util.h"
 
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -23,7 +24,6 @@
 #include <QSet>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -82,7 +82,7 @@ class TestPlayground : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
         QVERIFY(m_runs.isValid());
         tb::TrainConfig config = tb::loadTrainConfig(

@@ -14,6 +14,7 @@
 #include "ranked_answers_model.h"
 #include "run_history.h"
 #include "studio_state.h"
+#include "test_util.h"
 #include "train_page.h"
 #include "train_plots.h"
 #include "training_controller.h"
@@ -105,7 +106,7 @@ class TestPreferenceUi : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
     }
 

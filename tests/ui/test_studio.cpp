@@ -8,6 +8,7 @@
 // ranks of `tunebench train --nproc 2` on the bundled model.
 #include "gpt2_folder.h"
 #include "stand_in_launcher.h"
+#include "test_util.h"
 
 #include "export_page.h"
 #include "generation_controller.h"
@@ -153,7 +154,7 @@ class TestStudio : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        QStandardPaths::setTestModeEnabled(true);
+        tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
     }
     void pages()
