@@ -1,177 +1,38 @@
-"""Side-by-side dataset-store benchmark: `tunebench data import / dedup / stats` against the same three jobs
-done in Python (stdlib sqlite3, numpy, sentencepiece), on one generated alpaca JSONL, in the same run.
+"""Side-by-side dataset-store benchmark: `tunebench data import / dedup / stats / scan / split / snapshot` against
+the same jobs done in Python (stdlib sqlite3, re, numpy, sentencepiece), on one generated alpaca JSONL, in the same
+run.
 
 usage: python bench/data_peer.py [--records 100000] [--tunebench build/bin/tunebench] [--workdir DIR]
-                                 [--near 0.8] [--max-length 256] [--seed 1] [--peer-only] [--json]
+                                 [--near 0.8] [--max-length 256] [--seed 1] [--jobs dedup,stats,...]
+                                 [--peer-only] [--json]
 Generates (seeded) N alpaca rows of random words, ~500 bytes each, with ~2 % exact copies (some with case,
-whitespace or Unicode-form changes) and ~3 % near copies (1-5 % of the words replaced). Each job on each side is
+whitespace or Unicode-form changes), ~3 % near copies (1-5 % of the words replaced) and ~1 % of the originals
+carrying a planted email, phone, card, IBAN, API key or password URL for the scan. Each job on each side is
 a child process, timed by wall clock, with its peak resident memory (MiB) from wait4. Prints seconds, the ratio
 (peer / Tunebench; above 1 means Tunebench is faster), peak RSS and the counts both sides found.
-The peer sides run as `data_peer.py --peer-job import|dedup|stats --store DB [FILE]`.
+The peer sides run as `data_peer.py --peer-job JOB --store DB [FILE]` (scan, split and snapshot peers in
+bench/data_peer_curate.py). bench/data_sizes.py runs this at several sizes and tabulates seconds and peak RSS.
 (bench/common.py is not imported: it loads torch and transformers, which would inflate the peer's memory.)
 """
 import argparse
 import hashlib
 import json
 import os
-import random
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-import unicodedata
 
 import numpy as np
+
+from data_gen import generate, normalise
+from data_peer_curate import peer_scan, peer_snapshot, peer_split
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "datasets", "models", "stories260k")
 U64 = np.uint64
 MASK64 = (1 << 64) - 1
-
-# ---------------------------------------------------------------------------------------------------------
-# Data generation
-
-
-def make_vocab(rng, size):
-    """size pseudo-words (frequent ones first: short function words), plus a few non-ASCII words."""
-    function = ("the of and to a in is that it for on with as was be by at this from or an are not but have "
-                "which one all we you can they their there more if will when so what about into than some out "
-                "up other its only then two also how may new like first time these after any very most over").split()
-    onsets = ["", "b", "br", "c", "ch", "d", "dr", "f", "fl", "g", "gr", "h", "j", "k", "l", "m", "n", "p", "pl",
-              "pr", "qu", "r", "s", "sh", "sl", "st", "t", "th", "tr", "v", "w", "z"]
-    vowels = ["a", "e", "i", "o", "u", "ai", "ea", "ou", "io", "y"]
-    codas = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck", "ng", "rt"]
-    words, seen = list(function), set(function)
-    while len(words) < size:
-        n = rng.choice((1, 1, 2, 2, 2, 3))
-        w = "".join(rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas) for _ in range(n))
-        if 2 <= len(w) <= 14 and w not in seen:
-            seen.add(w)
-            words.append(w)
-    # Non-ASCII words spread over the frequency ranks: they take utf8proc's / unicodedata's slow path.
-    extra = ["café", "naïve", "Straße", "résumé", "Ångström", "über", "façade", "piñata", "Zürich", "crème",
-             "smörgåsbord", "déjà", "jalapeño", "Köln", "señor", "fiancée", "Éire", "øre", "Æsir", "Ærø"]
-    for k, w in enumerate(extra):
-        words.insert(60 + k * 150, w)
-    return words[:size]
-
-
-class TextSource:
-    """Sentences of Zipf-distributed words, drawn in large numpy blocks."""
-
-    def __init__(self, seed, vocab_size=4000):
-        self.rng = random.Random(seed)
-        self.np_rng = np.random.default_rng(seed)
-        self.vocab = make_vocab(self.rng, vocab_size)
-        weights = 1.0 / (np.arange(vocab_size) + 2.7) ** 1.05
-        self.cdf = np.cumsum(weights / weights.sum())
-        self.block, self.pos = np.empty(0, np.int64), 0
-
-    def words(self, n):
-        if self.pos + n > len(self.block):
-            u = self.np_rng.random(1 << 20)
-            self.block = np.minimum(np.searchsorted(self.cdf, u), len(self.vocab) - 1)
-            self.pos = 0
-        out = self.block[self.pos:self.pos + n]
-        self.pos += n
-        return [self.vocab[i] for i in out]
-
-    def sentence(self):
-        n = max(4, min(32, int(self.rng.gauss(13, 5))))
-        ws = self.words(n)
-        for k in range(1, n - 1):
-            if self.rng.random() < 0.06:
-                ws[k] += ","
-        ws[0] = ws[0][:1].upper() + ws[0][1:]
-        r = self.rng.random()
-        return " ".join(ws) + ("." if r < 0.85 else "?" if r < 0.95 else "!")
-
-    def paragraph(self, lo, hi):
-        return " ".join(self.sentence() for _ in range(self.rng.randint(lo, hi)))
-
-    def row(self):
-        inp = "" if self.rng.random() < 0.4 else self.paragraph(1, 2)
-        return {"instruction": self.paragraph(1, 2), "input": inp, "output": self.paragraph(2, 5)}
-
-
-def normalise(text):
-    """The text dedup compares: NFC, full case folding, whitespace runs to one space, trimmed."""
-    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
-
-
-def shingle_set(text, k=3):
-    ws = normalise(text).split(" ")
-    return {tuple(ws[i:i + k]) for i in range(max(1, len(ws) - k + 1))}
-
-
-def record_text(row):
-    return "\n".join(row[f] for f in ("instruction", "input", "output") if row.get(f))
-
-
-def exact_variant(rng, row):
-    """A copy that is equal after normalisation: case, whitespace or Unicode-form changes, or none."""
-    row = dict(row)
-    how = rng.randrange(4)
-    if how == 1:  # case
-        f = rng.choice(("instruction", "output"))
-        row[f] = row[f].upper() if rng.random() < 0.5 else row[f].lower()
-    elif how == 2:  # whitespace: doubled spaces, a tab or line break, trailing space
-        f = rng.choice(("instruction", "output"))
-        ws = row[f].split(" ")
-        for _ in range(3):
-            k = rng.randrange(1, len(ws))
-            ws[k] = rng.choice(("  ", "\t", "\n", " \u00a0")) + ws[k]
-        row[f] = " ".join(ws) + rng.choice((" ", "\n", ""))
-    elif how == 3:  # decomposed Unicode (NFD) and swapped case of one field
-        row["output"] = unicodedata.normalize("NFD", row["output"]).swapcase()
-    return row, ("plain", "case", "whitespace", "unicode")[how]
-
-
-def near_variant(rng, src, row):
-    """A copy with 1-5 % of its words replaced by other vocabulary words."""
-    row = dict(row)
-    fields = [f for f in ("instruction", "input", "output") if row[f]]
-    split = {f: row[f].split(" ") for f in fields}
-    slots = [(f, k) for f in fields for k in range(len(split[f]))]
-    rate = rng.uniform(0.01, 0.05)
-    for f, k in rng.sample(slots, max(1, round(rate * len(slots)))):
-        while True:
-            w = src.vocab[rng.randrange(len(src.vocab))]
-            if w != split[f][k].lower():
-                break
-        split[f][k] = w
-    for f in fields:
-        row[f] = " ".join(split[f])
-    return row
-
-
-def generate(path, records, seed, threshold):
-    """Writes the JSONL; returns what was planted (and how many near copies are within the threshold)."""
-    src = TextSource(seed)
-    rng = random.Random(seed + 1)
-    rows, originals = [], []
-    planted = {"exact": 0, "exact_by_change": {}, "near": 0, "near_within_threshold": 0}
-    for i in range(records):
-        u = rng.random()
-        if i >= 50 and u < 0.02:
-            row, how = exact_variant(rng, rows[rng.choice(originals)])
-            planted["exact"] += 1
-            planted["exact_by_change"][how] = planted["exact_by_change"].get(how, 0) + 1
-        elif i >= 50 and u < 0.05:
-            original = rows[rng.choice(originals)]
-            row = near_variant(rng, src, original)
-            planted["near"] += 1
-            a, b = shingle_set(record_text(original)), shingle_set(record_text(row))
-            planted["near_within_threshold"] += len(a & b) / len(a | b) >= threshold
-        else:
-            row = src.row()
-            originals.append(i)
-        rows.append(row)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return planted
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Peer jobs (each runs in its own process: `--peer-job NAME`)
@@ -446,8 +307,13 @@ def peer_main(a):
         out = peer_import(a.store, a.file)
     elif a.peer_job == "dedup":
         out = peer_dedup(a.store, a.near)
-    else:
+    elif a.peer_job == "stats":
         out = peer_stats(a.store, a.model, a.max_length, a.threads)
+    else:
+        db = connect(a.store)
+        out = {"scan": lambda: peer_scan(db, live_records), "split": lambda: peer_split(db, 0.1, 0),
+               "snapshot": lambda: peer_snapshot(db)}[a.peer_job]()
+        db.close()
     print(json.dumps(out))
     return 0
 
@@ -505,6 +371,20 @@ def has_data_cli(binary):
         return False
 
 
+# What each side of these jobs reports that must be equal.
+CURATE_KEYS = {"scan": ("records", "flagged", "match_count", "by_kind"),
+               "split": ("train", "validation", "validation_ids_sha256"), "snapshot": ("records", "sha256")}
+JOBS = ("startup", "import", "dedup", "stats", "scan", "split", "snapshot")
+
+
+def validation_ids_sha256(store):
+    """The Tunebench store's validation ids after `data split`, hashed as peer_split reports them."""
+    db = sqlite3.connect(store)
+    ids = [r[0] for r in db.execute("SELECT id FROM records WHERE removed = 0 AND split = 'validation' ORDER BY id")]
+    db.close()
+    return hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tunebench", default=os.path.join(ROOT, "build", "bin", "tunebench"))
@@ -516,8 +396,10 @@ def main():
     ap.add_argument("--model", default=MODEL)
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="peer tokenizer threads")
     ap.add_argument("--peer-only", action="store_true", help="skip Tunebench (before `tunebench data` exists)")
+    ap.add_argument("--jobs", default=",".join(JOBS), help="comma-separated subset of " + ",".join(JOBS) +
+                    " (import always runs when any later job does)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--peer-job", choices=("startup", "import", "dedup", "stats"), help=argparse.SUPPRESS)
+    ap.add_argument("--peer-job", choices=JOBS, help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
     ap.add_argument("file", nargs="?", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -551,13 +433,28 @@ def main():
                        "--max-length", str(a.max_length), "--json"],
              me + ["--peer-job", "stats", "--store", stores["peer"], "--model", a.model, "--max-length",
                    str(a.max_length), "--threads", str(a.threads)]),
+            ("scan", [a.tunebench, "data", "scan", "--store", stores["tunebench"], "--json"],
+             me + ["--peer-job", "scan", "--store", stores["peer"]]),
+            ("split", [a.tunebench, "data", "split", "--store", stores["tunebench"], "--validation", "0.1", "--seed",
+                       "0", "--json"], me + ["--peer-job", "split", "--store", stores["peer"]]),
+            ("snapshot", [a.tunebench, "data", "snapshot", "--store", stores["tunebench"], "--include-pending",
+                          "--json"], me + ["--peer-job", "snapshot", "--store", stores["peer"]]),
         ]
+        wanted = set(a.jobs.split(","))
+        if wanted - set(JOBS):
+            sys.exit(f"--jobs: unknown {sorted(wanted - set(JOBS))} (known: {', '.join(JOBS)})")
+        if wanted - {"startup"}:
+            wanted.add("import")
         load_before = os.getloadavg()
         results = []
         for name, ours_cmd, peer_cmd in jobs:
+            if name not in wanted:
+                continue
             r = {"job": name}
             if not a.peer_only:
                 r["tunebench"] = dict(zip(("s", "rss_mib", "cpu_s", "out"), run_child(ours_cmd)))
+                if name == "split":
+                    r["tunebench"]["out"]["validation_ids_sha256"] = validation_ids_sha256(stores["tunebench"])
             r["peer"] = dict(zip(("s", "rss_mib", "cpu_s", "out"), run_child(peer_cmd, env)))
             results.append(r)
         load_after = os.getloadavg()
@@ -572,22 +469,30 @@ def main():
         if r["job"] == "dedup":
             return "exact/near/clusters " + " / ".join(
                 f"{v['exact_duplicates']:,}/{v['near_duplicates']:,}/{v['clusters']:,}" for v in o.values())
+        if r["job"] in CURATE_KEYS:
+            return r["job"] + " " + "/".join(CURATE_KEYS[r["job"]]) + " " + " / ".join(
+                "/".join(str(v.get(k))[:12] for k in CURATE_KEYS[r["job"]]) for v in o.values())
         return "tokens median/p95/max, over " + " / ".join(
             f"{v['tokens']['median']}/{v['tokens']['p95']}/{v['tokens']['max']}, {v['truncated']:,}"
             for v in o.values())
 
     warnings = []
-    if not a.peer_only:
-        t, p = results[1]["tunebench"]["out"], results[1]["peer"]["out"]
-        if t["imported"] != p["imported"]:
-            warnings.append(f"import counts differ: {t['imported']} vs {p['imported']}")
-        t, p = results[2]["tunebench"]["out"], results[2]["peer"]["out"]
+    out = {r["job"]: (r["tunebench"]["out"], r["peer"]["out"]) for r in results if "tunebench" in r}
+    if "import" in out and out["import"][0]["imported"] != out["import"][1]["imported"]:
+        warnings.append(f"import counts differ: {out['import'][0]['imported']} vs {out['import'][1]['imported']}")
+    if "dedup" in out:
+        t, p = out["dedup"]
         for key in ("exact_duplicates", "near_duplicates"):
             if abs(t[key] - p[key]) > max(2, 0.02 * max(t[key], p[key])):
                 warnings.append(f"dedup {key} differ by more than 2 %: {t[key]} vs {p[key]}")
-        t, p = results[3]["tunebench"]["out"], results[3]["peer"]["out"]
+    if "stats" in out:
+        t, p = out["stats"]
         if any(t["tokens"][k] != p["tokens"][k] for k in ("min", "median", "p95", "max")):
             warnings.append(f"token statistics differ: {t['tokens']} vs {p['tokens']}")
+    for job, keys in CURATE_KEYS.items():  # these must agree exactly
+        if job in out and any(out[job][0].get(k) != out[job][1].get(k) for k in keys):
+            warnings.append(f"{job} results differ: " + ", ".join(
+                f"{k} {out[job][0].get(k)} vs {out[job][1].get(k)}" for k in keys))
     summary = {"records": a.records, "jsonl_mb": size_mb, "generate_s": gen_s, "planted": planted,
                "load_before": load_before, "load_after": load_after, "store_mb": store_mb, "results": results,
                "warnings": warnings}

@@ -344,10 +344,14 @@ int cmdScan(const Args& args, std::ostream& out)
         text += "record " + std::to_string(f.recordId) + " " + f.field + ": " + f.kind + " " +
                 f.masked + "\n";
     }
+    if (r.matches > int64_t(r.flags.size()))
+        text += "... and " + std::to_string(r.matches - int64_t(r.flags.size())) +
+                " more (all in the store: tunebench data list --flagged)\n";
     text += std::to_string(r.flagged) + " of " + std::to_string(r.records) + " records flagged\n";
     printResult(out, args,
                 json{{"records", r.records},
                      {"flagged", r.flagged},
+                     {"match_count", r.matches},
                      {"by_kind", r.byKind},
                      {"matches", matches}},
                 text);

@@ -116,17 +116,27 @@ DedupReport dedupRecords(DataStore& store, std::optional<double> nearThreshold, 
     if (nearThreshold && (*nearThreshold <= 0 || *nearThreshold > 1))
         fail("data dedup: --near ", *nearThreshold, " is outside (0, 1]");
     checkProgress(progress, "dedup", 0);
+    // Streamed: one record's text at a time, and again by id for the few that an exact hash or
+    // an LSH band matches (data/curate/dedup.h says what the search itself holds).
+    const int64_t count = store.count();
     std::vector<int64_t> ids;
-    std::vector<std::string> texts;
-    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
-        ids.push_back(r.id);
-        texts.push_back(recordText(r.kind, r.fields));
-        return true;
-    });
+    ids.reserve(size_t(count));
     DedupOptions options;
     options.nearThreshold = nearThreshold;
     const DedupResult result = findDuplicates(
-        texts, options, [&](double f) { return !progress || progress("dedup", 0.05 + 0.9 * f); });
+        count,
+        [&](const TextSink& sink) {
+            store.forEachFields(RecordQuery{}, [&](const RecordFields& r) {
+                ids.push_back(r.id);
+                sink(recordText(r.kind, r.fields));
+                return true;
+            });
+        },
+        [&](int64_t i) {
+            const RecordFields r = store.recordFields(ids[size_t(i)]);
+            return recordText(r.kind, r.fields);
+        },
+        options, [&](double f) { return !progress || progress("dedup", 0.05 + 0.9 * f); });
     DedupReport report;
     report.records = result.records;
     report.exactDuplicates = result.exactDuplicates;
@@ -220,24 +230,29 @@ ScanReport scanRecords(DataStore& store, const std::string& who, const CuratePro
 {
     ScanReport report;
     const int64_t total = std::max<int64_t>(1, store.count());
-    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
-        bool flagged = false;
-        for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields)) {
-            for (const ScanMatch& m : scanText(text)) {
-                report.flags.push_back(
-                    ScanFlag{r.id, m.kind, field, int64_t(m.offset), int64_t(m.length), m.masked});
-                ++report.byKind[m.kind];
-                flagged = true;
+    store.replaceScanFlags(who, [&](const DataStore::ScanFlagSink& sink) {
+        store.forEachFields(RecordQuery{}, [&](const RecordFields& r) {
+            bool flagged = false;
+            for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields)) {
+                for (const ScanMatch& m : scanText(text)) {
+                    const ScanFlag flag{
+                        r.id, m.kind, field, int64_t(m.offset), int64_t(m.length), m.masked};
+                    sink(flag);
+                    if (report.flags.size() < ScanReport::kFlagsHeld)
+                        report.flags.push_back(flag);
+                    ++report.byKind[m.kind];
+                    ++report.matches;
+                    flagged = true;
+                }
             }
-        }
-        report.flagged += flagged ? 1 : 0;
-        if (++report.records % 1000 == 0)
-            checkProgress(progress, "scan", double(report.records) / double(total));
-        return true;
+            report.flagged += flagged ? 1 : 0;
+            if (++report.records % 1000 == 0)
+                checkProgress(progress, "scan", double(report.records) / double(total));
+            return true;
+        });
+        return json{
+            {"records", report.records}, {"flagged", report.flagged}, {"by_kind", report.byKind}};
     });
-    store.replaceScanFlags(
-        report.flags, who,
-        json{{"records", report.records}, {"flagged", report.flagged}, {"by_kind", report.byKind}});
     return report;
 }
 

@@ -48,12 +48,15 @@ FilterReport filterRecords(DataStore& store, const FilterOptions& options, bool 
                            const std::string& who);
 
 struct ScanReport {
+    static constexpr size_t kFlagsHeld = 2000;
     int64_t records = 0;
     int64_t flagged = 0;                    // records with at least one match
+    int64_t matches = 0;                    // all matches (the store holds every one)
     std::map<std::string, int64_t> byKind;  // matches per kind
-    std::vector<ScanFlag> flags;
+    std::vector<ScanFlag> flags;            // the first kFlagsHeld matches, by record id
 };
-// Replaces the store's scan flags with a fresh scan of every record's text fields.
+// Replaces the store's scan flags with a fresh scan of every record's text fields, streaming:
+// records are read one at a time and the flags written as they are found (one transaction).
 ScanReport scanRecords(DataStore& store, const std::string& who,
                        const CurateProgress& progress = {});
 

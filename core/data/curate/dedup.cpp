@@ -8,9 +8,16 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <unordered_map>
+
+#include <stdio.h>
+#include <unistd.h>
 
 namespace tb {
 
@@ -93,40 +100,41 @@ constexpr uint64_t kWordSeed = 0xbb67ae8584caa73bULL;
 constexpr uint64_t kShingleSeed = 0x3c6ef372fe94f82bULL;
 constexpr uint64_t kBandSeed = 0xa54ff53a5f1d36f1ULL;
 
-// uint64 keys (band hashes) -> chains of kept-record ids; open addressing with linear probing.
-// Built for millions of entries without a node allocation each.
-class BandTable {
+// uint64 hashes of normalised texts -> the first record index with that hash; open addressing
+// with linear probing in two flat arrays (12 bytes a slot, at most 70 % full).
+class ExactTable {
 public:
-    BandTable() { rehash(1024); }
-
-    void insert(uint64_t key, int32_t id)
+    // Sized for `expected` entries up front, so that a correct guess never rehashes (a rehash
+    // holds the old and the new arrays at once: half again the table at its peak).
+    explicit ExactTable(int64_t expected = 0)
     {
-        if (2 * (m_used + 1) > m_keys.size())
-            rehash(2 * m_keys.size());
-        size_t slot = find(key);
-        if (m_heads[slot] < 0) {
-            m_keys[slot] = key;
-            ++m_used;
-        }
-        m_next.push_back(m_heads[slot]);
-        m_ids.push_back(id);
-        m_heads[slot] = static_cast<int32_t>(m_ids.size() - 1);
+        size_t capacity = 1024;
+        while (10 * static_cast<size_t>(std::max<int64_t>(expected, 0)) > 7 * capacity)
+            capacity *= 2;
+        rehash(capacity);
     }
 
-    template <typename F> void forEach(uint64_t key, F&& f) const
+    // The index stored under key; or, when there is none, stores `index` there and returns -1.
+    int32_t findOrInsert(uint64_t key, int32_t index)
     {
-        const size_t slot = find(key);
-        for (int32_t e = m_heads[slot]; e >= 0; e = m_next[static_cast<size_t>(e)])
-            f(m_ids[static_cast<size_t>(e)]);
+        if (10 * (m_used + 1) > 7 * m_keys.size())
+            rehash(2 * m_keys.size());
+        const size_t slot = find(m_keys, m_values, key);
+        if (m_values[slot] >= 0)
+            return m_values[slot];
+        m_keys[slot] = key;
+        m_values[slot] = index;
+        ++m_used;
+        return -1;
     }
 
 private:
-    // The slot holding key, or the empty slot where it would go.
-    size_t find(uint64_t key) const
+    static size_t find(const std::vector<uint64_t>& keys, const std::vector<int32_t>& values,
+                       uint64_t key)
     {
-        const size_t mask = m_keys.size() - 1;
+        const size_t mask = keys.size() - 1;
         size_t slot = static_cast<size_t>(key) & mask;
-        while (m_heads[slot] >= 0 && m_keys[slot] != key)
+        while (values[slot] >= 0 && keys[slot] != key)
             slot = (slot + 1) & mask;
         return slot;
     }
@@ -134,26 +142,88 @@ private:
     void rehash(size_t capacity)
     {
         std::vector<uint64_t> keys(capacity, 0);
-        std::vector<int32_t> heads(capacity, -1);
-        const size_t mask = capacity - 1;
+        std::vector<int32_t> values(capacity, -1);
         for (size_t s = 0; s < m_keys.size(); ++s) {
-            if (m_heads[s] < 0)
+            if (m_values[s] < 0)
                 continue;
-            size_t slot = static_cast<size_t>(m_keys[s]) & mask;
-            while (heads[slot] >= 0)
-                slot = (slot + 1) & mask;
+            const size_t slot = find(keys, values, m_keys[s]);
             keys[slot] = m_keys[s];
-            heads[slot] = m_heads[s];
+            values[slot] = m_values[s];
         }
         m_keys.swap(keys);
-        m_heads.swap(heads);
+        m_values.swap(values);
     }
 
     std::vector<uint64_t> m_keys;
-    std::vector<int32_t> m_heads;  // -1: empty slot
-    std::vector<int32_t> m_next;   // per entry: the previous entry with the same key, or -1
-    std::vector<int32_t> m_ids;    // per entry: kept-record id
+    std::vector<int32_t> m_values;  // -1: empty slot
     size_t m_used = 0;
+};
+
+// uint64 values written once in order to an unnamed temporary file (removed from its folder as
+// soon as it is made, so nothing is left behind) and read back in blocks.
+class SpillFile {
+public:
+    SpillFile()
+    {
+        std::error_code ec;
+        const std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+        std::string path =
+            ((ec ? std::filesystem::path("/tmp") : dir) / "tunebench-dedup-XXXXXX").string();
+        const int fd = ::mkstemp(path.data());
+        if (fd < 0)
+            fail("duplicate search: cannot create a temporary file ", path, ": ",
+                 std::strerror(errno));
+        ::unlink(path.c_str());
+        m_file = ::fdopen(fd, "w+b");
+        if (!m_file) {
+            ::close(fd);
+            fail("duplicate search: cannot open a temporary file: ", std::strerror(errno));
+        }
+        m_block.reserve(kBlock);
+    }
+    ~SpillFile() { std::fclose(m_file); }
+    SpillFile(const SpillFile&) = delete;
+    SpillFile& operator=(const SpillFile&) = delete;
+
+    void push(uint64_t value)
+    {
+        m_block.push_back(value);
+        if (m_block.size() == kBlock)
+            flush();
+    }
+
+    // f(position, value) for every value pushed, in order.
+    template <typename F> void forEach(F&& f)
+    {
+        flush();
+        std::rewind(m_file);
+        uint64_t position = 0;
+        m_block.resize(kBlock);
+        for (;;) {
+            const size_t got = std::fread(m_block.data(), sizeof(uint64_t), kBlock, m_file);
+            for (size_t k = 0; k < got; ++k)
+                f(position++, m_block[k]);
+            if (got < kBlock)
+                break;
+        }
+        if (std::ferror(m_file))
+            fail("duplicate search: reading a temporary file: ", std::strerror(errno));
+        m_block.clear();
+    }
+
+private:
+    static constexpr size_t kBlock = 8192;
+
+    void flush()
+    {
+        if (!m_block.empty() &&
+            std::fwrite(m_block.data(), sizeof(uint64_t), m_block.size(), m_file) != m_block.size())
+            fail("duplicate search: writing a temporary file (disk full?): ", std::strerror(errno));
+        m_block.clear();
+    }
+
+    std::FILE* m_file = nullptr;
+    std::vector<uint64_t> m_block;
 };
 
 // Sorted, duplicate-free 32-bit hashes of the word shingles of normalised text (words are separated
@@ -215,6 +285,79 @@ void checkOptions(const DedupOptions& options)
     }
 }
 
+// What the near search needs from the options: the MinHash family h_p(x) = ((a_p * x + b_p) mod
+// 2^64) >> 32 over 32-bit shingle hashes x (a multiply-add-shift family drawn from the seed), the
+// banding, and the prefilter.
+struct NearPlan {
+    bool on = false;
+    double threshold = 1.0;
+    size_t perms = 0;
+    int shingleWords = 3;
+    LshBanding banding;
+    // Candidates whose signature agreement falls this far below the threshold skip the exact
+    // Jaccard: 4.5 standard deviations of the MinHash estimate at the threshold.
+    double prefilter = 0;
+    std::vector<uint64_t> mulA, addB;
+};
+
+NearPlan nearPlan(const DedupOptions& options)
+{
+    NearPlan plan;
+    plan.on = options.nearThreshold.has_value();
+    if (!plan.on)
+        return plan;
+    plan.threshold = *options.nearThreshold;
+    plan.perms = static_cast<size_t>(options.permutations);
+    plan.shingleWords = options.shingleWords;
+    plan.banding = chooseBanding(plan.threshold, options.permutations);
+    const double t = plan.threshold;
+    plan.prefilter = t - std::max(0.05, 4.5 * std::sqrt(std::max(t * (1 - t), 0.01) /
+                                                        static_cast<double>(plan.perms)));
+    SplitMix64 rng(options.seed);
+    for (size_t p = 0; p < plan.perms; ++p) {
+        plan.mulA.push_back(rng.next() | 1);
+        plan.addB.push_back(rng.next());
+    }
+    return plan;
+}
+
+// A record's shingle set and MinHash signature.
+struct Sketch {
+    std::vector<uint32_t> shingles, signature;
+};
+
+void sketchOf(const NearPlan& plan, const std::string& normalised, std::vector<uint64_t>& words,
+              Sketch& out)
+{
+    shingleHashes(normalised, plan.shingleWords, words, out.shingles);
+    out.signature.assign(plan.perms, UINT32_MAX);
+    for (const uint32_t x : out.shingles) {
+        for (size_t p = 0; p < plan.perms; ++p) {
+            const auto h = static_cast<uint32_t>((plan.mulA[p] * x + plan.addB[p]) >> 32);
+            out.signature[p] = std::min(out.signature[p], h);
+        }
+    }
+}
+
+uint64_t bandKey(const NearPlan& plan, const std::vector<uint32_t>& signature, size_t band)
+{
+    const size_t rows = static_cast<size_t>(plan.banding.rows);
+    const std::string_view bytes(reinterpret_cast<const char*>(signature.data() + band * rows),
+                                 rows * sizeof(uint32_t));
+    return hashBytes(bytes, kBandSeed + band);
+}
+
+// Signature agreement, then exact Jaccard when the agreement passes the prefilter; -1 below it.
+double similarity(const NearPlan& plan, const Sketch& a, const Sketch& b)
+{
+    size_t agree = 0;
+    for (size_t p = 0; p < plan.perms; ++p)
+        agree += a.signature[p] == b.signature[p];
+    if (static_cast<double>(agree) < plan.prefilter * static_cast<double>(plan.perms))
+        return -1;
+    return jaccard(a.shingles.data(), a.shingles.size(), b.shingles.data(), b.shingles.size());
+}
+
 }  // namespace
 
 std::string normaliseText(std::string_view text)
@@ -257,150 +400,179 @@ LshBanding chooseBanding(double threshold, int permutations)
     return best;
 }
 
-DedupResult findDuplicates(const std::vector<std::string>& texts, const DedupOptions& options,
-                           const std::function<bool(double)>& progress)
+DedupResult findDuplicates(int64_t count, const std::function<void(const TextSink&)>& each,
+                           const std::function<std::string(int64_t)>& textAt,
+                           const DedupOptions& options, const std::function<bool(double)>& progress)
 {
     checkOptions(options);
-    const size_t n = texts.size();
-    DedupResult result;
-    result.records = static_cast<int64_t>(n);
+    const NearPlan plan = nearPlan(options);
+    const double denominator = static_cast<double>(std::max<int64_t>(count, 1));
+    const double firstShare = plan.on ? 0.8 : 1.0;  // of the progress: the streaming pass
+    const auto step = [&](double fraction, int64_t at) {
+        if (progress && !progress(fraction))
+            fail("duplicate search cancelled at record ", at, " of ", count);
+    };
 
-    // Per record: the kept record of its cluster (itself when kept) and the similarity to it.
-    std::vector<int64_t> keptOf(n);
-    std::vector<double> similarityTo(n, 1.0);
-
-    // Exact: hash of the normalised text -> first record with that text. A different text under
-    // the same hash (a 64-bit collision) is re-hashed under the next seed, so no text is lost.
-    std::unordered_map<uint64_t, int64_t> firstByHash;
-    if (options.exact)
-        firstByHash.reserve(n);
-
-    // Near: MinHash h_p(x) = ((a_p * x + b_p) mod 2^64) >> 32 over 32-bit shingle hashes x, a
-    // multiply-add-shift family with a_p, b_p drawn from the seed.
-    const bool near = options.nearThreshold.has_value();
-    const double threshold = near ? *options.nearThreshold : 1.0;
-    const size_t perms = near ? static_cast<size_t>(options.permutations) : 0;
-    const LshBanding banding = near ? chooseBanding(threshold, options.permutations) : LshBanding{};
-    // Candidates whose signature agreement falls this far below the threshold skip the exact
-    // Jaccard: 4.5 standard deviations of the MinHash estimate at the threshold.
-    const double prefilter =
-        threshold -
-        std::max(0.05, 4.5 * std::sqrt(std::max(threshold * (1 - threshold), 0.01) /
-                                       std::max<double>(1.0, static_cast<double>(perms))));
-    std::vector<uint64_t> mulA(perms), addB(perms);
-    {
-        SplitMix64 rng(options.seed);
-        for (size_t p = 0; p < perms; ++p) {
-            mulA[p] = rng.next() | 1;
-            addB[p] = rng.next();
-        }
-    }
-    // Kept records (near mode): record index, signature, shingle set in one arena.
-    std::vector<int64_t> keptRecord;
-    std::vector<uint32_t> keptSignatures;
-    std::vector<uint32_t> shingleArena;
-    std::vector<size_t> shingleStart{0};
-    std::vector<int64_t> seenBy;  // per kept id: last record that looked at it as a candidate
-    BandTable bands;
-
+    // Pass 1, streaming the texts once: exact copies by the hash of the normalised text (a
+    // different text under the same hash, a 64-bit collision, is re-hashed under the next seed, so
+    // no text is lost); every other record's LSH band keys go to one temporary file per band.
+    ExactTable firstByHash(options.exact ? count : 0);
+    std::vector<std::pair<int32_t, int32_t>> exactCopies;  // (record, first record with its text)
+    std::vector<int32_t> nearRecord;                       // near position -> record index
+    if (plan.on)
+        nearRecord.reserve(static_cast<size_t>(std::clamp<int64_t>(count, 0, INT32_MAX)));
+    std::vector<std::unique_ptr<SpillFile>> bandFiles;
+    for (int b = 0; plan.on && b < plan.banding.bands; ++b)
+        bandFiles.push_back(std::make_unique<SpillFile>());
     std::string normalised, other;
     std::vector<uint64_t> words;
-    std::vector<uint32_t> shingles, signature(perms);
-    std::vector<uint64_t> bandKeys(static_cast<size_t>(banding.bands));
-
-    for (size_t i = 0; i < n; ++i) {
-        if (progress && i % 1024 == 0 && !progress(static_cast<double>(i) / n))
-            fail("duplicate search cancelled at record ", i, " of ", n);
-        keptOf[i] = static_cast<int64_t>(i);
-        normaliseInto(texts[i], normalised);
-
-        if (options.exact) {
-            int64_t copyOf = -1;
-            for (uint64_t seed = kExactSeed;; ++seed) {
-                const uint64_t h = hashBytes(normalised, seed);
-                const auto [it, inserted] = firstByHash.try_emplace(h, static_cast<int64_t>(i));
-                if (inserted)
-                    break;
-                const int64_t j = it->second;
-                bool same = texts[static_cast<size_t>(j)] == texts[i];
-                if (!same) {
-                    normaliseInto(texts[static_cast<size_t>(j)], other);
-                    same = other == normalised;
-                }
-                if (same) {
-                    copyOf = j;
-                    break;
-                }
+    Sketch sketch;
+    int64_t n = 0;
+    each([&](std::string_view text) {
+        if (n % 1024 == 0)
+            step(firstShare * static_cast<double>(n) / denominator, n);
+        if (n >= INT32_MAX)
+            fail("duplicate search: more than ", INT32_MAX, " records");
+        const auto i = static_cast<int32_t>(n++);
+        normaliseInto(text, normalised);
+        for (uint64_t seed = kExactSeed; options.exact; ++seed) {
+            const int32_t j = firstByHash.findOrInsert(hashBytes(normalised, seed), i);
+            if (j < 0)
+                break;
+            const std::string earlier = textAt(j);
+            bool same = earlier == text;
+            if (!same) {
+                normaliseInto(earlier, other);
+                same = other == normalised;
             }
-            if (copyOf >= 0) {
-                const int64_t kept = keptOf[static_cast<size_t>(copyOf)];
-                keptOf[i] = kept;
-                similarityTo[i] = similarityTo[static_cast<size_t>(copyOf)];
-                result.duplicates.push_back({static_cast<int64_t>(i), kept, similarityTo[i], true});
-                ++result.exactDuplicates;
-                continue;
+            if (same) {
+                exactCopies.emplace_back(i, j);
+                return;
             }
         }
-        if (!near)
-            continue;
+        if (!plan.on)
+            return;
+        sketchOf(plan, normalised, words, sketch);
+        for (size_t b = 0; b < bandFiles.size(); ++b)
+            bandFiles[b]->push(bandKey(plan, sketch.signature, b));
+        nearRecord.push_back(i);
+    });
+    firstByHash = ExactTable();  // not needed past the streaming pass
 
-        shingleHashes(normalised, options.shingleWords, words, shingles);
-        std::fill(signature.begin(), signature.end(), UINT32_MAX);
-        for (const uint32_t x : shingles) {
-            for (size_t p = 0; p < perms; ++p) {
-                const auto h = static_cast<uint32_t>((mulA[p] * x + addB[p]) >> 32);
-                signature[p] = std::min(signature[p], h);
-            }
-        }
-        const size_t rows = static_cast<size_t>(banding.rows);
-        for (size_t b = 0; b < bandKeys.size(); ++b) {
-            const std::string_view band(reinterpret_cast<const char*>(signature.data() + b * rows),
-                                        rows * sizeof(uint32_t));
-            bandKeys[b] = hashBytes(band, kBandSeed + b);
-        }
-
-        int32_t bestId = -1;
-        double bestSimilarity = -1;
-        for (const uint64_t key : bandKeys) {
-            bands.forEach(key, [&](int32_t id) {
-                auto& seen = seenBy[static_cast<size_t>(id)];
-                if (seen == static_cast<int64_t>(i))
-                    return;
-                seen = static_cast<int64_t>(i);
-                const uint32_t* sig = keptSignatures.data() + static_cast<size_t>(id) * perms;
-                size_t agree = 0;
-                for (size_t p = 0; p < perms; ++p)
-                    agree += sig[p] == signature[p];
-                if (static_cast<double>(agree) < prefilter * static_cast<double>(perms))
-                    return;
-                const size_t from = shingleStart[static_cast<size_t>(id)];
-                const size_t to = shingleStart[static_cast<size_t>(id) + 1];
-                const double s = jaccard(shingles.data(), shingles.size(),
-                                         shingleArena.data() + from, to - from);
-                if (s >= threshold &&
-                    (s > bestSimilarity || (s == bestSimilarity && id < bestId))) {
-                    bestSimilarity = s;
-                    bestId = id;
-                }
+    // Pass 2, one band at a time: near positions whose keys agree in a band form a run. Only runs
+    // of two or more can make candidates, so only their members are kept, as (position, run).
+    std::vector<std::pair<uint32_t, uint32_t>> member;
+    std::vector<uint32_t> runStart{0};
+    {
+        std::vector<std::pair<uint64_t, uint32_t>> byKey;  // (key, position), one band's
+        for (size_t b = 0; b < bandFiles.size(); ++b) {
+            step(0.8 + 0.1 * static_cast<double>(b) / static_cast<double>(bandFiles.size()), n);
+            byKey.clear();
+            byKey.reserve(nearRecord.size());
+            bandFiles[b]->forEach([&](uint64_t position, uint64_t key) {
+                byKey.emplace_back(key, static_cast<uint32_t>(position));
             });
+            bandFiles[b].reset();
+            std::sort(byKey.begin(), byKey.end());
+            for (size_t a = 0; a < byKey.size();) {
+                size_t e = a + 1;
+                while (e < byKey.size() && byKey[e].first == byKey[a].first)
+                    ++e;
+                if (e - a >= 2) {
+                    const auto run = static_cast<uint32_t>(runStart.size() - 1);
+                    for (size_t k = a; k < e; ++k)
+                        member.emplace_back(byKey[k].second, run);
+                    runStart.push_back(runStart.back() + static_cast<uint32_t>(e - a));
+                }
+                a = e;
+            }
         }
-        if (bestId >= 0) {
-            const int64_t kept = keptRecord[static_cast<size_t>(bestId)];
-            keptOf[i] = kept;
-            similarityTo[i] = bestSimilarity;
-            result.duplicates.push_back({static_cast<int64_t>(i), kept, bestSimilarity, false});
-            ++result.nearDuplicates;
-            continue;
-        }
-        const auto id = static_cast<int32_t>(keptRecord.size());
-        keptRecord.push_back(static_cast<int64_t>(i));
-        keptSignatures.insert(keptSignatures.end(), signature.begin(), signature.end());
-        shingleArena.insert(shingleArena.end(), shingles.begin(), shingles.end());
-        shingleStart.push_back(shingleArena.size());
-        seenBy.push_back(-1);
-        for (const uint64_t key : bandKeys)
-            bands.insert(key, id);
     }
+
+    // Pass 3, in record order over the positions that are in some run: the candidates are the
+    // kept earlier members of its runs (each run's kept members fill the front of its slice). A
+    // candidate is confirmed by exact Jaccard on sketches recomputed from textAt; the most similar
+    // within the threshold wins, the earliest on a tie. A kept position joins its runs.
+    std::sort(member.begin(), member.end());
+    std::vector<uint32_t> keptSlots(runStart.back());
+    std::vector<uint32_t> keptCount(runStart.size() - 1, 0);
+    std::unordered_map<uint32_t, Sketch> sketches;  // of kept positions, bounded
+    constexpr size_t kSketchesHeld = 4096;
+    const auto sketchAt = [&](uint32_t position, Sketch& out) {
+        normaliseInto(textAt(nearRecord[position]), other);
+        sketchOf(plan, other, words, out);
+    };
+    std::vector<uint32_t> candidates;
+    std::vector<DuplicateOf> nearCopies;
+    for (size_t a = 0, group = 0; a < member.size(); ++group) {
+        const uint32_t position = member[a].first;
+        size_t e = a;
+        while (e < member.size() && member[e].first == position)
+            ++e;
+        if (group % 1024 == 0)
+            step(0.9 + 0.1 * static_cast<double>(a) / static_cast<double>(member.size()), n);
+        candidates.clear();
+        for (size_t k = a; k < e; ++k) {
+            const uint32_t run = member[k].second;
+            candidates.insert(candidates.end(), keptSlots.begin() + runStart[run],
+                              keptSlots.begin() + runStart[run] + keptCount[run]);
+        }
+        std::sort(candidates.begin(), candidates.end());
+        candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+        int64_t best = -1;
+        double bestSimilarity = -1;
+        if (!candidates.empty()) {
+            sketchAt(position, sketch);
+            for (const uint32_t c : candidates) {
+                auto it = sketches.find(c);
+                if (it == sketches.end()) {
+                    if (sketches.size() >= kSketchesHeld)
+                        sketches.clear();
+                    it = sketches.try_emplace(c).first;
+                    sketchAt(c, it->second);
+                }
+                const double s = similarity(plan, sketch, it->second);
+                if (s >= plan.threshold && s > bestSimilarity) {
+                    bestSimilarity = s;
+                    best = c;
+                }
+            }
+        }
+        if (best >= 0) {
+            nearCopies.push_back(
+                {nearRecord[position], nearRecord[size_t(best)], bestSimilarity, false});
+        } else {
+            for (size_t k = a; k < e; ++k) {
+                const uint32_t run = member[k].second;
+                keptSlots[runStart[run] + keptCount[run]++] = position;
+            }
+            if (!candidates.empty()) {
+                if (sketches.size() >= kSketchesHeld)
+                    sketches.clear();
+                sketches[position] = std::move(sketch);
+            }
+        }
+        a = e;
+    }
+
+    // Every duplicate by index: an exact copy joins the cluster of the first record with its text
+    // (itself kept, or a near copy of a kept record, whose similarity it carries).
+    DedupResult result;
+    result.records = n;
+    result.exactDuplicates = static_cast<int64_t>(exactCopies.size());
+    result.nearDuplicates = static_cast<int64_t>(nearCopies.size());
+    result.duplicates.reserve(exactCopies.size() + nearCopies.size());
+    const auto byIndex = [](const DuplicateOf& d, int64_t index) { return d.index < index; };
+    auto nearIt = nearCopies.begin();
+    for (const auto& [copy, first] : exactCopies) {
+        for (; nearIt != nearCopies.end() && nearIt->index < copy; ++nearIt)
+            result.duplicates.push_back(*nearIt);
+        const auto of = std::lower_bound(nearCopies.begin(), nearCopies.end(), first, byIndex);
+        const bool firstIsNear = of != nearCopies.end() && of->index == first;
+        result.duplicates.push_back(
+            {copy, firstIsNear ? of->keptIndex : first, firstIsNear ? of->similarity : 1.0, true});
+    }
+    result.duplicates.insert(result.duplicates.end(), nearIt, nearCopies.end());
 
     // Clusters: each kept record with duplicates, then those duplicates in index order.
     std::unordered_map<int64_t, size_t> clusterOf;
@@ -415,6 +587,18 @@ DedupResult findDuplicates(const std::vector<std::string>& texts, const DedupOpt
     if (progress)
         progress(1.0);
     return result;
+}
+
+DedupResult findDuplicates(const std::vector<std::string>& texts, const DedupOptions& options,
+                           const std::function<bool(double)>& progress)
+{
+    return findDuplicates(
+        static_cast<int64_t>(texts.size()),
+        [&](const TextSink& sink) {
+            for (const std::string& text : texts)
+                sink(text);
+        },
+        [&](int64_t i) { return texts[static_cast<size_t>(i)]; }, options, progress);
 }
 
 }  // namespace tb

@@ -64,4 +64,16 @@ LshBanding chooseBanding(double threshold, int permutations);
 DedupResult findDuplicates(const std::vector<std::string>& texts, const DedupOptions& options,
                            const std::function<bool(double)>& progress = {});
 
+// The same over texts too many to hold: `each` calls its sink with every text once, in order, and
+// textAt(i) returns text i again (asked for the few records whose exact hash or an LSH band
+// matches an earlier one's). `count` is for progress only. Memory: a 12-byte hash slot per
+// distinct text and 4 bytes per record; band keys (8 bytes per record and band) go to temporary
+// files, read back one band at a time; LSH state is held only for band keys that recur, and
+// signatures and shingle sets are recomputed for candidates rather than kept.
+using TextSink = std::function<void(std::string_view)>;
+DedupResult findDuplicates(int64_t count, const std::function<void(const TextSink&)>& each,
+                           const std::function<std::string(int64_t)>& textAt,
+                           const DedupOptions& options,
+                           const std::function<bool(double)>& progress = {});
+
 }  // namespace tb

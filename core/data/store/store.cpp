@@ -713,22 +713,51 @@ int64_t DataStore::undo(int64_t operationId, const std::string& who)
 void DataStore::replaceScanFlags(const std::vector<ScanFlag>& flags, const std::string& who,
                                  const json& summary)
 {
+    replaceScanFlags(who, [&](const ScanFlagSink& sink) {
+        for (const ScanFlag& f : flags)
+            sink(f);
+        return summary;
+    });
+}
+
+void DataStore::replaceScanFlags(const std::string& who,
+                                 const std::function<json(const ScanFlagSink&)>& produce)
+{
+    m_db->exec("CREATE TEMP TABLE IF NOT EXISTS scan_spill (record_id INTEGER, kind TEXT, "
+               "field TEXT, offset INTEGER, length INTEGER, masked TEXT)");
+    m_db->exec("DELETE FROM temp.scan_spill");
+    json summary;
+    {
+        // One savepoint around the spill's inserts (one commit of the temporary database, not
+        // one per flag); it reads the main database but writes nothing there.
+        sql::Statement st(*m_db, "INSERT INTO temp.scan_spill (record_id, kind, field, offset, "
+                                 "length, masked) VALUES (?, ?, ?, ?, ?, ?)");
+        m_db->exec("SAVEPOINT scan_spill");
+        try {
+            summary = produce([&](const ScanFlag& f) {
+                st.bind(1, f.recordId)
+                    .bind(2, f.kind)
+                    .bind(3, f.field)
+                    .bind(4, f.offset)
+                    .bind(5, f.length)
+                    .bind(6, f.masked);
+                st.run();
+            });
+        } catch (...) {
+            m_db->exec("ROLLBACK TO scan_spill");
+            m_db->exec("RELEASE scan_spill");
+            throw;
+        }
+        m_db->exec("RELEASE scan_spill");
+    }
     sql::Transaction tx(*m_db);
     m_db->exec("DELETE FROM scan_flags");
-    sql::Statement st(*m_db,
-                      "INSERT INTO scan_flags (record_id, kind, field, offset, length, masked) "
-                      "VALUES (?, ?, ?, ?, ?, ?)");
-    for (const ScanFlag& f : flags) {
-        st.bind(1, f.recordId)
-            .bind(2, f.kind)
-            .bind(3, f.field)
-            .bind(4, f.offset)
-            .bind(5, f.length)
-            .bind(6, f.masked);
-        st.run();
-    }
+    m_db->exec("INSERT INTO scan_flags (record_id, kind, field, offset, length, masked) "
+               "SELECT record_id, kind, field, offset, length, masked FROM temp.scan_spill "
+               "ORDER BY rowid");
     insertOperation("scan", who, json::object(), summary);
     tx.commit();
+    m_db->exec("DELETE FROM temp.scan_spill");
 }
 
 void DataStore::setTokenCounts(const std::string& tokenizerId,

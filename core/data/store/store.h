@@ -57,6 +57,13 @@ struct StoredRecord {
     std::vector<std::string> flags;  // scan kinds found in the record
 };
 
+// A record's id, kind and fields alone: what dedup and the scan read from every record.
+struct RecordFields {
+    int64_t id = 0;
+    std::string kind;
+    nlohmann::json fields;
+};
+
 enum class RecordOrder { Id, Status, TokenCount, Split, Kind, Synthetic };
 
 struct RecordQuery {
@@ -204,6 +211,13 @@ public:
 
     void replaceScanFlags(const std::vector<ScanFlag>& flags, const std::string& who,
                           const nlohmann::json& summary);
+    // The same for flags too many to hold: `produce` calls its sink with every flag and returns
+    // the operation's summary. The flags wait in a temporary table of this connection (written
+    // while `produce` may read the store) and replace the old ones in one transaction at the
+    // end, so a failure or cancel inside `produce` leaves the store as it was.
+    using ScanFlagSink = std::function<void(const ScanFlag&)>;
+    void replaceScanFlags(const std::string& who,
+                          const std::function<nlohmann::json(const ScanFlagSink&)>& produce);
     // Stores token counts (rendered total and per field) for a tokenizer id; one transaction.
     struct TokenCount {
         int64_t recordId = 0;
@@ -221,6 +235,10 @@ public:
     // Visits records in query order without holding them all; return false to stop.
     void forEach(const RecordQuery& query,
                  const std::function<bool(const StoredRecord&)>& visit) const;
+    // The same with only id, kind and fields, none of forEach's joins and per-record lookups.
+    void forEachFields(const RecordQuery& query,
+                       const std::function<bool(const RecordFields&)>& visit) const;
+    RecordFields recordFields(int64_t id) const;  // throws when there is no such record
     std::vector<nlohmann::json> fieldTokenCounts(const RecordQuery& query = {}) const;
 
     std::vector<SourceInfo> sources() const;

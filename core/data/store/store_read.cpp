@@ -145,6 +145,30 @@ void DataStore::forEach(const RecordQuery& query,
             break;
 }
 
+void DataStore::forEachFields(const RecordQuery& query,
+                              const std::function<bool(const RecordFields&)>& visit) const
+{
+    sql::Statement st =
+        recordStatement(*m_db, "SELECT r.id, r.kind, r.fields FROM records r", query, true);
+    RecordFields r;
+    while (st.step()) {
+        r.id = st.int64(0);
+        r.kind = st.text(1);
+        r.fields = json::parse(st.text(2));
+        if (!visit(r))
+            break;
+    }
+}
+
+RecordFields DataStore::recordFields(int64_t id) const
+{
+    sql::Statement st(*m_db, "SELECT r.id, r.kind, r.fields FROM records r WHERE r.id = ?");
+    st.bind(1, id);
+    if (!st.step())
+        tb::fail(m_path, ": no record with id ", id);
+    return RecordFields{st.int64(0), st.text(1), json::parse(st.text(2))};
+}
+
 std::vector<StoredRecord> DataStore::records(const RecordQuery& query) const
 {
     std::vector<StoredRecord> out;

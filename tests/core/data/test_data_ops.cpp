@@ -228,6 +228,42 @@ private Q_SLOTS:
         QCOMPARE(store->count(flagged), int64_t(2));
     }
 
+    // The scan streams: every flag reaches the store though the report holds only the first
+    // kFlagsHeld; a cancelled scan leaves the previous flags and operations exactly as they were.
+    void scanStreamsFlagsAndCancelKeepsTheOldOnes()
+    {
+        QTemporaryDir dir;
+        auto store = DataStore::open(tempPath(dir, "s.tbstore"));
+        const int64_t n = int64_t(tb::ScanReport::kFlagsHeld) + 500;
+        std::vector<tb::NewRecord> rows;
+        for (int64_t i = 0; i < n; ++i)
+            rows.push_back(alpaca("Contact " + std::to_string(i),
+                                  "mail u" + std::to_string(i) + "@example.com"));
+        store->addRecords(rows, 0, "ana");
+        const tb::ScanReport r = tb::scanRecords(*store, "ana");
+        QCOMPARE(r.records, n);
+        QCOMPARE(r.flagged, n);
+        QCOMPARE(r.matches, n);
+        QCOMPARE(r.flags.size(), tb::ScanReport::kFlagsHeld);
+        QCOMPARE(r.flags.front().recordId, store->recordIds().front());
+        const auto before = store->scanFlags();
+        QCOMPARE(int64_t(before.size()), n);
+        const size_t operations = store->operations().size();
+
+        store->addRecords({alpaca("Call", "ring +44 20 7946 0958 today")}, 0, "ana");
+        const auto cancel = [](const std::string&, double f) { return f < 0.5; };
+        QVERIFY(contains(errorOf([&] { tb::scanRecords(*store, "ana", cancel); }), "cancelled"));
+        const auto after = store->scanFlags();
+        QCOMPARE(after.size(), before.size());
+        for (size_t i = 0; i < after.size(); ++i) {
+            QCOMPARE(after[i].recordId, before[i].recordId);
+            QCOMPARE(after[i].masked, before[i].masked);
+        }
+        QCOMPARE(store->operations().size(), operations + 1);  // only the second import
+        QCOMPARE(tb::scanRecords(*store, "ana").byKind.at("phone"), int64_t(1));
+        QCOMPARE(int64_t(store->scanFlags().size()), n + 1);
+    }
+
     // Token counts equal the trainer's tokenization of the same rendered examples, computed here
     // directly.
     void statsMatchTheTrainersTokenization()
