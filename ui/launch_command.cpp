@@ -10,7 +10,11 @@ namespace tb {
 
 QString tunebenchBeside(const QString& applicationDir)
 {
-    return QDir(applicationDir).filePath(QStringLiteral("tunebench"));
+    const QDir dir(applicationDir);
+    const QString front = dir.filePath(QStringLiteral("tunebench"));
+    const QString engine = dir.filePath(QStringLiteral("tunebench-engine"));
+    // Installed, the studio and the engine share lib/tunebench/ (the front is in bin/).
+    return !QFileInfo(front).isExecutable() && QFileInfo(engine).isExecutable() ? engine : front;
 }
 
 QString launchConfigPath(const QString& runDir)

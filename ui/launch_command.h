@@ -27,7 +27,8 @@ struct LaunchCommand {
     QString configPath;
 };
 
-// The tunebench executable beside the studio's own (QCoreApplication::applicationDirPath()).
+// The command line beside the studio's own executable (QCoreApplication::applicationDirPath()):
+// tunebench (the build tree), else tunebench-engine (installed: both in lib/tunebench/).
 QString tunebenchBeside(const QString& applicationDir);
 
 // Where the run config of a launched run is written: its run folder, launch-config.json.

@@ -230,6 +230,14 @@ private Q_SLOTS:
     {
         QCOMPARE(tb::tunebenchBeside(QStringLiteral("/opt/tb/bin")),
                  QStringLiteral("/opt/tb/bin/tunebench"));
+        QCOMPARE(tb::tunebenchBeside(QStringLiteral(TB_BINARY_DIR "/bin")),
+                 QStringLiteral(TB_BINARY_DIR "/bin/tunebench"));  // the front, when both are there
+        {
+            QTemporaryDir installed;  // lib/tunebench/: the studio and the engine, no front
+            const QString engine = installed.filePath(QStringLiteral("tunebench-engine"));
+            QVERIFY(QFile::copy(QStringLiteral(TB_BINARY_DIR "/bin/tunebench-engine"), engine));
+            QCOMPARE(tb::tunebenchBeside(installed.path()), engine);
+        }
         QCOMPARE(tb::launchConfigPath(QStringLiteral("/runs/a")),
                  QStringLiteral("/runs/a/launch-config.json"));
         tb::LaunchSettings s;
