@@ -2,6 +2,9 @@
 // tokenizer uses it.
 #include "tokenizer/tokenizer.h"
 
+#include "tokenizer/proto_wire.h"
+#include "tokenizer/sentencepiece_bpe.h"
+
 #include "util/error.h"
 #include "util/file_util.h"
 
@@ -10,9 +13,12 @@
 namespace tb {
 namespace {
 
+std::vector<SentencePieceEntry> vocabOf(const sentencepiece::SentencePieceProcessor& sp);
+
 class SentencePieceTokenizer final : public Tokenizer {
 public:
-    SentencePieceTokenizer(const std::string& path, bool addBos) : m_addBos(addBos)
+    SentencePieceTokenizer(const std::string& path, bool addBos, SentencePieceEncoder encoder)
+        : m_addBos(addBos)
     {
         if (!fileExists(path))
             fail(path, ": not found");
@@ -23,10 +29,21 @@ public:
             m_bosId = m_sp.bos_id();
         if (m_sp.eos_id() >= 0)
             m_eosId = m_sp.eos_id();
+        if (encoder == SentencePieceEncoder::Fastest)
+            m_fast = SentencePieceBpe::create(vocabOf(m_sp), m_sp.unk_id(),
+                                              m_sp.serialized_model_proto());
     }
 
     std::vector<int32_t> encode(const std::string& text, bool addSpecial) const override
     {
+        if (m_fast) {
+            std::vector<int32_t> out;
+            out.reserve(text.size() / 3 + 2);
+            if (addSpecial && m_addBos && m_bosId)
+                out.push_back(*m_bosId);
+            m_fast->encode(text, out);
+            return out;
+        }
         std::vector<int> ids;
         auto status = m_sp.Encode(text, &ids);
         if (!status.ok())
@@ -76,6 +93,7 @@ public:
 
 private:
     sentencepiece::SentencePieceProcessor m_sp;
+    std::unique_ptr<SentencePieceBpe> m_fast;  // null: libsentencepiece encodes
     bool m_addBos = true;
 };
 
@@ -85,82 +103,25 @@ private:
 std::vector<int> pieceTypesFromProto(const std::string& proto)
 {
     std::vector<int> types;
-    size_t pos = 0;
-    auto varint = [](const std::string& b, size_t& p, uint64_t& v) {
-        v = 0;
-        for (int shift = 0; p < b.size() && shift < 64; shift += 7) {
-            const auto byte = static_cast<uint8_t>(b[p++]);
-            v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-            if (!(byte & 0x80))
-                return true;
-        }
-        return false;
-    };
-    // Skips one field of wire type `wire`; false when it runs past the end.
-    auto skip = [&](const std::string& b, size_t& p, uint64_t wire) {
-        uint64_t v = 0;
-        switch (wire) {
-        case 0:
-            return varint(b, p, v);
-        case 1:
-            p += 8;
-            return p <= b.size();
-        case 2:
-            if (!varint(b, p, v) || v > b.size() - p)
-                return false;
-            p += v;
-            return true;
-        case 5:
-            p += 4;
-            return p <= b.size();
-        default:
-            return false;
-        }
-    };
-    while (pos < proto.size()) {
-        uint64_t key = 0;
-        if (!varint(proto, pos, key))
-            return {};
-        if (key >> 3 != 1 || (key & 7) != 2) {
-            if (!skip(proto, pos, key & 7))
-                return {};
-            continue;
-        }
-        uint64_t len = 0;
-        if (!varint(proto, pos, len) || len > proto.size() - pos)
-            return {};
-        const std::string piece = proto.substr(pos, len);
-        pos += len;
+    bool ok = true;
+    const bool parsed = protowire::forEachField(proto, [&](const protowire::Field& f) {
+        if (f.number != 1 || f.wire != 2)
+            return;
         int type = 1;  // proto default: NORMAL
-        size_t p = 0;
-        while (p < piece.size()) {
-            uint64_t k = 0, v = 0;
-            if (!varint(piece, p, k))
-                return {};
-            if (k >> 3 == 3 && (k & 7) == 0) {
-                if (!varint(piece, p, v))
-                    return {};
-                type = static_cast<int>(v);
-            } else if (!skip(piece, p, k & 7)) {
-                return {};
-            }
-        }
+        ok = ok && protowire::forEachField(f.bytes, [&](const protowire::Field& g) {
+                 if (g.number == 3 && g.wire == 0)
+                     type = static_cast<int>(g.value);
+             });
         types.push_back(type);
-    }
+    });
+    if (!parsed || !ok)
+        return {};
     return types;
 }
 
-}  // namespace
-
-std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelFile,
-                                                       SentencePieceSpec* ids)
+// Every piece in id order with its score and type.
+std::vector<SentencePieceEntry> vocabOf(const sentencepiece::SentencePieceProcessor& sp)
 {
-    if (!fileExists(modelFile))
-        fail(modelFile, ": not found");
-    sentencepiece::SentencePieceProcessor sp;
-    auto status = sp.Load(modelFile);
-    if (!status.ok())
-        fail(modelFile, ": not a valid sentencepiece model (", status.ToString(), ")");
     const int n = sp.GetPieceSize();
     const std::vector<int> protoTypes = pieceTypesFromProto(sp.serialized_model_proto());
     const bool haveProtoTypes = static_cast<int>(protoTypes.size()) == n;
@@ -184,6 +145,21 @@ std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelF
         else
             e.type = Type::Normal;
     }
+    return pieces;
+}
+
+}  // namespace
+
+std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelFile,
+                                                       SentencePieceSpec* ids)
+{
+    if (!fileExists(modelFile))
+        fail(modelFile, ": not found");
+    sentencepiece::SentencePieceProcessor sp;
+    auto status = sp.Load(modelFile);
+    if (!status.ok())
+        fail(modelFile, ": not a valid sentencepiece model (", status.ToString(), ")");
+    std::vector<SentencePieceEntry> pieces = vocabOf(sp);
     if (ids) {
         ids->unkId = sp.unk_id();
         ids->bosId = sp.bos_id();
@@ -193,9 +169,10 @@ std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelF
     return pieces;
 }
 
-std::unique_ptr<Tokenizer> loadSentencePieceTokenizer(const std::string& modelFile, bool addBos)
+std::unique_ptr<Tokenizer> loadSentencePieceTokenizer(const std::string& modelFile, bool addBos,
+                                                      SentencePieceEncoder encoder)
 {
-    return std::make_unique<SentencePieceTokenizer>(modelFile, addBos);
+    return std::make_unique<SentencePieceTokenizer>(modelFile, addBos, encoder);
 }
 
 }  // namespace tb

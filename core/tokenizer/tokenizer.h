@@ -44,8 +44,13 @@ protected:
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& modelDir);
 
 // Individual loaders (for tests and tools).
-std::unique_ptr<Tokenizer> loadSentencePieceTokenizer(const std::string& modelFile,
-                                                      bool addBos = true);
+// Fastest: Tunebench's own BPE encoder (tokenizer/sentencepiece_bpe.h) where it reproduces
+// libsentencepiece's ids for the model, libsentencepiece otherwise; Library: always
+// libsentencepiece (the reference the tests compare against).
+enum class SentencePieceEncoder { Fastest, Library };
+std::unique_ptr<Tokenizer>
+loadSentencePieceTokenizer(const std::string& modelFile, bool addBos = true,
+                           SentencePieceEncoder encoder = SentencePieceEncoder::Fastest);
 std::unique_ptr<Tokenizer> loadBpeTokenizer(const std::string& tokenizerJson);
 
 // Every piece of a sentencepiece .model file in id order, with its score and type (normal, unknown,

@@ -6,6 +6,8 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
+#include <future>
+
 namespace tb {
 
 using nlohmann::json;
@@ -18,8 +20,10 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path,
     if (split != "train" && split != "validation" && split != "general")
         fail("data import: --split \"", split, "\" is not train, validation or general");
     StoreImportReport report;
-    // The source row and the records commit together (addRecordsStreaming is the transaction).
-    report.sourceId = store.addSource(path, importFormatName(options.format), sha256File(path));
+    // The file's SHA-256 on a second core while the rows are parsed and inserted; it goes into the
+    // source row, with the counts, once both are done.
+    std::future<std::string> sha256 = std::async(std::launch::async, sha256File, path);
+    report.sourceId = store.addSource(path, importFormatName(options.format), "");
     try {
         store.addRecordsStreaming(
             report.sourceId, who,
@@ -46,7 +50,7 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path,
         throw;
     }
     store.setSource(report.sourceId, importFormatName(report.summary.format),
-                    report.summary.imported, int64_t(report.summary.rejected.size()));
+                    report.summary.imported, int64_t(report.summary.rejected.size()), sha256.get());
     return report;
 }
 

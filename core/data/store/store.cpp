@@ -307,11 +307,11 @@ int64_t DataStore::addSource(const std::string& path, const std::string& format,
 }
 
 void DataStore::setSource(int64_t sourceId, const std::string& format, int64_t records,
-                          int64_t rejected)
+                          int64_t rejected, const std::string& sha256)
 {
-    sql::Statement st(*m_db,
-                      "UPDATE sources SET format = ?, records = ?, rejected = ? WHERE id = ?");
-    st.bind(1, format).bind(2, records).bind(3, rejected).bind(4, sourceId);
+    sql::Statement st(*m_db, "UPDATE sources SET format = ?, records = ?, rejected = ?, "
+                             "sha256 = CASE WHEN ?5 = '' THEN sha256 ELSE ?5 END WHERE id = ?4");
+    st.bind(1, format).bind(2, records).bind(3, rejected).bind(4, sourceId).bind(5, sha256);
     st.run();
 }
 

@@ -154,7 +154,9 @@ public:
     // A new source file entry (import). Returns its id.
     int64_t addSource(const std::string& path, const std::string& format,
                       const std::string& sha256);
-    void setSource(int64_t sourceId, const std::string& format, int64_t records, int64_t rejected);
+    // The counts of an import; its file's SHA-256 too unless sha256 is empty.
+    void setSource(int64_t sourceId, const std::string& format, int64_t records, int64_t rejected,
+                   const std::string& sha256 = "");
     void removeSource(int64_t sourceId);  // only a source without records (a failed import)
     // Inserts records in one transaction (an import is all or nothing); returns their ids in order.
     std::vector<int64_t> addRecords(const std::vector<NewRecord>& records, int64_t sourceId,
