@@ -288,6 +288,7 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
             .substr(0, 16);
     const bool reuse = store.tokenizerId() == tokenizerId;
 
+    checkProgress(progress, "stats", 0);
     std::vector<StoredRecord> records = liveRecords(store);
     std::vector<size_t> todo;
     for (size_t i = 0; i < records.size(); ++i)
@@ -314,6 +315,10 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
                 for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields))
                     c.perField[field] = int64_t(memo.encode(text, false).size());
                 ++done;
+                // The calling thread reports progress as it goes, and so hears a cancel at once.
+                if (w == 0 && k % (1024 * workers) == 0)
+                    checkProgress(progress, "stats",
+                                  0.05 + 0.85 * double(done) / double(todo.size()));
             }
         } catch (const std::exception& e) {
             errors[w] = e.what();
@@ -328,7 +333,8 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
         t.join();
     for (const auto& e : errors)
         if (!e.empty())
-            fail("data stats: ", e);
+            fail(e.rfind("data stats", 0) == 0 ? "" : "data stats: ",
+                 e);  // a cancel says so itself
     checkProgress(progress, "stats", 0.9);
     if (!counts.empty())
         store.setTokenCounts(tokenizerId, counts);
