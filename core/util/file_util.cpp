@@ -24,34 +24,73 @@ std::string readFile(const std::string& path)
     return bytes;
 }
 
-void writeFileAtomic(const std::string& path, std::string_view bytes)
+AtomicFileWriter::AtomicFileWriter(const std::string& path)
+    : m_path(path), m_tmp(path + ".tmp." + std::to_string(::getpid()))
 {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        fail(tmp, ": cannot create (", std::strerror(errno), ")");
+    m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (m_fd < 0)
+        fail(m_tmp, ": cannot create (", std::strerror(errno), ")");
+}
+
+AtomicFileWriter::~AtomicFileWriter()
+{
+    if (m_fd >= 0) {
+        ::close(m_fd);
+        ::unlink(m_tmp.c_str());
+    }
+}
+
+void AtomicFileWriter::write(std::string_view bytes)
+{
+    if (m_buffer.size() + bytes.size() < kBuffer) {
+        m_buffer.append(bytes);
+        return;
+    }
+    flush();
+    writeAll(bytes);  // large pieces go straight to the file
+}
+
+void AtomicFileWriter::flush()
+{
+    writeAll(m_buffer);
+    m_buffer.clear();
+}
+
+void AtomicFileWriter::writeAll(std::string_view bytes)
+{
     size_t done = 0;
     while (done < bytes.size()) {
-        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        ssize_t n = ::write(m_fd, bytes.data() + done, bytes.size() - done);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            int err = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            fail(tmp, ": write failed (", std::strerror(err), ")");
+            fail(m_tmp, ": write failed (", std::strerror(errno), ")");
         }
         done += static_cast<size_t>(n);
     }
+}
+
+void AtomicFileWriter::commit()
+{
+    flush();
+    const int fd = m_fd;
+    m_fd = -1;
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        fail(tmp, ": cannot flush to disk");
+        ::unlink(m_tmp.c_str());
+        fail(m_tmp, ": cannot flush to disk");
     }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (::rename(m_tmp.c_str(), m_path.c_str()) != 0) {
         int err = errno;
-        ::unlink(tmp.c_str());
-        fail(path, ": cannot replace (", std::strerror(err), ")");
+        ::unlink(m_tmp.c_str());
+        fail(m_path, ": cannot replace (", std::strerror(err), ")");
     }
+}
+
+void writeFileAtomic(const std::string& path, std::string_view bytes)
+{
+    AtomicFileWriter out(path);
+    out.write(bytes);
+    out.commit();
 }
 
 void makeDirectories(const std::string& path)

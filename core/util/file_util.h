@@ -15,6 +15,25 @@ std::string readFile(const std::string& path);
 // one.
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
+// The same for bytes written in pieces (buffered): a temp file beside `path` that commit() flushes
+// to disk and renames over it; without commit() (an error on the way) it is removed.
+class AtomicFileWriter {
+public:
+    explicit AtomicFileWriter(const std::string& path);
+    ~AtomicFileWriter();
+    AtomicFileWriter(const AtomicFileWriter&) = delete;
+    AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+    void write(std::string_view bytes);
+    void commit();
+
+private:
+    void flush();
+    void writeAll(std::string_view bytes);
+    static constexpr size_t kBuffer = size_t(1) << 20;
+    std::string m_path, m_tmp, m_buffer;
+    int m_fd = -1;
+};
+
 // Creates a folder and its parents (nothing when it exists); throws tb::Error naming it.
 void makeDirectories(const std::string& path);
 bool fileExists(const std::string& path);

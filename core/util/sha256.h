@@ -2,9 +2,30 @@
 // and dataset hashes, snapshot contents and source files of the dataset store.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace tb {
+
+// Incremental SHA-256 for bytes that arrive in pieces (a snapshot hashed as it is written).
+class Sha256 {
+public:
+    void update(const void* data, size_t size);
+    void update(std::string_view bytes) { update(bytes.data(), bytes.size()); }
+    std::string hex();  // pads and finishes: call once
+
+private:
+    void compress(const uint8_t* block);
+
+    std::array<uint32_t, 8> m_state{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    std::array<uint8_t, 64> m_block{};
+    size_t m_used = 0;
+    uint64_t m_length = 0;  // bytes
+};
 
 std::string sha256Hex(const std::string& bytes);
 std::string

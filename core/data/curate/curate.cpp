@@ -7,6 +7,7 @@
 #include "data/curate/split.h"
 #include "data/example.h"
 #include "data/record.h"
+#include "data/store/sqlite.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -368,20 +369,42 @@ SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t s
 {
     if (!(validationFraction > 0 && validationFraction < 1))
         fail("data split: validation fraction ", validationFraction, " must be between 0 and 1");
+    // The live train and validation records in id order (forEach's order). Without a label they
+    // come from the split index alone, each side already in id order, merged here; fields are
+    // read and parsed only for a label.
     std::vector<int64_t> ids;
+    std::vector<bool> wasValidation;
     std::vector<std::string> labels;
-    store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
-        if (r.split == "general")
-            return true;
-        ids.push_back(r.id);
-        if (!labelField.empty()) {
-            const auto it = r.fields.find(labelField);
-            labels.push_back(it == r.fields.end() ? std::string()
-                             : it->is_string()    ? it->get<std::string>()
-                                                  : it->dump());
+    if (labelField.empty()) {
+        std::vector<int64_t> bySide[2];
+        for (int v = 0; v < 2; ++v) {
+            sql::Statement st(store.database(),
+                              "SELECT id FROM records WHERE split = ? AND removed = 0 ORDER BY id");
+            st.bind(1, v ? "validation" : "train");
+            while (st.step())
+                bySide[v].push_back(st.int64(0));
         }
-        return true;
-    });
+        ids.reserve(bySide[0].size() + bySide[1].size());
+        for (size_t t = 0, v = 0; t < bySide[0].size() || v < bySide[1].size();) {
+            const bool takeValidation =
+                t == bySide[0].size() || (v < bySide[1].size() && bySide[1][v] < bySide[0][t]);
+            ids.push_back(takeValidation ? bySide[1][v++] : bySide[0][t++]);
+            wasValidation.push_back(takeValidation);
+        }
+    } else {
+        sql::Statement st(store.database(),
+                          "SELECT id, split, fields FROM records WHERE removed = 0 AND split IN "
+                          "('train', 'validation') ORDER BY id");
+        while (st.step()) {
+            ids.push_back(st.int64(0));
+            wasValidation.push_back(st.text(1) == "validation");
+            const json fields = json::parse(st.text(2));
+            const auto it = fields.find(labelField);
+            labels.push_back(it == fields.end() ? std::string()
+                             : it->is_string()  ? it->get<std::string>()
+                                                : it->dump());
+        }
+    }
     if (ids.empty())
         fail(store.path(), ": no train or validation records to split");
     const std::vector<int> side =
@@ -395,7 +418,9 @@ SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t s
             auto& pair = report.byLabel[labels[i]];
             (val ? pair.second : pair.first)++;
         }
-        changes.push_back({ids[i], "split", val ? "validation" : "train"});
+        // A record already on its side is no change (writeChange would skip it too).
+        if (val != wasValidation[i])
+            changes.push_back({ids[i], "split", val ? "validation" : "train"});
     }
     report.operationId = store.applyOperation(
         "split", who,

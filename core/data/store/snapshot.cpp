@@ -2,6 +2,7 @@
 #include "data/store/snapshot.h"
 
 #include "data/store/pairs_store.h"
+#include "data/store/snapshot_line.h"
 #include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "util/error.h"
@@ -9,7 +10,9 @@
 #include "util/sha256.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <string_view>
 
 namespace tb {
 
@@ -42,47 +45,6 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
     auto& db = store.database();
     sql::Transaction tx(db);
 
-    RecordQuery q;
-    q.split = options.split;
-    if (options.acceptedOnly)
-        q.status = ReviewStatus::Accepted;
-    if (!options.includeSynthetic)
-        q.synthetic = false;
-    std::vector<SnapshotRecord> picked;
-    std::map<std::string, int64_t> byKind, byStatus;
-    int64_t synthetic = 0, uncounted = 0;
-    store.forEach(q, [&](const StoredRecord& r) {
-        if (r.status == ReviewStatus::Rejected || r.status == ReviewStatus::NeedsAdjudication)
-            return true;
-        if (options.excludeFlagged && !r.flags.empty())
-            return true;
-        if (options.minTokens || options.maxTokens) {
-            if (r.tokenCount < 0) {
-                ++uncounted;
-                return true;
-            }
-            if ((options.minTokens && r.tokenCount < *options.minTokens) ||
-                (options.maxTokens && r.tokenCount > *options.maxTokens))
-                return true;
-        }
-        picked.push_back(SnapshotRecord{r.id, r.kind, r.fields});
-        ++byKind[r.kind];
-        ++byStatus[reviewStatusName(r.status)];
-        synthetic += r.synthetic ? 1 : 0;
-        return true;
-    });
-    if (uncounted > 0)
-        fail(store.path(), ": ", uncounted,
-             " records have no token count for the length filter; run `tunebench data "
-             "stats --model DIR` first");
-    // Preference pairs of the split that training reads (data/store/pairs_store.h).
-    const std::vector<std::string> pairLines =
-        trainingPairLines(store, options.split, options.excludeFlagged);
-    if (picked.empty() && pairLines.empty())
-        fail(store.path(), ": no ", options.acceptedOnly ? "accepted " : "", "records in split \"",
-             options.split, "\" pass the snapshot's filters",
-             options.acceptedOnly ? " (review records first, or include pending ones)" : "");
-
     int version = 1;
     {
         sql::Statement st(db, "SELECT coalesce(max(version), 0) FROM snapshots WHERE split = ?");
@@ -91,22 +53,78 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
         version = int(st.int64(0)) + 1;
     }
     const std::string id = options.split + "-v" + std::to_string(version);
-    std::string content;
-    std::vector<std::string> lines;
-    lines.reserve(picked.size());
-    for (const SnapshotRecord& r : picked) {
-        json line = r.fields;
-        line["record_id"] = r.recordId;
-        lines.push_back(line.dump());
-        content += lines.back();
-        content += '\n';
+    // The entry first (snapshot_records refer to it); its hash, count and manifest are filled in
+    // once the records are written.
+    sql::Statement entry(
+        db, "INSERT INTO snapshots (id, version, split, sha256, records, manifest, created_at) "
+            "VALUES (?, ?, ?, '', 0, '{}', '')");
+    entry.bind(1, id).bind(2, int64_t(version)).bind(3, options.split);
+    entry.run();
+
+    // The records that pass, in id order, frozen and hashed as they are read: nothing but the
+    // current line is held. Live records of the split that are accepted (or pending too) and,
+    // unless asked, not synthetic: the set DataStore::forEach gives for the same query.
+    std::string select =
+        std::string("SELECT r.id, r.kind, r.fields, r.status, r.synthetic, r.token_count, ") +
+        (options.excludeFlagged ? "EXISTS (SELECT 1 FROM scan_flags f WHERE f.record_id = r.id)"
+                                : "0") +
+        " FROM records r WHERE r.removed = 0 AND r.split = ? AND r.status " +
+        (options.acceptedOnly ? "= 'accepted'" : "IN ('accepted', 'pending')") +
+        (options.includeSynthetic ? "" : " AND r.synthetic = 0") + " ORDER BY r.id";
+    sql::Statement read(db, select);
+    read.bind(1, options.split);
+    sql::Statement insert(
+        db, "INSERT INTO snapshot_records (snapshot_id, position, record_id, kind, line) "
+            "VALUES (?, ?, ?, ?, ?)");
+    std::map<std::string, int64_t> byKind, byStatus;
+    int64_t picked = 0, synthetic = 0, uncounted = 0;
+    Sha256 hash;
+    std::string line;
+    while (read.step()) {
+        if (options.excludeFlagged && read.int64(6) != 0)
+            continue;
+        if (options.minTokens || options.maxTokens) {
+            const int64_t tokens = read.int64(5);
+            if (tokens < 0) {
+                ++uncounted;
+                continue;
+            }
+            if ((options.minTokens && tokens < *options.minTokens) ||
+                (options.maxTokens && tokens > *options.maxTokens))
+                continue;
+        }
+        if (uncounted > 0)
+            continue;  // the snapshot fails below; only the count is wanted
+        const int64_t recordId = read.int64(0);
+        const std::string kind = read.text(1);
+        line = snapshotLine(read.text(2), recordId);
+        insert.bind(1, id).bind(2, picked).bind(3, recordId).bind(4, kind).bind(5, line);
+        insert.run();
+        line += '\n';
+        hash.update(line);
+        ++picked;
+        ++byKind[kind];
+        ++byStatus[read.text(3)];
+        synthetic += read.int64(4) != 0 ? 1 : 0;
     }
+    if (uncounted > 0)
+        fail(store.path(), ": ", uncounted,
+             " records have no token count for the length filter; run `tunebench data "
+             "stats --model DIR` first");
+    // Preference pairs of the split that training reads (data/store/pairs_store.h).
+    const std::vector<std::string> pairLines =
+        trainingPairLines(store, options.split, options.excludeFlagged);
+    if (picked == 0 && pairLines.empty())
+        fail(store.path(), ": no ", options.acceptedOnly ? "accepted " : "", "records in split \"",
+             options.split, "\" pass the snapshot's filters",
+             options.acceptedOnly ? " (review records first, or include pending ones)" : "");
+
     SnapshotInfo info;
     info.id = id;
     info.version = version;
     info.split = options.split;
-    info.sha256 = sha256Hex(content);
-    info.records = int64_t(picked.size());
+    info.sha256 = hash.hex();
+    info.records = picked;
     info.createdAt = DataStore::now();
     json filters = {{"status", options.acceptedOnly ? "accepted" : "accepted+pending"},
                     {"include_synthetic", options.includeSynthetic},
@@ -135,28 +153,15 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
         info.manifest["pairs"] = {{"count", int64_t(pairLines.size())},
                                   {"sha256", sha256Hex(pairContent)}};
     }
-    sql::Statement st(
-        db, "INSERT INTO snapshots (id, version, split, sha256, records, manifest, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)");
-    st.bind(1, id)
-        .bind(2, int64_t(version))
-        .bind(3, options.split)
-        .bind(4, info.sha256)
-        .bind(5, info.records)
-        .bind(6, info.manifest.dump())
-        .bind(7, info.createdAt);
+    sql::Statement st(db,
+                      "UPDATE snapshots SET sha256 = ?, records = ?, manifest = ?, created_at = ? "
+                      "WHERE id = ?");
+    st.bind(1, info.sha256)
+        .bind(2, info.records)
+        .bind(3, info.manifest.dump())
+        .bind(4, info.createdAt)
+        .bind(5, id);
     st.run();
-    sql::Statement insert(
-        db, "INSERT INTO snapshot_records (snapshot_id, position, record_id, kind, line) "
-            "VALUES (?, ?, ?, ?, ?)");
-    for (size_t i = 0; i < picked.size(); ++i) {
-        insert.bind(1, id)
-            .bind(2, int64_t(i))
-            .bind(3, picked[i].recordId)
-            .bind(4, picked[i].kind)
-            .bind(5, lines[i]);
-        insert.run();
-    }
     freezeSnapshotPairs(db, id, pairLines);
     sql::Statement op(
         db,
@@ -200,9 +205,12 @@ SnapshotInfo findSnapshot(const DataStore& store, const std::string& id)
 
 namespace {
 
-// The frozen JSONL of a snapshot, its hash checked; *info (when given) gets the snapshot's entry.
-std::string contentOf(const DataStore& store, const std::string& id,
-                      std::vector<SnapshotRecord>* records, SnapshotInfo* infoOut = nullptr)
+// Visits the frozen lines of a snapshot in order (without their newline), then checks the
+// content's hash: a tampered store throws after the last line. *infoOut (when given) gets the
+// snapshot's entry.
+void forEachLine(const DataStore& store, const std::string& id,
+                 const std::function<void(const sql::Statement& row, std::string_view line)>& visit,
+                 SnapshotInfo* infoOut = nullptr)
 {
     const SnapshotInfo info = findSnapshot(store, id);
     if (infoOut)
@@ -210,23 +218,19 @@ std::string contentOf(const DataStore& store, const std::string& id,
     sql::Statement st(store.database(), "SELECT record_id, kind, line FROM snapshot_records WHERE "
                                         "snapshot_id = ? ORDER BY position");
     st.bind(1, id);
-    std::string content;
+    Sha256 hash;
+    std::string line;
     while (st.step()) {
-        const std::string line = st.text(2);
-        content += line;
-        content += '\n';
-        if (records) {
-            json fields = json::parse(line);
-            fields.erase("record_id");
-            records->push_back(SnapshotRecord{st.int64(0), st.text(1), std::move(fields)});
-        }
+        line = st.text(2);
+        visit(st, line);
+        line += '\n';
+        hash.update(line);
     }
-    const std::string hash = sha256Hex(content);
-    if (hash != info.sha256)
+    const std::string found = hash.hex();
+    if (found != info.sha256)
         fail(store.path(), ": snapshot ", id, " does not match its SHA-256 (",
-             info.sha256.substr(0, 12), "... recorded, ", hash.substr(0, 12),
+             info.sha256.substr(0, 12), "... recorded, ", found.substr(0, 12),
              "... found): the store was modified outside Tunebench");
-    return content;
 }
 
 }  // namespace
@@ -235,25 +239,46 @@ std::vector<SnapshotRecord> snapshotRecords(const DataStore& store, const std::s
                                             SnapshotInfo* info)
 {
     std::vector<SnapshotRecord> records;
-    contentOf(store, id, &records, info);
+    forEachLine(
+        store, id,
+        [&](const sql::Statement& row, std::string_view line) {
+            json fields = json::parse(line);
+            fields.erase("record_id");
+            records.push_back(SnapshotRecord{row.int64(0), row.text(1), std::move(fields)});
+        },
+        info);
     return records;
 }
 
 std::string snapshotJsonl(const DataStore& store, const std::string& id)
 {
-    return contentOf(store, id, nullptr);
+    std::string content;
+    forEachLine(store, id, [&](const sql::Statement&, std::string_view line) {
+        content += line;
+        content += '\n';
+    });
+    return content;
 }
 
 std::string exportSnapshot(const DataStore& store, const std::string& id, const std::string& dir)
 {
-    SnapshotInfo info;
-    const std::string content = contentOf(store, id, nullptr, &info);
+    findSnapshot(store, id);  // names the known ones before anything is created
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec)
         fail(dir, ": cannot create the export folder: ", ec.message());
     const std::string path = joinPath(dir, id + ".jsonl");
-    writeFileAtomic(path, content);
+    // Streamed to a temp file that replaces the export only once the hash has checked out.
+    AtomicFileWriter out(path);
+    SnapshotInfo info;
+    forEachLine(
+        store, id,
+        [&](const sql::Statement&, std::string_view line) {
+            out.write(line);
+            out.write("\n");
+        },
+        &info);
+    out.commit();
     writeFileAtomic(joinPath(dir, id + ".manifest.json"), info.manifest.dump(2) + "\n");
     return path;
 }

@@ -23,7 +23,17 @@ Database::Database(const std::string& path, bool create) : m_path(path)
 
 Database::~Database()
 {
+    m_cache.clear();  // finalized before the connection closes
     sqlite3_close_v2(m_db);
+}
+
+Statement& Database::cached(std::string_view sql)
+{
+    auto it = m_cache.find(std::string(sql));
+    if (it == m_cache.end())
+        it = m_cache.emplace(std::string(sql), std::make_unique<Statement>(*this, sql)).first;
+    it->second->reset();
+    return *it->second;
 }
 
 void Database::fail(std::string_view what, int rc) const

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -65,6 +67,11 @@ public:
     Database& operator=(const Database&) = delete;
 
     void exec(std::string_view sql);
+    // A statement prepared once per connection and kept for reuse (a change per record in one
+    // transaction prepares nothing): returned reset, its bindings cleared. Valid across
+    // transactions and rollbacks. Not reentrant: finish with one (run(), or reset() after reading)
+    // before asking for the same SQL again.
+    Statement& cached(std::string_view sql);
     int64_t lastInsertId() const;
     int64_t changes() const;
     const std::string& path() const { return m_path; }
@@ -74,6 +81,20 @@ public:
 private:
     sqlite3* m_db = nullptr;
     std::string m_path;
+    std::unordered_map<std::string, std::unique_ptr<Statement>> m_cache;
+};
+
+// Resets a (cached) statement when the scope ends, however it ends: a read left on a row would
+// keep its read transaction open.
+class ResetOnExit {
+public:
+    explicit ResetOnExit(Statement& st) : m_st(st) {}
+    ~ResetOnExit() { m_st.reset(); }
+    ResetOnExit(const ResetOnExit&) = delete;
+    ResetOnExit& operator=(const ResetOnExit&) = delete;
+
+private:
+    Statement& m_st;
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() ran. Not nestable.

@@ -433,7 +433,12 @@ json readField(sql::Database& db, int64_t recordId, const std::string& field)
         return readComparisonField(db, field);
     if (isPairField(field))
         return readPairField(db, field);
-    sql::Statement st(db, "SELECT status, split, removed, fields FROM records WHERE id = ?");
+    // One statement per connection, reused for every change.
+    const bool ofFields = field.rfind("fields.", 0) == 0;
+    sql::Statement& st =
+        db.cached(ofFields ? "SELECT fields FROM records WHERE id = ?"
+                           : "SELECT status, split, removed FROM records WHERE id = ?");
+    const sql::ResetOnExit done(st);
     st.bind(1, recordId);
     if (!st.step())
         tb::fail(db.path(), ": no record with id ", recordId);
@@ -443,8 +448,8 @@ json readField(sql::Database& db, int64_t recordId, const std::string& field)
         return st.text(1);
     if (field == "removed")
         return st.int64(2) != 0;
-    if (field.rfind("fields.", 0) == 0) {
-        const json fields = json::parse(st.text(3));
+    if (ofFields) {
+        const json fields = json::parse(st.text(0));
         const std::string key = field.substr(7);
         return fields.contains(key) ? fields[key] : json();
     }
@@ -461,36 +466,39 @@ void writeField(sql::Database& db, int64_t recordId, const std::string& field, c
     } else if (field == "status") {
         if (!value.is_string() || !parseReviewStatus(value.get<std::string>()))
             tb::fail(db.path(), ": record ", recordId, ": invalid status ", value.dump());
-        sql::Statement st(db, "UPDATE records SET status = ?, updated_at = ? WHERE id = ?");
+        sql::Statement& st =
+            db.cached("UPDATE records SET status = ?, updated_at = ? WHERE id = ?");
         st.bind(1, value.get<std::string>()).bind(2, at).bind(3, recordId);
         st.run();
     } else if (field == "split") {
         if (!value.is_string() || !isKnownSplit(value.get<std::string>()))
             tb::fail(db.path(), ": record ", recordId, ": invalid split ", value.dump(),
                      " (train, validation or general)");
-        sql::Statement st(db, "UPDATE records SET split = ?, updated_at = ? WHERE id = ?");
+        sql::Statement& st = db.cached("UPDATE records SET split = ?, updated_at = ? WHERE id = ?");
         st.bind(1, value.get<std::string>()).bind(2, at).bind(3, recordId);
         st.run();
     } else if (field == "removed") {
-        sql::Statement st(db, "UPDATE records SET removed = ?, updated_at = ? WHERE id = ?");
+        sql::Statement& st =
+            db.cached("UPDATE records SET removed = ?, updated_at = ? WHERE id = ?");
         st.bind(1, int64_t(value.is_boolean() && value.get<bool>() ? 1 : 0))
             .bind(2, at)
             .bind(3, recordId);
         st.run();
     } else if (field.rfind("fields.", 0) == 0) {
-        sql::Statement read(db, "SELECT fields FROM records WHERE id = ?");
+        sql::Statement& read = db.cached("SELECT fields FROM records WHERE id = ?");
+        const sql::ResetOnExit readDone(read);
         read.bind(1, recordId);
         if (!read.step())
             tb::fail(db.path(), ": no record with id ", recordId);
         json fields = json::parse(read.text(0));
+        read.reset();  // before the UPDATE of the same row
         const std::string key = field.substr(7);
         if (value.is_null())
             fields.erase(key);
         else
             fields[key] = value;
         // Token counts belong to the old text; they are recounted by the next statistics run.
-        sql::Statement st(
-            db,
+        sql::Statement& st = db.cached(
             "UPDATE records SET fields = ?, token_count = -1, field_tokens = NULL, updated_at = ? "
             "WHERE id = ?");
         st.bind(1, fields.dump()).bind(2, at).bind(3, recordId);
@@ -509,8 +517,7 @@ void DataStore::writeChange(int64_t operationId, const std::string& who, const s
     if (old == change.value)
         return;
     writeField(*m_db, change.recordId, change.field, change.value, at);
-    sql::Statement h(
-        *m_db,
+    sql::Statement& h = m_db->cached(
         "INSERT INTO history (operation_id, record_id, who, at, field, old_value, new_value) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)");
     h.bind(1, operationId)
