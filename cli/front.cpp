@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <unistd.h>
 
 namespace tb {
@@ -182,17 +181,7 @@ int runFront(const std::vector<std::string>& argv, std::ostream& out, std::ostre
 
 std::string enginePath()
 {
-    std::error_code ec;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec)
-        return {};
-    for (const auto& candidate :
-         {self.parent_path() / "tunebench-engine",
-          self.parent_path().parent_path() / "lib" / "tunebench" / "tunebench-engine"}) {
-        if (access(candidate.c_str(), X_OK) == 0)
-            return candidate.string();
-    }
-    return {};
+    return installedProgram("tunebench-engine");
 }
 
 int execEngine(char** argv, std::ostream& err)

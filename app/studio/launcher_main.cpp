@@ -1,8 +1,11 @@
 // tunebench-studio: starts the studio itself (tunebench-studio-app, which links LibTorch) and
-// relays its output, signals and exit status. The launcher links only Qt, so when the studio
-// cannot start (a LibTorch library missing or broken, the program itself missing) it still runs
-// and says what is wrong in one dialog, and in one line on stderr, where a desktop user would
-// otherwise see nothing at all. In --screenshot(s) mode, or with TB_NO_DIALOG set, only the line.
+// relays its output, signals and exit status. The launcher loads no LibTorch (its libraries: Qt and
+// the C++ runtime), so when the studio cannot start (a LibTorch library missing or broken, the
+// program itself missing) it still runs and says what is wrong in one dialog, and in one line on
+// stderr, where a desktop user would otherwise see nothing at all. In --screenshot(s) mode, or with
+// TB_NO_DIALOG set, only the line.
+#include "util/paths.h"
+
 #include <QApplication>
 #include <QMessageBox>
 
@@ -15,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 
 namespace {
@@ -26,24 +28,6 @@ void forward(int signal)
 {
     if (g_child > 0)
         kill(pid_t(g_child), signal);
-}
-
-// The studio next to the launcher (the build tree), else in ../lib/tunebench/ (installed).
-std::string appPath(std::string* looked)
-{
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec)
-        return {};
-    const auto bin = self.parent_path();
-    for (const auto& candidate :
-         {bin / "tunebench-studio-app",
-          bin.parent_path() / "lib" / "tunebench" / "tunebench-studio-app"}) {
-        *looked += (looked->empty() ? "" : " and ") + candidate.string();
-        if (access(candidate.c_str(), X_OK) == 0)
-            return candidate.string();
-    }
-    return {};
 }
 
 // The line of `output` that says why a program did not start: the dynamic loader's "error while
@@ -86,7 +70,7 @@ int report(int argc, char** argv, const std::string& problem)
 int main(int argc, char** argv)
 {
     std::string looked;
-    const std::string app = appPath(&looked);
+    const std::string app = tb::installedProgram("tunebench-studio-app", &looked);
     if (app.empty())
         return report(argc, argv,
                       "tunebench-studio-app is not installed (looked for " + looked + ")");

@@ -1,4 +1,5 @@
-// Locating the bundled data folder for source-tree builds and installs.
+// Locating the bundled data, the user's data folder and Tunebench's own programs, for source-tree
+// builds and installs.
 #include "util/paths.h"
 
 #include "util/error.h"
@@ -8,9 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
-
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #ifndef TB_SOURCE_DATA_DIR
@@ -77,6 +77,22 @@ std::string userOutputPath(const std::string& path)
 std::string bundledModelDir()
 {
     return joinPath(joinPath(dataDir(), "models"), "stories260k");
+}
+
+std::string installedProgram(const std::string& name, std::string* looked)
+{
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        return {};
+    const auto bin = self.parent_path();
+    for (const auto& candidate : {bin / name, bin.parent_path() / "lib" / "tunebench" / name}) {
+        if (looked)
+            *looked += (looked->empty() ? "" : " and ") + candidate.string();
+        if (access(candidate.c_str(), X_OK) == 0)
+            return candidate.string();
+    }
+    return {};
 }
 
 }  // namespace tb

@@ -21,5 +21,9 @@ std::string userDataDirProblem();
 // the user cannot write; e.g. a bundled example's output_dir "../../runs") moves to the same place
 // under userDataDir(); any other path, and every path of a source-tree build, is kept.
 std::string userOutputPath(const std::string& path);
+// A program of Tunebench's layout: `name` beside this executable (the build tree), else in
+// ../lib/tunebench/ (installed: <prefix>/bin/tunebench finds <prefix>/lib/tunebench/NAME). Empty
+// when neither is executable; `looked`, when given, gets the paths tried ("A and B").
+std::string installedProgram(const std::string& name, std::string* looked = nullptr);
 
 }  // namespace tb
