@@ -46,22 +46,11 @@ def resident(field):
 
 def make_models(folder):
     """Child: writes the two model folders (config.json + model.safetensors, fp32)."""
-    import torch
-    import transformers
-
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from common import random_llama
+    from common import random_gpt2, random_llama
 
     random_llama(os.path.join(folder, "random-llama-25m"))
-    # gpt2 (124M): vocab 50257, 1024 positions, 12 layers of 768, tied head. No dropout (Tunebench's GPT-2 has
-    # none; gpt2's 0.1 would cost the peer three dropout masks a layer). No EOS id, as in random_llama: with
-    # one, Tunebench's LoRA also trains the EOS embedding row (trainable_tokens: auto) and PEFT does not.
-    cfg = transformers.GPT2Config(bos_token_id=None, eos_token_id=None, attn_pdrop=0.0, embd_pdrop=0.0,
-                                  resid_pdrop=0.0)
-    cfg.dtype = torch.float32
-    torch.manual_seed(0)
-    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(os.path.join(folder, "gpt2-124m"),
-                                                                       safe_serialization=True)
+    random_gpt2(os.path.join(folder, "gpt2-124m"))
 
 
 def dead_file_pages(model, filename="model.safetensors"):

@@ -173,7 +173,7 @@ int cmdBenchBatch(const Args& args, std::ostream& out)
 int cmdBenchTrain(const Args& args, std::ostream& out)
 {
     args.allowOnly({"model", "method", "batch", "seq", "steps", "warmup", "device", "precision",
-                    "quant", "quant-double", "json"});
+                    "quant", "quant-double", "json", "profile", "clip", "lr", "unfused-loss"});
     TrainBenchOptions o;
     o.model = args.value("model", bundledModelDir());
     o.method = args.value("method", "lora");
@@ -189,6 +189,12 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
         fail("option --quant is '", quant, "' (allowed: none, nf4, fp4, int8)");
     o.quant.kind = *kind;
     o.quant.doubleQuant = args.flag("quant-double");
+    o.profile = args.flag("profile");
+    o.unfusedLoss = args.flag("unfused-loss");
+    o.clipNorm = args.number("clip", 1.0);
+    o.lr = args.number("lr", 1e-4);
+    if (o.clipNorm < 0)
+        fail("option --clip must be 0 (no clipping) or positive");
     TrainBenchResult r = benchTrain(o);
     json j = {{"model", r.model},
               {"method", r.method},
@@ -212,7 +218,22 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
               {"optimizer_state_bytes", r.optimizerStateBytes},
               {"resident_start_bytes", r.residentStartBytes},
               {"resident_peak_before_steps_bytes", r.residentPeakBeforeStepsBytes},
-              {"resident_peak_steps_bytes", r.residentPeakStepsBytes}};
+              {"resident_peak_steps_bytes", r.residentPeakStepsBytes},
+              {"losses", r.losses},
+              {"step_seconds", r.stepSeconds},
+              {"precision_path", r.precisionPath},
+              {"phase_seconds",
+               {{"forward", r.forwardSeconds},
+                {"backward", r.backwardSeconds},
+                {"clip", r.clipSeconds},
+                {"optimizer", r.optimizerSeconds}}}};
+    if (o.profile) {
+        json ops = json::array();
+        for (const auto& op : r.ops)
+            ops.push_back(
+                {{"name", op.name}, {"self_seconds", op.selfSeconds}, {"calls", op.calls}});
+        j["ops"] = ops;
+    }
     if (args.flag("json")) {
         out << j.dump() << "\n";
         return 0;
@@ -227,7 +248,27 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
                   static_cast<long long>(r.parameters), o.batch, o.seq, r.device.c_str(), r.threads,
                   r.tokensPerSecond, r.secondsPerStep, r.achievedFlops / 1e9, 100 * r.mfu,
                   r.peakMatmulFlops / 1e9, static_cast<double>(r.peakMemoryBytes) / (1 << 20));
+    out << line << "  precision: " << r.precisionPath << "\n";
+    std::snprintf(
+        line, sizeof line,
+        "  a step: forward and loss %.1f ms, backward %.1f ms, clipping %.1f ms, optimizer "
+        "%.1f ms\n",
+        1e3 * r.forwardSeconds, 1e3 * r.backwardSeconds, 1e3 * r.clipSeconds,
+        1e3 * r.optimizerSeconds);
     out << line;
+    if (o.profile) {
+        double total = 0;
+        for (const auto& op : r.ops)
+            total += op.selfSeconds;
+        out << "  operators by self time per step (" << r.ops.size() << " kinds):\n";
+        for (size_t i = 0; i < r.ops.size() && i < 30; ++i) {
+            const auto& op = r.ops[i];
+            std::snprintf(line, sizeof line, "  %8.2f ms %5.1f%% %6lld calls  %s\n",
+                          1e3 * op.selfSeconds, total > 0 ? 100 * op.selfSeconds / total : 0.0,
+                          static_cast<long long>(op.calls), op.name.c_str());
+            out << line;
+        }
+    }
     return 0;
 }
 

@@ -25,6 +25,12 @@ void ConsoleEvents::onGenerationEval(const GenerationEvalMetrics& g)
     m_out << formatGenerationEvalLine(g) << std::endl;
 }
 
+void ConsoleEvents::onStarted(const RunPlan& p)
+{
+    if (!p.precisionPath.empty())
+        m_out << "precision: " << p.precisionPath << std::endl;
+}
+
 void ConsoleEvents::onCheckpoint(int64_t, const std::string& dir)
 {
     m_out << "saved " << dir << std::endl;

@@ -13,6 +13,7 @@ namespace tb {
 class ConsoleEvents : public JobEvents {
 public:
     ConsoleEvents(std::ostream& out, std::ostream& err, int64_t logEvery);
+    void onStarted(const RunPlan& p) override;
     void onStep(const StepMetrics& m) override;
     void onEval(const EvalMetrics& e) override;
     void onGenerationEval(const GenerationEvalMetrics& g) override;

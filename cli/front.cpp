@@ -36,7 +36,9 @@ commands:
                                                        batched greedy generation, tokens/s (a line:
                                                        {"ids": [...]} or {"text": "..."})
   bench train [--model DIR|random-llama-25m] [--method lora|full|adapter|prompt] [--batch B] [--seq S] [--steps N]
-            [--precision fp32|bf16] [--json]          training tokens/s, MFU, peak memory
+            [--precision fp32|bf16] [--lr LR] [--clip NORM] [--unfused-loss] [--profile] [--json]
+                                                       training tokens/s, MFU, peak memory, time per
+                                                       phase (--profile: per LibTorch operator)
   bench dequant [--rows R] [--cols C] [--repeats N] [--json]
                                                        CUDA only: the dequantisation kernels checked
                                                        against the LibTorch path, and both timed
@@ -117,7 +119,9 @@ Args parseCommandLine(const std::vector<std::string>& argv)
                                 "quant-head",
                                 "explain",
                                 "add-generation-prompt",
-                                "chat"};
+                                "chat",
+                                "profile",
+                                "unfused-loss"};
     flags.insert(dataCommandFlags().begin(), dataCommandFlags().end());
     flags.insert(evalCommandFlags().begin(), evalCommandFlags().end());
     return Args(argv, flags);

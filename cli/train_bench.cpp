@@ -2,15 +2,19 @@
 // accounting.
 #include "cli/train_bench.h"
 
+#include "cli/op_profile.h"
+
 #include "memory/measure.h"
 #include "model/registry.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
 #include "train/losses.h"
 #include "train/optimizer.h"
+#include "train/setup.h"
 #include "util/error.h"
 
 #include <chrono>
+#include <cmath>
 
 namespace tb {
 namespace {
@@ -43,6 +47,8 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
 {
     if (o.method != "full" && o.method != "lora" && o.method != "adapter" && o.method != "prompt")
         fail("bench train: --method must be full, lora, adapter or prompt");
+    if (!(o.lr > 0))
+        fail("bench train: --lr must be positive");
     if (o.batch < 1 || o.seq < 2 || o.steps < 1)
         fail("bench train: --batch, --seq and --steps must be positive (seq >= 2)");
     TrainBenchResult r;
@@ -78,7 +84,23 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
                                          : Method::Prompt;
     applyMethod(*model, run, nullptr, 0);
     model->train();
+    if (o.precision != "fp32" && o.precision != "bf16")
+        fail("bench train: --precision must be fp32 or bf16");
+    const PrecisionChoice precision = chooseMixedPrecision(
+        *model, device, o.precision == "bf16" ? Precision::Bf16 : Precision::Fp32);
+    r.precisionPath = precision.path;
     auto params = trainableParameters(*model);
+    // LoRA's A matrices drawn again, in parameter order, from seed 1 (U(-1/sqrt(in), 1/sqrt(in)),
+    // the distribution of the first draw), so a peer that draws its own the same way trains the
+    // same numbers and its losses can be compared step by step.
+    {
+        torch::NoGradGuard noGrad;
+        torch::manual_seed(1);
+        for (auto& [name, p] : params)
+            if (name.size() > 13 && name.compare(name.size() - 13, 13, "lora_A.weight") == 0)
+                p.uniform_(-1.0 / std::sqrt(static_cast<double>(p.size(1))),
+                           1.0 / std::sqrt(static_cast<double>(p.size(1))));
+    }
     Optimizer optimizer(params, std::vector<bool>(params.size(), true), run.optim);
     r.parameters = model->parameterCount();
     r.trainableParameters = countTrainable(*model);
@@ -88,31 +110,63 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
                               torch::TensorOptions().dtype(torch::kInt64).device(device));
     auto labels = ids.roll(-1, 1);
     const double tokens = static_cast<double>(o.batch) * o.seq;
+    // Wall-clock seconds of each phase, summed over the timed steps (the CPU runs operators as they
+    // are called; a CUDA device is synchronised at each phase's end).
+    double phase[4] = {0, 0, 0, 0};
+    bool timing = false;
+    auto mark = [&](Clock::time_point& since, int index) {
+        if (!timing)
+            return;
+        if (device.is_cuda())
+            torch::cuda::synchronize(device.index() < 0 ? 0 : device.index());
+        const auto now = Clock::now();
+        phase[index] += std::chrono::duration<double>(now - since).count();
+        since = now;
+    };
     auto stepOnce = [&] {
+        const auto start = Clock::now();
+        auto since = start;
         torch::Tensor loss;
         {
-            AutocastGuard autocast(device.type(), o.precision == "bf16", at::kBFloat16);
-            loss = tokenLoss(model->forward(ids, nullptr), labels, tokens);
+            auto autocast = precisionAutocast(device, precision.precision);
+            loss = o.unfusedLoss ? tokenLoss(model->forward(ids, nullptr), labels, tokens)
+                                 : batchLoss(*model, ids, labels, tokens, run);  // as training does
         }
+        mark(since, 0);
         loss.backward();
+        mark(since, 1);
         r.gradientBytes = 0;
         for (const auto& [name, p] : params)
             if (p.grad().defined())
                 r.gradientBytes += static_cast<int64_t>(p.grad().nbytes());
-        optimizer.clipGradNorm(1.0);
-        optimizer.step(1e-4);
+        if (o.clipNorm > 0)
+            optimizer.clipGradNorm(o.clipNorm);
+        mark(since, 2);
+        optimizer.step(o.lr);
         optimizer.zeroGrad();
-        (void)loss.item<double>();
+        r.losses.push_back(loss.item<double>());
+        mark(since, 3);
+        if (timing)
+            r.stepSeconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     };
     for (int i = 0; i < o.warmupSteps; ++i)
         stepOnce();
     resetMemoryPeak(r.device);
     r.residentPeakBeforeStepsBytes = residentPeakBytes();
     const bool residentReset = resetResidentPeak();
+    timing = true;
+    if (o.profile)
+        startOpProfile();
     const auto t0 = Clock::now();
     for (int i = 0; i < o.steps; ++i)
         stepOnce();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (o.profile)
+        r.ops = stopOpProfile(o.steps);
+    r.forwardSeconds = phase[0] / o.steps;
+    r.backwardSeconds = phase[1] / o.steps;
+    r.clipSeconds = phase[2] / o.steps;
+    r.optimizerSeconds = phase[3] / o.steps;
     r.residentPeakStepsBytes = residentReset ? residentPeakBytes() : 0;
     r.secondsPerStep = seconds / o.steps;
     r.tokensPerSecond = tokens * o.steps / seconds;

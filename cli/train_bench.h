@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include <string>
+#include <vector>
 
 namespace tb {
 
@@ -21,10 +22,26 @@ struct TrainBenchOptions {
     std::string precision = "fp32";  // fp32 | bf16
     // The frozen base quantised (not with full): QLoRA is lora with nf4 and double quantisation.
     QuantOptions quant = {};
+    // Record every LibTorch operator of the timed steps (its self time, without the operators it
+    // calls) and the time of each phase of a step; slows the steps a little.
+    bool profile = false;
+    double clipNorm = 1.0;  // gradient clipping (0: none, as llm.c's CPU trainer)
+    double lr = 1e-4;       // AdamW's constant learning rate
+    // The head and cross-entropy as two autograd steps through the full logits (what training did
+    // before the fused head loss), to measure what the fusion takes back.
+    bool unfusedLoss = false;
+};
+
+// One operator of a profiled run: self time summed over the timed steps, and calls.
+struct OpTime {
+    std::string name;
+    double selfSeconds = 0;
+    int64_t calls = 0;
 };
 
 struct TrainBenchResult {
     std::string model, method, device;
+    std::string precisionPath;  // the path the precision took (core's chooseMixedPrecision)
     int64_t parameters = 0, trainableParameters = 0;
     double tokensPerSecond = 0;
     double secondsPerStep = 0;
@@ -42,6 +59,14 @@ struct TrainBenchResult {
     // steps alone (0 where the kernel's high-water mark cannot be reset).
     int64_t residentStartBytes = 0, residentPeakBeforeStepsBytes = 0, residentPeakStepsBytes = 0;
     int threads = 0;
+    // Seconds per step spent in each phase (forward with the loss, backward, gradient clipping,
+    // the optimizer step with zeroing the gradients), measured in every run.
+    double forwardSeconds = 0, backwardSeconds = 0, clipSeconds = 0, optimizerSeconds = 0;
+    std::vector<OpTime> ops;  // with profile: by self time, largest first, per step
+    // The loss of every step, warm-up steps first: the same model, tokens and optimizer give the
+    // same curve as a peer's (bench/train_peer.py compares them).
+    std::vector<double> losses;
+    std::vector<double> stepSeconds;  // wall-clock seconds of each timed step
 };
 
 TrainBenchResult benchTrain(const TrainBenchOptions& options);

@@ -112,6 +112,7 @@ std::optional<RunPlan> planFromRunInfo(const QByteArray& runJson, const OptimOpt
         plan.totalSteps = planned;
         plan.schedule = plannedSchedule(optim, planned);
         plan.trainableParameters = j.value("trainable_parameters", int64_t(0));
+        plan.precisionPath = j.value("precision_path", std::string());
         const auto dist = j.find("dist");
         plan.device = dist != j.end() && dist->value("backend", "") == "nccl" ? "cuda" : "cpu";
         return plan;

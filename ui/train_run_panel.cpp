@@ -68,11 +68,14 @@ TrainRunPanel::TrainRunPanel(StudioState* state, TrainingController* controller,
     m_eta->setMinimumWidth(150);
     m_packing = new QLabel(this);
     m_packing->hide();
+    m_precision = new QLabel(this);  // a mixed-precision run's path; the whole of it as tooltip
+    m_precision->hide();
     for (QPushButton* b : {m_start, m_pause, m_resume, m_stop})
         controls->addWidget(b);
     controls->addWidget(m_progress, 1);
     controls->addWidget(m_eta);
     controls->addWidget(m_packing);
+    controls->addWidget(m_precision);
     right->addLayout(controls);
 
     m_banner = new QLabel(this);
@@ -245,6 +248,8 @@ bool TrainRunPanel::startRun(const QString& runName)
     m_banner->hide();
     m_packing->clear();
     m_packing->hide();
+    m_precision->clear();
+    m_precision->hide();
     updatePlanned();
     QString error;
     if (!m_controller->start(c, &error)) {
@@ -297,6 +302,10 @@ void TrainRunPanel::onEvents(const JobEventBatch& batch)
                 QString::fromStdString(batch.plan->device).startsWith(QLatin1String("cuda"))
                     ? QStringLiteral("cuda")
                     : QStringLiteral("cpu-tracked"));
+        const QString precision = QString::fromStdString(batch.plan->precisionPath);
+        m_precision->setText(precision.section(QLatin1Char(':'), 0, 0));
+        m_precision->setToolTip(precision);
+        m_precision->setVisible(!precision.isEmpty() && precision != QLatin1String("fp32"));
         if (const auto& p = batch.plan->packing) {
             m_packing->setText(tr("packed %1 examples into %2 bins: %3% of the token slots filled")
                                    .arg(p->examples)
@@ -388,6 +397,10 @@ QString TrainRunPanel::bannerText() const
 QString TrainRunPanel::packingText() const
 {
     return m_packing->text();
+}
+QString TrainRunPanel::precisionText() const
+{
+    return m_precision->toolTip();
 }
 QString TrainRunPanel::logText() const
 {

@@ -42,8 +42,9 @@ public:
     // What the open model lacks to train (a config alone: no tokenizer, no weights); empty when it
     // has everything. Start stays disabled while it is not empty.
     QString missingText() const;
-    QString packingText() const;  // empty unless the run packs its examples
-    QString logText() const;      // the lines the rank filter shows
+    QString packingText() const;    // empty unless the run packs its examples
+    QString precisionText() const;  // the run's precision path in words (core's RunPlan)
+    QString logText() const;        // the lines the rank filter shows
     void log(const QString& line);
     // A launched run: its rows per rank, and the log's rank filter ("All ranks", "Launcher",
     // "Rank 0", ...); hidden for a run in this process.
@@ -80,7 +81,8 @@ private:
     QPushButton *m_start = nullptr, *m_pause = nullptr, *m_resume = nullptr, *m_stop = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_eta = nullptr;
-    QLabel* m_packing = nullptr;  // packed runs: the packing efficiency of the plan
+    QLabel* m_packing = nullptr;    // packed runs: the packing efficiency of the plan
+    QLabel* m_precision = nullptr;  // mixed-precision runs: the path core took
     QLabel* m_banner = nullptr;
     QLabel* m_missing = nullptr;  // the open model cannot train: what it lacks
     QCheckBox* m_logScale = nullptr;

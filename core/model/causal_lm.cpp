@@ -241,6 +241,12 @@ torch::Tensor CausalLM::forwardHidden(const torch::Tensor& ids, const PackedRows
     return finalNorm(runBlocks(ids, nullptr, packed));
 }
 
+bool CausalLM::headIsPlain()
+{
+    auto head = headLayer();
+    return !head || !head->hasLora() || head->loraMerged() || head->loraOff;
+}
+
 torch::Tensor CausalLM::headWeight()
 {
     auto head = headLayer();
@@ -352,6 +358,21 @@ void CausalLM::dequantizeLinears(torch::Dtype dtype)
     for (auto& [name, layer] : linearLayers())
         layer->dequantize(dtype);
     m_quant = {};
+}
+
+int64_t CausalLM::castFrozenLinearWeights(torch::Dtype dtype)
+{
+    torch::NoGradGuard noGrad;
+    int64_t bytes = 0;
+    for (auto& [name, layer] : linearLayers()) {
+        auto& w = layer->weight;
+        if (layer->quantizedWeight() || w.requires_grad() || w.scalar_type() == dtype ||
+            !w.is_floating_point() || w.numel() == 0)
+            continue;
+        bytes += static_cast<int64_t>(w.nbytes());
+        w.set_data(w.to(dtype));
+    }
+    return bytes;
 }
 
 int64_t CausalLM::weightBytes()

@@ -64,6 +64,7 @@ torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w,
 class LinearImpl : public torch::nn::Module {
 public:
     LinearImpl(int64_t in, int64_t out, bool bias, bool transposed = false);
+    // In x's dtype; a weight of another dtype outside autocast computes in the weight's.
     torch::Tensor forward(const torch::Tensor& x);
 
     // Adds a LoRA branch as PEFT initialises it: A [rank, in] Kaiming-uniform (a = sqrt(5)), B
@@ -103,6 +104,8 @@ public:
     bool loraOff = false;  // the branch switched off (CausalLM::setMethodEnabled)
 
 private:
+    torch::Tensor forwardIn(const torch::Tensor& x);  // x in the weight's dtype, or autocast
+
     double m_scaling = 0.0;
     double m_dropout = 0.0;
     bool m_merged = false;
@@ -204,6 +207,9 @@ public:
     // The head's weight [vocab, hidden] (the token embeddings when tied), without the trainable
     // token rows (headTokenDelta, added by the caller). Throws when the head carries LoRA.
     torch::Tensor headWeight();
+    // Whether the logits are hidden x headWeight()^T (+ the token rows) alone: false when the head
+    // carries an unmerged LoRA branch.
+    bool headIsPlain();
 
     const ModelConfig& config() const { return m_config; }
     size_t numBlocks() const { return m_blocks.size(); }
@@ -227,6 +233,11 @@ public:
     const QuantOptions& quantization() const { return m_quant; }
     // Every quantised layer back to a full weight in dtype (merged exports).
     void dequantizeLinears(torch::Dtype dtype);
+    // The weight of every frozen (not trainable, not quantised) linear layer cast to dtype once,
+    // so mixed-precision steps read it as it lies instead of casting it at every forward; biases,
+    // norms, embeddings and what trains keep their dtype. Returns the bytes the weights held
+    // before.
+    int64_t castFrozenLinearWeights(torch::Dtype dtype);
     // Parameters the model holds, a quantised weight counted by its elements.
     int64_t parameterCount();
     // Bytes the parameters hold, quantised weights at their packed size with their statistics.

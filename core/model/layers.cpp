@@ -5,6 +5,8 @@
 #include "quant/quant_linear.h"
 #include "util/error.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <cmath>
 
 namespace tb {
@@ -92,17 +94,34 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias, bool isTransposed)
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x)
 {
+    // A frozen weight kept in bf16 for mixed-precision training (CausalLM::castFrozenLinearWeights)
+    // met outside autocast (a check in fp32): computed in the weight's dtype, returned in x's.
+    if (!m_quantized && weight.scalar_type() != x.scalar_type() && x.is_floating_point() &&
+        !at::autocast::is_autocast_enabled(x.device().type())) {
+        auto y = forwardIn(x.to(weight.scalar_type()));
+        return y.to(x.scalar_type());
+    }
+    return forwardIn(x);
+}
+
+torch::Tensor LinearImpl::forwardIn(const torch::Tensor& x)
+{
     torch::Tensor y;
     if (m_quantized) {
         y = quantizedLinear(x, m_quantized, bias);
     } else if (transposed) {
         auto flat = x.reshape({-1, inFeatures});
-        y = bias.defined() ? torch::addmm(bias, flat, weight) : flat.mm(weight);
+        y = bias.defined() ? torch::addmm(bias.to(weight.scalar_type()), flat, weight)
+                           : flat.mm(weight);
         auto shape = x.sizes().vec();
         shape.back() = outFeatures;
         y = y.view(shape);
     } else {
-        y = linearForward(x, weight, bias);
+        y = linearForward(x, weight,
+                          bias.defined() && bias.scalar_type() != weight.scalar_type() &&
+                                  !at::autocast::is_autocast_enabled(x.device().type())
+                              ? bias.to(weight.scalar_type())
+                              : bias);
     }
     if (lora_A && !m_merged && !loraOff) {
         auto in = m_dropout > 0 ? torch::dropout(x, m_dropout, is_training()) : x;

@@ -1,8 +1,12 @@
 // Chunked cross-entropy as a custom autograd function: forward keeps one fp32 logits chunk at a
 // time, backward recomputes each chunk's logits and turns them into (softmax - onehot) in place.
+// The fused head loss: forward forms the gradients from each chunk's logits; backward scales them.
 #include "train/chunked_loss.h"
 
+#include "model/causal_lm.h"
 #include "util/error.h"
+
+#include <ATen/autocast_mode.h>
 
 #include <algorithm>
 
@@ -120,37 +124,152 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
     }
 };
 
+// The gradients of the scaled sum are formed in forward (grad_output only scales them in
+// backward): per chunk, logits = h W^T in the compute dtype, their fp32 log-softmax gives the loss
+// and, exponentiated in place, softmax; minus the one-hot labels that is d(sum)/d(logits), and
+// two products turn it into the gradients of h and W (and of the trainable rows).
+struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCrossEntropyFn> {
+    static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
+                                 const torch::Tensor& weight, const torch::Tensor& labels,
+                                 double scale, int64_t chunkTokens, const torch::Tensor& rowIds,
+                                 const torch::Tensor& rowDelta, int64_t computeType)
+    {
+        const auto compute = static_cast<torch::ScalarType>(computeType);
+        // The casts below are the ones autocast would make; it stays off inside.
+        AutocastGuard noAutocast(hidden.device().type(), false, at::kBFloat16);
+        const bool rows = rowIds.numel() > 0;
+        const bool wantHidden = hidden.requires_grad();
+        const bool wantWeight = weight.requires_grad();
+        const bool wantDelta = rows && rowDelta.requires_grad();
+        const bool wantAny = wantHidden || wantWeight || wantDelta;
+        const int64_t tokens = hidden.size(0);
+        const torch::Tensor validIdx = labels.ne(kIgnoreIndex).nonzero().squeeze(1);  // [valid]
+        const int64_t valid = validIdx.size(0);
+        const bool all = valid == tokens;            // chunks are then slices, not gathers
+        const torch::Tensor w = weight.to(compute);  // [vocab, hidden]; no copy when it is so
+        const torch::Tensor d = rows ? rowDelta.to(compute) : torch::Tensor();
+        const auto fp32 = hidden.options().dtype(torch::kFloat);
+        torch::Tensor loss = torch::zeros({}, fp32);
+        torch::Tensor gradHidden, gradWeight, gradDelta;
+        if (wantHidden)  // rows of ignored tokens stay 0
+            gradHidden = all ? torch::empty_like(hidden, torch::MemoryFormat::Contiguous)
+                             : torch::zeros_like(hidden, torch::MemoryFormat::Contiguous);
+        for (int64_t start = 0; start < valid; start += chunkTokens) {
+            const int64_t n = std::min(chunkTokens, valid - start);
+            const torch::Tensor idx = validIdx.narrow(0, start, n);
+            const torch::Tensor h =
+                (all ? hidden.narrow(0, start, n) : hidden.index_select(0, idx)).to(compute);
+            const torch::Tensor lab =
+                (all ? labels.narrow(0, start, n) : labels.index_select(0, idx)).unsqueeze(1);
+            torch::Tensor logits = h.mm(w.t());  // [n, vocab]
+            if (rows)
+                logits.index_add_(1, rowIds, h.mm(d.t()));
+            torch::Tensor logp = at::log_softmax(logits, 1, torch::kFloat);  // [n, vocab] fp32
+            logits = torch::Tensor();
+            loss.sub_(logp.gather(1, lab).sum());
+            if (!wantAny)
+                continue;
+            torch::Tensor g = logp.exp_();  // softmax
+            g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
+            const torch::Tensor gc = g.to(compute);
+            g = torch::Tensor();
+            const torch::Tensor gRows = rows ? gc.index_select(1, rowIds) : torch::Tensor();
+            if (wantHidden) {
+                torch::Tensor gH = gc.mm(w);  // [n, hidden]
+                if (gRows.defined())
+                    gH.addmm_(gRows, d);
+                gH.mul_(scale);
+                if (all)
+                    gradHidden.narrow(0, start, n).copy_(gH);
+                else
+                    gradHidden.index_copy_(0, idx, gH.to(hidden.scalar_type()));
+            }
+            const torch::Tensor hs = h.mul(scale);  // the scale on the thin factor
+            if (wantWeight) {
+                torch::Tensor part = gc.t().mm(hs);  // [vocab, hidden]
+                if (gradWeight.defined())
+                    gradWeight.add_(part);
+                else
+                    gradWeight = part.to(torch::kFloat);
+            }
+            if (wantDelta) {
+                torch::Tensor part = gRows.t().mm(hs);  // [k, hidden]
+                if (gradDelta.defined())
+                    gradDelta.add_(part);
+                else
+                    gradDelta = part.to(torch::kFloat);
+            }
+        }
+        if (wantWeight && !gradWeight.defined())  // every label ignored
+            gradWeight = torch::zeros(weight.sizes(), fp32);
+        if (wantDelta && !gradDelta.defined())
+            gradDelta = torch::zeros(rowDelta.sizes(), fp32);
+        ctx->saved_data["hidden"] = gradHidden;
+        ctx->saved_data["weight"] = wantWeight ? gradWeight.to(weight.scalar_type()) : gradWeight;
+        ctx->saved_data["delta"] = wantDelta ? gradDelta.to(rowDelta.scalar_type()) : gradDelta;
+        return loss.mul_(scale);
+    }
+
+    // gradOut[0]: [], d(objective)/d(loss). Returns grads for (hidden, weight, labels, scale,
+    // chunk, rowIds, rowDelta, computeType).
+    static variable_list backward(AutogradContext* ctx, variable_list gradOut)
+    {
+        const torch::Tensor go = gradOut[0];
+        const bool one = go.device().is_cpu() && go.item<double>() == 1.0;
+        auto take = [&](const char* key) {
+            torch::Tensor t = ctx->saved_data[key].toTensor();
+            ctx->saved_data.erase(key);
+            if (t.defined() && !one)
+                t.mul_(go.to(t.scalar_type()));
+            return t;
+        };
+        torch::Tensor gh = take("hidden"), gw = take("weight"), gd = take("delta");
+        return {gh,
+                gw,
+                torch::Tensor(),
+                torch::Tensor(),
+                torch::Tensor(),
+                torch::Tensor(),
+                gd,
+                torch::Tensor()};
+    }
+};
+
 }  // namespace
 
-torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
-                                  const torch::Tensor& labels, int64_t chunkTokens,
-                                  const HeadRows& rows)
+namespace {
+
+// The checks both losses make (name: the function, for the message); returns the rows as tensors
+// (empty ones for none: a custom function's tensor arguments must be defined).
+std::pair<torch::Tensor, torch::Tensor> checkHeadLoss(const char* name, const torch::Tensor& hidden,
+                                                      const torch::Tensor& weight,
+                                                      const torch::Tensor& labels,
+                                                      int64_t chunkTokens, const HeadRows& rows)
 {
     if (!hidden.defined() || !weight.defined() || !labels.defined())
-        fail("chunkedCrossEntropy: hidden, weight and labels must all be defined tensors");
+        fail(name, ": hidden, weight and labels must all be defined tensors");
     if (hidden.dim() != 2)
-        fail("chunkedCrossEntropy: hidden must be [tokens, hidden], got ", hidden.sizes());
+        fail(name, ": hidden must be [tokens, hidden], got ", hidden.sizes());
     if (weight.dim() != 2 || weight.size(1) != hidden.size(1))
-        fail("chunkedCrossEntropy: weight must be [vocab, ", hidden.size(1), "], got ",
-             weight.sizes());
+        fail(name, ": weight must be [vocab, ", hidden.size(1), "], got ", weight.sizes());
     if (labels.dim() != 1 || labels.size(0) != hidden.size(0))
-        fail("chunkedCrossEntropy: labels must be [", hidden.size(0), "], got ", labels.sizes());
+        fail(name, ": labels must be [", hidden.size(0), "], got ", labels.sizes());
     if (!hidden.is_floating_point() || !weight.is_floating_point())
-        fail("chunkedCrossEntropy: hidden (", hidden.scalar_type(), ") and weight (",
-             weight.scalar_type(), ") must be floating point");
+        fail(name, ": hidden (", hidden.scalar_type(), ") and weight (", weight.scalar_type(),
+             ") must be floating point");
     if (labels.scalar_type() != torch::kLong)
-        fail("chunkedCrossEntropy: labels must be int64, got ", labels.scalar_type());
+        fail(name, ": labels must be int64, got ", labels.scalar_type());
     if (weight.device() != hidden.device() || labels.device() != hidden.device())
-        fail("chunkedCrossEntropy: hidden (", hidden.device(), "), weight (", weight.device(),
-             ") and labels (", labels.device(), ") must be on one device");
+        fail(name, ": hidden (", hidden.device(), "), weight (", weight.device(), ") and labels (",
+             labels.device(), ") must be on one device");
     if (chunkTokens < 1)
-        fail("chunkedCrossEntropy: chunkTokens must be >= 1, got ", chunkTokens);
+        fail(name, ": chunkTokens must be >= 1, got ", chunkTokens);
     if (rows.ids.defined() != rows.delta.defined() ||
         (rows.ids.defined() &&
          (rows.ids.dim() != 1 || rows.ids.scalar_type() != torch::kLong || rows.delta.dim() != 2 ||
           rows.delta.size(0) != rows.ids.size(0) || rows.delta.size(1) != hidden.size(1) ||
           rows.ids.device() != hidden.device() || rows.delta.device() != hidden.device())))
-        fail("chunkedCrossEntropy: rows must be ids [k] int64 and delta [k, ", hidden.size(1),
+        fail(name, ": rows must be ids [k] int64 and delta [k, ", hidden.size(1),
              "] on the hidden states' device, or neither");
     // An out-of-range label would index past the logits row (a device-side assert on CUDA).
     const int64_t vocab = weight.size(0);
@@ -158,15 +277,43 @@ torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tens
         labels.ne(kIgnoreIndex).logical_and(labels.lt(0).logical_or(labels.ge(vocab)));
     if (bad.any().item<bool>()) {
         const int64_t at = bad.nonzero()[0][0].item<int64_t>();
-        fail("chunkedCrossEntropy: label ", labels[at].item<int64_t>(), " at token ", at,
-             " is outside [0, ", vocab, ") and is not ", kIgnoreIndex);
+        fail(name, ": label ", labels[at].item<int64_t>(), " at token ", at, " is outside [0, ",
+             vocab, ") and is not ", kIgnoreIndex);
     }
-    // No rows: empty ones (a custom function's tensor arguments must be defined).
-    const torch::Tensor ids =
-        rows.ids.defined() ? rows.ids : torch::empty({0}, labels.options().dtype(torch::kLong));
-    const torch::Tensor delta =
-        rows.delta.defined() ? rows.delta : torch::empty({0, hidden.size(1)}, hidden.options());
+    return {rows.ids.defined() ? rows.ids : torch::empty({0}, labels.options().dtype(torch::kLong)),
+            rows.delta.defined() ? rows.delta
+                                 : torch::empty({0, hidden.size(1)}, hidden.options())};
+}
+
+}  // namespace
+
+torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                  const torch::Tensor& labels, int64_t chunkTokens,
+                                  const HeadRows& rows)
+{
+    const auto [ids, delta] =
+        checkHeadLoss("chunkedCrossEntropy", hidden, weight, labels, chunkTokens, rows);
     return ChunkedCrossEntropyFn::apply(hidden, weight, labels, chunkTokens, ids, delta);
+}
+
+torch::Tensor fusedHeadCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                    const torch::Tensor& labels, double scale, int64_t chunkTokens,
+                                    const HeadRows& rows)
+{
+    const int64_t vocab = weight.defined() && weight.dim() == 2 ? weight.size(0) : 1;
+    if (chunkTokens == 0)  // logits (up to 4 bytes) and their fp32 log-softmax: 8 bytes an entry
+        chunkTokens =
+            std::max<int64_t>(64, (int64_t(256) << 20) / (8 * std::max<int64_t>(vocab, 1)));
+    const auto [ids, delta] =
+        checkHeadLoss("fusedHeadCrossEntropy", hidden, weight, labels, chunkTokens, rows);
+    const at::DeviceType type = hidden.device().type();
+    const torch::ScalarType compute = at::autocast::is_autocast_enabled(type)
+                                          ? at::autocast::get_autocast_dtype(type)
+                                          : torch::kFloat;
+    if (!torch::GradMode::is_enabled())  // nothing will ask for gradients
+        return chunkedCrossEntropy(hidden, weight, labels, chunkTokens, rows) * scale;
+    return FusedHeadCrossEntropyFn::apply(hidden, weight, labels, scale, chunkTokens, ids, delta,
+                                          static_cast<int64_t>(compute));
 }
 
 }  // namespace tb

@@ -1,5 +1,6 @@
 // Chunked cross-entropy for the LM head: the loss over tokens x vocab without ever holding the
-// full fp32 logits, computed chunk by chunk over the tokens and recomputed in backward.
+// full fp32 logits, computed chunk by chunk over the tokens and recomputed in backward; and the
+// fused head loss of training, whose forward forms the gradients at once.
 #pragma once
 
 #include <torch/torch.h>
@@ -35,5 +36,21 @@ struct HeadRows {
 torch::Tensor chunkedCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
                                   const torch::Tensor& labels, int64_t chunkTokens = 1024,
                                   const HeadRows& rows = {});
+
+// The same sum of cross-entropies (the arguments as chunkedCrossEntropy's) for training: where an
+// input needs a gradient, forward forms the gradients of the sum right away from each chunk's
+// logits (softmax - onehot, times the head weight and the hidden states) and backward only scales
+// them by grad_output. So the head's three matrix products run once, as in an unfused head, and
+// neither the [tokens, vocab] logits nor their gradient are kept, zero-filled or read again (the
+// unfused loss writes and reads them four times more). Under autocast the products run in its
+// dtype with the softmax in fp32, as autocast's own head and cross_entropy do. Held from forward
+// to backward: the gradients (one [tokens, hidden] in the hidden states' dtype, one [vocab,
+// hidden] fp32 when the weight trains). Without gradients it is chunkedCrossEntropy's forward.
+// scale multiplies the sum (and its gradients: 1 / the loss tokens gives a mean without another
+// pass over the gradients). chunkTokens 0: as many tokens as keep a chunk's logits and their fp32
+// log-softmax near 256 MiB.
+torch::Tensor fusedHeadCrossEntropy(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                    const torch::Tensor& labels, double scale = 1.0,
+                                    int64_t chunkTokens = 0, const HeadRows& rows = {});
 
 }  // namespace tb

@@ -27,16 +27,23 @@ torch::Tensor tokenLoss(const torch::Tensor& logits, const torch::Tensor& labels
 torch::Tensor batchLoss(CausalLM& model, const torch::Tensor& ids, const torch::Tensor& labels,
                         double normaliser, const TrainConfig& config, const PackedRows* packed)
 {
-    if (config.loss != LossKind::Chunked)
+    const bool chunked = config.loss == LossKind::Chunked;
+    const bool fused = !chunked && torch::GradMode::is_enabled() && model.headIsPlain();
+    if (!chunked && !fused)
         return tokenLoss(model.forward(ids, nullptr, packed), labels, normaliser);
-    // The head is applied chunk by chunk inside the loss: [tokens, vocab] logits never exist at
-    // once.
+    // The head is applied inside the loss, chunk by chunk: [tokens, vocab] logits never exist at
+    // once (chunked: recomputed in backward for the least memory; fused: training's gradients
+    // formed in forward, for speed).
     auto hidden = model.forwardHidden(ids, packed);  // [batch, seq, hidden]
     HeadRows rows;  // trainable token rows of the head, added per chunk
-    if (model.trainableTokenIds().defined())
+    if (model.trainableTokenIds().defined() && model.methodEnabled())
         rows = {model.trainableTokenIds(), model.headTokenDelta()};
-    return chunkedCrossEntropy(hidden.reshape({-1, hidden.size(-1)}), model.headWeight(),
-                               labels.reshape({-1}), config.lossChunkTokens, rows) /
+    const auto flat = hidden.reshape({-1, hidden.size(-1)});
+    if (fused)
+        return fusedHeadCrossEntropy(flat, model.headWeight(), labels.reshape({-1}),
+                                     1.0 / normaliser, 0, rows);
+    return chunkedCrossEntropy(flat, model.headWeight(), labels.reshape({-1}),
+                               config.lossChunkTokens, rows) /
            normaliser;
 }
 

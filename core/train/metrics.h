@@ -134,6 +134,7 @@ struct RunPlan {
     int64_t trainableParameters = 0, totalParameters = 0;
     std::string device;                   // "cpu", "cuda:0"
     std::optional<PackingStats> packing;  // packed training sets only
+    std::string precisionPath;            // how the run computes (mixedPrecisionPath's words)
 };
 
 struct TrainSummary {

@@ -1,5 +1,6 @@
-// AdamW and SGD updates written out step by step (the same arithmetic as torch.optim's
-// single-tensor path).
+// AdamW through LibTorch's fused multi-tensor kernel (one pass over each parameter, its gradient
+// and both moments, vectorised and threaded; torch.optim.AdamW(fused=True)), and SGD written out
+// step by step (the arithmetic of torch.optim's single-tensor path).
 #include "train/optimizer.h"
 
 #include "util/error.h"
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 namespace tb {
 
@@ -19,6 +21,8 @@ Optimizer::Optimizer(std::vector<std::pair<std::string, torch::Tensor>> params,
         if (m_options.optimizer == OptimizerKind::AdamW) {
             m_expAvg.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
             m_expAvgSq.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+            // on the parameter's device, as torch.optim keeps it with fused=True
+            m_stepCounts.push_back(torch::zeros({}, p.options().dtype(torch::kFloat32)));
         } else if (m_options.momentum > 0) {
             m_momentum.push_back(
                 torch::Tensor());  // created at the first step, as torch.optim.SGD does
@@ -31,33 +35,54 @@ void Optimizer::step(double lr)
     torch::NoGradGuard noGrad;
     ++m_steps;
     const auto& o = m_options;
+    if (o.optimizer == OptimizerKind::AdamW) {
+        stepAdamW(lr);
+        return;
+    }
     for (size_t i = 0; i < m_params.size(); ++i) {
         auto& p = m_params[i].second;
         auto grad = p.grad();
         if (!grad.defined())
             continue;
         const double wd = m_decay[i] ? o.weightDecay : 0.0;
-        if (o.optimizer == OptimizerKind::AdamW) {
-            p.mul_(1.0 - lr * wd);
-            m_expAvg[i].lerp_(grad, 1.0 - o.beta1);
-            m_expAvgSq[i].mul_(o.beta2).addcmul_(grad, grad, 1.0 - o.beta2);
-            const double bias1 = 1.0 - std::pow(o.beta1, static_cast<double>(m_steps));
-            const double bias2 = 1.0 - std::pow(o.beta2, static_cast<double>(m_steps));
-            auto denom = (m_expAvgSq[i].sqrt() / std::sqrt(bias2)).add_(o.eps);
-            p.addcdiv_(m_expAvg[i], denom, -lr / bias1);
-        } else {
-            auto d = wd > 0 ? grad.add(p, wd) : grad;
-            if (o.momentum > 0) {
-                auto& buf = m_momentum[i];
-                if (!buf.defined())
-                    buf = d.clone().detach();
-                else
-                    buf.mul_(o.momentum).add_(d);
-                d = buf;
-            }
-            p.add_(d, -lr);
+        auto d = wd > 0 ? grad.add(p, wd) : grad;
+        if (o.momentum > 0) {
+            auto& buf = m_momentum[i];
+            if (!buf.defined())
+                buf = d.clone().detach();
+            else
+                buf.mul_(o.momentum).add_(d);
+            d = buf;
         }
+        p.add_(d, -lr);
     }
+}
+
+void Optimizer::stepAdamW(double lr)
+{
+    // The fused kernel takes lists of one device and dtype and one weight decay; its step counts
+    // are float tensors it reads (for the bias corrections) after the caller has advanced them.
+    struct Group {
+        std::vector<torch::Tensor> params, grads, expAvg, expAvgSq, steps;
+    };
+    std::map<std::tuple<std::string, int, bool>, Group> groups;
+    const auto& o = m_options;
+    for (size_t i = 0; i < m_params.size(); ++i) {
+        auto& p = m_params[i].second;
+        if (!p.grad().defined())
+            continue;
+        m_stepCounts[i].add_(1);
+        auto& g = groups[{p.device().str(), static_cast<int>(p.scalar_type()), bool(m_decay[i])}];
+        g.params.push_back(p);
+        g.grads.push_back(p.grad());
+        g.expAvg.push_back(m_expAvg[i]);
+        g.expAvgSq.push_back(m_expAvgSq[i]);
+        g.steps.push_back(m_stepCounts[i]);
+    }
+    for (auto& [key, g] : groups)
+        at::_fused_adamw_(g.params, g.grads, g.expAvg, g.expAvgSq, {}, g.steps, lr, o.beta1,
+                          o.beta2, std::get<2>(key) ? o.weightDecay : 0.0, o.eps,
+                          /*amsgrad=*/false, /*maximize=*/false);
 }
 
 int64_t Optimizer::stateBytes() const
@@ -156,6 +181,8 @@ void Optimizer::loadState(const std::vector<TensorBlob>& blobs, int64_t steps)
             take(name + ".momentum", m_momentum[i], p);
     }
     m_steps = steps;
+    for (auto& count : m_stepCounts)
+        count.fill_(static_cast<double>(steps));
 }
 
 }  // namespace tb

@@ -1,6 +1,6 @@
-// AdamW (decoupled weight decay, as torch.optim.AdamW computes it) and SGD with momentum over named
-// parameters, with state that round-trips through safetensors blobs for exact resume. Internal to
-// core.
+// AdamW (decoupled weight decay, as torch.optim.AdamW computes it, through its fused kernel) and
+// SGD with momentum over named parameters, with state that round-trips through safetensors blobs
+// for exact resume. Internal to core.
 #pragma once
 
 #include "model/safetensors.h"
@@ -38,10 +38,15 @@ public:
     const std::vector<std::pair<std::string, torch::Tensor>>& params() const { return m_params; }
 
 private:
+    void stepAdamW(double lr);
+
     std::vector<std::pair<std::string, torch::Tensor>> m_params;
     std::vector<bool> m_decay;
     OptimOptions m_options;
     std::vector<torch::Tensor> m_expAvg, m_expAvgSq, m_momentum;
+    // AdamW: each parameter's update count (fp32, on its device), advanced only when it has a
+    // gradient, as torch.optim counts per parameter.
+    std::vector<torch::Tensor> m_stepCounts;
     int64_t m_steps = 0;
 };
 

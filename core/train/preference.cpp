@@ -123,6 +123,8 @@ void PreferenceRecipe::setUp()
         useRecordedTrainableTokens(m_config, m_store->readRunInfo());
     installCpuMemoryTracking();
     m_model = prepareModel(m_config);
+    if (m_model.precision.fellBack)
+        warn(m_model.precision.path);
     m_device = m_model.device.str();
     const bool reward = m_config.objective == Objective::Reward;
     m_padId = reward ? rewardPadId(m_config.model, *m_model.tokenizer)
@@ -182,7 +184,7 @@ void PreferenceRecipe::setUp()
                                     plannedSchedule(m_config.optim, m_totalSteps), pairs,
                                     static_cast<int64_t>(m_data.val.pairs.size()),
                                     m_summary.trainableParameters, m_summary.totalParameters,
-                                    m_device, std::nullopt});
+                                    m_device, std::nullopt, m_model.precision.path});
     if (resuming)
         return;
     if (!m_data.val.pairs.empty()) {
@@ -240,7 +242,7 @@ void PreferenceRecipe::restore(const CheckpointLoad& checkpoint)
 AnswerLogps PreferenceRecipe::referenceLogps(const torch::Tensor& ids, const torch::Tensor& labels)
 {
     torch::NoGradGuard noGrad;
-    auto autocast = precisionAutocast(m_model.device, m_config.precision);
+    auto autocast = precisionAutocast(m_model.device, m_model.precision.precision);
     if (m_reference)
         return answerLogps(m_reference->forward(ids, nullptr), labels);
     CausalLM& model = *m_model.module;
@@ -269,7 +271,7 @@ PreferenceRecipe::scorePairs(const PairSet& set, const std::vector<int64_t>& ind
     if (m_config.objective == Objective::Reward) {
         torch::Tensor scores;
         {
-            auto autocast = precisionAutocast(m_model.device, m_config.precision);
+            auto autocast = precisionAutocast(m_model.device, m_model.precision.precision);
             scores = rewardScores(model, m_head, ids, m_padId);
         }
         const auto margins =
@@ -297,7 +299,7 @@ PreferenceRecipe::scorePairs(const PairSet& set, const std::vector<int64_t>& ind
     AnswerLogps policy;
     torch::Tensor chosenNll;
     {
-        auto autocast = precisionAutocast(m_model.device, m_config.precision);
+        auto autocast = precisionAutocast(m_model.device, m_model.precision.precision);
         const auto logits = model.forward(ids, nullptr);  // [rows, width, vocab]
         policy = answerLogps(logits, labels);
         if (m_config.objective == Objective::Orpo) {

@@ -5,6 +5,7 @@
 #include "data/record.h"
 #include "data/store/snapshot.h"
 #include "data/store/store.h"
+#include "model/devices.h"
 #include "model/model_impl.h"
 #include "model/registry.h"
 #include "model/safetensors.h"
@@ -78,7 +79,37 @@ PreparedModel prepareModel(const TrainConfig& config)
     m.tokenizer = loadTokenizer(config.model);
     applyMethod(*m.module, config, m.tokenizer.get(), config.seed);
     m.module->setGradientCheckpointing(config.gradientCheckpointing);
+    m.precision = chooseMixedPrecision(*m.module, m.device, config.precision);
     return m;
+}
+
+PrecisionChoice chooseMixedPrecision(CausalLM& model, const torch::Device& device,
+                                     Precision requested)
+{
+    PrecisionChoice c;
+    c.precision = requested;
+    if (requested == Precision::Fp32) {
+        c.path = "fp32";
+        return c;
+    }
+    const std::string native = device.is_cuda() ? "CUDA" : cpuBf16Instructions();
+    if (requested == Precision::Bf16 && native.empty()) {
+        c.precision = Precision::Fp32;
+        c.fellBack = true;
+        c.path = "fp32: precision bf16 was asked for, but this CPU has no bf16 instructions "
+                 "(AVX512_BF16 or AMX), where bf16 runs slower than fp32";
+        return c;
+    }
+    const std::string half = precisionName(requested);
+    const int64_t before = model.castFrozenLinearWeights(
+        requested == Precision::Bf16 ? torch::kBFloat16 : torch::kHalf);
+    const auto mib = [](int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20); };
+    c.path = half + " autocast" + (device.is_cuda() ? "" : " (" + native + ")") +
+             ": matrix products in " + half + ", trainable weights fp32 masters";
+    if (before > 0)
+        c.path += ", frozen linear weights held in " + half + " (" + mib(before) + " MiB -> " +
+                  mib(before / 2) + " MiB)";
+    return c;
 }
 
 RunExamples runExamples(const TrainConfig& c)

@@ -24,12 +24,25 @@ torch::Device runDevice(const TrainConfig& config);
 AutocastGuard precisionAutocast(const torch::Device& device, Precision precision);
 
 // The base model of a run in fp32 on the run's device, with the run's method applied.
+// The precision a run computes in (chooseMixedPrecision).
+struct PrecisionChoice {
+    Precision precision = Precision::Fp32;  // bf16 asked for may fall back to fp32
+    std::string path;                       // in words, for the run's log and run.json
+    bool fellBack = false;                  // bf16 asked for, but the CPU has no bf16 instructions
+};
+
 struct PreparedModel {
     std::shared_ptr<CausalLM> module;
     std::unique_ptr<Tokenizer> tokenizer;
     torch::Device device{torch::kCPU};
+    PrecisionChoice precision;
 };
 PreparedModel prepareModel(const TrainConfig& config);
+// The precision a run computes in, after its method is applied: fp32 as is; bf16 / fp16 autocast
+// with every frozen linear weight cast once to the half type (trainable weights stay fp32 masters).
+// bf16 on a CPU without bf16 instructions falls back to fp32, with the reason in precisionPath.
+PrecisionChoice chooseMixedPrecision(CausalLM& model, const torch::Device& device,
+                                     Precision requested);
 
 // The examples of a run's data as it selects them: train and general from their files or
 // snapshots, validation from its file or snapshot or the seeded val_ratio split of train.

@@ -97,6 +97,8 @@ void SftRecipe::setUp()
     }
     installCpuMemoryTracking();  // CPU tensor bytes; CUDA has its allocator's statistics
     m_model = prepareModel(m_config);
+    if (m_model.precision.fellBack)
+        warn(m_model.precision.path);
     m_device = m_model.device.str();
     m_memoryAfterLoad = memoryNow();
     m_data = prepareData(m_config, *m_model.tokenizer);
@@ -143,6 +145,7 @@ void SftRecipe::setUp()
         nlohmann::json info =
             runInfo(m_config, m_data, m_totalSteps, m_summary.trainableParameters);
         info["trainable_tokens"] = trainableTokensRecord(*m_model.module, *m_model.tokenizer);
+        info["precision_path"] = m_model.precision.path;
         if (m_group)
             info["dist"] = {{"world_size", m_group->size()},
                             {"backend", m_group->backendName()},
@@ -155,7 +158,7 @@ void SftRecipe::setUp()
                                     plannedSchedule(m_config.optim, m_totalSteps), sequences,
                                     static_cast<int64_t>(m_data.val.sequences.size()),
                                     m_summary.trainableParameters, m_summary.totalParameters,
-                                    m_device, m_summary.packing});
+                                    m_device, m_summary.packing, m_model.precision.path});
     if (resuming)
         return;
     // Before any update: the base model's general loss and the start of the validation curve.
@@ -220,7 +223,7 @@ SftRecipe::Accumulated SftRecipe::accumulateGradients()
         const BatchTensors t = toTensors(*micro[i], m_model.device);
         torch::Tensor loss;
         {
-            auto autocast = precisionAutocast(m_model.device, m_config.precision);
+            auto autocast = precisionAutocast(m_model.device, m_model.precision.precision);
             loss = batchLoss(model, t.ids, t.labels, normaliser, m_config, t.packedRows());
         }
         if (i == 0)
@@ -367,7 +370,7 @@ double SftRecipe::meanLoss(const SequenceSet& set)
     auto& model = *m_model.module;
     const bool wasTraining = model.is_training();
     model.eval();
-    auto autocast = precisionAutocast(m_model.device, m_config.precision);
+    auto autocast = precisionAutocast(m_model.device, m_model.precision.precision);
     const int32_t pad = m_model.tokenizer->eosId().value_or(0);
     double sum = 0;
     int64_t tokens = 0;

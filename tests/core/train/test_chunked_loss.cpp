@@ -1,8 +1,11 @@
-// Chunked cross-entropy: loss and gradients against torch's plain cross_entropy on full logits, and
-// its peak memory against the plain path's, counted by a tracking CPU allocator local to this test.
+// Chunked and fused head cross-entropy: loss and gradients against torch's plain cross_entropy on
+// full logits (and, for the fused loss under bf16 autocast, against autocast's own head and loss),
+// and the chunked loss's peak memory against the plain path's, counted by a tracking CPU allocator
+// local to this test.
 #include "train/chunked_loss.h"
 #include "util/error.h"
 
+#include <ATen/autocast_mode.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
@@ -12,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 namespace {
 
@@ -169,6 +173,12 @@ PeakPair measurePeaks(int64_t tokens, int64_t vocab, int64_t hiddenDim, int64_t 
 
 }  // namespace
 
+// The loss and gradients of a chunked or fused path against the plain path's.
+void checkAgainstPlain(const torch::Tensor& got, const torch::Tensor& want,
+                       const torch::Tensor& gotHidden, const torch::Tensor& wantHidden,
+                       const torch::Tensor& gotWeight, const torch::Tensor& wantWeight,
+                       bool weightTrainable, bool everyLabelIgnored);
+
 class TestChunkedLoss : public QObject {
     Q_OBJECT
 
@@ -177,6 +187,8 @@ private Q_SLOTS:
     void matchesPlainPath();
     void nonContiguousHidden();
     void onlyRequestedGradients();
+    void fusedUnderAutocast();
+    void fusedWithoutGradients();
     void badInputsFail();
     void peakMemoryBelowQuarter();
     void peakMemory150kVocab_data();
@@ -242,20 +254,43 @@ void TestChunkedLoss::matchesPlainPath()
         (torch::randn({vocab, hiddenDim}) * (2.0 / std::sqrt(double(hiddenDim)))).to(weightType);
     const torch::Tensor labels = makeLabels(tokens, vocab, ignoreEvery, ignoreFrom, ignoreTo);
 
-    auto run = [&](bool chunked, torch::Tensor& gradHidden, torch::Tensor& gradWeight) {
+    // path 0: plain; 1: chunked; 2: fused, grad_output scaled; 3: fused with the scale inside.
+    auto run = [&](int path, torch::Tensor& gradHidden, torch::Tensor& gradWeight) {
         torch::Tensor hidden = hiddenInit.clone().requires_grad_(true);
         torch::Tensor weight = weightInit.clone().requires_grad_(weightTrainable);
-        torch::Tensor loss = chunked ? tb::chunkedCrossEntropy(hidden, weight, labels, chunk)
-                                     : plainCrossEntropy(hidden, weight, labels);
-        (loss * gradScale).backward();
+        torch::Tensor loss;
+        if (path == 3) {
+            loss = tb::fusedHeadCrossEntropy(hidden, weight, labels, gradScale, chunk);
+            loss.backward();
+            loss = loss / gradScale;
+        } else {
+            loss = path == 0   ? plainCrossEntropy(hidden, weight, labels)
+                   : path == 1 ? tb::chunkedCrossEntropy(hidden, weight, labels, chunk)
+                               : tb::fusedHeadCrossEntropy(hidden, weight, labels, 1.0, chunk);
+            (loss * gradScale).backward();
+        }
         gradHidden = hidden.grad();
         gradWeight = weight.grad();
         return loss.detach();
     };
-    torch::Tensor wantHidden, wantWeight, gotHidden, gotWeight;
-    const torch::Tensor want = run(false, wantHidden, wantWeight);
-    const torch::Tensor got = run(true, gotHidden, gotWeight);
+    torch::Tensor wantHidden, wantWeight;
+    const torch::Tensor want = run(0, wantHidden, wantWeight);
+    for (int path = 1; path <= 3; ++path) {
+        qInfo() << (path == 1 ? "chunked" : path == 2 ? "fused" : "fused, scale inside");
+        torch::Tensor gotHidden, gotWeight;
+        const torch::Tensor got = run(path, gotHidden, gotWeight);
+        checkAgainstPlain(got, want, gotHidden, wantHidden, gotWeight, wantWeight, weightTrainable,
+                          ignoreEvery == 1);
+        if (QTest::currentTestFailed())
+            return;
+    }
+}
 
+void checkAgainstPlain(const torch::Tensor& got, const torch::Tensor& want,
+                       const torch::Tensor& gotHidden, const torch::Tensor& wantHidden,
+                       const torch::Tensor& gotWeight, const torch::Tensor& wantWeight,
+                       bool weightTrainable, bool everyLabelIgnored)
+{
     QVERIFY(got.scalar_type() == torch::kFloat);
     QCOMPARE(got.dim(), int64_t(0));
     const double lossWant = want.item<double>();
@@ -264,7 +299,7 @@ void TestChunkedLoss::matchesPlainPath()
              qPrintable(QStringLiteral("loss %1 vs plain %2")
                             .arg(lossGot, 0, 'g', 10)
                             .arg(lossWant, 0, 'g', 10)));
-    if (ignoreEvery == 1)
+    if (everyLabelIgnored)
         QCOMPARE(lossGot, 0.0);
 
     compareGrad(gotHidden, wantHidden, "grad hidden");
@@ -310,6 +345,81 @@ void TestChunkedLoss::onlyRequestedGradients()
     QVERIFY(std::abs(loss.item<double>() -
                      plainCrossEntropy(hidden, weightRef, labels).item<double>()) <=
             1e-5 * loss.item<double>());
+}
+
+void TestChunkedLoss::fusedUnderAutocast()
+{
+    // bf16 autocast: the plain path is autocast's own (the head in bf16, its logits taken to fp32
+    // for cross_entropy); the fused loss makes the same casts, so they agree to bf16 rounding.
+    torch::manual_seed(21);
+    const torch::Tensor hiddenInit = torch::randn({70, 48});
+    const torch::Tensor weightInit = torch::randn({300, 48}) * (2.0 / std::sqrt(48.0));
+    const torch::Tensor labels = makeLabels(70, 300, 9, 0, 0);
+    auto run = [&](bool fused, torch::Tensor& gh, torch::Tensor& gw) {
+        torch::Tensor hidden = hiddenInit.clone().requires_grad_(true);
+        torch::Tensor weight = weightInit.clone().requires_grad_(true);
+        at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+        at::autocast::set_autocast_enabled(at::kCPU, true);
+        torch::Tensor loss;
+        if (fused) {
+            loss = tb::fusedHeadCrossEntropy(hidden, weight, labels, 1.0 / 70);
+        } else {
+            const torch::Tensor logits = torch::nn::functional::linear(hidden, weight);
+            loss = torch::nn::functional::cross_entropy(
+                       logits.to(torch::kFloat), labels,
+                       torch::nn::functional::CrossEntropyFuncOptions()
+                           .ignore_index(tb::kIgnoreIndex)
+                           .reduction(torch::kSum)) /
+                   70;
+        }
+        at::autocast::set_autocast_enabled(at::kCPU, false);
+        at::autocast::clear_cache();
+        loss.backward();
+        gh = hidden.grad();
+        gw = weight.grad();
+        return loss.item<double>();
+    };
+    torch::Tensor wantH, wantW, gotH, gotW;
+    const double want = run(false, wantH, wantW);
+    const double got = run(true, gotH, gotW);
+    QVERIFY2(std::abs(got - want) <= 1e-3 * std::abs(want),
+             qPrintable(QStringLiteral("loss %1 vs autocast's %2").arg(got).arg(want)));
+    QVERIFY(gotH.scalar_type() == torch::kFloat && gotW.scalar_type() == torch::kFloat);
+    for (const auto& [g, w, name] :
+         {std::tuple{gotH, wantH, "grad hidden"}, std::tuple{gotW, wantW, "grad weight"}}) {
+        const double scale = maxAbs(w);
+        const double diff = maxAbs(g - w);
+        QVERIFY2(diff <= 2e-2 * scale, qPrintable(QStringLiteral("%1: max |diff| %2, scale %3")
+                                                      .arg(QString::fromLatin1(name))
+                                                      .arg(diff)
+                                                      .arg(scale)));
+    }
+    // And bf16 really ran: an fp32 head gives a different loss in the last digits.
+    const double fp32 = plainCrossEntropy(hiddenInit, weightInit, labels).item<double>() / 70;
+    QVERIFY(std::abs(fp32 - got) > 1e-6 * std::abs(fp32));
+}
+
+void TestChunkedLoss::fusedWithoutGradients()
+{
+    torch::manual_seed(9);
+    const torch::Tensor hidden = torch::randn({20, 8});
+    torch::Tensor weight = torch::randn({30, 8}).requires_grad_(true);
+    torch::Tensor weightRef = weight.detach().clone().requires_grad_(true);
+    const torch::Tensor labels = makeLabels(20, 30, 4, 0, 0);
+    // Frozen hidden states: only the weight's gradient.
+    tb::fusedHeadCrossEntropy(hidden, weight, labels, 0.5, 6).backward();
+    (plainCrossEntropy(hidden, weightRef, labels) * 0.5).backward();
+    compareGrad(weight.grad(), weightRef.grad(), "grad weight (frozen hidden)");
+    // No grad mode (evaluation): the loss alone, without a graph.
+    torch::NoGradGuard noGrad;
+    const torch::Tensor loss = tb::fusedHeadCrossEntropy(hidden, weight, labels, 0.5);
+    QVERIFY(!loss.requires_grad());
+    QVERIFY(std::abs(loss.item<double>() -
+                     0.5 * plainCrossEntropy(hidden, weightRef, labels).item<double>()) <=
+            1e-5 * loss.item<double>());
+    // Bad input is refused as by the chunked loss.
+    QVERIFY_THROWS_EXCEPTION(tb::Error,
+                             tb::fusedHeadCrossEntropy(hidden, weight, labels.clone().fill_(30)));
 }
 
 void TestChunkedLoss::badInputsFail()

@@ -1,0 +1,92 @@
+// Operator profile from LibTorch's Kineto profiler. Kineto reports each operator with its start and
+// end on its thread; an operator's self time is its duration less that of the operators nested
+// directly inside it on the same thread.
+#include "cli/op_profile.h"
+
+#include "util/error.h"
+
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <algorithm>
+#include <map>
+
+namespace tb {
+namespace {
+
+namespace prof = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ProfilerState;
+
+prof::ProfilerConfig profileConfig()
+{
+    return prof::ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/false,
+                                /*profile_memory=*/false);
+}
+
+struct Span {
+    uint64_t start = 0, end = 0;
+    std::string name;
+};
+
+}  // namespace
+
+void startOpProfile()
+{
+    if (prof::profilerEnabled())
+        fail("bench: a profile is running already");
+    const std::set<ActivityType> activities{ActivityType::CPU};
+    prof::prepareProfiler(profileConfig(), activities);
+    prof::enableProfiler(profileConfig(), activities);
+}
+
+std::vector<OpTime> stopOpProfile(int per)
+{
+    const auto result = prof::disableProfiler();
+    std::map<uint64_t, std::vector<Span>> byThread;
+    for (const auto& e : result->events()) {
+        if (e.deviceType() != c10::DeviceType::CPU || e.isAsync() || e.endNs() <= e.startNs())
+            continue;
+        byThread[e.startThreadId()].push_back({e.startNs(), e.endNs(), e.name()});
+    }
+    std::map<std::string, OpTime> totals;
+    for (auto& [thread, spans] : byThread) {
+        // Parents first: by start, the longer span first where two start together.
+        std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+            return a.start != b.start ? a.start < b.start : a.end > b.end;
+        });
+        std::vector<const Span*> open;
+        std::vector<double> self(spans.size());
+        std::vector<size_t> openIndex;
+        for (size_t i = 0; i < spans.size(); ++i) {
+            const Span& s = spans[i];
+            while (!open.empty() && open.back()->end <= s.start) {
+                open.pop_back();
+                openIndex.pop_back();
+            }
+            self[i] = static_cast<double>(s.end - s.start) * 1e-9;
+            if (!open.empty())
+                self[openIndex.back()] -=
+                    static_cast<double>(std::min(s.end, open.back()->end) - s.start) * 1e-9;
+            open.push_back(&s);
+            openIndex.push_back(i);
+        }
+        for (size_t i = 0; i < spans.size(); ++i) {
+            auto& t = totals[spans[i].name];
+            t.name = spans[i].name;
+            t.selfSeconds += self[i];
+            ++t.calls;
+        }
+    }
+    std::vector<OpTime> out;
+    const int n = std::max(per, 1);
+    for (auto& [name, t] : totals) {
+        t.selfSeconds /= n;
+        t.calls /= n;
+        out.push_back(t);
+    }
+    std::sort(out.begin(), out.end(),
+              [](const OpTime& a, const OpTime& b) { return a.selfSeconds > b.selfSeconds; });
+    return out;
+}
+
+}  // namespace tb
