@@ -56,7 +56,8 @@ def random_gpt2(path):
     cfg = transformers.GPT2Config()
     cfg.dtype = torch.float32
     torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(cfg)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    transformers.utils.logging.disable_progress_bar()
     model.save_pretrained(path, safe_serialization=True)
     return model
 
