@@ -39,7 +39,7 @@ import numpy as np
 import torch
 import transformers
 
-from common import ROOT
+from common import ROOT, random_gpt2
 
 # llm.c's main(): the constants replaced, each expected exactly once.
 LLMC_MAIN_PATCHES = [
@@ -49,17 +49,6 @@ LLMC_MAIN_PATCHES = [
     (r"if \(step > 0 && step % 20 == 0\)", "if (0)"),  # sampling text: not a training step
 ]
 LLMC_STEP = re.compile(r"^step (\d+): train loss (\S+) \(took (\S+) ms\)", re.M)
-
-
-def random_gpt2(path):
-    """Saves a random GPT-2 124M (transformers' default GPT2Config, seed 0) as safetensors and returns it."""
-    cfg = transformers.GPT2Config()
-    cfg.dtype = torch.float32
-    torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(cfg).eval()
-    transformers.utils.logging.disable_progress_bar()
-    model.save_pretrained(path, safe_serialization=True)
-    return model
 
 
 def write_llmc_checkpoint(model, path):
@@ -203,7 +192,9 @@ def main():
         os.makedirs(folder)
         compiler = build_llmc(llmc, folder, a.batch, a.seq, a.warmup + a.steps)
         model_dir = os.path.join(tmp, "gpt2-124m-random")
-        model = random_gpt2(model_dir)
+        random_gpt2(model_dir)
+        transformers.utils.logging.disable_progress_bar()
+        model = transformers.GPT2LMHeadModel.from_pretrained(model_dir, dtype=torch.float32).eval()
         write_llmc_checkpoint(model, os.path.join(folder, "gpt2_124M.bin"))
         vocab = model.config.vocab_size
         del model

@@ -1,8 +1,12 @@
-// cudaDeviceCount and the CPU's capabilities through LibTorch.
+// cudaDeviceCount, the CPU's capabilities and its half-precision matmul speed through LibTorch.
 #include "model/devices.h"
 
 #include <ATen/cpu/Utils.h>
 #include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
 
 namespace tb {
 
@@ -23,6 +27,25 @@ std::string cpuBf16Instructions()
     if (has("avx512_bf16"))
         return "AVX512_BF16";
     return {};
+}
+
+double cpuHalfMatmulSpeedup(bool bf16)
+{
+    torch::NoGradGuard noGrad;
+    const auto rate = [](torch::Dtype dtype) {
+        const auto a = torch::randn({512, 512}).to(dtype);
+        const auto b = torch::randn({512, 512}).to(dtype);
+        auto c = torch::mm(a, b);  // warm-up: the library picks and packs its kernel
+        double best = 1e30;
+        for (int rep = 0; rep < 5; ++rep) {
+            const auto t0 = std::chrono::steady_clock::now();
+            c = torch::mm(a, b);
+            best = std::min(
+                best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return 1.0 / best;
+    };
+    return rate(bf16 ? torch::kBFloat16 : torch::kHalf) / rate(torch::kFloat);
 }
 
 }  // namespace tb
