@@ -54,21 +54,17 @@ std::vector<OpTime> stopOpProfile(int per)
         std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
             return a.start != b.start ? a.start < b.start : a.end > b.end;
         });
-        std::vector<const Span*> open;
         std::vector<double> self(spans.size());
-        std::vector<size_t> openIndex;
+        std::vector<size_t> open;  // indices of the spans enclosing the current one
         for (size_t i = 0; i < spans.size(); ++i) {
             const Span& s = spans[i];
-            while (!open.empty() && open.back()->end <= s.start) {
+            while (!open.empty() && spans[open.back()].end <= s.start)
                 open.pop_back();
-                openIndex.pop_back();
-            }
             self[i] = static_cast<double>(s.end - s.start) * 1e-9;
             if (!open.empty())
-                self[openIndex.back()] -=
-                    static_cast<double>(std::min(s.end, open.back()->end) - s.start) * 1e-9;
-            open.push_back(&s);
-            openIndex.push_back(i);
+                self[open.back()] -=
+                    static_cast<double>(std::min(s.end, spans[open.back()].end) - s.start) * 1e-9;
+            open.push_back(i);
         }
         for (size_t i = 0; i < spans.size(); ++i) {
             auto& t = totals[spans[i].name];

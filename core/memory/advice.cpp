@@ -61,8 +61,8 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
         o.loss = "chunked";
         const int64_t t = totalOf(model, method, o);
         if (fits(t))
-            advice.push_back(cat("Use the chunked loss (--loss chunked), which never holds the "
-                                 "whole [tokens, vocab] logits: total ",
+            advice.push_back(cat("Use the chunked loss (--loss chunked), which holds the logits "
+                                 "of one chunk of tokens at a time: total ",
                                  formatBytes(t), "."));
     }
     if (!options.gradientCheckpointing) {

@@ -122,9 +122,6 @@ struct BlockTraining {
     int adapters = 0;  // bottleneck adapters (houlsby 2, pfeiffer 1)
     int64_t adapterWidth = 0;
     bool adapterKeepsInput = false;  // gelu/silu save their input as well as the output
-    // Frozen linear weights held quantised: dequantised again in backward, so autocast keeps no
-    // 16-bit copy of them for the input's gradient.
-    bool quantized = false;
 };
 
 // Saved-for-backward bytes of one block: perToken x tokens + perSequence x batch (naive attention's
@@ -195,7 +192,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
                 // LoRA's A copy is kept for the input's gradient, B's always (A trains).
                 const int64_t loraA = hasLora ? 2 * t.loraRank * l.in : 0;
                 const int64_t loraB = hasLora ? 2 * t.loraRank * l.out : 0;
-                const int64_t base = t.quantized && !t.weights ? 0 : 2 * l.in * l.out;
+                const int64_t base = t.weights ? 2 * l.in * l.out : 0;
                 b.weightCopies += (inGrad ? base + loraA : 0) + loraB;
                 b.weightCopiesTrainable += (t.weights ? 2 * l.in * l.out : 0) + loraA + loraB;
             }
@@ -372,6 +369,11 @@ void quantizedWeights(const ModelConfig& c, const MethodOptions& run, int64_t co
 
 }  // namespace
 
+int64_t fusedLossChunkTokens(int64_t vocab)
+{
+    return std::max<int64_t>(64, (int64_t(256) << 20) / (8 * std::max<int64_t>(vocab, 1)));
+}
+
 MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run,
                               const EstimateOptions& options)
 {
@@ -403,16 +405,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // Parameters, gradients, optimizer states: exact. Quantised layers (frozen) at their packed
     // size, the rest of the frozen parameters in the weight width.
     quantizedWeights(model, run, p.compute, e);
-    e.weightsTrainable = e.trainableParameters * p.weight;
-    e.weightsFrozen = (frozen - e.quantizedParameters) * p.weight + e.quantizedBytes.total();
-    e.weights = e.weightsTrainable + e.weightsFrozen;
-    if (o.zero >= 3)
-        e.weights = shard(e.weights);
     e.masterWeights = 0;
 
     // What trains where.
     BlockTraining trained, frozenBlock;
-    frozenBlock.quantized = run.quant.enabled();
     trained.weights = trained.norms = true;
     int64_t trainedBlocks = 0;  // the last ones
     bool embeddingsTrain = false, headTrains = false, finalNormTrains = false, soft = false;
@@ -450,6 +446,27 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         soft = true;
         break;
     }
+    // Mixed precision holds the frozen linear weights that are not quantised in 16 bits
+    // (train/setup.h, chooseMixedPrecision): the blocks' that do not train and an untied LM head's
+    // base (LoRA's too).
+    const bool loraHead = run.method == Method::Lora && headTrains;
+    const bool head16 = p.autocast && !model.tieWordEmbeddings && (!headTrains || loraHead) &&
+                        !(run.quant.enabled() && run.quant.head);
+    int64_t frozen16 = head16 ? v * h : 0;
+    if (p.autocast && !run.quant.enabled())
+        for (const LinearShape& l : blockLinearShapes(model))
+            frozen16 += (layers - trainedBlocks) * l.out * l.in;
+    e.weightsTrainable = e.trainableParameters * p.weight;
+    e.weightsFrozen = (frozen - e.quantizedParameters - frozen16) * p.weight + 2 * frozen16 +
+                      e.quantizedBytes.total();
+    e.weights = e.weightsTrainable + e.weightsFrozen;
+    if (o.zero >= 3)
+        e.weights = shard(e.weights);
+    // The fused head loss (train/chunked_loss.h): what `loss: full` trains next-token objectives
+    // with unless LoRA sits on the head. Each chunk's logits form the gradients in forward, so no
+    // [tokens, vocab] buffer outlives its chunk and nothing keeps the head's input.
+    const bool fused = o.loss == "full" && !reward && !objective.pairs && !loraHead;
+    const bool fusedHeadGradient = fused && headTrains;  // the head's weight gradient, [v, h]
     // A reward model never runs the LM head: an untied trainable head gets no gradient and so no
     // optimizer state (a tied one still trains as the embedding).
     const int64_t unusedHead =
@@ -500,18 +517,17 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
             perToken += inGrad || finalNormTrains ? p.residual * (h + 2) : 0;
         else
             perToken += (inGrad ? 4 * h + 4 : 0) + (finalNormTrains ? p.residual * h : 0);
-        const bool loraHead = run.method == Method::Lora && headTrains;
-        if (reward)  // the scalar head's input: the logits item
+        if (reward || fused)  // the scalar head's input: the logits item; fused: nothing kept
             ;
         else if (o.loss == "chunked")  // keeps the final norm's output itself (no autocast)
             perToken += inGrad || headTrains ? p.residual * h : 0;
         else
             perToken += p.autocast ? (headTrains ? 1 : 0) * p.compute * h
                                    : (headTrains ? p.residual * h : 0);
-        perToken += loraHead ? run.lora.rank * p.compute : 0;
+        perToken += loraHead && !reward ? run.lora.rank * p.compute : 0;
         // The token rows' head matmul keeps its input (a 16-bit copy under autocast) for the
-        // delta's gradient; the chunked loss keeps the hidden states anyway.
-        if (tokenRows && o.loss != "chunked" && !reward)
+        // delta's gradient; the chunked and fused losses keep or need none.
+        if (tokenRows && o.loss != "chunked" && !fused && !reward)
             perToken += p.autocast ? p.compute * h : p.residual * h;
         perToken += embeddingsTrain ? 8 : 0;  // int64 ids
         perToken += tokenRows ? 8 : 0;        // the rows' int64 slot of each token
@@ -520,12 +536,13 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     };
     const int64_t rotaryTables = 2 * seq * model.headDim * p.residual;
     auto headCopies = [&](bool inGrad) -> int64_t {
+        // (a 16-bit head has no copy; the fused loss's copies live only while it runs)
         if (!p.autocast || reward)
             return 0;
-        const bool loraHead = run.method == Method::Lora && headTrains;
-        return (o.loss != "chunked" && (inGrad || finalNormTrains) ? 2 * v * h : 0) +
+        const bool kept = o.loss != "chunked" && !fused;
+        return (kept && !head16 && (inGrad || finalNormTrains) ? 2 * v * h : 0) +
                (loraHead ? 2 * int64_t(run.lora.rank) * (h + v) : 0) +
-               (tokenRows && o.loss != "chunked" ? 2 * e.trainableTokens * h : 0);
+               (tokenRows && kept ? 2 * e.trainableTokens * h : 0);
     };
     e.activationsHead = headBytes(lastGrad);
 
@@ -581,6 +598,29 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const int64_t forwardSide = p.compute * (s + virtualTokens) + (copied ? 4 * s : 0) + 4 * s;
     e.logits = chunked ? 4 * chunk * v + chunkCopies + 12 * o.batch * o.seq
                        : std::max(3 * 4 * s, forwardSide) * o.batch * v;
+    // The fused loss, per chunk of n tokens: the fp32 logits (16-bit ones beside their fp32 copy),
+    // made log-softmax, softmax and the logits' gradient in place (a 16-bit copy of that under
+    // autocast), and the head weight's gradient formed from it (each chunk's part beside the fp32
+    // sum); autocast's copy of a 32-bit head weight while it runs. Kept for backward: the hidden
+    // states' gradient, the head weight's (in its dtype) and the token rows'.
+    const int64_t realTokens = o.batch * o.seq;
+    const int64_t fusedChunk = std::min(realTokens, fusedLossChunkTokens(v));
+    const bool oneChunk = fusedChunk >= realTokens;
+    const int64_t hiddenGradient = lastGrad || finalNormTrains ? realTokens * h * p.residual : 0;
+    const int64_t headSum = fusedHeadGradient ? 4 * v * h : 0;
+    const int64_t headParts =
+        fusedHeadGradient && !(oneChunk && p.compute == 4) ? p.compute * v * h : 0;
+    const int64_t fusedHeld = hiddenGradient + (fusedHeadGradient ? p.weight * v * h : 0) +
+                              (tokenRows ? 4 * e.trainableTokens * h : 0);
+    // (logsumexp's fp32 temporary covers 64 rows at a time)
+    const int64_t fusedLogits = fusedChunk * v * (p.compute == 4 ? 4 : p.compute + 4) +
+                                4 * std::min<int64_t>(64, fusedChunk) * v +
+                                (oneChunk ? 0 : headSum);
+    const int64_t fusedForward =
+        hiddenGradient + (p.autocast && !head16 ? 2 * v * h : 0) +
+        std::max(fusedLogits, fusedChunk * v * p.compute + headSum + headParts);
+    if (fused)
+        e.logits = std::max(fusedForward, fusedHeld);
 
     // The objective's own bytes: a reference model, the log-probability buffers, a reward head.
     const ObjectiveWidths widths{p.weight,   p.grad,         p.state,   p.compute,
@@ -589,8 +629,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const MemoryItem scores = reward ? rewardScoresItem(model, objective, widths) : MemoryItem{};
     if (reward)
         e.logits = scores.bytes;
-    e.logitsForward = chunked || reward ? e.logits : forwardSide * o.batch * v;
-    e.logitsSaved = chunked || reward ? e.logitsForward : 4 * s * o.batch * v;
+    e.logitsForward = chunked || reward ? e.logits
+                      : fused           ? fusedForward
+                                        : forwardSide * o.batch * v;
+    e.logitsSaved = chunked || reward ? e.logitsForward : fused ? fusedHeld : 4 * s * o.batch * v;
     e.objective = objective.objective;
     e.reference = objective.reference;
     e.sequences = o.batch;
@@ -811,6 +853,18 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
              cat("4 B x ", groupDigits(chunk), " tokens (chunk) x ", groupDigits(v), " vocab",
                  chunkCopies ? " + fp32 copies of the 16-bit head weight/input" : "", " + 12 B x ",
                  groupDigits(o.batch * o.seq), " tokens", eq(e.logits))});
+    else if (fused)
+        e.items.push_back(
+            {"logits", e.logits,
+             "The fused loss forms the gradients while it runs, chunk by chunk: one chunk's "
+             "logits and log-softmax at a time, and the gradients of the hidden states and of "
+             "the head, instead of the whole [tokens, vocab] matrix kept for backward.",
+             cat(p.compute == 4 ? "4 B" : cat("(", p.compute, " + 4 B)"), " x ",
+                 groupDigits(fusedChunk), " tokens (chunk) x ", groupDigits(v), " vocab",
+                 hiddenGradient ? " + the hidden states' gradient" : "",
+                 fusedHeadGradient ? " + the head weight's gradient" : "",
+                 p.autocast && !head16 ? " + a 16-bit copy of the head weight" : "",
+                 eq(e.logits))});
     else
         e.items.push_back({"logits", e.logits,
                            "The loss's fp32 [tokens, vocab] buffers: backward starts with the "

@@ -141,6 +141,10 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
                                       const EstimateOptions& options,
                                       const MemoryEstimate& estimate);
 
+// Tokens per chunk of the fused head loss (train/chunked_loss.h, fusedHeadCrossEntropy): about
+// 256 MiB of logits and their fp32 log-softmax (8 B an entry), at least 64 tokens.
+int64_t fusedLossChunkTokens(int64_t vocab);
+
 // "24GiB", "24G" (binary), "24GB", "80e9", "25769803776" -> bytes. Throws tb::Error quoting the
 // text.
 int64_t parseByteSize(const std::string& text);

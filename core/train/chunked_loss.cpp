@@ -3,6 +3,7 @@
 // The fused head loss: forward forms the gradients from each chunk's logits; backward scales them.
 #include "train/chunked_loss.h"
 
+#include "memory/estimator.h"
 #include "model/causal_lm.h"
 #include "util/error.h"
 
@@ -128,6 +129,8 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
 // backward): per chunk, logits = h W^T in the compute dtype, their fp32 log-softmax gives the loss
 // and, exponentiated in place, softmax; minus the one-hot labels that is d(sum)/d(logits), and
 // two products turn it into the gradients of h and W (and of the trainable rows).
+constexpr int64_t kLogsumexpRows = 64;
+
 struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCrossEntropyFn> {
     static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                  const torch::Tensor& weight, const torch::Tensor& labels,
@@ -164,12 +167,20 @@ struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCross
             torch::Tensor logits = h.mm(w.t());  // [n, vocab]
             if (rows)
                 logits.index_add_(1, rowIds, h.mm(d.t()));
-            torch::Tensor logp = at::log_softmax(logits, 1, torch::kFloat);  // [n, vocab] fp32
+            // The log-softmax in place on the fp32 logits (a copy only of 16-bit ones): one
+            // [n, vocab] fp32 buffer where log_softmax would add a second. logsumexp's own
+            // temporaries are [rows, vocab]: kLogsumexpRows rows at a time keeps them small.
+            torch::Tensor logp = logits.to(torch::kFloat);  // [n, vocab]
             logits = torch::Tensor();
+            for (int64_t r = 0; r < n; r += kLogsumexpRows) {
+                torch::Tensor part = logp.narrow(0, r, std::min(kLogsumexpRows, n - r));
+                part.sub_(part.logsumexp(1, true));
+            }
             loss.sub_(logp.gather(1, lab).sum());
             if (!wantAny)
                 continue;
-            torch::Tensor g = logp.exp_();  // softmax
+            torch::Tensor g = std::move(logp);
+            g.exp_();  // softmax
             g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
             const torch::Tensor gc = g.to(compute);
             g = torch::Tensor();
@@ -185,20 +196,18 @@ struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCross
                     gradHidden.index_copy_(0, idx, gH.to(hidden.scalar_type()));
             }
             const torch::Tensor hs = h.mul(scale);  // the scale on the thin factor
-            if (wantWeight) {
-                torch::Tensor part = gc.t().mm(hs);  // [vocab, hidden]
-                if (gradWeight.defined())
-                    gradWeight.add_(part);
+            // sum += g^T @ hs, in fp32: [vocab, hidden] for the weight, [k, hidden] for the rows
+            auto accumulate = [&hs](torch::Tensor& sum, const torch::Tensor& gT) {
+                torch::Tensor part = gT.mm(hs);
+                if (sum.defined())
+                    sum.add_(part);
                 else
-                    gradWeight = part.to(torch::kFloat);
-            }
-            if (wantDelta) {
-                torch::Tensor part = gRows.t().mm(hs);  // [k, hidden]
-                if (gradDelta.defined())
-                    gradDelta.add_(part);
-                else
-                    gradDelta = part.to(torch::kFloat);
-            }
+                    sum = part.to(torch::kFloat);
+            };
+            if (wantWeight)
+                accumulate(gradWeight, gc.t());
+            if (wantDelta)
+                accumulate(gradDelta, gRows.t());
         }
         if (wantWeight && !gradWeight.defined())  // every label ignored
             gradWeight = torch::zeros(weight.sizes(), fp32);
@@ -300,10 +309,9 @@ torch::Tensor fusedHeadCrossEntropy(const torch::Tensor& hidden, const torch::Te
                                     const torch::Tensor& labels, double scale, int64_t chunkTokens,
                                     const HeadRows& rows)
 {
-    const int64_t vocab = weight.defined() && weight.dim() == 2 ? weight.size(0) : 1;
-    if (chunkTokens == 0)  // logits (up to 4 bytes) and their fp32 log-softmax: 8 bytes an entry
+    if (chunkTokens == 0)  // the estimator's chunk (memory/estimator.h)
         chunkTokens =
-            std::max<int64_t>(64, (int64_t(256) << 20) / (8 * std::max<int64_t>(vocab, 1)));
+            fusedLossChunkTokens(weight.defined() && weight.dim() == 2 ? weight.size(0) : 1);
     const auto [ids, delta] =
         checkHeadLoss("fusedHeadCrossEntropy", hidden, weight, labels, chunkTokens, rows);
     const at::DeviceType type = hidden.device().type();

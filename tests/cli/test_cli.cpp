@@ -174,8 +174,9 @@ void TestCli::trainResumeExport()
                        QStringLiteral("--json")});
     QVERIFY2(r.exitCode == 0, r.err.constData());
     const QList<QByteArray> lines = r.out.trimmed().split('\n');
-    QVERIFY(lines.size() > 2);  // progress lines, then the summary
-    QVERIFY(lines.first().startsWith("eval step 0") || lines.first().startsWith("step "));
+    QVERIFY(lines.size() > 3);  // the precision path, progress lines, then the summary
+    QCOMPARE(lines[0], QByteArray("precision: fp32"));
+    QVERIFY(lines[1].startsWith("eval step 0") || lines[1].startsWith("step "));
     auto j = nlohmann::json::parse(lines.last().toStdString());
     for (const char* key : {"run_dir", "steps", "initial_loss", "final_loss", "val_loss",
                             "trainable_parameters", "tokens_per_second", "peak_memory_bytes"})

@@ -206,7 +206,11 @@ private Q_SLOTS:
                                                            : tb::Method::Prompt;
         run.quant = q;
         tb::EstimateOptions e;
-        e.precision = precision == QStringLiteral("bf16") ? "bf16-mixed" : "fp32";
+        // The precision the run took: bf16 falls back to fp32 on a CPU without bf16 instructions.
+        const bool bf16 = measured.precisionPath.rfind("bf16", 0) == 0;
+        QVERIFY2(bf16 || measured.precisionPath.rfind("fp32", 0) == 0,
+                 measured.precisionPath.c_str());
+        e.precision = bf16 ? "bf16-mixed" : "fp32";
         e.batch = 4;
         e.seq = 256;
         e.cudaOverhead = false;  // CPU: no CUDA context
