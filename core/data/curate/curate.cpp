@@ -18,7 +18,7 @@
 #include <pcre2.h>
 
 #include <algorithm>
-#include <atomic>
+#include <deque>
 #include <map>
 #include <optional>
 #include <thread>
@@ -33,12 +33,6 @@ void checkProgress(const CurateProgress& progress, const std::string& phase, dou
 {
     if (progress && !progress(phase, fraction))
         fail("data ", phase, ": cancelled");
-}
-
-// Live (not removed) records in id order.
-std::vector<StoredRecord> liveRecords(const DataStore& store)
-{
-    return store.records(RecordQuery{});
 }
 
 class Regex {
@@ -289,76 +283,77 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
             .substr(0, 16);
     const bool reuse = store.tokenizerId() == tokenizerId;
 
+    // Streamed: the live records a batch at a time, each batch's uncounted records tokenized on
+    // parallel workers (tokenizers are thread-safe), their counts written, every count tallied;
+    // one transaction, so a cancel leaves the store as it was. Memory: one batch and the tallies.
     checkProgress(progress, "stats", 0);
-    std::vector<StoredRecord> records = liveRecords(store);
-    std::vector<size_t> todo;
-    for (size_t i = 0; i < records.size(); ++i)
-        if (!reuse || records[i].tokenCount < 0)
-            todo.push_back(i);
-    std::vector<DataStore::TokenCount> counts(todo.size());
-    // Parallel workers: tokenizers are thread-safe and this is the slow part of a 100k-record
-    // store.
+    const int64_t total = std::max<int64_t>(1, store.count(RecordQuery{}));
     const unsigned workers = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
-    std::atomic<size_t> done{0};
-    std::atomic<bool> cancelled{false};
-    std::vector<std::string> errors(workers);
-    auto work = [&](unsigned w) {
-        try {
-            RecordMemoTokenizer memo(*tokenizer);  // one per worker: the memo is not shared
-            for (size_t k = w; k < todo.size() && !cancelled; k += workers) {
-                const StoredRecord& r = records[todo[k]];
-                DataStore::TokenCount& c = counts[k];
-                memo.nextRecord();
-                c.recordId = r.id;
-                c.total = int64_t(
-                    tokenizeExample(memo, recordToExample(r.kind, r.fields), options).ids.size());
-                c.perField = json::object();
-                for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields))
-                    c.perField[field] = int64_t(memo.encode(text, false).size());
-                ++done;
-                // The calling thread reports progress as it goes, and so hears a cancel at once.
-                if (w == 0 && k % (1024 * workers) == 0)
-                    checkProgress(progress, "stats",
-                                  0.05 + 0.85 * double(done) / double(todo.size()));
+    std::deque<RecordMemoTokenizer> memos;  // one per worker: a memo is not shared
+    for (unsigned w = 0; w < workers; ++w)
+        memos.emplace_back(*tokenizer);
+    LengthTally totals;
+    std::map<std::string, LengthTally> perField;
+    int64_t seen = 0;
+    store.updateTokenCounts(
+        tokenizerId, 4096, [&](const std::vector<DataStore::CountedRecord>& rows) {
+            std::vector<size_t> todo;
+            for (size_t i = 0; i < rows.size(); ++i)
+                if (!reuse || rows[i].tokenCount < 0)
+                    todo.push_back(i);
+            std::vector<DataStore::TokenCount> counts(todo.size());
+            std::vector<std::string> errors(workers);
+            auto work = [&](unsigned w) {
+                try {
+                    RecordMemoTokenizer& memo = memos[w];
+                    for (size_t k = w; k < todo.size(); k += workers) {
+                        const RecordFields& r = rows[todo[k]].record;
+                        DataStore::TokenCount& c = counts[k];
+                        memo.nextRecord();
+                        c.recordId = r.id;
+                        c.total = int64_t(
+                            tokenizeExample(memo, recordToExample(r.kind, r.fields), options)
+                                .ids.size());
+                        c.perField = json::object();
+                        for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields))
+                            c.perField[field] = int64_t(memo.encode(text, false).size());
+                    }
+                } catch (const std::exception& e) {
+                    errors[w] = e.what();
+                }
+            };
+            std::vector<std::thread> threads;
+            for (unsigned w = 1; w < std::min<size_t>(workers, todo.size()); ++w)
+                threads.emplace_back(work, w);
+            work(0);
+            for (auto& t : threads)
+                t.join();
+            for (const auto& e : errors)
+                if (!e.empty())
+                    fail(e.rfind("data stats", 0) == 0 ? "" : "data stats: ", e);
+            for (size_t i = 0, k = 0; i < rows.size(); ++i) {
+                const bool counted = k < todo.size() && todo[k] == i;
+                const int64_t n = counted ? counts[k].total : rows[i].tokenCount;
+                const json& fields = counted ? counts[k].perField : rows[i].perField;
+                k += counted ? 1 : 0;
+                totals.add(n);
+                if (fields.is_object())
+                    for (const auto& [field, v] : fields.items())
+                        perField[field].add(v.get<int64_t>());
             }
-        } catch (const std::exception& e) {
-            errors[w] = e.what();
-            cancelled = true;
-        }
-    };
-    std::vector<std::thread> threads;
-    for (unsigned w = 1; w < workers; ++w)
-        threads.emplace_back(work, w);
-    work(0);
-    for (auto& t : threads)
-        t.join();
-    for (const auto& e : errors)
-        if (!e.empty())
-            fail(e.rfind("data stats", 0) == 0 ? "" : "data stats: ",
-                 e);  // a cancel says so itself
-    checkProgress(progress, "stats", 0.9);
-    if (!counts.empty())
-        store.setTokenCounts(tokenizerId, counts);
-    report.counted = int64_t(counts.size());
-
-    for (size_t k = 0; k < todo.size(); ++k)
-        records[todo[k]].tokenCount = counts[k].total;
-    std::vector<int64_t> totals;
-    totals.reserve(records.size());
-    for (const auto& r : records)
-        totals.push_back(r.tokenCount);
-    std::map<std::string, std::vector<int64_t>> perField;
-    for (const json& f : store.fieldTokenCounts(RecordQuery{}))
-        if (f.is_object())
-            for (const auto& [field, n] : f.items())
-                perField[field].push_back(n.get<int64_t>());
-    report.records = int64_t(records.size());
-    report.tokens = lengthStats(totals);
-    report.truncated = countOver(totals, maxLength);
-    report.histograms["total"] = histogram(totals, bins);
-    for (auto& [field, values] : perField) {
-        report.perField[field] = lengthStats(values);
-        report.histograms[field] = histogram(values, bins);
+            report.counted += int64_t(counts.size());
+            seen += int64_t(rows.size());
+            // Heard between batches: a cancel rolls the transaction back.
+            checkProgress(progress, "stats", 0.95 * double(seen) / double(total));
+            return counts;
+        });
+    report.records = totals.count();
+    report.tokens = totals.stats();
+    report.truncated = totals.countOver(maxLength);
+    report.histograms["total"] = totals.histogram(bins);
+    for (const auto& [field, values] : perField) {
+        report.perField[field] = values.stats();
+        report.histograms[field] = values.histogram(bins);
     }
     checkProgress(progress, "stats", 1);
     return report;

@@ -9,14 +9,6 @@ namespace tb {
 
 namespace {
 
-// Value at nearest rank ceil(percent * n / 100) of sorted values (n > 0).
-int64_t nearestRank(const std::vector<int64_t>& sorted, int percent)
-{
-    const auto n = static_cast<int64_t>(sorted.size());
-    const int64_t rank = std::max<int64_t>(1, (percent * n + 99) / 100);
-    return sorted[static_cast<size_t>(rank - 1)];
-}
-
 // floor(a / b) for b > 0, also for negative a.
 int64_t floorDiv(int64_t a, int64_t b)
 {
@@ -38,35 +30,69 @@ int64_t nextRoundWidth(int64_t width)
     return 10 * decade;
 }
 
+LengthTally tally(const std::vector<int64_t>& values)
+{
+    LengthTally t;
+    for (const int64_t v : values)
+        t.add(v);
+    return t;
+}
+
 }  // namespace
 
 LengthStats lengthStats(std::vector<int64_t> values)
 {
-    LengthStats stats;
-    if (values.empty())
-        return stats;
-    std::sort(values.begin(), values.end());
-    stats.count = static_cast<int64_t>(values.size());
-    stats.min = values.front();
-    stats.max = values.back();
-    stats.median = nearestRank(values, 50);
-    stats.p95 = nearestRank(values, 95);
-    long double sum = 0;
-    for (const int64_t v : values)
-        sum += v;
-    stats.mean = static_cast<double>(sum / values.size());
-    return stats;
+    return tally(values).stats();
 }
 
 Histogram histogram(const std::vector<int64_t>& values, int bins)
 {
+    return tally(values).histogram(bins);
+}
+
+int64_t countOver(const std::vector<int64_t>& values, int64_t maxLength)
+{
+    return std::count_if(values.begin(), values.end(), [&](int64_t v) { return v > maxLength; });
+}
+
+void LengthTally::add(int64_t value, int64_t times)
+{
+    m_counts[value] += times;
+    m_count += times;
+    m_sum += static_cast<long double>(value) * times;
+}
+
+LengthStats LengthTally::stats() const
+{
+    LengthStats stats;
+    if (m_count == 0)
+        return stats;
+    stats.count = m_count;
+    stats.min = m_counts.begin()->first;
+    stats.max = m_counts.rbegin()->first;
+    // Nearest rank: the value at 1-based rank ceil(p * n / 100) of the sorted values.
+    auto rank = [&](int percent) {
+        const int64_t r = std::max<int64_t>(1, (percent * m_count + 99) / 100);
+        int64_t seen = 0;
+        for (const auto& [value, times] : m_counts)
+            if ((seen += times) >= r)
+                return value;
+        return stats.max;
+    };
+    stats.median = rank(50);
+    stats.p95 = rank(95);
+    stats.mean = static_cast<double>(m_sum / m_count);
+    return stats;
+}
+
+Histogram LengthTally::histogram(int bins) const
+{
     if (bins < 1)
         fail("histogram needs at least 1 bin, got ", bins);
     Histogram h;
-    if (values.empty())
+    if (m_count == 0)
         return h;
-    const auto [lowIt, highIt] = std::minmax_element(values.begin(), values.end());
-    const int64_t low = *lowIt, high = *highIt;
+    const int64_t low = m_counts.begin()->first, high = m_counts.rbegin()->first;
     int64_t width = 1, first = low, count = 1;
     if (high > low) {
         // Smallest round width with (high - first) / width <= bins, the top value closing the last
@@ -82,16 +108,19 @@ Histogram histogram(const std::vector<int64_t>& values, int bins)
     for (int64_t i = 0; i <= count; ++i)
         h.edges[static_cast<size_t>(i)] = first + i * width;
     h.counts.assign(static_cast<size_t>(count), 0);
-    for (const int64_t v : values) {
-        const int64_t bin = std::min(count - 1, (v - first) / width);
-        ++h.counts[static_cast<size_t>(bin)];
+    for (const auto& [value, times] : m_counts) {
+        const int64_t bin = std::min(count - 1, (value - first) / width);
+        h.counts[static_cast<size_t>(bin)] += times;
     }
     return h;
 }
 
-int64_t countOver(const std::vector<int64_t>& values, int64_t maxLength)
+int64_t LengthTally::countOver(int64_t maxLength) const
 {
-    return std::count_if(values.begin(), values.end(), [&](int64_t v) { return v > maxLength; });
+    int64_t over = 0;
+    for (auto it = m_counts.upper_bound(maxLength); it != m_counts.end(); ++it)
+        over += it->second;
+    return over;
 }
 
 }  // namespace tb

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace tb {
@@ -29,5 +30,21 @@ Histogram histogram(const std::vector<int64_t>& values, int bins);
 
 // How many values exceed maxLength (strictly greater).
 int64_t countOver(const std::vector<int64_t>& values, int64_t maxLength);
+
+// The same three summaries of values added one at a time, holding each distinct value once with
+// its count: memory grows with the distinct lengths (a few thousand), not with the records.
+class LengthTally {
+public:
+    void add(int64_t value, int64_t times = 1);
+    int64_t count() const { return m_count; }
+    LengthStats stats() const;
+    Histogram histogram(int bins) const;
+    int64_t countOver(int64_t maxLength) const;
+
+private:
+    std::map<int64_t, int64_t> m_counts;  // value -> how many times it was added
+    int64_t m_count = 0;
+    long double m_sum = 0;
+};
 
 }  // namespace tb

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 
 namespace tb {
 
@@ -767,6 +768,19 @@ void DataStore::replaceScanFlags(const std::string& who,
     m_db->exec("DELETE FROM temp.scan_spill");
 }
 
+namespace {
+
+// The tokenizer id the stored counts belong to (meta's "tokenizer").
+void storeTokenizerId(sql::Database& db, const std::string& tokenizerId)
+{
+    sql::Statement meta(db, "INSERT INTO meta (key, value) VALUES ('tokenizer', ?) "
+                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    meta.bind(1, tokenizerId);
+    meta.run();
+}
+
+}  // namespace
+
 void DataStore::setTokenCounts(const std::string& tokenizerId,
                                const std::vector<TokenCount>& counts)
 {
@@ -776,10 +790,45 @@ void DataStore::setTokenCounts(const std::string& tokenizerId,
         st.bind(1, c.total).bind(2, c.perField.dump()).bind(3, c.recordId);
         st.run();
     }
-    sql::Statement meta(*m_db, "INSERT INTO meta (key, value) VALUES ('tokenizer', ?) "
-                               "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
-    meta.bind(1, tokenizerId);
-    meta.run();
+    storeTokenizerId(*m_db, tokenizerId);
+    tx.commit();
+}
+
+void DataStore::updateTokenCounts(
+    const std::string& tokenizerId, int64_t batch,
+    const std::function<std::vector<TokenCount>(const std::vector<CountedRecord>&)>& count)
+{
+    if (batch < 1)
+        fail(m_path, ": token counts are read in batches of at least 1 record, not ", batch);
+    sql::Transaction tx(*m_db);
+    // Each batch is read to its end before its counts are written, so no read runs across the
+    // updates of the rows it visits.
+    sql::Statement read(*m_db, "SELECT id, kind, fields, token_count, field_tokens FROM records "
+                               "WHERE removed = 0 AND id > ? ORDER BY id LIMIT ?");
+    sql::Statement write(*m_db,
+                         "UPDATE records SET token_count = ?, field_tokens = ? WHERE id = ?");
+    std::vector<CountedRecord> rows;
+    for (int64_t after = std::numeric_limits<int64_t>::min();;) {
+        rows.clear();
+        read.reset();
+        read.bind(1, after).bind(2, batch);
+        while (read.step()) {
+            CountedRecord& r = rows.emplace_back();
+            r.record = {read.int64(0), read.text(1), json::parse(read.text(2))};
+            r.tokenCount = read.int64(3);
+            r.perField = read.isNull(4) ? json() : json::parse(read.text(4));
+        }
+        if (rows.empty())
+            break;
+        after = rows.back().record.id;
+        for (const TokenCount& c : count(rows)) {
+            write.bind(1, c.total).bind(2, c.perField.dump()).bind(3, c.recordId);
+            write.run();
+        }
+        if (int64_t(rows.size()) < batch)
+            break;
+    }
+    storeTokenizerId(*m_db, tokenizerId);
     tx.commit();
 }
 

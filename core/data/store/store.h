@@ -227,6 +227,18 @@ public:
         nlohmann::json perField;  // {"instruction": 12, ...}
     };
     void setTokenCounts(const std::string& tokenizerId, const std::vector<TokenCount>& counts);
+    // The same streamed (data stats): `count` gets the live records in id order, up to `batch` at
+    // a time, each with its stored counts (tokenCount -1 and perField null where it has none), and
+    // returns the counts to store for any of them; the tokenizer id is stored at the end. One
+    // transaction: a throw inside `count` (a cancel) leaves the store as it was.
+    struct CountedRecord {
+        RecordFields record;
+        int64_t tokenCount = -1;
+        nlohmann::json perField;
+    };
+    void updateTokenCounts(
+        const std::string& tokenizerId, int64_t batch,
+        const std::function<std::vector<TokenCount>(const std::vector<CountedRecord>&)>& count);
     std::string tokenizerId() const;  // of the stored counts; "" when none
 
     // --- Reading.

@@ -556,6 +556,22 @@ void TestDataCurate::lengthStatsNearestRank()
     QCOMPARE(tb::lengthStats({}).count, int64_t(0));
     QCOMPARE(tb::countOver({1, 5, 10, 11, 100}, 10), int64_t(2));
     QCOMPARE(tb::countOver({}, 10), int64_t(0));
+    // The tally holds each distinct value once with its count: 1..10 and 10 eleven times more are
+    // 21 values, ranks 1-9 holding 1..9 and ranks 10-21 holding 10.
+    tb::LengthTally tally;
+    for (int64_t v : {5, 1, 4, 2, 3, 10, 7, 8, 6, 9})
+        tally.add(v);
+    tally.add(10, 11);
+    const auto u = tally.stats();
+    QCOMPARE(u.count, int64_t(21));
+    QCOMPARE(u.median, int64_t(10));  // rank ceil(10.5) = 11
+    QCOMPARE(u.p95, int64_t(10));
+    QCOMPARE(u.min, int64_t(1));
+    QCOMPARE(u.mean, (55.0 + 110.0) / 21.0);
+    QCOMPARE(tally.countOver(9), int64_t(12));
+    QCOMPARE(tally.countOver(10), int64_t(0));
+    QCOMPARE(tally.histogram(2).counts, (std::vector<int64_t>{4, 17}));  // [0, 5) and [5, 10]
+    QCOMPARE(tb::LengthTally().stats().count, int64_t(0));
 }
 
 void TestDataCurate::histogramEdges()

@@ -307,6 +307,64 @@ private Q_SLOTS:
         QCOMPARE(tb::tokenStats(*store, kModel, 40, "plain").counted, int64_t(500));
     }
 
+    // The streamed count: every live record once, in id order, over several batches (removed
+    // records skipped) with its stored counts; a throw (a cancel) in a later batch leaves the store
+    // as it was.
+    void tokenCountsStreamInBatches()
+    {
+        QTemporaryDir dir;
+        auto store = DataStore::open(tempPath(dir, "s.tbstore"));
+        tb::importIntoStore(*store, kTiny + "/train.jsonl", {}, "train", "ana");
+        store->applyOperation("filter", "ana", json::object(), json::object(),
+                              {{3, "removed", true}});
+        std::vector<int64_t> visited;
+        auto countAll = [&](const std::vector<DataStore::CountedRecord>& rows) {
+            std::vector<DataStore::TokenCount> out;
+            for (const auto& r : rows) {
+                visited.push_back(r.record.id);
+                out.push_back({r.record.id, 2 * r.record.id, json{{"output", r.record.id % 5}}});
+            }
+            return out;
+        };
+        int batches = 0;
+        QVERIFY(contains(errorOf([&] {
+                             store->updateTokenCounts(
+                                 "t1", 7, [&](const std::vector<DataStore::CountedRecord>& rows) {
+                                     if (++batches == 3)
+                                         tb::fail("data stats: cancelled");
+                                     return countAll(rows);
+                                 });
+                         }),
+                         "cancelled"));
+        QCOMPARE(batches, 3);
+        QCOMPARE(store->tokenizerId(), std::string());
+        for (const auto& r : store->records())
+            QCOMPARE(r.tokenCount, int64_t(-1));  // the first two batches' counts rolled back
+
+        visited.clear();
+        store->updateTokenCounts("t1", 7, countAll);
+        QCOMPARE(visited.size(), size_t(499));
+        QVERIFY(std::is_sorted(visited.begin(), visited.end()));
+        QVERIFY(std::find(visited.begin(), visited.end(), int64_t(3)) == visited.end());
+        QCOMPARE(store->tokenizerId(), std::string("t1"));
+        for (const auto& r : store->records())
+            QCOMPARE(r.tokenCount, 2 * r.id);
+        // The stored counts come back with the records; a batch may store nothing.
+        int64_t rows = 0;
+        store->updateTokenCounts("t1", 64, [&](const std::vector<DataStore::CountedRecord>& batch) {
+            for (const auto& r : batch) {
+                ++rows;
+                if (r.tokenCount != 2 * r.record.id ||
+                    r.perField.value("output", -1) != r.record.id % 5)
+                    tb::fail("record ", r.record.id, " came back with ", r.tokenCount, " ",
+                             r.perField.dump());
+            }
+            return std::vector<DataStore::TokenCount>{};
+        });
+        QCOMPARE(rows, int64_t(499));
+        QVERIFY(contains(errorOf([&] { store->updateTokenCounts("t1", 0, countAll); }), "batches"));
+    }
+
     void splitIsSeededStratifiedAndUndoable()
     {
         QTemporaryDir dir;
