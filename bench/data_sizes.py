@@ -3,7 +3,7 @@ jobs) and prints records vs seconds and peak RSS for dedup, stats and scan, Tune
 
 usage: python bench/data_sizes.py [--sizes 10000,100000,1000000] [--jobs dedup,stats,scan]
                                   [--tunebench build/bin/tunebench] [--baseline OLD_BINARY]
-                                  [--workdir DIR] [--json OUT.json] [--plot OUT.png]
+                                  [--workdir DIR] [--json OUT.json] [--plot OUT.svg]
 --baseline runs another tunebench binary's dedup and scan on the same store after the others (an older build,
 for before/after figures) and checks that it finds the same. Each size's files go to a folder under --workdir
 (default: a temporary one) that is deleted after that size.
@@ -43,29 +43,24 @@ def run_size(a, n, work):
 
 
 def plot(table, jobs, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Seconds and peak RSS against records, log-log, as an SVG (bench/svg_plot.py): a colour per job,
+    Tunebench solid, the peer dashed, an older build (--baseline) dotted-grey."""
+    import svg_plot
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    seconds = svg_plot.Panel("wall seconds", "records", "seconds", log_y=True)
+    memory = svg_plot.Panel("peak RSS", "records", "MiB", log_y=True)
     sizes = sorted(table)
-    for job in jobs:
-        for side, style in (("tunebench", "-o"), ("baseline", ":s"), ("peer", "--^")):
+    legend = []
+    for i, job in enumerate(jobs):
+        colour = svg_plot.COLOURS[i % len(svg_plot.COLOURS)]
+        legend.append((job, colour, False))
+        for side, dashed in (("tunebench", False), ("peer", True), ("baseline", True)):
             pts = [(n, table[n][job][side]) for n in sizes if side in table[n].get(job, {})]
-            if not pts:
-                continue
-            label = f"{job} ({'Tunebench, before' if side == 'baseline' else side.replace('tunebench', 'Tunebench')})"
-            axes[0].plot([p[0] for p in pts], [p[1]["s"] for p in pts], style, label=label)
-            axes[1].plot([p[0] for p in pts], [p[1]["rss_mib"] for p in pts], style, label=label)
-    for ax, title in zip(axes, ("wall seconds", "peak RSS (MiB)")):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("records")
-        ax.set_title(title)
-        ax.grid(True, which="both", alpha=0.3)
-    axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+            c = "#999" if side == "baseline" else colour
+            seconds.add(f"{job} {side}", c, dashed, [(n, r["s"]) for n, r in pts])
+            memory.add(f"{job} {side}", c, dashed, [(n, r["rss_mib"]) for n, r in pts])
+    legend += [("solid: Tunebench", None, False), ("dashed: Python peer", None, False)]
+    svg_plot.write(path, [[seconds, memory]], legend)
 
 
 def main():
@@ -76,7 +71,7 @@ def main():
     ap.add_argument("--baseline", help="an older tunebench binary whose dedup and scan run too")
     ap.add_argument("--workdir")
     ap.add_argument("--json", help="write the table as JSON here")
-    ap.add_argument("--plot", help="write a PNG of seconds and peak RSS against records here (matplotlib)")
+    ap.add_argument("--plot", help="write an SVG of seconds and peak RSS against records here")
     a = ap.parse_args()
     jobs = a.jobs.split(",")
     table, warnings = {}, []

@@ -3,8 +3,10 @@ same training (same model and weights, the same random tokens, AdamW, grad clipp
 count) in the same run on the same machine.
 
 usage: python bench/train_peer.py [--tunebench build/bin/tunebench] [--models stories260k,random-llama-25m]
-                                  [--methods lora,full] [--batch 4] [--seqs 128] [--steps 10] [--warmup 2]
+                                  [--methods lora,full] [--batches 4] [--seqs 128] [--steps 10] [--warmup 2]
                                   [--precisions fp32] [--repeats 1] [--device cpu|cuda] [--json FILE]
+--batches and --seqs take comma-separated lists and run every pair (the scaling grid of docs/benchmarks.md;
+bench/scaling_plot.py draws a --json file of it).
 Models: the bundled stories260k, the random 26.5M Llama and the random GPT-2 124M of bench/common.py, written
 once as model folders both sides load. LoRA: r 8, alpha 16 on q_proj and v_proj (c_attn on GPT-2), the A
 matrices drawn again from seed 1 in parameter order on both sides, so both train the same numbers. bf16 is
@@ -119,7 +121,7 @@ def main():
     ap.add_argument("--models", default="stories260k,random-llama-25m",
                     help="comma-separated: stories260k, random-llama-25m, gpt2-124m")
     ap.add_argument("--methods", default="lora,full")
-    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--batches", "--batch", default="4", help="comma-separated micro-batch sizes")
     ap.add_argument("--seqs", "--seq", default="128", help="comma-separated sequence lengths")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
@@ -137,7 +139,7 @@ def main():
 
     models = a.models.split(",")
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}, "
-          f"batch {a.batch}, {a.steps} timed steps after {a.warmup} warm-up, AdamW, {a.repeats} run(s) of each "
+          f"batches {a.batches}, {a.steps} timed steps after {a.warmup} warm-up, AdamW, {a.repeats} run(s) of each "
           f"side, device {a.device}" + (f" ({torch.cuda.get_device_name()})" if a.device == "cuda" else ""))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,13 +147,14 @@ def main():
                         f"import train_peer; train_peer.make_models({tmp!r}, {models!r})"], check=True)
         paths = {"stories260k": os.path.join(ROOT, "datasets", "models", "stories260k")}
         paths.update({m: os.path.join(tmp, m) for m in models if m != "stories260k"})
-        print(f"{'model':<17} {'method':<6} {'prec':<5} {'seq':>5} {'tunebench tok/s':>16} {'MFU':>6} "
+        print(f"{'model':<17} {'method':<6} {'prec':<5} {'batch':>5} {'seq':>5} {'tunebench tok/s':>16} {'MFU':>6} "
               f"{'HF+PEFT tok/s':>14} {'ratio':>6} {'best':>6} {'RSS ours':>9} {'RSS peer':>9} {'losses':>14}")
         for name in models:
             for method in a.methods.split(","):
                 for precision in a.precisions.split(","):
-                    for seq in map(int, a.seqs.split(",")):
-                        spec = {"model": name, "path": paths[name], "method": method, "batch": a.batch,
+                    for batch, seq in [(b, t) for b in map(int, a.batches.split(","))
+                                       for t in map(int, a.seqs.split(","))]:
+                        spec = {"model": name, "path": paths[name], "method": method, "batch": batch,
                                 "seq": seq, "steps": a.steps, "warmup": a.warmup, "device": a.device,
                                 "precision": precision}
                         ours, theirs = [], []
@@ -167,11 +170,12 @@ def main():
                         agree = len(lo) == len(lp) and worst <= TOLERANCE[precision]
                         rss_o = max(r["peak_resident_bytes"] for r in ours) / 2**30
                         rss_p = max(r["peak_resident_bytes"] for r in theirs) / 2**30
-                        print(f"{name:<17} {method:<6} {precision:<5} {seq:>5} {o_med:>16.0f} "
+                        print(f"{name:<17} {method:<6} {precision:<5} {batch:>5} {seq:>5} {o_med:>16.0f} "
                               f"{100 * ours[0]['mfu']:>5.1f}% {p_med:>14.0f} {o_med / p_med:>6.2f} "
                               f"{o_best / p_best:>6.2f} {rss_o:>7.2f} G {rss_p:>7.2f} G "
                               f"{'equal' if agree else 'DIFFER':>7} {worst:.0e}", flush=True)
-                        rows.append({"model": name, "method": method, "precision": precision, "seq": seq,
+                        rows.append({"model": name, "method": method, "precision": precision, "batch": batch,
+                                     "seq": seq,
                                      "tunebench_tokens_per_s": [r["tokens_per_s"] for r in ours],
                                      "peer_tokens_per_s": [r["tokens_per_s"] for r in theirs],
                                      "ratio_median": o_med / p_med, "ratio_best": o_best / p_best,
@@ -182,7 +186,7 @@ def main():
                                      "peer_peak_resident_bytes": rss_p * 2**30})
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"device": a.device, "batch": a.batch, "rows": rows}, f, indent=1)
+            json.dump({"device": a.device, "rows": rows}, f, indent=1)
     return 0
 
 
