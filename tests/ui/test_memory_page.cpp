@@ -285,8 +285,8 @@ private Q_SLOTS:
         QVERIFY(chart->deviceLineShown());
         // QLoRA holds the frozen base in 4 bits: never more weight bytes than LoRA's bf16 base.
         QVERIFY(bars[4].bytes[0] <= bars[3].bytes[0]);
-        // bf16 (Tunebench's bf16-mixed) keeps the fp32 weights (docs/memory.md, "Byte
-        // conventions").
+        // Full fine-tuning in bf16 (Tunebench's bf16-mixed) keeps fp32 weights: every weight
+        // trains, so none is held in 16 bits (docs/memory.md, "Byte conventions").
         QCOMPARE(bars[0].bytes[0], bars[1].bytes[0]);
         QCOMPARE(bars[1].label, QStringLiteral("Full\nbf16"));
         // Arithmetic only: the seven estimates of a 70B model on the GUI thread.

@@ -6,11 +6,71 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace tb {
 
 using nlohmann::json;
+
+namespace {
+
+// Batches of parsed records from the parsing thread to the inserting one; the parser waits when
+// kDepth batches are queued, so memory stays bounded whatever the file's size.
+class BatchQueue {
+public:
+    static constexpr size_t kBatch = 256;
+    static constexpr size_t kDepth = 16;
+
+    // Moves the batch in (leaving it empty); false once the inserter has failed.
+    bool push(std::vector<NewRecord>& batch)
+    {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [&] { return m_batches.size() < kDepth || m_failed; });
+        if (m_failed)
+            return false;
+        m_batches.push_back(std::move(batch));
+        batch.clear();
+        m_changed.notify_all();
+        return true;
+    }
+    // The next batch; false when the queue is closed and drained, or failed.
+    bool pop(std::vector<NewRecord>& batch)
+    {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [&] { return !m_batches.empty() || m_closed || m_failed; });
+        if (m_failed || m_batches.empty())
+            return false;
+        batch = std::move(m_batches.front());
+        m_batches.pop_front();
+        m_changed.notify_all();
+        return true;
+    }
+    void close() { set(m_closed); }
+    void fail() { set(m_failed); }
+
+private:
+    void set(bool& flag)
+    {
+        const std::lock_guard lock(m_mutex);
+        flag = true;
+        m_changed.notify_all();
+    }
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    std::deque<std::vector<NewRecord>> m_batches;
+    bool m_closed = false, m_failed = false;
+};
+
+// Thrown through importFile when the inserter has failed (its error is the one reported).
+struct InserterStopped {};
+
+}  // namespace
 
 StoreImportReport importIntoStore(DataStore& store, const std::string& path,
                                   const ImportOptions& options, const std::string& split,
@@ -28,20 +88,53 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path,
         store.addRecordsStreaming(
             report.sourceId, who,
             [&](const auto& sink) {
-                report.summary = importFile(
-                    path, options,
-                    [&](ImportedRecord&& r) {
-                        NewRecord n;
-                        n.kind = std::move(r.kind);
-                        n.fields = std::move(r.fields);
-                        n.sourceLine = r.line;
-                        n.sourceOffset = r.byteOffset;
-                        n.chunkIndex = r.chunkIndex;
-                        n.chunkOverlap = r.chunkOverlap;
-                        n.split = split;
-                        sink(n);
-                    },
-                    progress);
+                // Two stages on two cores: this thread reads, parses and checks the rows (and
+                // reports progress, so it hears a cancel); a second one serialises and inserts
+                // them, the store's connection used by one thread at a time. Either stage's error
+                // stops both, and the whole import stays one transaction.
+                BatchQueue queue;
+                std::exception_ptr insertError;
+                std::thread inserter([&] {
+                    try {
+                        std::vector<NewRecord> batch;
+                        while (queue.pop(batch))
+                            for (const NewRecord& n : batch)
+                                sink(n);
+                    } catch (...) {
+                        insertError = std::current_exception();
+                        queue.fail();
+                    }
+                });
+                std::vector<NewRecord> batch;
+                try {
+                    report.summary = importFile(
+                        path, options,
+                        [&](ImportedRecord&& r) {
+                            NewRecord& n = batch.emplace_back();
+                            n.kind = std::move(r.kind);
+                            n.fields = std::move(r.fields);
+                            n.sourceLine = r.line;
+                            n.sourceOffset = r.byteOffset;
+                            n.chunkIndex = r.chunkIndex;
+                            n.chunkOverlap = r.chunkOverlap;
+                            n.split = split;
+                            if (batch.size() == BatchQueue::kBatch && !queue.push(batch))
+                                throw InserterStopped{};
+                        },
+                        progress);
+                    if (!batch.empty())
+                        queue.push(batch);
+                    queue.close();
+                } catch (const InserterStopped&) {
+                    queue.close();
+                } catch (...) {
+                    queue.fail();
+                    inserter.join();
+                    throw;
+                }
+                inserter.join();
+                if (insertError)
+                    std::rethrow_exception(insertError);
             },
             "import", &report.operationId);
     } catch (...) {

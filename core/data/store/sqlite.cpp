@@ -9,6 +9,13 @@ namespace tb::sql {
 
 Database::Database(const std::string& path, bool create) : m_path(path)
 {
+    // SQLite's memory statistics take a global mutex on every allocation; nothing reads them.
+    // (It must be set before SQLite initialises: the first connection does it.)
+    static const bool configured = [] {
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        return true;
+    }();
+    (void)configured;
     const int flags =
         SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
     const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);

@@ -2,6 +2,7 @@
 // review status from annotators' labels, adjudication, snapshots (hash checked with Qt's SHA-256),
 // and kill -9 during writes.
 #include "data/store/snapshot.h"
+#include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "util/error.h"
 
@@ -152,6 +153,19 @@ private Q_SLOTS:
         QVERIFY(contains(errorOf([&] { store->addRecords({bad}, 0, "x"); }),
                          "unknown split \"holdout\""));
         QCOMPARE(store->count(), int64_t(10));  // the failed import left nothing behind
+        // Inserts skip SQLite's CHECK constraints (they hold by construction): the kind is checked
+        // in C++, and the constraints are back for every other write.
+        NewRecord odd = alpaca("x", "y");
+        odd.kind = "essay";
+        QVERIFY(contains(errorOf([&] { store->addRecords({odd}, 0, "x"); }),
+                         "unknown record kind \"essay\""));
+        QVERIFY(contains(errorOf([&] {
+                             store->database().exec(
+                                 "UPDATE records SET kind = 'essay' WHERE id = " +
+                                 std::to_string(ids[0]));
+                         }),
+                         "CHECK constraint failed"));
+        QCOMPARE(store->count(), int64_t(10));
     }
 
     void editsAreRecordedAndUndoable()

@@ -110,19 +110,24 @@ void TestMemoryObjectives::twoSequencesPerPair()
 {
     const auto c = tb::loadModelConfig(kStories);
     QCOMPARE(tb::parameterCount(c), kParams);
-    // 2 pairs of 32 tokens are 4 sequences: the activations and logits of sft at batch 4.
+    // 2 pairs of 32 tokens are 4 sequences: the activations of sft at batch 4, where the pairs'
+    // full loss also keeps the head's input for a training head's gradient (sft's fused loss forms
+    // that gradient in forward), and its three fp32 [tokens, vocab] buffers.
     for (tb::Method m : {tb::Method::Full, tb::Method::Lora}) {
         const auto sft4 = tb::estimateMemory(c, method(m), options("sft", "none", 4));
+        // sft's fused loss: the hidden states' gradient 4 x 128 x 64 beside one fp32 chunk of
+        // 128 x 512 logits and logsumexp's 64 rows (or, full, the head's [512, 64] gradient).
+        QCOMPARE(sft4.logits, int64_t(4 * 128 * 64 + 4 * 128 * 512 + 4 * 64 * 512));
+        const int64_t headInput = m == tb::Method::Full ? 4 * 64 * 128 : 0;
         for (const char* objective : {"dpo", "ipo", "simpo", "orpo"}) {
             const auto ref = std::string(objective) == "dpo" || std::string(objective) == "ipo"
                                  ? "precomputed"
                                  : "none";
             const auto e = tb::estimateMemory(c, method(m), options(objective, ref, 2));
             QCOMPARE(e.sequences, int64_t(4));
-            QCOMPARE(e.activations, sft4.activations);
+            QCOMPARE(e.activations, sft4.activations + headInput);
             // Full loss: 3 fp32 [tokens, vocab] buffers, 3 x 4 x 128 x 512.
             QCOMPARE(e.logits, int64_t(3 * 4 * 128 * 512));
-            QCOMPARE(e.logits, sft4.logits);
             QVERIFY2(
                 contains(item(e, "activations")->explanation, "2 pairs per micro-batch make 4"),
                 item(e, "activations")->explanation.c_str());
@@ -193,7 +198,8 @@ void TestMemoryObjectives::logprobBuffers()
         QCOMPARE(
             tb::estimateMemory(c, method(tb::Method::Lora), options(objective, "none")).logprobs,
             int64_t(4 * 4 * 32 + 4 * 4));
-    // They are alive at backward's start: that phase grows by exactly the buffers.
+    // They are alive at backward's start: that phase grows by exactly the buffers (beyond the
+    // full loss's logits in place of sft's fused ones).
     const auto sft4 = tb::estimateMemory(c, method(tb::Method::Lora), options("sft", "none", 4));
     auto backward = [](const tb::MemoryEstimate& e) {
         for (const auto& p : e.phases)
@@ -201,7 +207,7 @@ void TestMemoryObjectives::logprobBuffers()
                 return p.bytes;
         return int64_t(-1);
     };
-    QCOMPARE(backward(dpo), backward(sft4) + 544);
+    QCOMPARE(backward(dpo), backward(sft4) - sft4.logits + dpo.logits + 544);
 }
 
 void TestMemoryObjectives::rewardHead()
@@ -229,12 +235,12 @@ void TestMemoryObjectives::rewardHead()
     // Under LoRA the LM head never trains, so the activations equal sft's at 4 sequences.
     const auto sft4 = tb::estimateMemory(c, method(tb::Method::Lora), options("sft", "none", 4));
     QCOMPARE(r.activations, sft4.activations);
-    // Full fine-tuning: the tied head trains only as the embedding; the head's input is not kept.
-    // SFT keeps the final norm's output 4h per token for the head's gradient; reward does not.
+    // Full fine-tuning: the tied head trains only as the embedding; the head's input is not kept,
+    // by reward (no LM head) as by SFT (its fused loss forms the head's gradient in forward).
     const auto fullReward =
         tb::estimateMemory(c, method(tb::Method::Full), options("reward", "none"));
     const auto fullSft = tb::estimateMemory(c, method(tb::Method::Full), options("sft", "none", 4));
-    QCOMPARE(fullSft.activations - fullReward.activations, int64_t(4 * 64 * 128));
+    QCOMPARE(fullSft.activations, fullReward.activations);
     QCOMPARE(fullReward.gradients, fullSft.gradients);  // tied: the embedding still trains
     // An untied LM head never runs: no gradient, no state for its [vocab, hidden].
     const auto qwen = tb::loadModelConfig(kData + "llama-3.1-8b.json");
