@@ -276,8 +276,12 @@ void TestTrain::accumulationEqualsLargerBatch()
     const double scale = std::abs(*std::max_element(
         a.begin(), a.end(), [](float x, float y) { return std::abs(x) < std::abs(y); }));
     const double d = maxDiff(a, tunedLogits(two.runDir));
-    // fp32 sums in another order: equal within 1e-5 relative to the largest logit.
-    QVERIFY2(d < 1e-5 * scale, qPrintable(QStringLiteral("%1 vs scale %2").arg(d).arg(scale)));
+    // fp32 sums in another order: equal within 2e-5 relative to the largest logit. (The fused
+    // loss forms softmax as exp(log-softmax); its rounding measured 0.93e-5 and 1.0002e-5 on two
+    // CPUs, the bound 1e-5 it had before it. A different batch differs by more than 7e-5, below.)
+    qInfo("accumulated vs larger batch: largest logit difference %.3g, %.3g of the largest logit",
+          d, d / scale);
+    QVERIFY2(d < 2e-5 * scale, qPrintable(QStringLiteral("%1 vs scale %2").arg(d).arg(scale)));
     QVERIFY(std::abs(one.finalLoss - two.finalLoss) < 1e-5);
     // And a different batch really gives different weights (the comparison can fail).
     auto other = train(
