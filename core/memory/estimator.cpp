@@ -612,9 +612,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         fusedHeadGradient && !(oneChunk && p.compute == 4) ? p.compute * v * h : 0;
     const int64_t fusedHeld = hiddenGradient + (fusedHeadGradient ? p.weight * v * h : 0) +
                               (tokenRows ? 4 * e.trainableTokens * h : 0);
-    // (logsumexp's fp32 temporary covers 64 rows at a time)
+    // (logsumexp's fp32 temporary covers kFusedLossLogsumexpRows rows at a time)
     const int64_t fusedLogits = fusedChunk * v * (p.compute == 4 ? 4 : p.compute + 4) +
-                                4 * std::min<int64_t>(64, fusedChunk) * v +
+                                4 * std::min(kFusedLossLogsumexpRows, fusedChunk) * v +
                                 (oneChunk ? 0 : headSum);
     const int64_t fusedForward =
         hiddenGradient + (p.autocast && !head16 ? 2 * v * h : 0) +

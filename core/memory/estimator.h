@@ -144,6 +144,9 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
 // Tokens per chunk of the fused head loss (train/chunked_loss.h, fusedHeadCrossEntropy): about
 // 256 MiB of logits and their fp32 log-softmax (8 B an entry), at least 64 tokens.
 int64_t fusedLossChunkTokens(int64_t vocab);
+// Rows of a chunk the fused loss takes logsumexp over at once (its fp32 temporary is that many
+// rows of the vocabulary).
+inline constexpr int64_t kFusedLossLogsumexpRows = 64;
 
 // "24GiB", "24G" (binary), "24GB", "80e9", "25769803776" -> bytes. Throws tb::Error quoting the
 // text.

@@ -129,8 +129,6 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
 // backward): per chunk, logits = h W^T in the compute dtype, their fp32 log-softmax gives the loss
 // and, exponentiated in place, softmax; minus the one-hot labels that is d(sum)/d(logits), and
 // two products turn it into the gradients of h and W (and of the trainable rows).
-constexpr int64_t kLogsumexpRows = 64;
-
 struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCrossEntropyFn> {
     static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                  const torch::Tensor& weight, const torch::Tensor& labels,
@@ -169,11 +167,12 @@ struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCross
                 logits.index_add_(1, rowIds, h.mm(d.t()));
             // The log-softmax in place on the fp32 logits (a copy only of 16-bit ones): one
             // [n, vocab] fp32 buffer where log_softmax would add a second. logsumexp's own
-            // temporaries are [rows, vocab]: kLogsumexpRows rows at a time keeps them small.
+            // temporaries are [rows, vocab]: a few rows at a time keeps them small (the
+            // estimator's kFusedLossLogsumexpRows).
             torch::Tensor logp = logits.to(torch::kFloat);  // [n, vocab]
             logits = torch::Tensor();
-            for (int64_t r = 0; r < n; r += kLogsumexpRows) {
-                torch::Tensor part = logp.narrow(0, r, std::min(kLogsumexpRows, n - r));
+            for (int64_t r = 0; r < n; r += kFusedLossLogsumexpRows) {
+                torch::Tensor part = logp.narrow(0, r, std::min(kFusedLossLogsumexpRows, n - r));
                 part.sub_(part.logsumexp(1, true));
             }
             loss.sub_(logp.gather(1, lab).sum());

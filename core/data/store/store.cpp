@@ -9,7 +9,6 @@
 
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -337,19 +336,26 @@ DataStore::Inserted DataStore::insertRecords(
     // fields are nlohmann's own output. Skipped for these inserts only.
     // A larger page cache while the rows go in (8 MiB instead of 2): the pages the history rows
     // and the indexes touch stay in memory instead of spilling to the WAL and being read back.
+    int64_t cacheSize = 0;
+    {
+        sql::Statement st(*m_db, "PRAGMA cache_size");
+        if (st.step())
+            cacheSize = st.int64(0);
+    }
     m_db->exec("PRAGMA ignore_check_constraints = ON");
     m_db->exec("PRAGMA cache_size = -8192");
     struct Restore {
         sql::Database& db;
+        int64_t cacheSize;
         ~Restore()
         {
             try {
                 db.exec("PRAGMA ignore_check_constraints = OFF");
-                db.exec("PRAGMA cache_size = -2000");
+                db.exec("PRAGMA cache_size = " + std::to_string(cacheSize));
             } catch (...) {
             }
         }
-    } restore{*m_db};
+    } restore{*m_db, cacheSize};
     const std::string at = now();
     sql::Statement insert(
         *m_db,
@@ -380,8 +386,7 @@ DataStore::Inserted DataStore::insertRecords(
     produce([&](const NewRecord& r) {
         if (!isKnownSplit(r.split))
             tb::fail(m_path, ": unknown split \"", r.split, "\" (train, validation or general)");
-        if (std::find(std::begin(kRecordKinds), std::end(kRecordKinds), r.kind) ==
-            std::end(kRecordKinds))
+        if (!isRecordKind(r.kind))
             tb::fail(m_path, ": unknown record kind \"", r.kind,
                      "\" (alpaca, chat, prompt-completion or text)");
         insert.bind(1, r.kind).bind(2, r.fields.dump());
@@ -849,7 +854,7 @@ void DataStore::updateTokenCounts(
             CountedRecord& r = rows.emplace_back();
             r.record = {read.int64(0), read.text(1), json::parse(read.text(2))};
             r.tokenCount = read.int64(3);
-            r.perField = read.isNull(4) ? json() : json::parse(read.text(4));
+            r.perField = parseOrNull(read, 4);
         }
         if (rows.empty())
             break;
