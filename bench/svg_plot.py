@@ -2,7 +2,8 @@
 
 A figure is a grid of panels; a panel is a title, axis labels and series, each series a label, a colour, solid
 or dashed, and (x, y) points. The x axis is logarithmic (ticks at the data's x values); the y axis linear from
-0, or logarithmic.
+0 (or from a given floor), or logarithmic. x ticks are the data's x values unless given; markers can be left off
+for long series such as loss curves.
 """
 import math
 
@@ -37,8 +38,9 @@ def _number(v):
 
 
 class Panel:
-    def __init__(self, title, x_label, y_label, log_y=False):
+    def __init__(self, title, x_label, y_label, log_y=False, x_ticks=None, y_floor=0.0, markers=True):
         self.title, self.x_label, self.y_label, self.log_y = title, x_label, y_label, log_y
+        self.x_ticks, self.y_floor, self.markers = x_ticks, y_floor, markers
         self.series = []  # (label, colour, dashed, [(x, y)])
 
     def add(self, label, colour, dashed, points):
@@ -60,8 +62,9 @@ class Panel:
                 ly0, ly1 = ly0 - 0.5, ly0 + 0.5
             fy = lambda v: (math.log10(max(v, 10 ** ly0)) - ly0) / (ly1 - ly0)  # noqa: E731
         else:
-            ticks = _linear_ticks(max(ys) * 1.05)
-            fy = lambda v: v / ticks[-1]  # noqa: E731
+            floor = self.y_floor
+            ticks = [floor + t for t in _linear_ticks((max(ys) - floor) * 1.05)]
+            fy = lambda v: (v - floor) / (ticks[-1] - floor)  # noqa: E731
         left, right = x0 + MARGIN_L, x0 + PANEL_W - MARGIN_R
         top, bottom = y0 + MARGIN_T, y0 + PANEL_H - MARGIN_B
 
@@ -77,7 +80,7 @@ class Panel:
             y = py(t)
             out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#ddd"/>')
             out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_number(t)}</text>')
-        for x in xs:
+        for x in self.x_ticks or xs:
             out.append(f'<line x1="{px(x):.1f}" y1="{bottom}" x2="{px(x):.1f}" y2="{bottom + 4}" stroke="#444"/>')
             out.append(f'<text x="{px(x):.1f}" y="{bottom + 16}" text-anchor="middle">{_number(x)}</text>')
         out.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" fill="none" '
@@ -90,7 +93,7 @@ class Panel:
             path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
             dash = ' stroke-dasharray="6,4"' if dashed else ""
             out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
-            for x, y in pts:
+            for x, y in pts if self.markers else []:
                 out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}"/>')
 
 

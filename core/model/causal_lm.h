@@ -54,10 +54,12 @@ struct KVCache {
     void keepRows(const torch::Tensor& rows);
 };
 
-// y = x W^T + b, as torch's linear; one fp32 row on the CPU without autograd (a decoding step)
-// splits W's rows over the intra-op threads, since a matrix-vector product is bound by reading W.
+// y = x W^T + b, as torch's linear. Up to kFewRowsMax rows of x on the CPU without autograd (a
+// decoding step), fp32 or bf16, take the few-rows kernels with W's rows split over the intra-op
+// threads (linearTakesFewRows), since such a product is bound by reading W.
 torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w,
                             const torch::Tensor& b = {});
+bool linearTakesFewRows(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
 // A linear layer with Hugging Face naming (weight, bias) and an optional LoRA branch (lora_A,
 // lora_B). transposed = false: W stored [out, in] as nn.Linear; true: [in, out] as GPT-2's Conv1D.

@@ -2,85 +2,91 @@
 // adapter.
 #include "model/causal_lm.h"
 
+#include "model/few_rows_kernel.h"
 #include "quant/quant_linear.h"
 #include "util/error.h"
 
 #include <ATen/autocast_mode.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tb {
 
-namespace {
-
-// Decoding feeds one token at a time: y = W x is a matrix-vector product bound by reading W, and
-// MKL's sgemv keeps it to one core. Splitting W's rows over the intra-op threads reads it with
-// every core. Only for one fp32 row on the CPU without autograd, and matrices of at least 1 MiB,
-// where the split pays for its synchronisation. (This file is compiled with OpenMP where LibTorch's
-// own runtime is found, which is what makes at::parallel_for parallel here: its OpenMP code is
-// inline in the header.)
-// Batched decoding feeds a few rows (a token of each of 2 to 8 sequences). For those, MKL's x W^T
-// copies all of W into its packed layout at every call, which costs more than the product when W
-// comes from memory, as a decoding step's weights do (the 32,000 x 384 head, 4 rows, one core:
-// 5.6 ms against 2.4 ms for W x^T, which reads W as it lies). So a few rows take W x^T for
-// matrices of 512 KiB and more, split over the threads as one row is: 4 rows of the 25M Llama
-// decode 1.7 times as fast on one core (every matrix of it is 576 KiB or more). From 16 rows on
-// MKL's packing pays for itself; below 512 KiB the split's overhead outweighs the gain.
-constexpr int64_t kFewRowsMax = 8;
-
-bool rowParallelCase(const torch::Tensor& x, const torch::Tensor& w)
+// Decoding feeds one token of each sequence at a time: y = x W^T for 1 to kFewRowsMax rows of x, a
+// product bound by reading W (once per step, from memory for a model larger than the cache). MKL
+// keeps a matrix-vector product to one core, and for a few rows copies all of W into its packed
+// layout at every call, which costs more than the product. So these rows take our own kernels
+// (model/few_rows_kernel.h), which read W as it lies, several rows of W against up to four rows of
+// x at once, with W's rows split over the intra-op threads for matrices of 512 KiB and more, where
+// the split pays for its synchronisation. Only on the CPU without autograd, for fp32 weights or
+// bf16 weights with bf16 input (accumulated in fp32, as LibTorch's bf16 product does). (This file
+// is compiled with OpenMP where LibTorch's own runtime is found, which is what makes
+// at::parallel_for parallel here: its OpenMP code is inline in the header.)
+bool linearTakesFewRows(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
 {
-    if (!x.device().is_cpu() || x.scalar_type() != torch::kFloat32 ||
-        w.scalar_type() != torch::kFloat32 || x.dim() == 0 || x.size(-1) != w.size(1) ||
-        (torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad())))
+    if (!x.device().is_cpu() || !w.device().is_cpu() || w.dim() != 2 || x.dim() == 0 ||
+        x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() ||
+        (w.scalar_type() != torch::kFloat32 && w.scalar_type() != torch::kBFloat16) ||
+        (b.defined() && b.scalar_type() != w.scalar_type()) ||
+        (torch::GradMode::is_enabled() &&
+         (x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad()))))
         return false;
     const int64_t rows = x.numel() / w.size(1);
-    if (rows == 1)
-        return w.numel() >= (int64_t(1) << 18) && at::get_num_threads() > 1;
-    return rows >= 2 && rows <= kFewRowsMax && w.numel() >= (int64_t(1) << 17);
+    return rows >= 1 && rows <= kFewRowsMax && w.size(1) > 0;
 }
 
-// y = x W^T (+ b) for one row x (W x, one single-threaded sgemv per part) or a few rows (W x^T, one
-// single-threaded sgemm per part), W's rows split over the threads.
-torch::Tensor rowParallelLinear(const torch::Tensor& x, const torch::Tensor& w,
-                                const torch::Tensor& b)
+namespace {
+
+torch::Tensor fewRowsLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
 {
-    // Detached, and the mode set again inside: the worker threads do not inherit this thread's grad
-    // or inference mode.
-    const int64_t n = x.numel() / w.size(1);
-    const torch::Tensor v = x.detach().reshape({n, w.size(1)}).contiguous();
+    const int64_t in = w.size(1);
+    const int64_t outFeatures = w.size(0);
+    const int64_t n = x.numel() / in;
+    const bool bf16 = w.scalar_type() == torch::kBFloat16;
+    // Detached: the worker threads do not inherit this thread's grad or inference mode, and the
+    // kernels need only the data.
+    const torch::Tensor v = x.detach().reshape({n, in}).to(torch::kFloat32).contiguous();
     const torch::Tensor wc = w.detach().contiguous();
-    const torch::Tensor bias = b.defined() ? b.detach() : b;
-    // [out] for one row, else y^T [out, n]
-    torch::Tensor y =
-        n == 1 ? torch::empty({w.size(0)}, x.options()) : torch::empty({w.size(0), n}, x.options());
-    const int64_t rows = w.size(0);
-    const int64_t grain = (rows + at::get_num_threads() - 1) / at::get_num_threads();
-    const bool inference = c10::InferenceMode::is_enabled();
-    at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-        c10::InferenceMode mode(inference);  // this thread's mode, as the caller's
-        torch::NoGradGuard noGrad;
-        auto part = y.narrow(0, begin, end - begin);
-        auto wPart = wc.narrow(0, begin, end - begin);
-        if (n == 1)
-            at::mv_out(part, wPart, v.view({w.size(1)}));
-        else
-            at::mm_out(part, wPart, v.t());
-        if (bias.defined())
-            part.add_(n == 1 ? bias.narrow(0, begin, end - begin)
-                             : bias.narrow(0, begin, end - begin).unsqueeze(1));
-    });
+    const torch::Tensor bias = b.defined() ? b.detach().contiguous() : b;
+    torch::Tensor y = torch::empty({n, outFeatures}, x.options().dtype(torch::kFloat32));
+    const float* xp = v.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    auto part = [&](int64_t begin, int64_t end) {
+        if (bf16) {
+            fewRowsProductBf16(
+                xp, n, in, reinterpret_cast<const uint16_t*>(wc.data_ptr<at::BFloat16>()),
+                bias.defined() ? reinterpret_cast<const uint16_t*>(bias.data_ptr<at::BFloat16>())
+                               : nullptr,
+                begin, end, yp, outFeatures);
+        } else {
+            fewRowsProduct(xp, n, in, wc.data_ptr<float>(),
+                           bias.defined() ? bias.data_ptr<float>() : nullptr, begin, end, yp,
+                           outFeatures);
+        }
+    };
+    const int64_t bytes = w.numel() * static_cast<int64_t>(w.element_size());
+    const int threads = at::get_num_threads();
+    if (threads > 1 && bytes >= (int64_t(1) << 19)) {
+        // Whole blocks of 16 of W's rows to each thread.
+        const int64_t blocks = (outFeatures + 15) / 16;
+        at::parallel_for(0, blocks, (blocks + threads - 1) / threads, [&](int64_t b0, int64_t b1) {
+            part(b0 * 16, std::min(b1 * 16, outFeatures));
+        });
+    } else {
+        part(0, outFeatures);
+    }
     auto shape = x.sizes().vec();
-    shape.back() = w.size(0);
-    return n == 1 ? y.view(shape) : y.t().contiguous().view(shape);
+    shape.back() = outFeatures;
+    return (bf16 ? y.to(torch::kBFloat16) : y).view(shape);
 }
 
 }  // namespace
 
 torch::Tensor linearForward(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
 {
-    return rowParallelCase(x, w) ? rowParallelLinear(x, w, b)
-                                 : torch::nn::functional::linear(x, w, b);
+    return linearTakesFewRows(x, w, b) ? fewRowsLinear(x, w, b)
+                                       : torch::nn::functional::linear(x, w, b);
 }
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool hasBias, bool isTransposed)

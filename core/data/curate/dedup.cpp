@@ -100,62 +100,65 @@ constexpr uint64_t kWordSeed = 0xbb67ae8584caa73bULL;
 constexpr uint64_t kShingleSeed = 0x3c6ef372fe94f82bULL;
 constexpr uint64_t kBandSeed = 0xa54ff53a5f1d36f1ULL;
 
-// uint64 hashes of normalised texts -> the first record index with that hash; open addressing
-// with linear probing in two flat arrays (12 bytes a slot, at most 70 % full).
+// Hashes of normalised texts -> the first record index with that hash; open addressing with
+// linear probing in one flat array of 8-byte slots, at most 70 % full. A slot keeps 32 bits of the
+// 64-bit hash, which also choose its home slot (multiply-shift, so the capacity need not be a power
+// of two), and the record index. Two texts whose hashes agree in those bits read as one hash, which
+// the caller settles by comparing the texts, as it does a collision of the whole hash (about a
+// hundred such pairs among a million records, each one more text read): exact, at two thirds of the
+// memory of full keys.
 class ExactTable {
 public:
     // Sized for `expected` entries up front, so that a correct guess never rehashes (a rehash
     // holds the old and the new arrays at once: half again the table at its peak).
     explicit ExactTable(int64_t expected = 0)
     {
-        size_t capacity = 1024;
-        while (10 * static_cast<size_t>(std::max<int64_t>(expected, 0)) > 7 * capacity)
-            capacity *= 2;
-        rehash(capacity);
+        rehash(capacityFor(static_cast<size_t>(std::max<int64_t>(expected, 0))));
     }
 
     // The index stored under key; or, when there is none, stores `index` there and returns -1.
     int32_t findOrInsert(uint64_t key, int32_t index)
     {
-        if (10 * (m_used + 1) > 7 * m_keys.size())
-            rehash(2 * m_keys.size());
-        const size_t slot = find(m_keys, m_values, key);
-        if (m_values[slot] >= 0)
-            return m_values[slot];
-        m_keys[slot] = key;
-        m_values[slot] = index;
+        if (10 * (m_used + 1) > 7 * m_slots.size())
+            rehash(capacityFor(2 * m_used + 2));
+        const auto tag = static_cast<uint32_t>(key >> 32);
+        const size_t slot = find(m_slots, tag);
+        if (m_slots[slot].value >= 0)
+            return m_slots[slot].value;
+        m_slots[slot] = {tag, index};
         ++m_used;
         return -1;
     }
 
 private:
-    static size_t find(const std::vector<uint64_t>& keys, const std::vector<int32_t>& values,
-                       uint64_t key)
+    struct Slot {
+        uint32_t tag = 0;
+        int32_t value = -1;  // -1: empty
+    };
+
+    static size_t capacityFor(size_t entries)
     {
-        const size_t mask = keys.size() - 1;
-        size_t slot = static_cast<size_t>(key) & mask;
-        while (values[slot] >= 0 && keys[slot] != key)
-            slot = (slot + 1) & mask;
+        return std::max<size_t>(1024, entries * 10 / 7 + 1);
+    }
+
+    static size_t find(const std::vector<Slot>& slots, uint32_t tag)
+    {
+        size_t slot = static_cast<size_t>((static_cast<uint64_t>(tag) * slots.size()) >> 32);
+        while (slots[slot].value >= 0 && slots[slot].tag != tag)
+            slot = slot + 1 == slots.size() ? 0 : slot + 1;
         return slot;
     }
 
     void rehash(size_t capacity)
     {
-        std::vector<uint64_t> keys(capacity, 0);
-        std::vector<int32_t> values(capacity, -1);
-        for (size_t s = 0; s < m_keys.size(); ++s) {
-            if (m_values[s] < 0)
-                continue;
-            const size_t slot = find(keys, values, m_keys[s]);
-            keys[slot] = m_keys[s];
-            values[slot] = m_values[s];
-        }
-        m_keys.swap(keys);
-        m_values.swap(values);
+        std::vector<Slot> slots(capacity);
+        for (const Slot& s : m_slots)
+            if (s.value >= 0)
+                slots[find(slots, s.tag)] = s;
+        m_slots.swap(slots);
     }
 
-    std::vector<uint64_t> m_keys;
-    std::vector<int32_t> m_values;  // -1: empty slot
+    std::vector<Slot> m_slots;
     size_t m_used = 0;
 };
 
@@ -464,24 +467,36 @@ DedupResult findDuplicates(int64_t count, const std::function<void(const TextSin
     std::vector<std::pair<uint32_t, uint32_t>> member;
     std::vector<uint32_t> runStart{0};
     {
-        std::vector<std::pair<uint64_t, uint32_t>> byKey;  // (key, position), one band's
+        // (key, position) of one band in 12 bytes, not a std::pair's padded 16.
+        struct KeyAt {
+            uint32_t high, low, position;
+            bool operator<(const KeyAt& o) const
+            {
+                return high != o.high ? high < o.high
+                       : low != o.low ? low < o.low
+                                      : position < o.position;
+            }
+            bool sameKey(const KeyAt& o) const { return high == o.high && low == o.low; }
+        };
+        std::vector<KeyAt> byKey;
         for (size_t b = 0; b < bandFiles.size(); ++b) {
             step(0.8 + 0.1 * static_cast<double>(b) / static_cast<double>(bandFiles.size()), n);
             byKey.clear();
             byKey.reserve(nearRecord.size());
             bandFiles[b]->forEach([&](uint64_t position, uint64_t key) {
-                byKey.emplace_back(key, static_cast<uint32_t>(position));
+                byKey.push_back({static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key),
+                                 static_cast<uint32_t>(position)});
             });
             bandFiles[b].reset();
             std::sort(byKey.begin(), byKey.end());
             for (size_t a = 0; a < byKey.size();) {
                 size_t e = a + 1;
-                while (e < byKey.size() && byKey[e].first == byKey[a].first)
+                while (e < byKey.size() && byKey[e].sameKey(byKey[a]))
                     ++e;
                 if (e - a >= 2) {
                     const auto run = static_cast<uint32_t>(runStart.size() - 1);
                     for (size_t k = a; k < e; ++k)
-                        member.emplace_back(byKey[k].second, run);
+                        member.emplace_back(byKey[k].position, run);
                     runStart.push_back(runStart.back() + static_cast<uint32_t>(e - a));
                 }
                 a = e;

@@ -173,6 +173,7 @@ class TestDataCurate : public QObject {
 private Q_SLOTS:
     void normalisesText();
     void exactDuplicatesAndClusters();
+    void exactDuplicatesAmongManyTexts();
     void nearDuplicatesMatchExactJaccard();
     void nearAndExactTogether();
     void dedupOptionsAndCancel();
@@ -239,6 +240,29 @@ void TestDataCurate::exactDuplicatesAndClusters()
     // Empty and whitespace-only texts are copies of each other.
     const auto blanks = tb::findDuplicates({"", " ", "\n\t"}, options);
     QCOMPARE(blanks.exactDuplicates, int64_t(2));
+}
+
+// 300,000 distinct texts, then a copy (in upper case) of every 1,000th: the exact table keeps 32
+// bits of each 64-bit hash, so among 300,000 texts about ten pairs of different texts share them
+// (n^2 / 2^33); each must be told apart by comparing the texts, never reported as a copy.
+void TestDataCurate::exactDuplicatesAmongManyTexts()
+{
+    constexpr int kDistinct = 300000;
+    std::vector<std::string> texts;
+    texts.reserve(kDistinct + kDistinct / 1000);
+    for (int i = 0; i < kDistinct; ++i)
+        texts.push_back("record number " + std::to_string(i) + " of the set");
+    for (int i = 0; i < kDistinct; i += 1000)
+        texts.push_back("RECORD NUMBER " + std::to_string(i) + " OF THE SET");
+    tb::DedupOptions options;  // exact only
+    const auto r = tb::findDuplicates(texts, options);
+    QCOMPARE(r.records, int64_t(texts.size()));
+    QCOMPARE(r.exactDuplicates, int64_t(kDistinct / 1000));
+    QCOMPARE(r.duplicates.size(), size_t(kDistinct / 1000));
+    for (size_t k = 0; k < r.duplicates.size(); ++k) {
+        QCOMPARE(r.duplicates[k].index, int64_t(kDistinct + k));
+        QCOMPARE(r.duplicates[k].keptIndex, int64_t(1000 * k));
+    }
 }
 
 void TestDataCurate::nearDuplicatesMatchExactJaccard()
