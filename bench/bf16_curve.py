@@ -88,10 +88,10 @@ def main():
         if args.plot:
             panels = []
             for r in rows:
-                p = svg_plot.Panel(f"{r['method']}: loss per step", "step", "loss",
-                                   x_ticks=[1, 2, 5, 10, 20, 50, 100, 200], y_floor=0.0, markers=False)
                 low = min(min(r["fp32"]["losses"]), min(r["bf16"]["losses"]))
-                p.y_floor = float(int(low))
+                p = svg_plot.Panel(f"{r['method']}: loss per step", "step", "loss",
+                                   x_ticks=[1, 2, 5, 10, 20, 50, 100, 200], y_floor=float(int(low)),
+                                   markers=False)
                 p.add("fp32", svg_plot.COLOURS[0], False, list(enumerate(r["fp32"]["losses"], 1)))
                 p.add("bf16", svg_plot.COLOURS[1], True, list(enumerate(r["bf16"]["losses"], 1)))
                 panels.append(p)

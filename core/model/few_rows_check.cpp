@@ -2,7 +2,11 @@
 #include "model/few_rows_check.h"
 
 #include "model/causal_lm.h"
+#include "model/few_rows_linear.h"
 #include "util/error.h"
+
+#include <cmath>
+#include <string>
 
 namespace tb {
 
@@ -27,16 +31,7 @@ FewRowsCheck checkFewRowsKernel(int64_t rows, int64_t in, int64_t out, bool bf16
 
     const torch::Tensor xf = x.to(torch::kFloat32).contiguous();
     torch::Tensor y = torch::full({rows, out}, std::nan(""), torch::kFloat32);
-    if (bf16) {
-        fewRowsProductBf16(xf.data_ptr<float>(), rows, in,
-                           reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()),
-                           bias ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>())
-                                : nullptr,
-                           0, out, y.data_ptr<float>(), out, isa);
-    } else {
-        fewRowsProduct(xf.data_ptr<float>(), rows, in, w.data_ptr<float>(),
-                       bias ? b.data_ptr<float>() : nullptr, 0, out, y.data_ptr<float>(), out, isa);
-    }
+    fewRowsProductOf(xf, w, b, 0, out, y, isa);
 
     FewRowsCheck check;
     // NaN (an output the kernel never wrote) compares as the largest difference.

@@ -190,14 +190,15 @@ void product(const float* x, int64_t rows, int64_t in, const W* w, const W* bias
     const int64_t step = rows == 1 ? kLanes : 4;
     int64_t o = begin;
     for (; o + step <= end; o += step) {
-        const W* ahead = o + 2 * step <= end ? w + (o + step) * in : nullptr;
-        if (rows == 1 && ahead)
-            block<kLanes, 1, true>(x, in, w + o * in, bias ? bias + o : nullptr, y + o, ldy, ahead);
-        else if (rows == 1)
-            block<kLanes, 1, false>(x, in, w + o * in, bias ? bias + o : nullptr, y + o, ldy,
-                                    ahead);
+        const W* wo = w + o * in;
+        const W* bo = bias ? bias + o : nullptr;
+        const W* ahead = o + 2 * step <= end ? wo + step * in : nullptr;
+        if (rows > 1)
+            rowsAgainst<4>(x, rows, in, wo, bo, y + o, ldy, ahead);
+        else if (ahead)
+            block<kLanes, 1, true>(x, in, wo, bo, y + o, ldy, ahead);
         else
-            rowsAgainst<4>(x, rows, in, w + o * in, bias ? bias + o : nullptr, y + o, ldy, ahead);
+            block<kLanes, 1, false>(x, in, wo, bo, y + o, ldy, ahead);
     }
     for (; o < end; ++o)
         rowsAgainst<1>(x, rows, in, w + o * in, bias ? bias + o : nullptr, y + o, ldy,

@@ -2,7 +2,7 @@
 // adapter.
 #include "model/causal_lm.h"
 
-#include "model/few_rows_kernel.h"
+#include "model/few_rows_linear.h"
 #include "quant/quant_linear.h"
 #include "util/error.h"
 
@@ -36,6 +36,23 @@ bool linearTakesFewRows(const torch::Tensor& x, const torch::Tensor& w, const to
     return rows >= 1 && rows <= kFewRowsMax && w.size(1) > 0;
 }
 
+void fewRowsProductOf(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                      int64_t begin, int64_t end, torch::Tensor& y, FewRowsIsa isa)
+{
+    const int64_t rows = x.size(0), in = x.size(1), ldy = y.size(1);
+    if (w.scalar_type() == torch::kBFloat16) {
+        fewRowsProductBf16(
+            x.data_ptr<float>(), rows, in,
+            reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>()),
+            b.defined() ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()) : nullptr,
+            begin, end, y.data_ptr<float>(), ldy, isa);
+    } else {
+        fewRowsProduct(x.data_ptr<float>(), rows, in, w.data_ptr<float>(),
+                       b.defined() ? b.data_ptr<float>() : nullptr, begin, end, y.data_ptr<float>(),
+                       ldy, isa);
+    }
+}
+
 namespace {
 
 torch::Tensor fewRowsLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b)
@@ -44,27 +61,12 @@ torch::Tensor fewRowsLinear(const torch::Tensor& x, const torch::Tensor& w, cons
     const int64_t outFeatures = w.size(0);
     const int64_t n = x.numel() / in;
     const bool bf16 = w.scalar_type() == torch::kBFloat16;
-    // Detached: the worker threads do not inherit this thread's grad or inference mode, and the
-    // kernels need only the data.
+    // Detached: the kernels read only the data, on threads that know nothing of autograd.
     const torch::Tensor v = x.detach().reshape({n, in}).to(torch::kFloat32).contiguous();
     const torch::Tensor wc = w.detach().contiguous();
     const torch::Tensor bias = b.defined() ? b.detach().contiguous() : b;
     torch::Tensor y = torch::empty({n, outFeatures}, x.options().dtype(torch::kFloat32));
-    const float* xp = v.data_ptr<float>();
-    float* yp = y.data_ptr<float>();
-    auto part = [&](int64_t begin, int64_t end) {
-        if (bf16) {
-            fewRowsProductBf16(
-                xp, n, in, reinterpret_cast<const uint16_t*>(wc.data_ptr<at::BFloat16>()),
-                bias.defined() ? reinterpret_cast<const uint16_t*>(bias.data_ptr<at::BFloat16>())
-                               : nullptr,
-                begin, end, yp, outFeatures);
-        } else {
-            fewRowsProduct(xp, n, in, wc.data_ptr<float>(),
-                           bias.defined() ? bias.data_ptr<float>() : nullptr, begin, end, yp,
-                           outFeatures);
-        }
-    };
+    auto part = [&](int64_t begin, int64_t end) { fewRowsProductOf(v, wc, bias, begin, end, y); };
     const int64_t bytes = w.numel() * static_cast<int64_t>(w.element_size());
     const int threads = at::get_num_threads();
     if (threads > 1 && bytes >= (int64_t(1) << 19)) {
