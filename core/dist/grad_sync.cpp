@@ -2,6 +2,8 @@
 // ZeRO shards.
 #include "dist/grad_sync.h"
 
+#include "dist/grad_norm.h"
+
 #include "util/error.h"
 
 #include <torch/csrc/autograd/function_hook.h>
@@ -207,7 +209,7 @@ double GradSync::clipGradNorm(double maxNorm)
     torch::Tensor squares = torch::zeros({1}, torch::kFloat64);
     for (const auto& [name, s] : m_segments)
         if (s.grad().defined())
-            squares += s.grad().to(torch::kFloat64).pow(2).sum().cpu();
+            squares += squaresF64(s.grad()).cpu();
     m_group.allreduceSum({squares}, "the gradient norm's all-reduce");
     const double total = std::sqrt(squares.cpu().item<double>());
     if (maxNorm > 0 && std::isfinite(total) && total > maxNorm) {

@@ -3,6 +3,7 @@
 // step by step (the arithmetic of torch.optim's single-tensor path).
 #include "train/optimizer.h"
 
+#include "dist/grad_norm.h"
 #include "util/error.h"
 
 #include <cmath>
@@ -105,13 +106,14 @@ void Optimizer::zeroGrad()
 double Optimizer::clipGradNorm(double maxNorm)
 {
     torch::NoGradGuard noGrad;
-    std::vector<torch::Tensor> norms;
+    // In float64, as ZeRO's sharded norm adds the same squares (dist/grad_norm.h).
+    std::vector<torch::Tensor> squares;
     for (auto& [name, p] : m_params)
         if (p.grad().defined())
-            norms.push_back(p.grad().to(torch::kFloat32).norm());
-    if (norms.empty())
+            squares.push_back(squaresF64(p.grad()));
+    if (squares.empty())
         return 0.0;
-    const double total = torch::stack(norms).norm().item<double>();
+    const double total = std::sqrt(torch::stack(squares).sum().item<double>());
     if (maxNorm > 0 && std::isfinite(total) && total > maxNorm) {
         const double scale = maxNorm / (total + 1e-6);
         for (auto& [name, p] : m_params)

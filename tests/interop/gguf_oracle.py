@@ -205,9 +205,31 @@ def check_case(case, report):
     return logits
 
 
+def _plain_cpu_buffers():
+    """llama.cpp's model defaults without its extra buffer types (weights repacked for AMX or interleaved
+    kernels): the plain ggml CPU path, the same reference on every machine. Its AMX path dies with SIGILL or
+    SIGSEGV on a Q8_0 file on machines whose CPU flags show AMX but whose kernel grants no tile state (seen
+    on a 2-core Xeon VM, with llama.cpp's own Q8_0 quantisation of the same model too)."""
+    import llama_cpp
+
+    low = llama_cpp.llama_cpp
+    if getattr(low, "_tunebench_plain", False):
+        return
+    default = low.llama_model_default_params
+
+    def plain():
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    low.llama_model_default_params = plain  # what llama_cpp.Llama reads its model defaults from
+    low._tunebench_plain = True
+
+
 def llama_cpp_model(path, **extra):
     import llama_cpp
 
+    _plain_cpu_buffers()
     n_ctx = 64
     return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, logits_all=True, verbose=False, n_threads=2, n_batch=n_ctx,
                            type_k=0, type_v=0, **extra)  # GGML_TYPE_F32: no f16 rounding in the KV cache

@@ -23,6 +23,9 @@ inline QByteArray runOracleScript(const QString& script, const QStringList& args
     // machine.
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("1"));
+    // No progress bars: a failure's message is the end of stderr, which they would fill.
+    env.insert(QStringLiteral("TQDM_DISABLE"), QStringLiteral("1"));
+    env.insert(QStringLiteral("HF_HUB_DISABLE_PROGRESS_BARS"), QStringLiteral("1"));
     p.setProcessEnvironment(env);
     p.start(QStringLiteral(TB_PYTHON),
             QStringList{QStringLiteral(TB_SOURCE_DIR "/tests/interop/") + script} + args);
@@ -31,10 +34,13 @@ inline QByteArray runOracleScript(const QString& script, const QStringList& args
         return {};
     }
     if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
-        // The end of stderr: a traceback's last lines say what failed (progress bars come before).
-        *error = QStringLiteral("%1 %2 failed:\n%3")
-                     .arg(script, args.value(0),
-                          QString::fromUtf8(p.readAllStandardError().right(1500)));
+        // How it ended, then the end of stderr: a traceback's last lines say what failed.
+        const QString how = p.exitStatus() == QProcess::NormalExit
+                                ? QStringLiteral("exit code %1").arg(p.exitCode())
+                                : QStringLiteral("crashed");
+        *error = QStringLiteral("%1 %2 failed (%3):\n%4")
+                     .arg(script, args.value(0), how,
+                          QString::fromUtf8(p.readAllStandardError().right(900)));
         return {};
     }
     return p.readAllStandardOutput();

@@ -341,9 +341,15 @@ void TestDist::zeroStagesEqualZero0()
     for (int zero : {1, 2}) {
         const QString z = dir.filePath(QStringLiteral("z%1").arg(zero));
         // Element-wise the same AdamW arithmetic on the same summed gradients; only the gradient
-        // norm is summed in another order (over shards): within 1e-6.
-        QVERIFY(maxLossDiff(losses(z0), losses(z)) < 1e-6);
-        QVERIFY(maxDiff(trainable(z0), trainable(z)) < 1e-6);
+        // norm's squares are added in another order (over shards), in float64 on both sides, so
+        // the clipping factor rounds the same (dist/grad_norm.h): in practice bit for bit (in
+        // fp32 the factors differed by an ulp, and Adam took that to 1.4e-5 by step 5).
+        const double loss = maxLossDiff(losses(z0), losses(z));
+        const double weights = maxDiff(trainable(z0), trainable(z));
+        qInfo("ZeRO-%d vs ZeRO-0: loss %.3g, weights %.3g (max abs difference)", zero, loss,
+              weights);
+        QVERIFY2(loss < 1e-6, qPrintable(QString::number(loss)));
+        QVERIFY2(weights < 1e-6, qPrintable(QString::number(weights)));
         // Per rank, exactly half of ZeRO-0's optimizer states (46,304 trainable parameters:
         // one bucket, an even count, no padding); ZeRO-2 halves the gradients too.
         const int64_t states0 = measured(z0, QStringLiteral("optimizer_states"));
