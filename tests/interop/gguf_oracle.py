@@ -207,9 +207,9 @@ def check_case(case, report):
 
 def _plain_cpu_buffers():
     """llama.cpp's model defaults without its extra buffer types (weights repacked for AMX or interleaved
-    kernels): the plain ggml CPU path, the same reference on every machine. Its AMX path dies with SIGILL or
-    SIGSEGV on a Q8_0 file on machines whose CPU flags show AMX but whose kernel grants no tile state (seen
-    on a 2-core Xeon VM, with llama.cpp's own Q8_0 quantisation of the same model too)."""
+    kernels): the plain ggml CPU path, the same reference on every machine. With them, evaluating a Q8_0 file
+    died with SIGSEGV or SIGILL on a 2-vCPU Xeon with AMX (llama.cpp's own Q8_0 quantisation of the same model
+    too, so not the file; LibTorch's oneDNN ran AMX-BF16 on that machine; the cause was not chased)."""
     import llama_cpp
 
     low = llama_cpp.llama_cpp
