@@ -3,6 +3,7 @@
 // rotary embeddings and cached attention.
 #include "model/causal_lm.h"
 
+#include "model/decode_ops.h"
 #include "model/safetensors.h"
 #include "util/error.h"
 
@@ -445,6 +446,8 @@ torch::Tensor ropeInvFreq(const ModelConfig& c)
 
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
 {
+    if (ropeTakesFused(x, cos, sin))  // a decoding step's few positions (model/decode_ops.h)
+        return fusedRope(x, cos, sin);
     const int64_t half = x.size(-1) / 2;
     auto x1 = x.narrow(-1, 0, half);
     auto x2 = x.narrow(-1, half, half);

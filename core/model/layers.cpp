@@ -2,6 +2,7 @@
 // adapter.
 #include "model/causal_lm.h"
 
+#include "model/decode_ops.h"
 #include "model/few_rows_linear.h"
 #include "quant/quant_linear.h"
 #include "util/error.h"
@@ -230,7 +231,9 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double epsilon) : eps(epsilon)
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x)
 {
     // As transformers does: statistics in fp32, scale applied after casting back to the input
-    // dtype.
+    // dtype. A decoding step's few rows in one loop (model/decode_ops.h).
+    if (rmsNormTakesFused(x, weight))
+        return fusedRmsNorm(x, weight, eps);
     auto xf = x.to(torch::kFloat32);
     auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
     xf = xf * torch::rsqrt(variance + eps);

@@ -1,0 +1,137 @@
+// RMSNorm and the rotary embedding of a few rows, as plain loops (see decode_ops.h). Each
+// element's arithmetic is LibTorch's, operator by operator: in fp32 a product, a product and a
+// sum, each rounded (this file is compiled without contraction into fused multiply-adds, the
+// ISO default); in bf16 each operator's result rounded to bf16 as LibTorch's bf16 kernels do.
+#include "model/decode_ops.h"
+
+#include "model/few_rows_kernel.h"
+
+#include <cmath>
+
+namespace tb {
+namespace {
+
+bool needsNoGradient(std::initializer_list<const torch::Tensor*> tensors)
+{
+    if (!torch::GradMode::is_enabled())
+        return true;
+    for (const torch::Tensor* t : tensors)
+        if (t->requires_grad())
+            return false;
+    return true;
+}
+
+bool fusedDtype(torch::ScalarType t)
+{
+    return t == torch::kFloat32 || t == torch::kBFloat16;
+}
+
+// fp32 in, fp32 out, the arithmetic in T: float, or c10::BFloat16 (each operator rounds).
+template <typename T> T roundTo(float v)
+{
+    return static_cast<T>(v);
+}
+
+template <typename T>
+void rmsNormRows(const T* x, const T* w, T* y, int64_t rows, int64_t dim, float eps)
+{
+    for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * dim;
+        T* yr = y + r * dim;
+        double squares = 0;
+        for (int64_t i = 0; i < dim; ++i) {
+            const float v = static_cast<float>(xr[i]);
+            squares += static_cast<double>(v * v);  // the square rounded to fp32, as pow(2)
+        }
+        const float variance = static_cast<float>(squares / static_cast<double>(dim));
+        const float inverse = 1.0f / std::sqrt(variance + eps);
+        for (int64_t i = 0; i < dim; ++i) {
+            const T normed = roundTo<T>(static_cast<float>(xr[i]) * inverse);
+            yr[i] = w[i] * normed;
+        }
+    }
+}
+
+template <typename T>
+void ropeRows(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+              torch::Tensor& out)
+{
+    const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3);
+    const int64_t half = dim / 2;
+    const T* xp = x.data_ptr<T>();
+    const T* cp = cos.data_ptr<T>();
+    const T* sp = sin.data_ptr<T>();
+    T* op = out.data_ptr<T>();
+    const bool perRow = cos.dim() == 4;  // [batch, 1, seq, dim]
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t s = 0; s < seq; ++s) {
+                const T* xr = xp + b * x.stride(0) + h * x.stride(1) + s * x.stride(2);
+                const int64_t table = (perRow ? b * seq + s : s) * dim;
+                const T* c = cp + table;
+                const T* sn = sp + table;
+                T* o = op + ((b * heads + h) * seq + s) * dim;
+                for (int64_t i = 0; i < dim; ++i) {
+                    const T rotated = i < half ? static_cast<T>(-xr[i + half]) : xr[i - half];
+                    const T a = xr[i] * c[i];
+                    const T r = rotated * sn[i];
+                    o[i] = a + r;
+                }
+            }
+}
+
+}  // namespace
+
+bool rmsNormTakesFused(const torch::Tensor& x, const torch::Tensor& w)
+{
+    if (!x.device().is_cpu() || !w.device().is_cpu() || x.dim() == 0 || w.dim() != 1 ||
+        x.size(-1) != w.size(0) || w.size(0) == 0 || x.scalar_type() != w.scalar_type() ||
+        !fusedDtype(x.scalar_type()) || !needsNoGradient({&x, &w}))
+        return false;
+    // The positions of a decoding step (a q/k norm, which sees each head as a row, only for a
+    // few heads).
+    const int64_t rows = x.numel() / w.size(0);
+    return rows >= 1 && rows <= kFewRowsMax;
+}
+
+torch::Tensor fusedRmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps)
+{
+    const torch::Tensor xc = x.contiguous(), wc = w.contiguous();
+    torch::Tensor y = torch::empty_like(xc);
+    const int64_t dim = w.size(0), rows = xc.numel() / dim;
+    if (x.scalar_type() == torch::kFloat32)
+        rmsNormRows(xc.data_ptr<float>(), wc.data_ptr<float>(), y.data_ptr<float>(), rows, dim,
+                    static_cast<float>(eps));
+    else
+        rmsNormRows(xc.data_ptr<c10::BFloat16>(), wc.data_ptr<c10::BFloat16>(),
+                    y.data_ptr<c10::BFloat16>(), rows, dim, static_cast<float>(eps));
+    return y;
+}
+
+bool ropeTakesFused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    if (!x.device().is_cpu() || !cos.defined() || !sin.defined() || !cos.device().is_cpu() ||
+        !sin.device().is_cpu() || x.dim() != 4 || x.size(3) % 2 != 0 || x.stride(3) != 1 ||
+        !fusedDtype(x.scalar_type()) || cos.scalar_type() != x.scalar_type() ||
+        sin.scalar_type() != x.scalar_type() || !cos.is_contiguous() || !sin.is_contiguous() ||
+        cos.sizes() != sin.sizes() || !needsNoGradient({&x, &cos, &sin}))
+        return false;
+    const int64_t batch = x.size(0), seq = x.size(2), dim = x.size(3);
+    const bool shared = cos.dim() == 2 && cos.size(0) == seq && cos.size(1) == dim;
+    const bool perRow = cos.dim() == 4 && cos.size(0) == batch && cos.size(1) == 1 &&
+                        cos.size(2) == seq && cos.size(3) == dim;
+    return (shared || perRow) && batch * seq >= 1 && batch * seq <= kFewRowsMax;
+}
+
+torch::Tensor fusedRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    torch::Tensor out =
+        torch::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+    if (x.scalar_type() == torch::kFloat32)
+        ropeRows<float>(x, cos, sin, out);
+    else
+        ropeRows<c10::BFloat16>(x, cos, sin, out);
+    return out;
+}
+
+}  // namespace tb

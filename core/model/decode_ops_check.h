@@ -1,0 +1,26 @@
+// Torch-free check of decoding's fused RMSNorm and rotary embedding (model/decode_ops.h) against
+// the LibTorch operators they stand in for: what test_decode_ops calls.
+#pragma once
+
+#include <cstdint>
+
+namespace tb {
+
+struct DecodeOpsCheck {
+    double maxAbsDiff = 0;           // fused against the layer's LibTorch path, on the same values
+    double maxAbsOutput = 0;         // max |y| of the LibTorch path
+    bool tookFused = false;          // the layer took the fused path for these (no gradient needed)
+    bool fusedWithGradient = false;  // ... and with an input that needs a gradient (must be false)
+};
+
+// RMSNorm (RMSNormImpl, eps 1e-5) of x [rows, dim] ~ N(0, 3) with a weight ~ N(1, 0.5), fp32 or
+// bf16.
+DecodeOpsCheck checkFusedRmsNorm(int64_t rows, int64_t dim, bool bf16, uint64_t seed);
+
+// applyRope of x [batch, heads, seq, dim], a transposed view of [batch, seq, heads, dim] as the
+// attention passes it, with tables of real rotary angles (positions 5.. and base 10000) shared by
+// the rows ([seq, dim]) or per row ([batch, 1, seq, dim], each row at its own offset).
+DecodeOpsCheck checkFusedRope(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool perRow,
+                              bool bf16, uint64_t seed);
+
+}  // namespace tb

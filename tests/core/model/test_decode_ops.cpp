@@ -1,0 +1,88 @@
+// Decoding's fused RMSNorm and rotary embedding (model/decode_ops.h) against the LibTorch
+// operators they replace: fp32 and bf16, sizes on and off the vector width, shared and per-row
+// rotary tables, and the guards (an input that needs a gradient, too many rows) that keep the
+// fused path to decoding.
+#include "model/decode_ops_check.h"
+
+#include <QtTest>
+
+#include <cmath>
+
+class TestDecodeOps : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void rmsNormMatchesLibTorch_data()
+    {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("dim");
+        QTest::addColumn<bool>("bf16");
+        QTest::addColumn<bool>("fused");
+        for (bool bf16 : {false, true}) {
+            const char* p = bf16 ? "bf16" : "fp32";
+            QTest::newRow(QByteArray(p).append(" 1 x 384").constData()) << 1 << 384 << bf16 << true;
+            QTest::newRow(QByteArray(p).append(" 3 x 67").constData()) << 3 << 67 << bf16 << true;
+            QTest::newRow(QByteArray(p).append(" 16 x 4096").constData())
+                << 16 << 4096 << bf16 << true;
+            QTest::newRow(QByteArray(p).append(" 16 x 16").constData()) << 16 << 16 << bf16 << true;
+            QTest::newRow(QByteArray(p).append(" 17 x 64 (LibTorch's)").constData())
+                << 17 << 64 << bf16 << false;
+        }
+    }
+
+    void rmsNormMatchesLibTorch()
+    {
+        QFETCH(int, rows);
+        QFETCH(int, dim);
+        QFETCH(bool, bf16);
+        QFETCH(bool, fused);
+        const tb::DecodeOpsCheck c = tb::checkFusedRmsNorm(rows, dim, bf16, 11);
+        QCOMPARE(c.tookFused, fused);
+        QVERIFY(!c.fusedWithGradient);
+        QVERIFY(c.maxAbsOutput > 1.0);
+        // Only the sum of squares adds in another order: fp32 within a few ulps of the output
+        // (2^-21 of its largest value); in bf16 that can move a rounding of the normalised value
+        // or of the product by one bf16 step (2^-8 relative each): within 2^-7 of the largest.
+        const double bound = c.maxAbsOutput * (bf16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -21));
+        qInfo("max |fused - LibTorch| %.3g (bound %.3g, max |y| %.3g)", c.maxAbsDiff, bound,
+              c.maxAbsOutput);
+        QVERIFY2(c.maxAbsDiff <= bound, qPrintable(QString::number(c.maxAbsDiff)));
+    }
+
+    void ropeMatchesLibTorchBitForBit_data()
+    {
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("heads");
+        QTest::addColumn<int>("seq");
+        QTest::addColumn<int>("dim");
+        QTest::addColumn<bool>("perRow");
+        QTest::addColumn<bool>("fused");
+        QTest::newRow("one token, 6 heads of 64") << 1 << 6 << 1 << 64 << false << true;
+        QTest::newRow("4 rows, per-row tables") << 4 << 8 << 1 << 16 << true << true;
+        QTest::newRow("2 rows x 3 positions, head_dim 10") << 2 << 2 << 3 << 10 << false << true;
+        QTest::newRow("16 rows, per-row tables") << 16 << 4 << 1 << 128 << true << true;
+        QTest::newRow("prefill of 17 positions (LibTorch's)")
+            << 1 << 4 << 17 << 32 << false << false;
+    }
+
+    void ropeMatchesLibTorchBitForBit()
+    {
+        QFETCH(int, batch);
+        QFETCH(int, heads);
+        QFETCH(int, seq);
+        QFETCH(int, dim);
+        QFETCH(bool, perRow);
+        QFETCH(bool, fused);
+        for (bool bf16 : {false, true}) {
+            const tb::DecodeOpsCheck c =
+                tb::checkFusedRope(batch, heads, seq, dim, perRow, bf16, 5);
+            QCOMPARE(c.tookFused, fused);
+            QVERIFY(!c.fusedWithGradient);
+            QVERIFY(c.maxAbsOutput > 0.5);
+            // The same three roundings per element as LibTorch's two products and sum.
+            QCOMPARE(c.maxAbsDiff, 0.0);
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestDecodeOps)
+#include "test_decode_ops.moc"
