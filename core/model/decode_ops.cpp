@@ -9,29 +9,25 @@
 #include <cmath>
 
 namespace tb {
-namespace {
 
 bool needsNoGradient(std::initializer_list<const torch::Tensor*> tensors)
 {
     if (!torch::GradMode::is_enabled())
         return true;
     for (const torch::Tensor* t : tensors)
-        if (t->requires_grad())
+        if (t->defined() && t->requires_grad())
             return false;
     return true;
 }
 
-bool fusedDtype(torch::ScalarType t)
+bool fewRowsDtype(torch::ScalarType t)
 {
     return t == torch::kFloat32 || t == torch::kBFloat16;
 }
 
-// fp32 in, fp32 out, the arithmetic in T: float, or c10::BFloat16 (each operator rounds).
-template <typename T> T roundTo(float v)
-{
-    return static_cast<T>(v);
-}
+namespace {
 
+// T: float, or c10::BFloat16, whose every operator rounds its float result to bf16.
 template <typename T>
 void rmsNormRows(const T* x, const T* w, T* y, int64_t rows, int64_t dim, float eps)
 {
@@ -46,7 +42,7 @@ void rmsNormRows(const T* x, const T* w, T* y, int64_t rows, int64_t dim, float 
         const float variance = static_cast<float>(squares / static_cast<double>(dim));
         const float inverse = 1.0f / std::sqrt(variance + eps);
         for (int64_t i = 0; i < dim; ++i) {
-            const T normed = roundTo<T>(static_cast<float>(xr[i]) * inverse);
+            const T normed = static_cast<T>(static_cast<float>(xr[i]) * inverse);
             yr[i] = w[i] * normed;
         }
     }
@@ -86,7 +82,7 @@ bool rmsNormTakesFused(const torch::Tensor& x, const torch::Tensor& w)
 {
     if (!x.device().is_cpu() || !w.device().is_cpu() || x.dim() == 0 || w.dim() != 1 ||
         x.size(-1) != w.size(0) || w.size(0) == 0 || x.scalar_type() != w.scalar_type() ||
-        !fusedDtype(x.scalar_type()) || !needsNoGradient({&x, &w}))
+        !fewRowsDtype(x.scalar_type()) || !needsNoGradient({&x, &w}))
         return false;
     // The positions of a decoding step (a q/k norm, which sees each head as a row, only for a
     // few heads).
@@ -112,7 +108,7 @@ bool ropeTakesFused(const torch::Tensor& x, const torch::Tensor& cos, const torc
 {
     if (!x.device().is_cpu() || !cos.defined() || !sin.defined() || !cos.device().is_cpu() ||
         !sin.device().is_cpu() || x.dim() != 4 || x.size(3) % 2 != 0 || x.stride(3) != 1 ||
-        !fusedDtype(x.scalar_type()) || cos.scalar_type() != x.scalar_type() ||
+        !fewRowsDtype(x.scalar_type()) || cos.scalar_type() != x.scalar_type() ||
         sin.scalar_type() != x.scalar_type() || !cos.is_contiguous() || !sin.is_contiguous() ||
         cos.sizes() != sin.sizes() || !needsNoGradient({&x, &cos, &sin}))
         return false;

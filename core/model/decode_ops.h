@@ -9,7 +9,15 @@
 
 #include <torch/torch.h>
 
+#include <initializer_list>
+
 namespace tb {
+
+// The conditions every decoding fast path shares (these operators and linearForward's few-rows
+// kernels): none of the tensors needs a gradient now (grad mode off, or none requires one;
+// undefined ones are skipped), and a dtype of fp32 or bf16.
+bool needsNoGradient(std::initializer_list<const torch::Tensor*> tensors);
+bool fewRowsDtype(torch::ScalarType t);
 
 // x [..., dim] against w [dim]: x * rsqrt(mean(x^2) + eps) * w, statistics in fp32, the product
 // with w after rounding to x's dtype (as RMSNormImpl, and transformers, compute it).

@@ -28,10 +28,8 @@ bool linearTakesFewRows(const torch::Tensor& x, const torch::Tensor& w, const to
 {
     if (!x.device().is_cpu() || !w.device().is_cpu() || w.dim() != 2 || x.dim() == 0 ||
         x.size(-1) != w.size(1) || x.scalar_type() != w.scalar_type() ||
-        (w.scalar_type() != torch::kFloat32 && w.scalar_type() != torch::kBFloat16) ||
-        (b.defined() && b.scalar_type() != w.scalar_type()) ||
-        (torch::GradMode::is_enabled() &&
-         (x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad()))))
+        !fewRowsDtype(w.scalar_type()) || (b.defined() && b.scalar_type() != w.scalar_type()) ||
+        !needsNoGradient({&x, &w, &b}))
         return false;
     const int64_t rows = x.numel() / w.size(1);
     return rows >= 1 && rows <= kFewRowsMax && w.size(1) > 0;
