@@ -1,0 +1,207 @@
+// The util floor's byte-level helpers against independent references: SHA-256 (both the SHA-NI
+// and the portable rounds) against Qt's QCryptographicHash, and the fast JSON writer against
+// nlohmann's own dump() on edge cases, random documents and the bundled dataset's rows.
+#include "util/json_write.h"
+#include "util/sha256.h"
+
+#include <QCryptographicHash>
+#include <QtTest>
+
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+
+using nlohmann::json;
+
+namespace {
+
+std::string qtSha256(const std::string& bytes)
+{
+    return QCryptographicHash::hash(QByteArray(bytes.data(), qsizetype(bytes.size())),
+                                    QCryptographicHash::Sha256)
+        .toHex()
+        .toStdString();
+}
+
+std::string randomBytes(std::mt19937_64& rng, size_t n)
+{
+    std::string s(n, '\0');
+    for (char& c : s)
+        c = static_cast<char>(rng() & 0xFF);
+    return s;
+}
+
+// A random string of the characters that matter to an escaper: every control character, the
+// quote, the backslash, '/', DEL, and 2-, 3- and 4-byte UTF-8 characters among plain ASCII.
+std::string randomText(std::mt19937_64& rng)
+{
+    static const char* pieces[] = {"a",
+                                   "Z",
+                                   " ",
+                                   "/",
+                                   "\x7f",
+                                   "\"",
+                                   "\\",
+                                   "\xc3\xa9",
+                                   "\xe4\xb8\xad",
+                                   "\xf0\x9f\x98\x80",
+                                   "\xef\xbf\xbf",
+                                   "\n",
+                                   "\t",
+                                   "\r",
+                                   "\b",
+                                   "\f"};
+    std::string s;
+    const size_t n = rng() % 40;
+    for (size_t i = 0; i < n; ++i) {
+        if (rng() % 5 == 0)
+            s.push_back(static_cast<char>(rng() % 0x20));  // any C0 control, NUL included
+        else
+            s += pieces[rng() % (sizeof pieces / sizeof *pieces)];
+    }
+    return s;
+}
+
+json randomValue(std::mt19937_64& rng, int depth)
+{
+    switch (rng() % (depth > 3 ? 6 : 8)) {
+    case 0:
+        return randomText(rng);
+    case 1:
+        return static_cast<int64_t>(rng());
+    case 2:
+        return static_cast<uint64_t>(rng());
+    case 3:
+        return std::ldexp(static_cast<double>(rng() % 100000) - 50000, int(rng() % 80) - 40);
+    case 4:
+        return rng() % 2 == 0;
+    case 5:
+        return nullptr;
+    case 6: {
+        json a = json::array();
+        for (size_t i = rng() % 5; i > 0; --i)
+            a.push_back(randomValue(rng, depth + 1));
+        return a;
+    }
+    default: {
+        json o = json::object();
+        for (size_t i = rng() % 5; i > 0; --i)
+            o[randomText(rng)] = randomValue(rng, depth + 1);
+        return o;
+    }
+    }
+}
+
+}  // namespace
+
+class TestUtil : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void sha256MatchesQt()
+    {
+        qInfo("SHA-NI on this processor: %s", tb::Sha256::hardwareAvailable() ? "yes" : "no");
+        std::mt19937_64 rng(7);
+        std::vector<size_t> sizes;
+        for (size_t n = 0; n <= 200; ++n)
+            sizes.push_back(n);
+        for (size_t n : {255, 256, 257, 1000, 4095, 4096, 65536 + 13, 1 << 20})
+            sizes.push_back(n);
+        for (size_t n : sizes) {
+            const std::string bytes = randomBytes(rng, n);
+            const std::string expected = qtSha256(bytes);
+            for (bool hardware : {true, false}) {
+                tb::Sha256 whole(hardware);
+                whole.update(bytes);
+                QCOMPARE(whole.hex(), expected);
+                // The same bytes in random pieces (partial blocks, runs of whole blocks).
+                tb::Sha256 pieces(hardware);
+                for (size_t at = 0; at < n;) {
+                    const size_t take = std::min<size_t>(n - at, rng() % 300);
+                    pieces.update(bytes.data() + at, take);
+                    at += take;
+                }
+                QCOMPARE(pieces.hex(), expected);
+            }
+        }
+        // FIPS 180-4's own example.
+        QCOMPARE(tb::sha256Hex("abc"),
+                 std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    }
+
+    void jsonWriterEdgeCases()
+    {
+        const json cases[] = {
+            json::object(),
+            json::array(),
+            json(""),
+            json(std::string("\0", 1)),
+            json("\x01\x1f\x7f \"q\" \\ / \b\f\n\r\t"),
+            json("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80"),
+            json(std::numeric_limits<int64_t>::min()),
+            json(std::numeric_limits<int64_t>::max()),
+            json(std::numeric_limits<uint64_t>::max()),
+            json(0),
+            json(-0.0),
+            json(0.1),
+            json(1e300),
+            json(std::numeric_limits<double>::quiet_NaN()),
+            json(std::numeric_limits<double>::infinity()),
+            json(true),
+            json(nullptr),
+            json::parse(R"({"b": [1, {"z": null, "a": "x"}], "a": {"": []}, "\u0001": 2.5})"),
+        };
+        for (const json& v : cases)
+            QCOMPARE(tb::toJson(v), v.dump());
+    }
+
+    void jsonWriterRandomDocuments()
+    {
+        std::mt19937_64 rng(11);
+        for (int i = 0; i < 3000; ++i) {
+            const json v = randomValue(rng, 0);
+            QCOMPARE(tb::toJson(v), v.dump());
+        }
+    }
+
+    void jsonWriterInvalidUtf8ThrowsAsDump()
+    {
+        for (const char* bad :
+             {"ok\xff", "\xc0\xaf", "\xed\xa0\x80", "x\xe4\xb8", "\xf4\x90\x80\x80"}) {
+            const json v = json::object({{"k", bad}});
+            std::string expected, got;
+            try {
+                (void)v.dump();
+            } catch (const json::type_error& e) {
+                expected = e.what();
+            }
+            try {
+                (void)tb::toJson(v);
+            } catch (const json::type_error& e) {
+                got = e.what();
+            }
+            QVERIFY2(!expected.empty(), bad);
+            QCOMPARE(got, expected);
+        }
+    }
+
+    void jsonWriterOnTheBundledDataset()
+    {
+        std::ifstream in(std::string(TB_SOURCE_DIR) + "/datasets/tiny/train.jsonl");
+        QVERIFY(in);
+        std::string line;
+        int rows = 0;
+        while (std::getline(in, line)) {
+            if (line.empty())
+                continue;
+            const json v = json::parse(line);
+            QCOMPARE(tb::toJson(v), v.dump());
+            ++rows;
+        }
+        QVERIFY(rows > 10);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestUtil)
+#include "test_util.moc"
