@@ -18,6 +18,7 @@
 #include <pcre2.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
@@ -103,6 +104,39 @@ private:
     mutable std::map<std::pair<std::string, bool>, std::optional<std::vector<int32_t>>> m_memo;
 };
 
+// Record ids in increasing order (the store's forEach order), 4 bytes each as offsets from the
+// first while they fit (a store of fewer than 2^32 ids: every store in practice), 8 otherwise.
+class RecordIds {
+public:
+    void reserve(size_t n) { m_narrow.reserve(n); }
+    void push(int64_t id)
+    {
+        if (m_narrow.empty() && m_wide.empty())
+            m_first = id;
+        const int64_t offset = id - m_first;
+        if (m_wide.empty() && offset >= 0 && offset <= int64_t(UINT32_MAX)) {
+            m_narrow.push_back(static_cast<uint32_t>(offset));
+            return;
+        }
+        if (m_wide.empty()) {  // the first id that does not fit: widen what is held
+            m_wide.reserve(m_narrow.capacity());
+            for (const uint32_t o : m_narrow)
+                m_wide.push_back(m_first + o);
+            m_narrow = {};
+        }
+        m_wide.push_back(id);
+    }
+    int64_t operator[](size_t i) const
+    {
+        return m_wide.empty() ? m_first + m_narrow[i] : m_wide[i];
+    }
+
+private:
+    int64_t m_first = 0;
+    std::vector<uint32_t> m_narrow;
+    std::vector<int64_t> m_wide;
+};
+
 }  // namespace
 
 DedupReport dedupRecords(DataStore& store, std::optional<double> nearThreshold, bool apply,
@@ -114,7 +148,7 @@ DedupReport dedupRecords(DataStore& store, std::optional<double> nearThreshold, 
     // Streamed: one record's text at a time, and again by id for the few that an exact hash or
     // an LSH band matches (data/curate/dedup.h says what the search itself holds).
     const int64_t count = store.count();
-    std::vector<int64_t> ids;
+    RecordIds ids;
     ids.reserve(size_t(count));
     DedupOptions options;
     options.nearThreshold = nearThreshold;
@@ -122,7 +156,7 @@ DedupReport dedupRecords(DataStore& store, std::optional<double> nearThreshold, 
         count,
         [&](const TextSink& sink) {
             store.forEachFields(RecordQuery{}, [&](const RecordFields& r) {
-                ids.push_back(r.id);
+                ids.push(r.id);
                 sink(recordText(r.kind, r.fields));
                 return true;
             });

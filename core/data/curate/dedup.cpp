@@ -342,12 +342,16 @@ void sketchOf(const NearPlan& plan, const std::string& normalised, std::vector<u
     }
 }
 
+// The band-file entry of a record without band keys (an exact copy); no band key takes its value.
+constexpr uint64_t kNoBand = ~uint64_t(0);
+
 uint64_t bandKey(const NearPlan& plan, const std::vector<uint32_t>& signature, size_t band)
 {
     const size_t rows = static_cast<size_t>(plan.banding.rows);
     const std::string_view bytes(reinterpret_cast<const char*>(signature.data() + band * rows),
                                  rows * sizeof(uint32_t));
-    return hashBytes(bytes, kBandSeed + band);
+    const uint64_t key = hashBytes(bytes, kBandSeed + band);
+    return key == kNoBand ? key - 1 : key;
 }
 
 // Signature agreement, then exact Jaccard when the agreement passes the prefilter; -1 below it.
@@ -419,11 +423,11 @@ DedupResult findDuplicates(int64_t count, const std::function<void(const TextSin
     // Pass 1, streaming the texts once: exact copies by the hash of the normalised text (a
     // different text under the same hash, a 64-bit collision, is re-hashed under the next seed, so
     // no text is lost); every other record's LSH band keys go to one temporary file per band.
+    // A band file holds one key per record, in record order, so a key's position is its record's
+    // index; an exact copy, which takes no part in the near search, gets kNoBand in every band.
     ExactTable firstByHash(options.exact ? count : 0);
     std::vector<std::pair<int32_t, int32_t>> exactCopies;  // (record, first record with its text)
-    std::vector<int32_t> nearRecord;                       // near position -> record index
-    if (plan.on)
-        nearRecord.reserve(static_cast<size_t>(std::clamp<int64_t>(count, 0, INT32_MAX)));
+    size_t nearCount = 0;                                  // records with band keys
     std::vector<std::unique_ptr<SpillFile>> bandFiles;
     for (int b = 0; plan.on && b < plan.banding.bands; ++b)
         bandFiles.push_back(std::make_unique<SpillFile>());
@@ -450,6 +454,8 @@ DedupResult findDuplicates(int64_t count, const std::function<void(const TextSin
             }
             if (same) {
                 exactCopies.emplace_back(i, j);
+                for (const auto& file : bandFiles)
+                    file->push(kNoBand);
                 return;
             }
         }
@@ -458,12 +464,12 @@ DedupResult findDuplicates(int64_t count, const std::function<void(const TextSin
         sketchOf(plan, normalised, words, sketch);
         for (size_t b = 0; b < bandFiles.size(); ++b)
             bandFiles[b]->push(bandKey(plan, sketch.signature, b));
-        nearRecord.push_back(i);
+        ++nearCount;
     });
     firstByHash = ExactTable();  // not needed past the streaming pass
 
-    // Pass 2, one band at a time: near positions whose keys agree in a band form a run. Only runs
-    // of two or more can make candidates, so only their members are kept, as (position, run).
+    // Pass 2, one band at a time: records (positions) whose keys agree in a band form a run. Only
+    // runs of two or more can make candidates, so only their members are kept, as (position, run).
     std::vector<std::pair<uint32_t, uint32_t>> member;
     std::vector<uint32_t> runStart{0};
     {
@@ -478,29 +484,40 @@ DedupResult findDuplicates(int64_t count, const std::function<void(const TextSin
             }
             bool sameKey(const KeyAt& o) const { return high == o.high && low == o.low; }
         };
+        // A band's keys are sorted a part at a time, the parts split by the keys' top bits (so a
+        // run never spans two parts and the parts come in key order): about bandSortBytes of
+        // them in memory whatever the store's size, for one more read of the band file a part.
+        int partBits = 0;
+        while (partBits < 8 && (nearCount * sizeof(KeyAt) >> partBits) > options.bandSortBytes)
+            ++partBits;
+        const uint64_t parts = uint64_t(1) << partBits;
         std::vector<KeyAt> byKey;
+        byKey.reserve((nearCount >> partBits) + (nearCount >> partBits) / 8 + 64);
         for (size_t b = 0; b < bandFiles.size(); ++b) {
             step(0.8 + 0.1 * static_cast<double>(b) / static_cast<double>(bandFiles.size()), n);
-            byKey.clear();
-            byKey.reserve(nearRecord.size());
-            bandFiles[b]->forEach([&](uint64_t position, uint64_t key) {
-                byKey.push_back({static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key),
-                                 static_cast<uint32_t>(position)});
-            });
-            bandFiles[b].reset();
-            std::sort(byKey.begin(), byKey.end());
-            for (size_t a = 0; a < byKey.size();) {
-                size_t e = a + 1;
-                while (e < byKey.size() && byKey[e].sameKey(byKey[a]))
-                    ++e;
-                if (e - a >= 2) {
-                    const auto run = static_cast<uint32_t>(runStart.size() - 1);
-                    for (size_t k = a; k < e; ++k)
-                        member.emplace_back(byKey[k].position, run);
-                    runStart.push_back(runStart.back() + static_cast<uint32_t>(e - a));
+            for (uint64_t part = 0; part < parts; ++part) {
+                byKey.clear();
+                bandFiles[b]->forEach([&](uint64_t position, uint64_t key) {
+                    if (key != kNoBand && (partBits == 0 || key >> (64 - partBits) == part))
+                        byKey.push_back({static_cast<uint32_t>(key >> 32),
+                                         static_cast<uint32_t>(key),
+                                         static_cast<uint32_t>(position)});
+                });
+                std::sort(byKey.begin(), byKey.end());
+                for (size_t a = 0; a < byKey.size();) {
+                    size_t e = a + 1;
+                    while (e < byKey.size() && byKey[e].sameKey(byKey[a]))
+                        ++e;
+                    if (e - a >= 2) {
+                        const auto run = static_cast<uint32_t>(runStart.size() - 1);
+                        for (size_t k = a; k < e; ++k)
+                            member.emplace_back(byKey[k].position, run);
+                        runStart.push_back(runStart.back() + static_cast<uint32_t>(e - a));
+                    }
+                    a = e;
                 }
-                a = e;
             }
+            bandFiles[b].reset();
         }
     }
 
@@ -514,7 +531,7 @@ DedupResult findDuplicates(int64_t count, const std::function<void(const TextSin
     std::unordered_map<uint32_t, Sketch> sketches;  // of kept positions, bounded
     constexpr size_t kSketchesHeld = 4096;
     const auto sketchAt = [&](uint32_t position, Sketch& out) {
-        normaliseInto(textAt(nearRecord[position]), other);
+        normaliseInto(textAt(position), other);
         sketchOf(plan, other, words, out);
     };
     std::vector<uint32_t> candidates;
@@ -554,8 +571,7 @@ DedupResult findDuplicates(int64_t count, const std::function<void(const TextSin
             }
         }
         if (best >= 0) {
-            nearCopies.push_back(
-                {nearRecord[position], nearRecord[size_t(best)], bestSimilarity, false});
+            nearCopies.push_back({position, best, bestSimilarity, false});
         } else {
             for (size_t k = a; k < e; ++k) {
                 const uint32_t run = member[k].second;

@@ -24,6 +24,9 @@ struct DedupOptions {
     int shingleWords = 3;                 // words per shingle
     int permutations = 128;               // MinHash signature length (uint32 each)
     uint64_t seed = 1;                    // MinHash hash family; same seed, same result
+    // Memory for one band's keys while they are sorted (12 bytes a record): a band with more is
+    // sorted in parts, one more read of its temporary file each. The result does not depend on it.
+    size_t bandSortBytes = size_t(2) << 20;
 };
 
 struct DuplicateOf {
@@ -66,9 +69,10 @@ DedupResult findDuplicates(const std::vector<std::string>& texts, const DedupOpt
 
 // The same over texts too many to hold: `each` calls its sink with every text once, in order, and
 // textAt(i) returns text i again (asked for the few records whose exact hash or an LSH band
-// matches an earlier one's). `count` is for progress only. Memory: a 12-byte hash slot per
-// distinct text and 4 bytes per record; band keys (8 bytes per record and band) go to temporary
-// files, read back one band at a time; LSH state is held only for band keys that recur, and
+// matches an earlier one's). `count` sizes the exact-hash table and the progress. Memory: an
+// 8-byte hash slot per distinct text (at most 70 % of the table full) during the streaming pass;
+// band keys (8 bytes per record and band) go to temporary files, read back one band at a time (12
+// bytes per record while a band is sorted); LSH state is held only for band keys that recur, and
 // signatures and shingle sets are recomputed for candidates rather than kept.
 using TextSink = std::function<void(std::string_view)>;
 DedupResult findDuplicates(int64_t count, const std::function<void(const TextSink&)>& each,

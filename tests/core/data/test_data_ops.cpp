@@ -9,6 +9,7 @@
 #include "data/ingest/example_file.h"
 #include "data/ingest/ingest.h"
 #include "data/record.h"
+#include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
@@ -154,6 +155,31 @@ private Q_SLOTS:
         QCOMPARE(applied.clusterIds[0].front() < applied.clusterIds[0].back(), true);
         store->undo(applied.operationId, "ana");
         QCOMPARE(store->count(), int64_t(42));
+    }
+
+    // Dedup holds record ids as 4-byte offsets while they fit; a store whose ids span more than
+    // 2^32 gets them back exactly all the same.
+    void dedupRecordIdsBeyondFourBytes()
+    {
+        QTemporaryDir dir;
+        auto store = DataStore::open(tempPath(dir, "s.tbstore"));
+        std::mt19937 rng(9);
+        std::vector<NewRecord> rs;
+        std::vector<std::string> bases;
+        for (int i = 0; i < 30; ++i) {
+            bases.push_back(prose(rng, 50));
+            rs.push_back(alpaca(tbtest::numbered("Item ", i), bases.back()));
+        }
+        rs.push_back(alpaca("item 2", bases[2]));    // exact copy of record 3
+        rs.push_back(alpaca("ITEM 20", bases[20]));  // exact copy of record 21
+        store->addRecords(rs, 0, "ana");
+        constexpr int64_t shift = int64_t(5) << 32;
+        store->database().exec("UPDATE records SET id = id + " + std::to_string(shift) +
+                               " WHERE id > 10");
+        const tb::DedupReport r = tb::dedupRecords(*store, std::nullopt, false, "ana");
+        QCOMPARE(r.exactDuplicates, int64_t(2));
+        QCOMPARE(r.clusterIds,
+                 (std::vector<std::vector<int64_t>>{{3, shift + 31}, {shift + 21, shift + 32}}));
     }
 
     void filtersByTokensEmptyAndRegex()
