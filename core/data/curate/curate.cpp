@@ -398,65 +398,69 @@ SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t s
 {
     if (!(validationFraction > 0 && validationFraction < 1))
         fail("data split: validation fraction ", validationFraction, " must be between 0 and 1");
-    // The live train and validation records in id order (forEach's order). Without a label they
-    // come from the split index alone, each side already in id order, merged here; fields are
-    // read and parsed only for a label.
-    std::vector<int64_t> ids;
-    std::vector<bool> wasValidation;
-    std::vector<std::string> labels;
-    if (labelField.empty()) {
-        std::vector<int64_t> bySide[2];
-        for (int v = 0; v < 2; ++v) {
-            sql::Statement st(store.database(),
-                              "SELECT id FROM records WHERE split = ? AND removed = 0 ORDER BY id");
-            st.bind(1, v ? "validation" : "train");
-            while (st.step())
-                bySide[v].push_back(st.int64(0));
-        }
-        ids.reserve(bySide[0].size() + bySide[1].size());
-        for (size_t t = 0, v = 0; t < bySide[0].size() || v < bySide[1].size();) {
-            const bool takeValidation =
-                t == bySide[0].size() || (v < bySide[1].size() && bySide[1][v] < bySide[0][t]);
-            ids.push_back(takeValidation ? bySide[1][v++] : bySide[0][t++]);
-            wasValidation.push_back(takeValidation);
-        }
-    } else {
-        sql::Statement st(store.database(),
-                          "SELECT id, split, fields FROM records WHERE removed = 0 AND split IN "
-                          "('train', 'validation') ORDER BY id");
-        while (st.step()) {
-            ids.push_back(st.int64(0));
-            wasValidation.push_back(st.text(1) == "validation");
-            const json fields = json::parse(st.text(2));
-            const auto it = fields.find(labelField);
-            labels.push_back(it == fields.end() ? std::string()
-                             : it->is_string()  ? it->get<std::string>()
-                                                : it->dump());
-        }
-    }
-    if (ids.empty())
-        fail(store.path(), ": no train or validation records to split");
-    const std::vector<int> side =
-        splitAssign(int64_t(ids.size()), labels, validationFraction, seed);
     SplitReport report;
-    std::vector<DataStore::Change> changes;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        const bool val = side[i] == 1;
-        (val ? report.validation : report.train)++;
-        if (!labelField.empty()) {
-            auto& pair = report.byLabel[labels[i]];
-            (val ? pair.second : pair.first)++;
+    const json params{
+        {"validation_fraction", validationFraction}, {"seed", seed}, {"label_field", labelField}};
+    // Read and written in one transaction, so each record's side as read is its current value
+    // (Change::current: no second read per change).
+    report.operationId = store.applyPrepared("split", who, params, [&](int64_t) {
+        // The live train and validation records in id order (forEach's order). Without a label
+        // they come from the split index alone, each side already in id order, merged here;
+        // fields are read and parsed only for a label.
+        std::vector<int64_t> ids;
+        std::vector<bool> wasValidation;
+        std::vector<std::string> labels;
+        if (labelField.empty()) {
+            std::vector<int64_t> bySide[2];
+            for (int v = 0; v < 2; ++v) {
+                sql::Statement st(
+                    store.database(),
+                    "SELECT id FROM records WHERE split = ? AND removed = 0 ORDER BY id");
+                st.bind(1, v ? "validation" : "train");
+                while (st.step())
+                    bySide[v].push_back(st.int64(0));
+            }
+            ids.reserve(bySide[0].size() + bySide[1].size());
+            for (size_t t = 0, v = 0; t < bySide[0].size() || v < bySide[1].size();) {
+                const bool takeValidation =
+                    t == bySide[0].size() || (v < bySide[1].size() && bySide[1][v] < bySide[0][t]);
+                ids.push_back(takeValidation ? bySide[1][v++] : bySide[0][t++]);
+                wasValidation.push_back(takeValidation);
+            }
+        } else {
+            sql::Statement st(store.database(),
+                              "SELECT id, split, fields FROM records WHERE removed = 0 AND split "
+                              "IN ('train', 'validation') ORDER BY id");
+            while (st.step()) {
+                ids.push_back(st.int64(0));
+                wasValidation.push_back(st.text(1) == "validation");
+                const json fields = json::parse(st.text(2));
+                const auto it = fields.find(labelField);
+                labels.push_back(it == fields.end() ? std::string()
+                                 : it->is_string()  ? it->get<std::string>()
+                                                    : it->dump());
+            }
         }
-        // A record already on its side is no change (writeChange would skip it too).
-        if (val != wasValidation[i])
-            changes.push_back({ids[i], "split", val ? "validation" : "train"});
-    }
-    report.operationId = store.applyOperation(
-        "split", who,
-        json{{"validation_fraction", validationFraction},
-             {"seed", seed},
-             {"label_field", labelField}},
-        json{{"train", report.train}, {"validation", report.validation}}, changes);
+        if (ids.empty())
+            fail(store.path(), ": no train or validation records to split");
+        const std::vector<int> side =
+            splitAssign(int64_t(ids.size()), labels, validationFraction, seed);
+        DataStore::Prepared prepared;
+        for (size_t i = 0; i < ids.size(); ++i) {
+            const bool val = side[i] == 1;
+            (val ? report.validation : report.train)++;
+            if (!labelField.empty()) {
+                auto& pair = report.byLabel[labels[i]];
+                (val ? pair.second : pair.first)++;
+            }
+            // A record already on its side is no change (writeChange would skip it too).
+            if (val != wasValidation[i])
+                prepared.changes.push_back({ids[i], "split", val ? "validation" : "train",
+                                            json(wasValidation[i] ? "validation" : "train")});
+        }
+        prepared.summary = json{{"train", report.train}, {"validation", report.validation}};
+        return prepared;
+    });
     return report;
 }
 

@@ -556,7 +556,8 @@ void writeField(sql::Database& db, int64_t recordId, const std::string& field, c
 void DataStore::writeChange(int64_t operationId, const std::string& who, const std::string& at,
                             const Change& change)
 {
-    const json old = readField(*m_db, change.recordId, change.field);
+    const json old =
+        change.current ? *change.current : readField(*m_db, change.recordId, change.field);
     if (old == change.value)
         return;
     writeField(*m_db, change.recordId, change.field, change.value, at);
@@ -596,6 +597,23 @@ int64_t DataStore::applyOperationWith(const std::string& kind, const std::string
     const std::string at = now();
     for (const Change& c : changes)
         writeChange(op, who, at, c);
+    tx.commit();
+    return op;
+}
+
+int64_t DataStore::applyPrepared(const std::string& kind, const std::string& who,
+                                 const json& params,
+                                 const std::function<Prepared(int64_t)>& prepare)
+{
+    sql::Transaction tx(*m_db);
+    const int64_t op = insertOperation(kind, who, params, json::object());
+    const Prepared prepared = prepare(op);
+    const std::string at = now();
+    for (const Change& c : prepared.changes)
+        writeChange(op, who, at, c);
+    sql::Statement summary(*m_db, "UPDATE operations SET summary = ? WHERE id = ?");
+    summary.bind(1, prepared.summary.dump()).bind(2, op);
+    summary.run();
     tx.commit();
     return op;
 }

@@ -196,6 +196,9 @@ public:
         int64_t recordId = 0;  // 0 for the comparison fields, which name their item themselves
         std::string field;     // status | split | removed | fields.<key> | compare.item.<id>.<...>
         nlohmann::json value;
+        // The field's current value where the caller read it inside the same transaction (an
+        // applyPrepared step): the change then skips its own read of it. Empty: it is read.
+        std::optional<nlohmann::json> current;
     };
     // Applies changes as one operation in one transaction; returns the operation id.
     int64_t applyOperation(const std::string& kind, const std::string& who,
@@ -207,6 +210,17 @@ public:
     int64_t applyOperationWith(const std::string& kind, const std::string& who,
                                const nlohmann::json& params, const nlohmann::json& summary,
                                const std::function<std::vector<Change>(int64_t)>& prepare);
+    // The same where the changes and the summary both come from reading the store: `prepare`
+    // runs inside the transaction (what it reads cannot change before the changes are written,
+    // so it may fill Change::current), gets the operation's id, and returns the summary and the
+    // changes.
+    struct Prepared {
+        nlohmann::json summary = nlohmann::json::object();
+        std::vector<Change> changes;
+    };
+    int64_t applyPrepared(const std::string& kind, const std::string& who,
+                          const nlohmann::json& params,
+                          const std::function<Prepared(int64_t)>& prepare);
     // Reverses every change of an operation (newest first) as a new "undo" operation. Throws when
     // the operation was already undone or a later change touched the same record fields.
     int64_t undo(int64_t operationId, const std::string& who);

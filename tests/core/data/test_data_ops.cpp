@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <fstream>
 #include <random>
+#include <set>
 
 using nlohmann::json;
 using tb::DataStore;
@@ -415,8 +416,35 @@ private Q_SLOTS:
         tb::splitRecords(*store, 0.1, 42, "label", "ana");
         QCOMPARE(store->recordIds(val), first);  // same seed, same split
         // Unlabelled split of the same records.
+        const auto before = store->recordIds(val);
         const tb::SplitReport plain = tb::splitRecords(*store, 0.25, 1, "", "ana");
         QCOMPARE(plain.validation, int64_t(25));
+        // Its history (old values taken from the same transaction's read) holds exactly the
+        // records that changed side, each with the side it had; the summary the counts.
+        const std::set<int64_t> wasVal(before.begin(), before.end());
+        const auto nowIds = store->recordIds(val);
+        const std::set<int64_t> isVal(nowIds.begin(), nowIds.end());
+        int64_t moved = 0;
+        for (const tb::HistoryEntry& h : store->history()) {
+            if (h.operationId != plain.operationId)
+                continue;
+            ++moved;
+            QCOMPARE(h.field, std::string("split"));
+            QCOMPARE(h.oldValue, json(wasVal.count(h.recordId) ? "validation" : "train"));
+            QCOMPARE(h.newValue, json(isVal.count(h.recordId) ? "validation" : "train"));
+            QVERIFY(wasVal.count(h.recordId) != isVal.count(h.recordId));
+        }
+        int64_t expectedMoved = 0;
+        for (int64_t id = 1; id <= 100; ++id)
+            expectedMoved += wasVal.count(id) != isVal.count(id);
+        QCOMPARE(moved, expectedMoved);
+        QVERIFY(moved > 0);
+        for (const tb::OperationInfo& o : store->operations())
+            if (o.id == plain.operationId)
+                QCOMPARE(o.summary, (json{{"train", 75}, {"validation", 25}}));
+        store->undo(plain.operationId, "ana");
+        QCOMPARE(store->recordIds(val), before);
+        tb::splitRecords(*store, 0.25, 1, "", "ana");
 
         const tb::RehearsalReport mix = tb::mixRehearsal(*store, 0.5, 3, "ana");
         QCOMPARE(mix.added, int64_t(1));  // only one general record exists
