@@ -5,6 +5,7 @@
 
 #include "model/decode_ops.h"
 #include "model/safetensors.h"
+#include "model/train_ops.h"
 #include "util/error.h"
 
 #include <ATen/autocast_mode.h>
@@ -448,6 +449,8 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 {
     if (ropeTakesFused(x, cos, sin))  // a decoding step's few positions (model/decode_ops.h)
         return fusedRope(x, cos, sin);
+    if (ropeTakesTrainOp(x, cos, sin))  // training: one loop forward, one backward
+        return trainRope(x, cos, sin);
     const int64_t half = x.size(-1) / 2;
     auto x1 = x.narrow(-1, 0, half);
     auto x2 = x.narrow(-1, half, half);

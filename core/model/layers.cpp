@@ -4,6 +4,7 @@
 
 #include "model/decode_ops.h"
 #include "model/few_rows_linear.h"
+#include "model/train_ops.h"
 #include "quant/quant_linear.h"
 #include "util/error.h"
 
@@ -132,7 +133,20 @@ torch::Tensor LinearImpl::forwardIn(const torch::Tensor& x)
     }
     if (lora_A && !m_merged && !loraOff) {
         auto in = m_dropout > 0 ? torch::dropout(x, m_dropout, is_training()) : x;
-        y = y + lora_B->forward(lora_A->forward(in)) * m_scaling;
+        const torch::Tensor a = lora_A->forward(in);  // [..., rank]
+        const bool oneType =
+            at::autocast::is_autocast_enabled(y.device().type()) ||
+            (y.scalar_type() == a.scalar_type() && a.scalar_type() == lora_B->weight.scalar_type());
+        if (oneType && y.dim() >= 1 && y.is_contiguous() && !lora_B->bias.defined()) {
+            // y + (a B^T) * scaling as one addmm: the scaling rides on the product, so neither
+            // the forward nor the backward makes a pass over [tokens, out] for it.
+            const int64_t rank = a.size(-1);
+            y = torch::addmm(y.reshape({-1, outFeatures}), a.reshape({-1, rank}),
+                             lora_B->weight.t(), 1.0, m_scaling)
+                    .view(y.sizes());
+        } else {
+            y = y + lora_B->forward(a) * m_scaling;
+        }
     }
     return y;
 }
@@ -232,6 +246,8 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x)
     // dtype. A decoding step's few rows in one loop (model/decode_ops.h).
     if (rmsNormTakesFused(x, weight))
         return fusedRmsNorm(x, weight, eps);
+    if (rmsNormTakesTrainOp(x, weight))  // training: one loop forward, one backward
+        return trainRmsNorm(x, weight, eps);
     auto xf = x.to(torch::kFloat32);
     auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
     xf = xf * torch::rsqrt(variance + eps);

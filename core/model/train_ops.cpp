@@ -1,0 +1,321 @@
+// RMSNorm and the rotary embedding for training, forward and backward in one loop each (see
+// train_ops.h). Rows are split over the intra-op threads with at::parallel_for (this file is
+// compiled with OpenMP where LibTorch's runtime is found). The forward rounds as LibTorch's
+// operators do in fp32; the backward adds its terms in fp32 and rounds once.
+#include "model/train_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace tb {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Rows per task: about 32 Ki elements, so small tensors stay on one thread.
+int64_t grainRows(int64_t dim)
+{
+    return std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(dim, 1));
+}
+
+bool onCpu(std::initializer_list<const torch::Tensor*> tensors)
+{
+    for (const torch::Tensor* t : tensors)
+        if (!t->defined() || !t->device().is_cpu())
+            return false;
+    return true;
+}
+
+// ---- RMSNorm ------------------------------------------------------------------------------------
+
+// x: [rows, dim] fp32, contiguous. inverse: [rows] 1 / rms; normed: x * inverse (or null).
+void rmsNormForward(const float* x, const float* w, float* y, float* inverse, float* normed,
+                    int64_t rows, int64_t dim, float eps)
+{
+    at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const float* xr = x + r * dim;
+            double squares = 0;
+            for (int64_t i = 0; i < dim; ++i)
+                squares += static_cast<double>(xr[i] * xr[i]);  // the square rounded, as pow(2)
+            const float inv =
+                1.0f / std::sqrt(static_cast<float>(squares / static_cast<double>(dim)) + eps);
+            inverse[r] = inv;
+            float* yr = y + r * dim;
+            float* nr = normed ? normed + r * dim : nullptr;
+            for (int64_t i = 0; i < dim; ++i) {
+                const float n = xr[i] * inv;
+                yr[i] = w[i] * n;
+                if (nr)
+                    nr[i] = n;
+            }
+        }
+    });
+}
+
+// dx = inv * g - inv^3 * x * sum(g * x) / dim, g = dy * w (per row).
+void rmsNormInputGrad(const float* dy, const float* x, const float* w, const float* inverse,
+                      float* dx, int64_t rows, int64_t dim)
+{
+    at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const float* dyr = dy + r * dim;
+            const float* xr = x + r * dim;
+            double dot = 0;
+            for (int64_t i = 0; i < dim; ++i)
+                dot += static_cast<double>(dyr[i] * w[i]) * static_cast<double>(xr[i]);
+            const float inv = inverse[r];
+            const float k = static_cast<float>(dot / static_cast<double>(dim)) * inv * inv * inv;
+            float* dxr = dx + r * dim;
+            for (int64_t i = 0; i < dim; ++i)
+                dxr[i] = inv * (dyr[i] * w[i]) - k * xr[i];
+        }
+    });
+}
+
+// dw = sum over rows of dy * normed: each thread sums its rows, then the threads' sums are added.
+torch::Tensor rmsNormWeightGrad(const torch::Tensor& dy, const torch::Tensor& normed, int64_t rows,
+                                int64_t dim)
+{
+    const int threads = at::get_num_threads();
+    std::vector<float> partial(static_cast<size_t>(threads) * static_cast<size_t>(dim), 0.0f);
+    const float* dyp = dy.data_ptr<float>();
+    const float* np = normed.data_ptr<float>();
+    at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
+        float* acc = partial.data() + static_cast<size_t>(at::get_thread_num()) * dim;
+        for (int64_t r = begin; r < end; ++r)
+            for (int64_t i = 0; i < dim; ++i)
+                acc[i] += dyp[r * dim + i] * np[r * dim + i];
+    });
+    torch::Tensor dw = torch::zeros({dim}, dy.options());
+    float* d = dw.data_ptr<float>();
+    for (int t = 0; t < threads; ++t)
+        for (int64_t i = 0; i < dim; ++i)
+            d[i] += partial[static_cast<size_t>(t) * dim + i];
+    return dw;
+}
+
+struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
+    // x: [..., dim], w: [dim]; both fp32.
+    static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                                 const torch::Tensor& w, double eps)
+    {
+        const int64_t dim = w.size(0), rows = x.numel() / dim;
+        const torch::Tensor xc = x.contiguous(), wc = w.contiguous();
+        torch::Tensor y = torch::empty_like(xc, torch::MemoryFormat::Contiguous);
+        torch::Tensor inverse = torch::empty({rows}, xc.options());
+        const bool weightGrad = w.requires_grad();
+        torch::Tensor normed =
+            weightGrad ? torch::empty_like(xc, torch::MemoryFormat::Contiguous) : torch::Tensor();
+        rmsNormForward(xc.data_ptr<float>(), wc.data_ptr<float>(), y.data_ptr<float>(),
+                       inverse.data_ptr<float>(), weightGrad ? normed.data_ptr<float>() : nullptr,
+                       rows, dim, static_cast<float>(eps));
+        // What LibTorch's operators keep: the input and 1/rms for the input's gradient, the
+        // normalised input for the weight's.
+        const bool inputGrad = x.requires_grad();
+        ctx->save_for_backward(
+            {inputGrad ? xc : torch::Tensor(), wc, inputGrad ? inverse : torch::Tensor(), normed});
+        return y;
+    }
+
+    static variable_list backward(AutogradContext* ctx, variable_list gradOut)
+    {
+        const variable_list saved = ctx->get_saved_variables();
+        const torch::Tensor &x = saved[0], &w = saved[1], &inverse = saved[2], &normed = saved[3];
+        const torch::Tensor dy = gradOut[0].to(torch::kFloat32).contiguous();
+        const int64_t dim = w.size(0), rows = dy.numel() / dim;
+        torch::Tensor dx, dw;
+        if (ctx->needs_input_grad(0) && x.defined()) {
+            dx = torch::empty_like(dy, torch::MemoryFormat::Contiguous);
+            rmsNormInputGrad(dy.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(),
+                             inverse.data_ptr<float>(), dx.data_ptr<float>(), rows, dim);
+        }
+        if (ctx->needs_input_grad(1) && normed.defined())
+            dw = rmsNormWeightGrad(dy, normed, rows, dim);
+        return {dx, dw, torch::Tensor()};
+    }
+};
+
+// ---- Rotary embedding ---------------------------------------------------------------------------
+
+// Element pointers of row r of a [batch, heads, seq, dim] tensor with a contiguous last dimension.
+struct RowWalk {
+    int64_t heads, seq, s0, s1, s2;
+    explicit RowWalk(const torch::Tensor& t)
+        : heads(t.size(1)), seq(t.size(2)), s0(t.stride(0)), s1(t.stride(1)), s2(t.stride(2))
+    {
+    }
+    int64_t offset(int64_t r) const
+    {
+        const int64_t b = r / (heads * seq), h = (r / seq) % heads, s = r % seq;
+        return b * s0 + h * s1 + s * s2;
+    }
+    int64_t table(int64_t r, bool perRow) const  // row of the [seq, dim] / [batch, 1, seq, dim]
+    {
+        const int64_t s = r % seq;
+        return perRow ? (r / (heads * seq)) * seq + s : s;
+    }
+};
+
+// TX: x's element type; TC: the tables'; TO: the output's (TX when both agree, else float). Each
+// product and the sum rounded to TO, as LibTorch's mul, mul and add.
+template <typename TX, typename TC, typename TO>
+void ropeForward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                 torch::Tensor& out)
+{
+    const int64_t dim = x.size(3), half = dim / 2;
+    const int64_t rows = x.size(0) * x.size(1) * x.size(2);
+    const bool perRow = cos.dim() == 4;
+    const RowWalk in(x), to(out);
+    const TX* xp = x.data_ptr<TX>();
+    const TC* cp = cos.data_ptr<TC>();
+    const TC* sp = sin.data_ptr<TC>();
+    TO* op = out.data_ptr<TO>();
+    at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const TX* xr = xp + in.offset(r);
+            const TC* c = cp + in.table(r, perRow) * dim;
+            const TC* s = sp + in.table(r, perRow) * dim;
+            TO* o = op + to.offset(r);
+            for (int64_t i = 0; i < dim; ++i) {
+                const TO rotated =
+                    i < half ? static_cast<TO>(-xr[i + half]) : static_cast<TO>(xr[i - half]);
+                const TO a = static_cast<TO>(xr[i]) * static_cast<TO>(c[i]);
+                const TO b = rotated * static_cast<TO>(s[i]);
+                o[i] = a + b;
+            }
+        }
+    });
+}
+
+// dx[i] = dy[i] cos[i] + dy[i + half] sin[i + half] (first half), dy[i] cos[i] - dy[i - half]
+// sin[i - half] (second half), in fp32, rounded once to TX.
+template <typename TX, typename TC, typename TO>
+void ropeBackward(const torch::Tensor& dy, const torch::Tensor& cos, const torch::Tensor& sin,
+                  torch::Tensor& dx)
+{
+    const int64_t dim = dy.size(3), half = dim / 2;
+    const int64_t rows = dy.size(0) * dy.size(1) * dy.size(2);
+    const bool perRow = cos.dim() == 4;
+    const RowWalk in(dy), to(dx);
+    const TO* gp = dy.data_ptr<TO>();
+    const TC* cp = cos.data_ptr<TC>();
+    const TC* sp = sin.data_ptr<TC>();
+    TX* op = dx.data_ptr<TX>();
+    at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const TO* g = gp + in.offset(r);
+            const TC* c = cp + in.table(r, perRow) * dim;
+            const TC* s = sp + in.table(r, perRow) * dim;
+            TX* o = op + to.offset(r);
+            for (int64_t i = 0; i < half; ++i)
+                o[i] = static_cast<TX>(static_cast<float>(g[i]) * static_cast<float>(c[i]) +
+                                       static_cast<float>(g[i + half]) *
+                                           static_cast<float>(s[i + half]));
+            for (int64_t i = half; i < dim; ++i)
+                o[i] = static_cast<TX>(static_cast<float>(g[i]) * static_cast<float>(c[i]) -
+                                       static_cast<float>(g[i - half]) *
+                                           static_cast<float>(s[i - half]));
+        }
+    });
+}
+
+// A tensor of x's sizes laid out as x when x is dense (the attention's transposed view), else
+// contiguous.
+torch::Tensor emptyLike(const torch::Tensor& x, torch::ScalarType dtype)
+{
+    return x.is_non_overlapping_and_dense()
+               ? torch::empty_strided(x.sizes(), x.strides(), x.options().dtype(dtype))
+               : torch::empty(x.sizes(), x.options().dtype(dtype));
+}
+
+template <typename F> void dispatchRope(torch::ScalarType x, torch::ScalarType table, F&& f)
+{
+    using BF = c10::BFloat16;
+    if (x == torch::kFloat32)
+        f(float{}, float{}, float{});
+    else if (table == torch::kBFloat16)
+        f(BF{}, BF{}, BF{});
+    else
+        f(BF{}, float{}, float{});
+}
+
+struct RopeFn : public torch::autograd::Function<RopeFn> {
+    static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                                 const torch::Tensor& cos, const torch::Tensor& sin)
+    {
+        const torch::ScalarType outType =
+            cos.scalar_type() == x.scalar_type() ? x.scalar_type() : torch::kFloat32;
+        torch::Tensor out = emptyLike(x, outType);
+        dispatchRope(x.scalar_type(), cos.scalar_type(), [&](auto tx, auto tc, auto to) {
+            ropeForward<decltype(tx), decltype(tc), decltype(to)>(x, cos, sin, out);
+        });
+        ctx->save_for_backward({cos, sin});
+        ctx->saved_data["dtype"] = static_cast<int64_t>(x.scalar_type());
+        ctx->saved_data["strides"] = x.strides().vec();
+        ctx->saved_data["dense"] = x.is_non_overlapping_and_dense();
+        return out;
+    }
+
+    static variable_list backward(AutogradContext* ctx, variable_list gradOut)
+    {
+        const variable_list saved = ctx->get_saved_variables();
+        const torch::Tensor &cos = saved[0], &sin = saved[1];
+        const auto xType = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
+        const torch::ScalarType outType = cos.scalar_type() == xType ? xType : torch::kFloat32;
+        torch::Tensor dy = gradOut[0].to(outType);
+        if (dy.stride(3) != 1)
+            dy = dy.contiguous();
+        const auto strides = ctx->saved_data["strides"].toIntVector();
+        torch::Tensor dx =
+            ctx->saved_data["dense"].toBool()
+                ? torch::empty_strided(dy.sizes(), strides, dy.options().dtype(xType))
+                : torch::empty(dy.sizes(), dy.options().dtype(xType));
+        dispatchRope(xType, cos.scalar_type(), [&](auto tx, auto tc, auto to) {
+            ropeBackward<decltype(tx), decltype(tc), decltype(to)>(dy, cos, sin, dx);
+        });
+        return {dx, torch::Tensor(), torch::Tensor()};
+    }
+};
+
+}  // namespace
+
+bool rmsNormTakesTrainOp(const torch::Tensor& x, const torch::Tensor& w)
+{
+    return onCpu({&x, &w}) && x.dim() >= 1 && w.dim() == 1 && w.size(0) > 0 &&
+           x.size(-1) == w.size(0) && x.scalar_type() == torch::kFloat32 &&
+           w.scalar_type() == torch::kFloat32 && x.numel() > 0;
+}
+
+torch::Tensor trainRmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps)
+{
+    return RmsNormFn::apply(x, w, eps);
+}
+
+bool ropeTakesTrainOp(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    if (!onCpu({&x, &cos, &sin}) || x.dim() != 4 || x.size(3) % 2 != 0 || x.size(3) == 0 ||
+        x.stride(3) != 1 || x.numel() == 0)
+        return false;
+    const torch::ScalarType xt = x.scalar_type(), ct = cos.scalar_type();
+    const bool types =
+        (xt == torch::kFloat32 && ct == torch::kFloat32) ||
+        (xt == torch::kBFloat16 && (ct == torch::kBFloat16 || ct == torch::kFloat32));
+    if (!types || sin.scalar_type() != ct || !cos.is_contiguous() || !sin.is_contiguous() ||
+        cos.sizes() != sin.sizes() || cos.requires_grad() || sin.requires_grad())
+        return false;
+    const int64_t batch = x.size(0), seq = x.size(2), dim = x.size(3);
+    const bool shared = cos.dim() == 2 && cos.size(0) == seq && cos.size(1) == dim;
+    const bool perRow = cos.dim() == 4 && cos.size(0) == batch && cos.size(1) == 1 &&
+                        cos.size(2) == seq && cos.size(3) == dim;
+    return shared || perRow;
+}
+
+torch::Tensor trainRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    return RopeFn::apply(x, cos, sin);
+}
+
+}  // namespace tb

@@ -1,0 +1,130 @@
+// Training's fused RMSNorm and rotary embedding against LibTorch's operators (see
+// train_ops_check.h): the reference is the layers' composite written out here, differentiated by
+// LibTorch's autograd.
+#include "model/train_ops_check.h"
+
+#include "model/causal_lm.h"
+#include "model/train_ops.h"
+
+namespace tb {
+namespace {
+
+double maxAbs(const torch::Tensor& t)
+{
+    return t.to(torch::kFloat64).abs().max().item<double>();
+}
+
+double maxDiff(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return maxAbs(a.to(torch::kFloat64) - b.to(torch::kFloat64));
+}
+
+torch::Tensor referenceRmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps)
+{
+    auto xf = x.to(torch::kFloat32);
+    auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);
+    xf = xf * torch::rsqrt(variance + eps);
+    return w * xf.to(x.scalar_type());
+}
+
+torch::Tensor referenceRope(const torch::Tensor& x, const torch::Tensor& cos,
+                            const torch::Tensor& sin)
+{
+    const int64_t half = x.size(-1) / 2;
+    auto rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+    return x * cos + rotated * sin;
+}
+
+}  // namespace
+
+TrainOpsCheck checkTrainRmsNorm(int64_t rows, int64_t dim, bool inputTrains, bool weightTrains,
+                                uint64_t seed)
+{
+    torch::manual_seed(seed);
+    RMSNorm norm(dim, 1e-5);
+    {
+        torch::NoGradGuard noGrad;
+        norm->weight.normal_(1.0, 0.5);
+    }
+    norm->weight.set_requires_grad(weightTrains);
+    const torch::Tensor x0 = 3.0 * torch::randn({rows, dim});
+    const torch::Tensor upstream = torch::randn({rows, dim});
+
+    TrainOpsCheck check;
+    torch::Tensor frozen;
+    {
+        torch::NoGradGuard noGrad;
+        check.tookItWithoutGrad = rmsNormTakesTrainOp(x0, norm->weight);
+        frozen = norm->forward(x0);
+    }
+    const torch::Tensor x = x0.clone().set_requires_grad(inputTrains);
+    check.tookTrainOp = rmsNormTakesTrainOp(x, norm->weight);
+    const torch::Tensor y = norm->forward(x);
+    const torch::Tensor w = norm->weight.detach().clone().set_requires_grad(weightTrains);
+    const torch::Tensor xr = x0.clone().set_requires_grad(inputTrains);
+    const torch::Tensor yr = referenceRmsNorm(xr, w, 1e-5);
+    check.outputDiff = maxDiff(y, yr);
+    check.outputMax = maxAbs(yr);
+    check.noGradDiff = maxDiff(frozen, y);
+    check.sameStrides = y.strides() == yr.strides();
+    if (inputTrains || weightTrains) {
+        (y * upstream).sum().backward();
+        (yr * upstream).sum().backward();
+    }
+    if (inputTrains) {
+        check.inputGradDiff = maxDiff(x.grad(), xr.grad());
+        check.inputGradMax = maxAbs(xr.grad());
+    }
+    if (weightTrains) {
+        check.weightGradDiff = maxDiff(norm->weight.grad(), w.grad());
+        check.weightGradMax = maxAbs(w.grad());
+    }
+    return check;
+}
+
+TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool perRow,
+                             bool bf16, bool fp32Tables, uint64_t seed)
+{
+    torch::manual_seed(seed);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const torch::Tensor base = torch::randn({batch, seq, heads, dim}).to(dtype);
+    const torch::Tensor invFreq =
+        1.0 / torch::pow(10000.0, torch::arange(0, dim, 2, torch::kFloat64) / double(dim));
+    torch::Tensor positions = torch::arange(seq, torch::kFloat64) + 5.0;
+    if (perRow)
+        positions =
+            positions.unsqueeze(0) + 3.0 * torch::arange(batch, torch::kFloat64).unsqueeze(1);
+    torch::Tensor angles = positions.unsqueeze(-1) * invFreq;
+    angles = torch::cat({angles, angles}, -1);
+    if (perRow)
+        angles = angles.unsqueeze(1);  // [batch, 1, seq, dim]
+    const auto tableType = fp32Tables ? torch::kFloat32 : dtype;
+    const torch::Tensor cos = angles.cos().to(tableType), sin = angles.sin().to(tableType);
+
+    TrainOpsCheck check;
+    torch::Tensor frozen;
+    {
+        torch::NoGradGuard noGrad;
+        check.tookItWithoutGrad = ropeTakesTrainOp(base.transpose(1, 2), cos, sin);
+        frozen = applyRope(base.transpose(1, 2), cos, sin);
+    }
+    const torch::Tensor leaf = base.clone().set_requires_grad(true);
+    const torch::Tensor x = leaf.transpose(1, 2);  // [batch, heads, seq, dim], as the attention
+    check.tookTrainOp = ropeTakesTrainOp(x, cos, sin);
+    const torch::Tensor y = applyRope(x, cos, sin);
+    const torch::Tensor leafRef = base.clone().set_requires_grad(true);
+    const torch::Tensor yr = referenceRope(leafRef.transpose(1, 2), cos, sin);
+    check.outputDiff = maxDiff(y, yr);
+    check.outputMax = maxAbs(yr);
+    check.noGradDiff = maxDiff(frozen, y);
+    check.sameStrides = y.strides() == yr.strides() && y.scalar_type() == yr.scalar_type();
+    const torch::Tensor upstream = torch::randn(y.sizes()).to(y.scalar_type());
+    (y.to(torch::kFloat32) * upstream.to(torch::kFloat32)).sum().backward();
+    (yr.to(torch::kFloat32) * upstream.to(torch::kFloat32)).sum().backward();
+    check.inputGradDiff = maxDiff(leaf.grad(), leafRef.grad());
+    check.inputGradMax = maxAbs(leafRef.grad());
+    check.sameStrides = check.sameStrides && leaf.grad().strides() == leafRef.grad().strides();
+    return check;
+}
+
+}  // namespace tb

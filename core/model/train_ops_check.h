@@ -1,0 +1,32 @@
+// Torch-free check of training's RMSNorm and rotary embedding (model/train_ops.h) against
+// LibTorch's operators and their autograd: what test_train_ops calls.
+#pragma once
+
+#include <cstdint>
+
+namespace tb {
+
+// Each pair: the largest |ours - LibTorch's| and the largest |LibTorch's| of one tensor.
+struct TrainOpsCheck {
+    bool tookTrainOp = false;        // the layer took the train op with grad mode on
+    bool tookItWithoutGrad = false;  // ... and with grad mode off (must be false)
+    double outputDiff = 0, outputMax = 0;
+    double inputGradDiff = 0, inputGradMax = 0;
+    double weightGradDiff = 0, weightGradMax = 0;  // RMSNorm's weight, when it trains
+    bool sameStrides = false;  // output and input gradient laid out as LibTorch's
+    double noGradDiff = -1;    // the layer's output with grad mode off against on (must be 0)
+};
+
+// RMSNorm (RMSNormImpl, eps 1e-5) of x [rows, dim] ~ N(0, 3), weight ~ N(1, 0.5), fp32, through
+// the layer in grad mode; inputTrains / weightTrains: which of the two needs a gradient. The
+// backward is driven by a random upstream gradient.
+TrainOpsCheck checkTrainRmsNorm(int64_t rows, int64_t dim, bool inputTrains, bool weightTrains,
+                                uint64_t seed);
+
+// applyRope of x [batch, heads, seq, dim], a transposed view of [batch, seq, heads, dim], with
+// real rotary tables shared ([seq, dim]) or per row ([batch, 1, seq, dim]); x in fp32 or bf16,
+// the tables in fp32 or x's dtype.
+TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool perRow,
+                             bool bf16, bool fp32Tables, uint64_t seed);
+
+}  // namespace tb

@@ -1,0 +1,106 @@
+// Training's fused RMSNorm and rotary embedding (model/train_ops.h) against LibTorch's operators
+// and their autograd: outputs, input and weight gradients, the output's layout, fp32 and bf16,
+// shared and per-row rotary tables; with grad mode off too, so a frozen reference computes the
+// numbers of the policy.
+#include "model/train_ops_check.h"
+
+#include <QtTest>
+
+#include <cmath>
+
+class TestTrainOps : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void rmsNormMatchesLibTorch_data()
+    {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("dim");
+        QTest::addColumn<bool>("inputTrains");
+        QTest::addColumn<bool>("weightTrains");
+        QTest::newRow("LoRA layer: 512 x 384, input only") << 512 << 384 << true << false;
+        QTest::newRow("full: 512 x 384, input and weight") << 512 << 384 << true << true;
+        QTest::newRow("first layer: weight only, 300 x 67") << 300 << 67 << false << true;
+        QTest::newRow("frozen: 17 x 64, neither") << 17 << 64 << false << false;
+        QTest::newRow("one row of 4096") << 1 << 4096 << true << true;
+        // Without grad mode 16 rows take decode_ops.h's loop: the same numbers.
+        QTest::newRow("a decoding step's 16 x 384") << 16 << 384 << true << false;
+    }
+
+    void rmsNormMatchesLibTorch()
+    {
+        QFETCH(int, rows);
+        QFETCH(int, dim);
+        QFETCH(bool, inputTrains);
+        QFETCH(bool, weightTrains);
+        const tb::TrainOpsCheck c = tb::checkTrainRmsNorm(rows, dim, inputTrains, weightTrains, 5);
+        QVERIFY(c.tookTrainOp);
+        QVERIFY(c.tookItWithoutGrad);
+        QCOMPARE(c.noGradDiff, 0.0);
+        QVERIFY(c.sameStrides);
+        QVERIFY(c.outputMax > 1.0);
+        qInfo("max diff: output %.3g of %.3g, input grad %.3g of %.3g, weight grad %.3g of %.3g",
+              c.outputDiff, c.outputMax, c.inputGradDiff, c.inputGradMax, c.weightGradDiff,
+              c.weightGradMax);
+        // The sum of squares adds in another order: a few ulps of the output (2^-21 of its
+        // largest value). The gradients come from another (equal) formula, each in fp32: within
+        // 1e-5 of their largest value.
+        QVERIFY(c.outputDiff <= c.outputMax * std::ldexp(1.0, -21));
+        if (inputTrains) {
+            QVERIFY(c.inputGradMax > 0.1);
+            QVERIFY(c.inputGradDiff <= c.inputGradMax * 1e-5);
+        }
+        if (weightTrains) {
+            QVERIFY(c.weightGradMax > 0.1);
+            QVERIFY(c.weightGradDiff <= c.weightGradMax * 1e-5);
+        }
+    }
+
+    void ropeMatchesLibTorch_data()
+    {
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("heads");
+        QTest::addColumn<int>("seq");
+        QTest::addColumn<int>("dim");
+        QTest::addColumn<bool>("perRow");
+        QTest::addColumn<bool>("bf16");
+        QTest::addColumn<bool>("fp32Tables");
+        QTest::newRow("fp32, 4 x 6 heads x 128 x 64")
+            << 4 << 6 << 128 << 64 << false << false << true;
+        QTest::newRow("fp32, per-row tables, odd sizes")
+            << 3 << 5 << 17 << 22 << true << false << true;
+        QTest::newRow("bf16 input, fp32 tables (autocast)")
+            << 2 << 4 << 33 << 64 << false << true << true;
+        QTest::newRow("bf16 input and tables, per row")
+            << 2 << 3 << 9 << 16 << true << true << false;
+    }
+
+    void ropeMatchesLibTorch()
+    {
+        QFETCH(int, batch);
+        QFETCH(int, heads);
+        QFETCH(int, seq);
+        QFETCH(int, dim);
+        QFETCH(bool, perRow);
+        QFETCH(bool, bf16);
+        QFETCH(bool, fp32Tables);
+        const tb::TrainOpsCheck c =
+            tb::checkTrainRope(batch, heads, seq, dim, perRow, bf16, fp32Tables, 7);
+        QVERIFY(c.tookTrainOp);
+        QVERIFY(c.tookItWithoutGrad);
+        QCOMPARE(c.noGradDiff, 0.0);
+        QVERIFY(c.sameStrides);
+        QVERIFY(c.outputMax > 1.0);
+        qInfo("max diff: output %.3g of %.3g, input grad %.3g of %.3g", c.outputDiff, c.outputMax,
+              c.inputGradDiff, c.inputGradMax);
+        // The forward rounds each product and the sum as LibTorch's mul, mul and add: bit for
+        // bit. The backward adds its two products in fp32 and rounds once, where LibTorch rounds
+        // each to the input's dtype first: fp32 within an ulp or two (2^-22 of the largest), bf16
+        // within one bf16 step (2^-7 of the largest).
+        QCOMPARE(c.outputDiff, 0.0);
+        QVERIFY(c.inputGradMax > 0.1);
+        QVERIFY(c.inputGradDiff <= c.inputGradMax * std::ldexp(1.0, bf16 ? -7 : -22));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestTrainOps)
+#include "test_train_ops.moc"
