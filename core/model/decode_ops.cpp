@@ -196,10 +196,17 @@ torch::Tensor decodeAttention(const torch::Tensor& q, const torch::Tensor& k,
     const int64_t tasks = batch * kvHeads;
     const int64_t work = std::max<int64_t>(1, keys * dim * (heads / kvHeads) * seq);
     const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / work);
+    // A head narrower than a vector register takes a narrower set (stories260k's head_dim is 8),
+    // whose vectors it fills, rather than the scalar tail of a wider one.
+    FewRowsIsa isa = fewRowsBestIsa();
+    if (isa == FewRowsIsa::avx512 && dim < 16)
+        isa = FewRowsIsa::avx2;
+    if (isa == FewRowsIsa::avx2 && dim < 8)
+        isa = FewRowsIsa::portable;
     at::parallel_for(0, tasks, grain, [&](int64_t t0, int64_t t1) {
         std::vector<float> scratch(static_cast<size_t>(attentionScratchFloats(a)));
         for (int64_t t = t0; t < t1; ++t)
-            attendKvHead(a, t / kvHeads, t % kvHeads, scratch.data());
+            attendKvHead(a, t / kvHeads, t % kvHeads, scratch.data(), isa);
     });
     return out.transpose(1, 2);
 }

@@ -106,6 +106,9 @@ private Q_SLOTS:
             << 4 << 4 << 4 << 3 << 21 << 40 << false << true;
         QTest::newRow("3 queries, padded, GQA 6 over 3, head_dim 67")
             << 3 << 6 << 3 << 3 << 19 << 67 << true << true;
+        QTest::newRow("stories260k: 8 heads of 8 over 4")
+            << 2 << 8 << 4 << 1 << 150 << 8 << true << true;
+        QTest::newRow("head_dim 4") << 2 << 2 << 2 << 1 << 30 << 4 << false << true;
         QTest::newRow("a query that sees only itself")
             << 2 << 2 << 1 << 1 << 4 << 16 << true << true;
         QTest::newRow("17 queries (LibTorch's)") << 2 << 4 << 2 << 17 << 40 << 32 << true << false;
