@@ -493,6 +493,10 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
         pastLength = 0;
     }
 
+    // A decoding step's few queries on the CPU: one loop over the cached keys (model/decode_ops.h).
+    if (cache && attentionTakesDecode(q, keys, values, mask))
+        return decodeAttention(q, keys, values, mask);
+
     // Grouped-query attention: each kv head serves its group of query heads. Decoding on the CPU
     // lets the kernel map the heads (the same numbers, without copying every cached key and value
     // per step: 4 rows of a Llama of 32 heads over 8 kv heads, 1,000 positions: 4.7 against 71 ms

@@ -1,12 +1,17 @@
-// RMSNorm and the rotary embedding of a few rows, as plain loops (see decode_ops.h). Each
+// RMSNorm and the rotary embedding of a few rows, as plain loops, and the attention of a decoding
+// step through model/attention_kernel.h (see decode_ops.h). Each
 // element's arithmetic is LibTorch's, operator by operator: in fp32 a product, a product and a
 // sum, each rounded (this file is compiled without contraction into fused multiply-adds, the
 // ISO default); in bf16 each operator's result rounded to bf16 as LibTorch's bf16 kernels do.
 #include "model/decode_ops.h"
 
+#include "model/attention_kernel.h"
 #include "model/few_rows_kernel.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 namespace tb {
 
@@ -87,7 +92,7 @@ bool rmsNormTakesFused(const torch::Tensor& x, const torch::Tensor& w)
     // The positions of a decoding step (a q/k norm, which sees each head as a row, only for a
     // few heads).
     const int64_t rows = x.numel() / w.size(0);
-    return rows >= 1 && rows <= kFewRowsMax;
+    return rows >= 1 && rows <= kDecodeRowsMax;
 }
 
 torch::Tensor fusedRmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps)
@@ -116,7 +121,7 @@ bool ropeTakesFused(const torch::Tensor& x, const torch::Tensor& cos, const torc
     const bool shared = cos.dim() == 2 && cos.size(0) == seq && cos.size(1) == dim;
     const bool perRow = cos.dim() == 4 && cos.size(0) == batch && cos.size(1) == 1 &&
                         cos.size(2) == seq && cos.size(3) == dim;
-    return (shared || perRow) && batch * seq >= 1 && batch * seq <= kFewRowsMax;
+    return (shared || perRow) && batch * seq >= 1 && batch * seq <= kDecodeRowsMax;
 }
 
 torch::Tensor fusedRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
@@ -128,6 +133,82 @@ torch::Tensor fusedRope(const torch::Tensor& x, const torch::Tensor& cos, const 
     else
         ropeRows<c10::BFloat16>(x, cos, sin, out);
     return out;
+}
+
+bool attentionTakesDecode(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& mask)
+{
+    if (!q.device().is_cpu() || !k.device().is_cpu() || !v.device().is_cpu() || q.dim() != 4 ||
+        k.dim() != 4 || v.dim() != 4 || !fewRowsDtype(q.scalar_type()) ||
+        k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type() ||
+        !needsNoGradient({&q, &k, &v}))
+        return false;
+    const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), dim = q.size(3);
+    const int64_t keys = k.size(2);
+    if (k.sizes() != v.sizes() || k.size(0) != batch || k.size(3) != dim || dim == 0 ||
+        k.size(1) == 0 || heads % k.size(1) != 0 || seq < 1 || seq > kDecodeQueriesMax ||
+        keys < seq || q.stride(3) != 1 || k.stride(3) != 1 || v.stride(3) != 1)
+        return false;
+    if (!mask.defined())
+        return true;
+    if (mask.scalar_type() != torch::kBool || !mask.device().is_cpu() || mask.dim() != 4)
+        return false;
+    const int64_t full[4] = {batch, heads, seq, keys};
+    for (int i = 0; i < 4; ++i)
+        if (mask.size(i) != 1 && mask.size(i) != full[i])
+            return false;
+    return true;
+}
+
+torch::Tensor decodeAttention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, const torch::Tensor& mask)
+{
+    const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), dim = q.size(3);
+    const int64_t kvHeads = k.size(1), keys = k.size(2);
+    torch::Tensor out = torch::empty({batch, seq, heads, dim}, q.options());
+    AttentionArgs a;
+    a.q = q.data_ptr();
+    std::tie(a.qBatch, a.qHead, a.qSeq) = std::tuple(q.stride(0), q.stride(1), q.stride(2));
+    a.k = k.data_ptr();
+    std::tie(a.kBatch, a.kHead, a.kPos) = std::tuple(k.stride(0), k.stride(1), k.stride(2));
+    a.v = v.data_ptr();
+    std::tie(a.vBatch, a.vHead, a.vPos) = std::tuple(v.stride(0), v.stride(1), v.stride(2));
+    a.out = out.data_ptr();
+    std::tie(a.oBatch, a.oHead, a.oSeq) = std::tuple(out.stride(0), out.stride(2), out.stride(1));
+    torch::Tensor allowed;
+    if (mask.defined()) {
+        allowed = mask.expand({batch, heads, seq, keys});  // broadcast dimensions get stride 0
+        a.mask = allowed.data_ptr<bool>();
+        a.mBatch = allowed.stride(0);
+        a.mHead = allowed.stride(1);
+        a.mSeq = allowed.stride(2);
+        a.mPos = allowed.stride(3);
+    }
+    a.heads = heads;
+    a.kvHeads = kvHeads;
+    a.seq = seq;
+    a.keys = keys;
+    a.headDim = dim;
+    a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
+    a.bf16 = q.scalar_type() == torch::kBFloat16;
+    // A (sequence, kv head) pair per task; pairs of less than about 64k multiply-adds together
+    // stay on one thread (a batch of one), where the split would cost more than it saves.
+    const int64_t tasks = batch * kvHeads;
+    const int64_t work = std::max<int64_t>(1, keys * dim * (heads / kvHeads) * seq);
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / work);
+    // A head narrower than a vector register takes a narrower set (stories260k's head_dim is 8),
+    // whose vectors it fills, rather than the scalar tail of a wider one.
+    FewRowsIsa isa = fewRowsBestIsa();
+    if (isa == FewRowsIsa::avx512 && dim < 16)
+        isa = FewRowsIsa::avx2;
+    if (isa == FewRowsIsa::avx2 && dim < 8)
+        isa = FewRowsIsa::portable;
+    at::parallel_for(0, tasks, grain, [&](int64_t t0, int64_t t1) {
+        std::vector<float> scratch(static_cast<size_t>(attentionScratchFloats(a)));
+        for (int64_t t = t0; t < t1; ++t)
+            attendKvHead(a, t / kvHeads, t % kvHeads, scratch.data(), isa);
+    });
+    return out.transpose(1, 2);
 }
 
 }  // namespace tb

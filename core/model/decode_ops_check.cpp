@@ -1,5 +1,6 @@
 // The fused decoding operators against the layers' LibTorch paths (see decode_ops_check.h): the
-// same layer called on an input that needs a gradient, which takes LibTorch's operators.
+// same layer called on an input that needs a gradient, which takes LibTorch's operators, and the
+// cached attention against scaled_dot_product_attention.
 #include "model/decode_ops_check.h"
 
 #include "model/causal_lm.h"
@@ -72,6 +73,53 @@ DecodeOpsCheck checkFusedRope(int64_t batch, int64_t heads, int64_t seq, int64_t
     const torch::Tensor xg = x.detach().clone().set_requires_grad(true);
     check.fusedWithGradient = ropeTakesFused(xg, cos, sin);
     const torch::Tensor reference = applyRope(xg, cos, sin).detach();
+    check.maxAbsDiff = maxAbs(fused.to(torch::kFloat64) - reference.to(torch::kFloat64));
+    check.maxAbsOutput = maxAbs(reference);
+    return check;
+}
+
+DecodeOpsCheck checkDecodeAttention(int64_t batch, int64_t heads, int64_t kvHeads, int64_t seq,
+                                    int64_t keys, int64_t dim, bool padded, bool bf16,
+                                    uint64_t seed)
+{
+    torch::manual_seed(seed);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const int64_t past = keys - seq;
+    const torch::Tensor q =
+        (2.0 * torch::randn({batch, seq, heads, dim})).to(dtype).transpose(1, 2);
+    const torch::Tensor k = torch::randn({batch, kvHeads, keys, dim}).to(dtype);
+    const torch::Tensor v = torch::randn({batch, kvHeads, keys, dim}).to(dtype);
+    // The cache holds the past positions, with room to spare (cachedAttention reads a view).
+    KVCache cache;
+    cache.k = {torch::zeros({batch, kvHeads, keys + 7, dim}, dtype)};
+    cache.v = {torch::zeros({batch, kvHeads, keys + 7, dim}, dtype)};
+    cache.k[0].narrow(2, 0, past).copy_(k.narrow(2, 0, past));
+    cache.v[0].narrow(2, 0, past).copy_(v.narrow(2, 0, past));
+    cache.length = past;
+    // [batch, 1, seq, keys]: query i at position past + i sees the real keys up to itself.
+    const auto cols = torch::arange(keys).unsqueeze(0);
+    const auto rows = (torch::arange(seq) + past).unsqueeze(1);
+    torch::Tensor mask = (cols <= rows).unsqueeze(0).expand({batch, seq, keys});
+    torch::Tensor padMask;
+    if (padded) {
+        const auto real = cols >= 3 * torch::arange(batch).unsqueeze(1);  // [batch, keys]
+        padMask = real.unsqueeze(1).logical_and(cols <= rows).logical_or(cols == rows);
+        mask = padMask;
+        padMask = padMask.unsqueeze(1);
+    }
+    DecodeOpsCheck check;
+    torch::Tensor fused;
+    {
+        torch::InferenceMode inference;
+        check.tookFused = attentionTakesDecode(q, k, v, padMask);
+        fused = cachedAttention(q, k.narrow(2, past, seq), v.narrow(2, past, seq), &cache, 0, past,
+                                padMask);
+    }
+    const torch::Tensor qg = q.detach().clone().set_requires_grad(true);
+    check.fusedWithGradient = attentionTakesDecode(qg, k, v, padMask);
+    const int64_t groups = heads / kvHeads;
+    const torch::Tensor reference = at::scaled_dot_product_attention(
+        q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1), mask.unsqueeze(1));
     check.maxAbsDiff = maxAbs(fused.to(torch::kFloat64) - reference.to(torch::kFloat64));
     check.maxAbsOutput = maxAbs(reference);
     return check;

@@ -1,5 +1,6 @@
-// Torch-free check of decoding's fused RMSNorm and rotary embedding (model/decode_ops.h) against
-// the LibTorch operators they stand in for: what test_decode_ops calls.
+// Torch-free check of decoding's fused RMSNorm, rotary embedding and attention
+// (model/decode_ops.h) against the LibTorch operators they stand in for: what test_decode_ops
+// calls.
 #pragma once
 
 #include <cstdint>
@@ -22,5 +23,15 @@ DecodeOpsCheck checkFusedRmsNorm(int64_t rows, int64_t dim, bool bf16, uint64_t 
 // the rows ([seq, dim]) or per row ([batch, 1, seq, dim], each row at its own offset).
 DecodeOpsCheck checkFusedRope(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool perRow,
                               bool bf16, uint64_t seed);
+
+// cachedAttention of seq new positions of q [batch, heads, seq, dim] (a transposed view, as the
+// attention passes it) over a KV cache of `keys` positions (the new ones included) with spare
+// capacity, kvHeads dividing heads, against scaled_dot_product_attention on the same values with
+// every kv head repeated for its group and the mask spelt out: causal, or (padded) the rows of a
+// left-padded batch (row b's first 3b positions padding, as generateBatch's key padding mask).
+// q ~ N(0, 4), k and v ~ N(0, 1), fp32 or bf16; the reference in the same dtype.
+DecodeOpsCheck checkDecodeAttention(int64_t batch, int64_t heads, int64_t kvHeads, int64_t seq,
+                                    int64_t keys, int64_t dim, bool padded, bool bf16,
+                                    uint64_t seed);
 
 }  // namespace tb

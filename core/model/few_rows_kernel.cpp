@@ -6,23 +6,6 @@
 
 namespace tb {
 
-namespace {
-
-inline float widen(float v)
-{
-    return v;
-}
-
-inline float widen(uint16_t v)
-{
-    const uint32_t bits = static_cast<uint32_t>(v) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-}  // namespace
-
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define TB_FEW_ROWS_X86 1
 #pragma GCC push_options

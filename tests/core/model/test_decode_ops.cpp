@@ -1,7 +1,7 @@
-// Decoding's fused RMSNorm and rotary embedding (model/decode_ops.h) against the LibTorch
-// operators they replace: fp32 and bf16, sizes on and off the vector width, shared and per-row
-// rotary tables, and the guards (an input that needs a gradient, too many rows) that keep the
-// fused path to decoding.
+// Decoding's fused RMSNorm, rotary embedding and cached attention (model/decode_ops.h) against the
+// LibTorch operators they replace: fp32 and bf16, sizes on and off the vector width, shared and
+// per-row rotary tables, grouped-query heads and key padding masks, and the guards (an input that
+// needs a gradient, too many rows or queries) that keep the fused path to decoding.
 #include "model/decode_ops_check.h"
 
 #include <QtTest>
@@ -24,8 +24,10 @@ private Q_SLOTS:
             QTest::newRow(QByteArray(p).append(" 16 x 4096").constData())
                 << 16 << 4096 << bf16 << true;
             QTest::newRow(QByteArray(p).append(" 16 x 16").constData()) << 16 << 16 << bf16 << true;
-            QTest::newRow(QByteArray(p).append(" 17 x 64 (LibTorch's)").constData())
-                << 17 << 64 << bf16 << false;
+            QTest::newRow(QByteArray(p).append(" 64 x 384").constData())
+                << 64 << 384 << bf16 << true;
+            QTest::newRow(QByteArray(p).append(" 65 x 64 (LibTorch's)").constData())
+                << 65 << 64 << bf16 << false;
         }
     }
 
@@ -60,8 +62,9 @@ private Q_SLOTS:
         QTest::newRow("4 rows, per-row tables") << 4 << 8 << 1 << 16 << true << true;
         QTest::newRow("2 rows x 3 positions, head_dim 10") << 2 << 2 << 3 << 10 << false << true;
         QTest::newRow("16 rows, per-row tables") << 16 << 4 << 1 << 128 << true << true;
-        QTest::newRow("prefill of 17 positions (LibTorch's)")
-            << 1 << 4 << 17 << 32 << false << false;
+        QTest::newRow("32 rows, per-row tables") << 32 << 6 << 1 << 64 << true << true;
+        QTest::newRow("prefill of 65 positions (LibTorch's)")
+            << 1 << 4 << 65 << 32 << false << false;
     }
 
     void ropeMatchesLibTorchBitForBit()
@@ -80,6 +83,61 @@ private Q_SLOTS:
             QVERIFY(c.maxAbsOutput > 0.5);
             // The same three roundings per element as LibTorch's two products and sum.
             QCOMPARE(c.maxAbsDiff, 0.0);
+        }
+    }
+
+    void attentionMatchesLibTorch_data()
+    {
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("heads");
+        QTest::addColumn<int>("kvHeads");
+        QTest::addColumn<int>("seq");
+        QTest::addColumn<int>("keys");
+        QTest::addColumn<int>("dim");
+        QTest::addColumn<bool>("padded");
+        QTest::addColumn<bool>("fused");
+        QTest::newRow("one row, 6 heads of 64, 160 keys")
+            << 1 << 6 << 6 << 1 << 160 << 64 << false << true;
+        QTest::newRow("32 padded rows, 6 heads of 64")
+            << 32 << 6 << 6 << 1 << 97 << 64 << true << true;
+        QTest::newRow("GQA 8 over 2, padded, 33 keys")
+            << 5 << 8 << 2 << 1 << 33 << 128 << true << true;
+        QTest::newRow("3 queries (a chunk), head_dim 40")
+            << 4 << 4 << 4 << 3 << 21 << 40 << false << true;
+        QTest::newRow("3 queries, padded, GQA 6 over 3, head_dim 67")
+            << 3 << 6 << 3 << 3 << 19 << 67 << true << true;
+        QTest::newRow("stories260k: 8 heads of 8 over 4")
+            << 2 << 8 << 4 << 1 << 150 << 8 << true << true;
+        QTest::newRow("head_dim 4") << 2 << 2 << 2 << 1 << 30 << 4 << false << true;
+        QTest::newRow("a query that sees only itself")
+            << 2 << 2 << 1 << 1 << 4 << 16 << true << true;
+        QTest::newRow("17 queries (LibTorch's)") << 2 << 4 << 2 << 17 << 40 << 32 << true << false;
+    }
+
+    void attentionMatchesLibTorch()
+    {
+        QFETCH(int, batch);
+        QFETCH(int, heads);
+        QFETCH(int, kvHeads);
+        QFETCH(int, seq);
+        QFETCH(int, keys);
+        QFETCH(int, dim);
+        QFETCH(bool, padded);
+        QFETCH(bool, fused);
+        for (bool bf16 : {false, true}) {
+            const tb::DecodeOpsCheck c =
+                tb::checkDecodeAttention(batch, heads, kvHeads, seq, keys, dim, padded, bf16, 3);
+            QCOMPARE(c.tookFused, fused);
+            QVERIFY(!c.fusedWithGradient);
+            QVERIFY(c.maxAbsOutput > 0.5);
+            // fp32: the same sums in another order, and another exp (within 2 ulps): within 2^-18
+            // of the largest output (values ~N(0, 1)), some 30 ulps. bf16: LibTorch rounds the
+            // softmax weights to bf16 before multiplying by V, the loop keeps them in fp32; both
+            // round the output once: within four bf16 steps (2^-6) of the largest output.
+            const double bound = c.maxAbsOutput * std::ldexp(1.0, bf16 ? -6 : -18);
+            qInfo("%s: max |fused - LibTorch| %.3g (bound %.3g, max |y| %.3g)",
+                  bf16 ? "bf16" : "fp32", c.maxAbsDiff, bound, c.maxAbsOutput);
+            QVERIFY2(c.maxAbsDiff <= bound, qPrintable(QString::number(c.maxAbsDiff)));
         }
     }
 };
