@@ -139,7 +139,7 @@ struct ScanFlag {
 
 class DataStore {
 public:
-    static constexpr int kSchemaVersion = 3;
+    static constexpr int kSchemaVersion = 4;
 
     // Opens or creates a store file; runs migrations up to kSchemaVersion in one transaction each.
     // A file that is not SQLite, is corrupt, or comes from a newer Tunebench gets a tb::Error
@@ -149,6 +149,9 @@ public:
 
     const std::string& path() const { return m_path; }
     int schemaVersion() const;
+    // The SQL of the shipped step from schema version `from` to `from + 1` (0 <= from <
+    // kSchemaVersion); the tests build stores of older versions with it.
+    static const char* migrationSql(int from);
 
     // --- Writing. Every call is one transaction. `who` names the person or tool for the history.
     // A new source file entry (import). Returns its id.

@@ -11,10 +11,13 @@ using nlohmann::json;
 
 namespace {
 
+// A record's fields and provenance (r) with its review state (t): every record has both rows.
+const char* const kFrom = " FROM records r JOIN record_state t ON t.id = r.id";
+
 const char* const kRecordColumns =
     "r.id, r.kind, r.fields, r.source_id, coalesce(s.path, ''), r.source_line, r.source_offset, "
     "r.chunk_index, "
-    "r.chunk_overlap, r.synthetic, r.status, r.split, r.token_count, r.removed, "
+    "r.chunk_overlap, r.synthetic, t.status, t.split, t.token_count, t.removed, "
     "(SELECT round(avg(rating)) FROM labels l WHERE l.record_id = r.id AND l.rating IS NOT NULL), "
     "(SELECT group_concat(DISTINCT kind) FROM scan_flags f WHERE f.record_id = r.id)";
 
@@ -52,13 +55,13 @@ std::string whereClause(const RecordQuery& q, std::vector<std::string>& binds)
 {
     std::string w = " WHERE 1";
     if (!q.includeRemoved)
-        w += " AND r.removed = 0";
+        w += " AND t.removed = 0";
     if (q.status) {
-        w += " AND r.status = ?";
+        w += " AND t.status = ?";
         binds.push_back(reviewStatusName(*q.status));
     }
     if (q.split) {
-        w += " AND r.split = ?";
+        w += " AND t.split = ?";
         binds.push_back(*q.split);
     }
     if (q.synthetic)
@@ -82,13 +85,13 @@ std::string orderClause(const RecordQuery& q)
         column = "r.id";
         break;
     case RecordOrder::Status:
-        column = "r.status";
+        column = "t.status";
         break;
     case RecordOrder::TokenCount:
-        column = "r.token_count";
+        column = "t.token_count";
         break;
     case RecordOrder::Split:
-        column = "r.split";
+        column = "t.split";
         break;
     case RecordOrder::Kind:
         column = "r.kind";
@@ -110,7 +113,7 @@ json parseOrNull(const sql::Statement& st, int column)
     return st.isNull(column) ? json() : json::parse(st.text(column));
 }
 
-// "<select> FROM records r ..." with the query's filter (and, when ordered, its order and page),
+// "<select> FROM records r JOIN record_state t ..." (kFrom) with the query's filter (and, when ordered, its order and page),
 // bound.
 sql::Statement recordStatement(sql::Database& db, const std::string& selectFrom,
                                const RecordQuery& query, bool ordered)
@@ -127,7 +130,7 @@ sql::Statement recordStatement(sql::Database& db, const std::string& selectFrom,
 
 int64_t DataStore::count(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, "SELECT count(*) FROM records r", query, false);
+    sql::Statement st = recordStatement(*m_db, std::string("SELECT count(*)") + kFrom, query, false);
     st.step();
     return st.int64(0);
 }
@@ -138,7 +141,7 @@ void DataStore::forEach(const RecordQuery& query,
     sql::Statement st =
         recordStatement(*m_db,
                         std::string("SELECT ") + kRecordColumns +
-                            " FROM records r LEFT JOIN sources s ON s.id = r.source_id",
+                            kFrom + " LEFT JOIN sources s ON s.id = r.source_id",
                         query, true);
     while (st.step())
         if (!visit(readRecord(st)))
@@ -149,7 +152,7 @@ void DataStore::forEachFields(const RecordQuery& query,
                               const std::function<bool(const RecordFields&)>& visit) const
 {
     sql::Statement st =
-        recordStatement(*m_db, "SELECT r.id, r.kind, r.fields FROM records r", query, true);
+        recordStatement(*m_db, std::string("SELECT r.id, r.kind, r.fields") + kFrom, query, true);
     RecordFields r;
     while (st.step()) {
         r.id = st.int64(0);
@@ -181,7 +184,7 @@ std::vector<StoredRecord> DataStore::records(const RecordQuery& query) const
 
 std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, "SELECT r.id FROM records r", query, true);
+    sql::Statement st = recordStatement(*m_db, std::string("SELECT r.id") + kFrom, query, true);
     std::vector<int64_t> ids;
     while (st.step())
         ids.push_back(st.int64(0));
@@ -190,7 +193,7 @@ std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 
 std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, "SELECT r.field_tokens FROM records r", query, true);
+    sql::Statement st = recordStatement(*m_db, std::string("SELECT t.field_tokens") + kFrom, query, true);
     std::vector<json> out;
     while (st.step())
         out.push_back(parseOrNull(st, 0));
@@ -200,8 +203,8 @@ std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 StoredRecord DataStore::record(int64_t id) const
 {
     sql::Statement st(
-        *m_db, std::string("SELECT ") + kRecordColumns +
-                   " FROM records r LEFT JOIN sources s ON s.id = r.source_id WHERE r.id = ?");
+        *m_db, std::string("SELECT ") + kRecordColumns + kFrom +
+                   " LEFT JOIN sources s ON s.id = r.source_id WHERE r.id = ?");
     st.bind(1, id);
     if (!st.step())
         tb::fail(m_path, ": no record with id ", id);
