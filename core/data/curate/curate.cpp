@@ -429,9 +429,11 @@ SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t s
             }
         } else {
             sql::Statement st(store.database(),
+                              // != 'general' (not IN train, validation): read in id order
+                              // from record_state, no sort of the fields.
                               "SELECT r.id, t.split, r.fields FROM records r JOIN record_state t "
-                              "ON t.id = r.id WHERE t.removed = 0 AND t.split IN ('train', "
-                              "'validation') ORDER BY r.id");
+                              "ON t.id = r.id WHERE t.removed = 0 AND t.split != 'general' ORDER "
+                              "BY t.id");
             while (st.step()) {
                 ids.push_back(st.int64(0));
                 wasValidation.push_back(st.text(1) == "validation");

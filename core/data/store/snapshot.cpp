@@ -71,7 +71,7 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
         " FROM records r JOIN record_state t ON t.id = r.id WHERE t.removed = 0 AND t.split = ? "
         "AND t.status " +
         (options.acceptedOnly ? "= 'accepted'" : "IN ('accepted', 'pending')") +
-        (options.includeSynthetic ? "" : " AND r.synthetic = 0") + " ORDER BY r.id";
+        (options.includeSynthetic ? "" : " AND r.synthetic = 0") + " ORDER BY t.id";
     sql::Statement read(db, select);
     read.bind(1, options.split);
     sql::Statement insert(

@@ -681,8 +681,8 @@ void DataStore::updateTokenCounts(
     // updates of the rows it visits.
     sql::Statement read(*m_db,
                         "SELECT r.id, r.kind, r.fields, t.token_count, t.field_tokens FROM records "
-                        "r JOIN record_state t ON t.id = r.id WHERE t.removed = 0 AND r.id > ? "
-                        "ORDER BY r.id LIMIT ?");
+                        "r JOIN record_state t ON t.id = r.id WHERE t.removed = 0 AND t.id > ? "
+                        "ORDER BY t.id LIMIT ?");
     sql::Statement write(*m_db,
                          "UPDATE record_state SET token_count = ?, field_tokens = ? WHERE id = ?");
     std::vector<CountedRecord> rows;
