@@ -80,6 +80,18 @@ DataStore::~DataStore() = default;
 
 std::unique_ptr<DataStore> DataStore::open(const std::string& path, bool create)
 {
+    return openUpTo(path, create, kSchemaVersion);
+}
+
+std::unique_ptr<DataStore> DataStore::openAtVersion(const std::string& path, int version)
+{
+    if (version < 0 || version > kSchemaVersion)
+        tb::fail(path, ": no schema version ", version, " (0 to ", kSchemaVersion, ")");
+    return openUpTo(path, true, version);
+}
+
+std::unique_ptr<DataStore> DataStore::openUpTo(const std::string& path, bool create, int version)
+{
     if (path.empty())
         tb::fail("dataset store: no path given");
     auto db = std::make_unique<sql::Database>(path, create);
@@ -90,7 +102,7 @@ std::unique_ptr<DataStore> DataStore::open(const std::string& path, bool create)
     db->exec("PRAGMA synchronous = FULL");
     db->exec("PRAGMA foreign_keys = ON");
     std::unique_ptr<DataStore> store(new DataStore(std::move(db), path));
-    store->migrate();
+    store->migrate(version);
     return store;
 }
 

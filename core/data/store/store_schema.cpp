@@ -215,13 +215,6 @@ static_assert(kMigrationCount == DataStore::kSchemaVersion);
 
 }  // namespace
 
-const char* DataStore::migrationSql(int from)
-{
-    if (from < 0 || from >= kSchemaVersion)
-        tb::fail("dataset store: no migration from schema version ", from);
-    return kMigrations[from];
-}
-
 int DataStore::schemaVersion() const
 {
     sql::Statement st(*m_db, "PRAGMA user_version");
@@ -229,7 +222,7 @@ int DataStore::schemaVersion() const
     return int(st.int64(0));
 }
 
-void DataStore::migrate()
+void DataStore::migrate(int target)
 {
     const int version = schemaVersion();
     if (version > kSchemaVersion)
@@ -244,7 +237,7 @@ void DataStore::migrate()
             tb::fail(m_path,
                      ": not a Tunebench dataset store (an SQLite database with other tables)");
     }
-    if (version == kSchemaVersion)
+    if (version >= target)
         return;
     // Foreign keys off while the steps run (a step may rebuild a table others refer to, SQLite's
     // documented procedure); each step checks them before it commits. The pragma is a no-op inside
@@ -260,7 +253,7 @@ void DataStore::migrate()
             }
         }
     } foreignKeysOn{*m_db};
-    for (int v = version; v < kSchemaVersion; ++v) {
+    for (int v = version; v < target; ++v) {
         sql::Transaction tx(*m_db);
         m_db->exec(kMigrations[v]);
         {

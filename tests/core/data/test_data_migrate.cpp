@@ -10,10 +10,6 @@
 
 #include "test_util.h"
 
-#include <sqlite3.h>
-
-#include <set>
-
 using nlohmann::json;
 using tb::DataStore;
 using tb::ReviewStatus;
@@ -76,29 +72,16 @@ INSERT INTO scan_flags (record_id, kind, field, offset, length, masked) VALUES
   (3, 'email', 'output', 0, 5, 't***e');
 )SQL";
 
-void exec(sqlite3* db, const std::string& sql)
-{
-    char* message = nullptr;
-    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-        const std::string text = message ? message : "?";
-        sqlite3_free(message);
-        QFAIL(text.c_str());
-    }
-}
-
-// A version-3 store at `path` from the shipped migration steps, holding `rows`.
+// A version-3 store at `path` (the shipped migration steps up to 3) holding `rows`, written with
+// foreign keys off (so a test may break one).
 void writeVersion3Store(const std::string& path, const std::string& rows)
 {
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    exec(db, "PRAGMA journal_mode = WAL");
-    exec(db, "BEGIN");
-    for (int v = 0; v < 3; ++v)
-        exec(db, DataStore::migrationSql(v));
-    exec(db, "PRAGMA user_version = 3");
-    exec(db, rows);
-    exec(db, "COMMIT");
-    sqlite3_close(db);
+    auto store = DataStore::openAtVersion(path, 3);
+    QCOMPARE(store->schemaVersion(), 3);
+    store->database().exec("PRAGMA foreign_keys = OFF");
+    tb::sql::Transaction tx(store->database());
+    store->database().exec(rows);
+    tx.commit();
 }
 
 std::vector<std::string> column(tb::sql::Database& db, const std::string& sql)
