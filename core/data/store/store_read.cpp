@@ -11,8 +11,11 @@ using nlohmann::json;
 
 namespace {
 
-// A record's fields and provenance (r) with its review state (t): every record has both rows.
-const char* const kFrom = " FROM records r JOIN record_state t ON t.id = r.id";
+// A record's review state (t) with its fields and provenance (r): every record has both rows. A
+// query that reads no column of r reads record_state alone (its indexes cover split and status),
+// never touching the records' wide rows.
+const char* const kFromState = " FROM record_state t";
+const char* const kFromBoth = " FROM record_state t JOIN records r ON r.id = t.id";
 
 const char* const kRecordColumns =
     "r.id, r.kind, r.fields, r.source_id, coalesce(s.path, ''), r.source_line, r.source_offset, "
@@ -116,13 +119,23 @@ json parseOrNull(const sql::Statement& st, int column)
     return st.isNull(column) ? json() : json::parse(st.text(column));
 }
 
-// "<select> FROM records r JOIN record_state t ..." (kFrom) with the query's filter (and, when ordered, its order and page),
-// bound.
-sql::Statement recordStatement(sql::Database& db, const std::string& selectFrom,
-                               const RecordQuery& query, bool ordered)
+// Whether the query's filter or order reads a column of records (r).
+bool readsRecords(const RecordQuery& q, bool ordered)
+{
+    return q.synthetic || q.sourceId || !q.contains.empty() ||
+           (ordered && (q.order == RecordOrder::Kind || q.order == RecordOrder::Synthetic));
+}
+
+// "SELECT <columns> FROM record_state t [JOIN records r] <joins>" with the query's filter (and,
+// when ordered, its order and page), bound. `withRecords`: the columns read r.
+sql::Statement recordStatement(sql::Database& db, const std::string& columns,
+                               const RecordQuery& query, bool ordered, bool withRecords,
+                               const char* joins = "")
 {
     std::vector<std::string> binds;
-    sql::Statement st(db, selectFrom + whereClause(query, binds) +
+    const bool both = withRecords || readsRecords(query, ordered);
+    sql::Statement st(db, "SELECT " + columns + (both ? kFromBoth : kFromState) + joins +
+                              whereClause(query, binds) +
                               (ordered ? orderClause(query) : std::string()));
     for (size_t i = 0; i < binds.size(); ++i)
         st.bind(int(i + 1), binds[i]);
@@ -133,7 +146,7 @@ sql::Statement recordStatement(sql::Database& db, const std::string& selectFrom,
 
 int64_t DataStore::count(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, std::string("SELECT count(*)") + kFrom, query, false);
+    sql::Statement st = recordStatement(*m_db, "count(*)", query, false, false);
     st.step();
     return st.int64(0);
 }
@@ -141,11 +154,8 @@ int64_t DataStore::count(const RecordQuery& query) const
 void DataStore::forEach(const RecordQuery& query,
                         const std::function<bool(const StoredRecord&)>& visit) const
 {
-    sql::Statement st =
-        recordStatement(*m_db,
-                        std::string("SELECT ") + kRecordColumns +
-                            kFrom + " LEFT JOIN sources s ON s.id = r.source_id",
-                        query, true);
+    sql::Statement st = recordStatement(*m_db, kRecordColumns, query, true, true,
+                                        " LEFT JOIN sources s ON s.id = r.source_id");
     while (st.step())
         if (!visit(readRecord(st)))
             break;
@@ -154,8 +164,7 @@ void DataStore::forEach(const RecordQuery& query,
 void DataStore::forEachFields(const RecordQuery& query,
                               const std::function<bool(const RecordFields&)>& visit) const
 {
-    sql::Statement st =
-        recordStatement(*m_db, std::string("SELECT r.id, r.kind, r.fields") + kFrom, query, true);
+    sql::Statement st = recordStatement(*m_db, "r.id, r.kind, r.fields", query, true, true);
     RecordFields r;
     while (st.step()) {
         r.id = st.int64(0);
@@ -187,7 +196,7 @@ std::vector<StoredRecord> DataStore::records(const RecordQuery& query) const
 
 std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, std::string("SELECT r.id") + kFrom, query, true);
+    sql::Statement st = recordStatement(*m_db, "t.id", query, true, false);
     std::vector<int64_t> ids;
     while (st.step())
         ids.push_back(st.int64(0));
@@ -196,7 +205,7 @@ std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 
 std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, std::string("SELECT t.field_tokens") + kFrom, query, true);
+    sql::Statement st = recordStatement(*m_db, "t.field_tokens", query, true, false);
     std::vector<json> out;
     while (st.step())
         out.push_back(parseOrNull(st, 0));
@@ -206,8 +215,8 @@ std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 StoredRecord DataStore::record(int64_t id) const
 {
     sql::Statement st(
-        *m_db, std::string("SELECT ") + kRecordColumns + kFrom +
-                   " LEFT JOIN sources s ON s.id = r.source_id WHERE r.id = ?");
+        *m_db, std::string("SELECT ") + kRecordColumns + kFromBoth +
+                   " LEFT JOIN sources s ON s.id = r.source_id WHERE t.id = ?");
     st.bind(1, id);
     if (!st.step())
         tb::fail(m_path, ": no record with id ", id);
