@@ -1,4 +1,5 @@
-// DataStore over SQLite: schema and migrations, record writes with history, operations and undo.
+// DataStore over SQLite: opening a store, record writes with history, operations and undo, scan
+// flags and token counts (the schema and its migrations: store_schema.cpp).
 #include "data/store/store.h"
 
 #include "data/record.h"
@@ -185,8 +186,8 @@ DataStore::Inserted DataStore::insertRecords(
         "chunk_overlap, synthetic, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     // Each record's review state, a narrow row of its own (split, status, ...: defaults but the
     // split).
-    sql::Statement insertState(
-        *m_db, "INSERT INTO record_state (id, split, updated_at) VALUES (?, ?, ?)");
+    sql::Statement insertState(*m_db,
+                               "INSERT INTO record_state (id, split, updated_at) VALUES (?, ?, ?)");
     // The operation first, so each batch of new records gets its history rows as it goes ("removed:
     // true -> false", so undo takes them out like any other change); its summary at the end.
     json p = params.is_object() ? params : json::object();

@@ -214,9 +214,8 @@ std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 
 StoredRecord DataStore::record(int64_t id) const
 {
-    sql::Statement st(
-        *m_db, std::string("SELECT ") + kRecordColumns + kFromBoth +
-                   " LEFT JOIN sources s ON s.id = r.source_id WHERE t.id = ?");
+    sql::Statement st(*m_db, std::string("SELECT ") + kRecordColumns + kFromBoth +
+                                 " LEFT JOIN sources s ON s.id = r.source_id WHERE t.id = ?");
     st.bind(1, id);
     if (!st.step())
         tb::fail(m_path, ": no record with id ", id);

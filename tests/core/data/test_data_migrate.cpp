@@ -1,7 +1,7 @@
-// Store migrations: a store of schema version 3 (review columns in `records`), written row by row as
-// that version's Tunebench wrote it, opens at the current version with every record, label, note,
-// flag and history row intact, the review state in `record_state` with its indexes, and undo of
-// the old operations and new ones working; a store whose rows break a foreign key stays at 3.
+// Store migrations: a store of schema version 3 (review columns in `records`), written row by row
+// as that version's Tunebench wrote it, opens at the current version with every record, label,
+// note, flag and history row intact, the review state in `record_state` with its indexes, and undo
+// of the old operations and new ones working; a store whose rows break a foreign key stays at 3.
 #include "data/curate/curate.h"
 #include "data/store/sqlite.h"
 #include "data/store/store.h"
