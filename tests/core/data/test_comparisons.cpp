@@ -4,6 +4,7 @@
 // its definition on a hand-made case, and bad input.
 #include "data/curate/comparison.h"
 #include "data/store/comparisons.h"
+#include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "util/error.h"
 

@@ -6,6 +6,7 @@
 #include "data/store/comparisons.h"
 #include "data/store/pairs_store.h"
 #include "data/store/snapshot.h"
+#include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "util/error.h"
 
