@@ -184,10 +184,6 @@ DataStore::Inserted DataStore::insertRecords(
         *m_db,
         "INSERT INTO records (kind, fields, source_id, source_line, source_offset, chunk_index, "
         "chunk_overlap, synthetic, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    // Each record's review state, a narrow row of its own (split, status, ...: defaults but the
-    // split).
-    sql::Statement insertState(*m_db,
-                               "INSERT INTO record_state (id, split, updated_at) VALUES (?, ?, ?)");
     // The operation first, so each batch of new records gets its history rows as it goes ("removed:
     // true -> false", so undo takes them out like any other change); its summary at the end.
     json p = params.is_object() ? params : json::object();
@@ -210,12 +206,30 @@ DataStore::Inserted DataStore::insertRecords(
         history.run();
         recorded = lastId;
     };
+    // Each record's review state row (defaults but the split), by batches as well: one statement
+    // per run of records with the same split, so about one per 1,024 records instead of one each.
+    sql::Statement state(*m_db, "INSERT INTO record_state (id, split, updated_at) SELECT id, ?, ? "
+                                "FROM records WHERE id BETWEEN ? AND ?");
+    int64_t stated = 0;      // state rows written up to id `stated`
+    std::string stateSplit;  // the split of the records since then
+    auto recordState = [&] {
+        if (count == 0 || lastId <= stated)
+            return;
+        state.bind(1, stateSplit).bind(2, at).bind(3, stated == 0 ? firstId : stated + 1);
+        state.bind(4, lastId);
+        state.run();
+        stated = lastId;
+    };
     produce([&](const NewRecord& r) {
         if (!isKnownSplit(r.split))
             tb::fail(m_path, ": unknown split \"", r.split, "\" (train, validation or general)");
         if (!isRecordKind(r.kind))
             tb::fail(m_path, ": unknown record kind \"", r.kind,
                      "\" (alpaca, chat, prompt-completion or text)");
+        if (r.split != stateSplit) {
+            recordState();  // the records before this one, with their split
+            stateSplit = r.split;
+        }
         fieldsText.clear();
         appendJson(fieldsText, r.fields);  // dump()'s bytes, faster
         insert.bind(1, r.kind).bind(2, fieldsText);
@@ -232,14 +246,15 @@ DataStore::Inserted DataStore::insertRecords(
             .bind(9, at);
         insert.run();
         lastId = m_db->lastInsertId();
-        insertState.bind(1, lastId).bind(2, r.split).bind(3, at);
-        insertState.run();
         if (count == 0)
             firstId = lastId;
-        if (++count % 1024 == 0)
+        if (++count % 1024 == 0) {
             recordHistory();  // while the rows' pages are still in SQLite's cache
+            recordState();
+        }
     });
     recordHistory();
+    recordState();
     sql::Statement summary(*m_db, "UPDATE operations SET summary = ? WHERE id = ?");
     summary.bind(1, json{{"records", count}, {"first_id", firstId}, {"last_id", lastId}}.dump());
     summary.bind(2, op);
