@@ -21,8 +21,8 @@ const char* const kRecordColumns =
     "r.id, r.kind, r.fields, r.source_id, coalesce(s.path, ''), r.source_line, r.source_offset, "
     "r.chunk_index, "
     "r.chunk_overlap, r.synthetic, t.status, t.split, t.token_count, t.removed, "
-    "(SELECT round(avg(rating)) FROM labels l WHERE l.record_id = r.id AND l.rating IS NOT NULL), "
-    "(SELECT group_concat(DISTINCT kind) FROM scan_flags f WHERE f.record_id = r.id)";
+    "(SELECT round(avg(rating)) FROM labels l WHERE l.record_id = t.id AND l.rating IS NOT NULL), "
+    "(SELECT group_concat(DISTINCT kind) FROM scan_flags f WHERE f.record_id = t.id)";
 
 StoredRecord readRecord(const sql::Statement& st)
 {
@@ -72,7 +72,7 @@ std::string whereClause(const RecordQuery& q, std::vector<std::string>& binds)
     if (q.sourceId)
         w += " AND r.source_id = " + std::to_string(*q.sourceId);
     if (q.flaggedOnly)
-        w += " AND EXISTS (SELECT 1 FROM scan_flags f WHERE f.record_id = r.id)";
+        w += " AND EXISTS (SELECT 1 FROM scan_flags f WHERE f.record_id = t.id)";
     if (!q.contains.empty()) {
         w += " AND instr(lower(r.fields), lower(?)) > 0";
         binds.push_back(q.contains);
