@@ -380,7 +380,10 @@ JOBS = ("startup", "import", "dedup", "stats", "scan", "split", "snapshot")
 def validation_ids_sha256(store):
     """The Tunebench store's validation ids after `data split`, hashed as peer_split reports them."""
     db = sqlite3.connect(store)
-    ids = [r[0] for r in db.execute("SELECT id FROM records WHERE removed = 0 AND split = 'validation' ORDER BY id")]
+    # Schema 4 keeps the split in record_state; older stores (a --baseline build) in records.
+    table = "record_state" if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'record_state'").fetchone() \
+        else "records"
+    ids = [r[0] for r in db.execute(f"SELECT id FROM {table} WHERE removed = 0 AND split = 'validation' ORDER BY id")]
     db.close()
     return hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
 

@@ -415,7 +415,7 @@ SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t s
             for (int v = 0; v < 2; ++v) {
                 sql::Statement st(
                     store.database(),
-                    "SELECT id FROM records WHERE split = ? AND removed = 0 ORDER BY id");
+                    "SELECT id FROM record_state WHERE split = ? AND removed = 0 ORDER BY id");
                 st.bind(1, v ? "validation" : "train");
                 while (st.step())
                     bySide[v].push_back(st.int64(0));
@@ -429,8 +429,11 @@ SplitReport splitRecords(DataStore& store, double validationFraction, uint64_t s
             }
         } else {
             sql::Statement st(store.database(),
-                              "SELECT id, split, fields FROM records WHERE removed = 0 AND split "
-                              "IN ('train', 'validation') ORDER BY id");
+                              // != 'general' (not IN train, validation): read in id order
+                              // from record_state, no sort of the fields.
+                              "SELECT r.id, t.split, r.fields FROM records r JOIN record_state t "
+                              "ON t.id = r.id WHERE t.removed = 0 AND t.split != 'general' ORDER "
+                              "BY t.id");
             while (st.step()) {
                 ids.push_back(st.int64(0));
                 wasValidation.push_back(st.text(1) == "validation");

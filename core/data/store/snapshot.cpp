@@ -65,12 +65,13 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
     // current line is held. Live records of the split that are accepted (or pending too) and,
     // unless asked, not synthetic: the set DataStore::forEach gives for the same query.
     std::string select =
-        std::string("SELECT r.id, r.kind, r.fields, r.status, r.synthetic, r.token_count, ") +
+        std::string("SELECT r.id, r.kind, r.fields, t.status, r.synthetic, t.token_count, ") +
         (options.excludeFlagged ? "EXISTS (SELECT 1 FROM scan_flags f WHERE f.record_id = r.id)"
                                 : "0") +
-        " FROM records r WHERE r.removed = 0 AND r.split = ? AND r.status " +
+        " FROM records r JOIN record_state t ON t.id = r.id WHERE t.removed = 0 AND t.split = ? "
+        "AND t.status " +
         (options.acceptedOnly ? "= 'accepted'" : "IN ('accepted', 'pending')") +
-        (options.includeSynthetic ? "" : " AND r.synthetic = 0") + " ORDER BY r.id";
+        (options.includeSynthetic ? "" : " AND r.synthetic = 0") + " ORDER BY t.id";
     sql::Statement read(db, select);
     read.bind(1, options.split);
     sql::Statement insert(

@@ -1,4 +1,5 @@
-// DataStore over SQLite: schema and migrations, record writes with history, operations and undo.
+// DataStore over SQLite: opening a store, record writes with history, operations and undo, scan
+// flags and token counts (the schema and its migrations: store_schema.cpp).
 #include "data/store/store.h"
 
 #include "data/record.h"
@@ -20,167 +21,6 @@ namespace tb {
 using nlohmann::json;
 
 namespace {
-
-// Each entry migrates the schema from version i to i + 1; never edit a shipped step, append a new
-// one.
-const char* const kMigrations[] = {
-    // 0 -> 1: the initial schema.
-    R"SQL(
-CREATE TABLE sources (
-  id INTEGER PRIMARY KEY,
-  path TEXT NOT NULL,
-  format TEXT NOT NULL,
-  sha256 TEXT NOT NULL DEFAULT '',
-  records INTEGER NOT NULL DEFAULT 0,
-  rejected INTEGER NOT NULL DEFAULT 0,
-  imported_at TEXT NOT NULL
-);
-CREATE TABLE records (
-  id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL CHECK (kind IN ('alpaca', 'chat', 'prompt-completion', 'text')),
-  fields TEXT NOT NULL CHECK (json_valid(fields)),
-  source_id INTEGER REFERENCES sources(id),
-  source_line INTEGER NOT NULL DEFAULT 0,
-  source_offset INTEGER NOT NULL DEFAULT 0,
-  chunk_index INTEGER NOT NULL DEFAULT -1,
-  chunk_overlap INTEGER NOT NULL DEFAULT 0,
-  synthetic INTEGER NOT NULL DEFAULT 0,
-  status TEXT NOT NULL DEFAULT 'pending'
-    CHECK (status IN ('pending', 'accepted', 'rejected', 'needs-adjudication')),
-  adjudicated INTEGER NOT NULL DEFAULT 0,
-  split TEXT NOT NULL DEFAULT 'train' CHECK (split IN ('train', 'validation', 'general')),
-  token_count INTEGER NOT NULL DEFAULT -1,
-  field_tokens TEXT,
-  removed INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
-);
-CREATE INDEX records_status ON records(status, removed);
-CREATE INDEX records_split ON records(split, removed);
-CREATE TABLE operations (
-  id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL,
-  who TEXT NOT NULL,
-  at TEXT NOT NULL,
-  params TEXT NOT NULL DEFAULT '{}',
-  summary TEXT NOT NULL DEFAULT '{}',
-  undone_by INTEGER
-);
-CREATE TABLE history (
-  id INTEGER PRIMARY KEY,
-  operation_id INTEGER NOT NULL REFERENCES operations(id),
-  record_id INTEGER NOT NULL,
-  who TEXT NOT NULL,
-  at TEXT NOT NULL,
-  field TEXT NOT NULL,
-  old_value TEXT,
-  new_value TEXT
-);
-CREATE INDEX history_record ON history(record_id);
-CREATE INDEX history_operation ON history(operation_id);
-CREATE TABLE labels (
-  record_id INTEGER NOT NULL REFERENCES records(id),
-  annotator TEXT NOT NULL,
-  decision TEXT NOT NULL DEFAULT '' CHECK (decision IN ('', 'accept', 'reject')),
-  rating INTEGER CHECK (rating BETWEEN 1 AND 5),
-  at TEXT NOT NULL,
-  PRIMARY KEY (record_id, annotator)
-);
-CREATE TABLE notes (
-  id INTEGER PRIMARY KEY,
-  record_id INTEGER NOT NULL REFERENCES records(id),
-  author TEXT NOT NULL,
-  text TEXT NOT NULL,
-  at TEXT NOT NULL
-);
-CREATE INDEX notes_record ON notes(record_id);
-CREATE TABLE scan_flags (
-  record_id INTEGER NOT NULL REFERENCES records(id),
-  kind TEXT NOT NULL,
-  field TEXT NOT NULL,
-  offset INTEGER NOT NULL,
-  length INTEGER NOT NULL,
-  masked TEXT NOT NULL
-);
-CREATE INDEX scan_flags_record ON scan_flags(record_id);
-CREATE TABLE meta (
-  key TEXT PRIMARY KEY,
-  value TEXT NOT NULL
-);
-CREATE TABLE snapshots (
-  id TEXT PRIMARY KEY,
-  version INTEGER NOT NULL,
-  split TEXT NOT NULL,
-  sha256 TEXT NOT NULL,
-  records INTEGER NOT NULL,
-  manifest TEXT NOT NULL,
-  created_at TEXT NOT NULL
-);
-CREATE TABLE snapshot_records (
-  snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
-  position INTEGER NOT NULL,
-  record_id INTEGER NOT NULL,
-  kind TEXT NOT NULL,
-  line TEXT NOT NULL,
-  PRIMARY KEY (snapshot_id, position)
-);
-)SQL",
-    // 1 -> 2: blind comparisons. An item holds a prompt and the answers of two sources (X, Y) with
-    // the side each is shown on (a_is_x: answer A is X's); a verdict is one annotator's choice, the
-    // active one per item and annotator counts; a preference pair exists for each active verdict
-    // that is not a tie. History rows of these changes have record_id 0 and a field
-    // "compare.item.<id>.removed" or "compare.item.<id>.verdict.<annotator>".
-    R"SQL(
-CREATE TABLE comparison_items (
-  id INTEGER PRIMARY KEY,
-  set_name TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  prompt TEXT NOT NULL,
-  messages TEXT CHECK (messages IS NULL OR json_valid(messages)),
-  source_x TEXT NOT NULL,
-  answer_x TEXT NOT NULL,
-  source_y TEXT NOT NULL,
-  answer_y TEXT NOT NULL,
-  a_is_x INTEGER NOT NULL CHECK (a_is_x IN (0, 1)),
-  removed INTEGER NOT NULL DEFAULT 0,
-  operation_id INTEGER NOT NULL REFERENCES operations(id),
-  created_at TEXT NOT NULL
-);
-CREATE UNIQUE INDEX comparison_items_set ON comparison_items(set_name, position);
-CREATE TABLE comparison_verdicts (
-  id INTEGER PRIMARY KEY,
-  item_id INTEGER NOT NULL REFERENCES comparison_items(id),
-  annotator TEXT NOT NULL,
-  choice TEXT NOT NULL CHECK (choice IN ('a', 'b', 'tie')),
-  winner TEXT NOT NULL CHECK (winner IN ('x', 'y', 'tie')),
-  note TEXT NOT NULL DEFAULT '',
-  active INTEGER NOT NULL DEFAULT 0,
-  operation_id INTEGER NOT NULL REFERENCES operations(id),
-  at TEXT NOT NULL
-);
-CREATE UNIQUE INDEX comparison_verdicts_active ON comparison_verdicts(item_id, annotator)
-  WHERE active = 1;
-CREATE TABLE preference_pairs (
-  id INTEGER PRIMARY KEY,
-  verdict_id INTEGER NOT NULL UNIQUE REFERENCES comparison_verdicts(id),
-  item_id INTEGER NOT NULL REFERENCES comparison_items(id),
-  set_name TEXT NOT NULL,
-  prompt TEXT NOT NULL,
-  messages TEXT,
-  chosen TEXT NOT NULL,
-  rejected TEXT NOT NULL,
-  annotator TEXT NOT NULL,
-  source_chosen TEXT NOT NULL,
-  source_rejected TEXT NOT NULL,
-  at TEXT NOT NULL
-);
-CREATE INDEX preference_pairs_set ON preference_pairs(set_name);
-)SQL",
-    // 2 -> 3: preference pairs, rankings and pairwise review (data/store/pairs_store.cpp).
-    pairsSchemaSql(),
-};
-constexpr int kMigrationCount = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
-static_assert(kMigrationCount == DataStore::kSchemaVersion);
 
 bool isKnownSplit(const std::string& split)
 {
@@ -241,6 +81,18 @@ DataStore::~DataStore() = default;
 
 std::unique_ptr<DataStore> DataStore::open(const std::string& path, bool create)
 {
+    return openUpTo(path, create, kSchemaVersion);
+}
+
+std::unique_ptr<DataStore> DataStore::openAtVersion(const std::string& path, int version)
+{
+    if (version < 0 || version > kSchemaVersion)
+        tb::fail(path, ": no schema version ", version, " (0 to ", kSchemaVersion, ")");
+    return openUpTo(path, true, version);
+}
+
+std::unique_ptr<DataStore> DataStore::openUpTo(const std::string& path, bool create, int version)
+{
     if (path.empty())
         tb::fail("dataset store: no path given");
     auto db = std::make_unique<sql::Database>(path, create);
@@ -251,38 +103,8 @@ std::unique_ptr<DataStore> DataStore::open(const std::string& path, bool create)
     db->exec("PRAGMA synchronous = FULL");
     db->exec("PRAGMA foreign_keys = ON");
     std::unique_ptr<DataStore> store(new DataStore(std::move(db), path));
-    store->migrate();
+    store->migrate(version);
     return store;
-}
-
-int DataStore::schemaVersion() const
-{
-    sql::Statement st(*m_db, "PRAGMA user_version");
-    st.step();
-    return int(st.int64(0));
-}
-
-void DataStore::migrate()
-{
-    const int version = schemaVersion();
-    if (version > kSchemaVersion)
-        tb::fail(m_path, ": the store has schema version ", version,
-                 ", newer than this Tunebench understands (", kSchemaVersion,
-                 "); open it with a newer Tunebench");
-    if (version == 0) {
-        // A fresh file must be empty; an SQLite file with other tables is someone else's database.
-        sql::Statement st(*m_db, "SELECT count(*) FROM sqlite_master");
-        st.step();
-        if (st.int64(0) != 0)
-            tb::fail(m_path,
-                     ": not a Tunebench dataset store (an SQLite database with other tables)");
-    }
-    for (int v = version; v < kSchemaVersion; ++v) {
-        sql::Transaction tx(*m_db);
-        m_db->exec(kMigrations[v]);
-        m_db->exec("PRAGMA user_version = " + std::to_string(v + 1));
-        tx.commit();
-    }
 }
 
 int64_t DataStore::insertOperation(const std::string& kind, const std::string& who,
@@ -361,8 +183,7 @@ DataStore::Inserted DataStore::insertRecords(
     sql::Statement insert(
         *m_db,
         "INSERT INTO records (kind, fields, source_id, source_line, source_offset, chunk_index, "
-        "chunk_overlap, synthetic, split, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "chunk_overlap, synthetic, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     // The operation first, so each batch of new records gets its history rows as it goes ("removed:
     // true -> false", so undo takes them out like any other change); its summary at the end.
     json p = params.is_object() ? params : json::object();
@@ -385,12 +206,30 @@ DataStore::Inserted DataStore::insertRecords(
         history.run();
         recorded = lastId;
     };
+    // Each record's review state row (defaults but the split), by batches as well: one statement
+    // per run of records with the same split, so about one per 1,024 records instead of one each.
+    sql::Statement state(*m_db, "INSERT INTO record_state (id, split, updated_at) SELECT id, ?, ? "
+                                "FROM records WHERE id BETWEEN ? AND ?");
+    int64_t stated = 0;      // state rows written up to id `stated`
+    std::string stateSplit;  // the split of the records since then
+    auto recordState = [&] {
+        if (count == 0 || lastId <= stated)
+            return;
+        state.bind(1, stateSplit).bind(2, at).bind(3, stated == 0 ? firstId : stated + 1);
+        state.bind(4, lastId);
+        state.run();
+        stated = lastId;
+    };
     produce([&](const NewRecord& r) {
         if (!isKnownSplit(r.split))
             tb::fail(m_path, ": unknown split \"", r.split, "\" (train, validation or general)");
         if (!isRecordKind(r.kind))
             tb::fail(m_path, ": unknown record kind \"", r.kind,
                      "\" (alpaca, chat, prompt-completion or text)");
+        if (r.split != stateSplit) {
+            recordState();  // the records before this one, with their split
+            stateSplit = r.split;
+        }
         fieldsText.clear();
         appendJson(fieldsText, r.fields);  // dump()'s bytes, faster
         insert.bind(1, r.kind).bind(2, fieldsText);
@@ -404,17 +243,18 @@ DataStore::Inserted DataStore::insertRecords(
             .bind(6, int64_t(r.chunkIndex))
             .bind(7, int64_t(r.chunkOverlap))
             .bind(8, int64_t(r.synthetic ? 1 : 0))
-            .bind(9, r.split)
-            .bind(10, at)
-            .bind(11, at);
+            .bind(9, at);
         insert.run();
         lastId = m_db->lastInsertId();
         if (count == 0)
             firstId = lastId;
-        if (++count % 1024 == 0)
+        if (++count % 1024 == 0) {
             recordHistory();  // while the rows' pages are still in SQLite's cache
+            recordState();
+        }
     });
     recordHistory();
+    recordState();
     sql::Statement summary(*m_db, "UPDATE operations SET summary = ? WHERE id = ?");
     summary.bind(1, json{{"records", count}, {"first_id", firstId}, {"last_id", lastId}}.dump());
     summary.bind(2, op);
@@ -480,7 +320,7 @@ json readField(sql::Database& db, int64_t recordId, const std::string& field)
     const bool ofFields = field.rfind("fields.", 0) == 0;
     sql::Statement& st =
         db.cached(ofFields ? "SELECT fields FROM records WHERE id = ?"
-                           : "SELECT status, split, removed FROM records WHERE id = ?");
+                           : "SELECT status, split, removed FROM record_state WHERE id = ?");
     const sql::ResetOnExit done(st);
     st.bind(1, recordId);
     if (!st.step())
@@ -510,19 +350,20 @@ void writeField(sql::Database& db, int64_t recordId, const std::string& field, c
         if (!value.is_string() || !parseReviewStatus(value.get<std::string>()))
             tb::fail(db.path(), ": record ", recordId, ": invalid status ", value.dump());
         sql::Statement& st =
-            db.cached("UPDATE records SET status = ?, updated_at = ? WHERE id = ?");
+            db.cached("UPDATE record_state SET status = ?, updated_at = ? WHERE id = ?");
         st.bind(1, value.get<std::string>()).bind(2, at).bind(3, recordId);
         st.run();
     } else if (field == "split") {
         if (!value.is_string() || !isKnownSplit(value.get<std::string>()))
             tb::fail(db.path(), ": record ", recordId, ": invalid split ", value.dump(),
                      " (train, validation or general)");
-        sql::Statement& st = db.cached("UPDATE records SET split = ?, updated_at = ? WHERE id = ?");
+        sql::Statement& st =
+            db.cached("UPDATE record_state SET split = ?, updated_at = ? WHERE id = ?");
         st.bind(1, value.get<std::string>()).bind(2, at).bind(3, recordId);
         st.run();
     } else if (field == "removed") {
         sql::Statement& st =
-            db.cached("UPDATE records SET removed = ?, updated_at = ? WHERE id = ?");
+            db.cached("UPDATE record_state SET removed = ?, updated_at = ? WHERE id = ?");
         st.bind(1, int64_t(value.is_boolean() && value.get<bool>() ? 1 : 0))
             .bind(2, at)
             .bind(3, recordId);
@@ -541,11 +382,13 @@ void writeField(sql::Database& db, int64_t recordId, const std::string& field, c
         else
             fields[key] = value;
         // Token counts belong to the old text; they are recounted by the next statistics run.
-        sql::Statement& st = db.cached(
-            "UPDATE records SET fields = ?, token_count = -1, field_tokens = NULL, updated_at = ? "
-            "WHERE id = ?");
-        st.bind(1, fields.dump()).bind(2, at).bind(3, recordId);
+        sql::Statement& st = db.cached("UPDATE records SET fields = ? WHERE id = ?");
+        st.bind(1, fields.dump()).bind(2, recordId);
         st.run();
+        sql::Statement& state = db.cached("UPDATE record_state SET token_count = -1, "
+                                          "field_tokens = NULL, updated_at = ? WHERE id = ?");
+        state.bind(1, at).bind(2, recordId);
+        state.run();
     } else {
         tb::fail(db.path(), ": unknown record field \"", field, "\"");
     }
@@ -650,7 +493,7 @@ void DataStore::addNote(int64_t recordId, const std::string& author, const std::
 void DataStore::updateStatusFromLabels(int64_t op, int64_t recordId, const std::string& who,
                                        const std::string& at)
 {
-    sql::Statement adj(*m_db, "SELECT adjudicated FROM records WHERE id = ?");
+    sql::Statement adj(*m_db, "SELECT adjudicated FROM record_state WHERE id = ?");
     adj.bind(1, recordId);
     adj.step();
     if (adj.int64(0) != 0)
@@ -718,7 +561,7 @@ void DataStore::adjudicate(int64_t recordId, const std::string& decision, const 
         "adjudicate", who, json{{"record_id", recordId}, {"decision", decision}}, json::object());
     writeChange(op, who, at,
                 Change{recordId, "status", decision == "accept" ? "accepted" : "rejected"});
-    sql::Statement st(*m_db, "UPDATE records SET adjudicated = 1 WHERE id = ?");
+    sql::Statement st(*m_db, "UPDATE record_state SET adjudicated = 1 WHERE id = ?");
     st.bind(1, recordId);
     st.run();
     tx.commit();
@@ -765,7 +608,7 @@ int64_t DataStore::undo(int64_t operationId, const std::string& who)
     for (const Row& r : rows)
         writeChange(undoOp, who, at, Change{r.recordId, r.field, r.oldValue});
     if (kind == "adjudicate") {
-        sql::Statement st(*m_db, "UPDATE records SET adjudicated = 0 WHERE id = ?");
+        sql::Statement st(*m_db, "UPDATE record_state SET adjudicated = 0 WHERE id = ?");
         for (const Row& r : rows) {
             st.bind(1, r.recordId);
             st.run();
@@ -845,7 +688,8 @@ void DataStore::setTokenCounts(const std::string& tokenizerId,
                                const std::vector<TokenCount>& counts)
 {
     sql::Transaction tx(*m_db);
-    sql::Statement st(*m_db, "UPDATE records SET token_count = ?, field_tokens = ? WHERE id = ?");
+    sql::Statement st(*m_db,
+                      "UPDATE record_state SET token_count = ?, field_tokens = ? WHERE id = ?");
     for (const TokenCount& c : counts) {
         st.bind(1, c.total).bind(2, c.perField.dump()).bind(3, c.recordId);
         st.run();
@@ -863,10 +707,12 @@ void DataStore::updateTokenCounts(
     sql::Transaction tx(*m_db);
     // Each batch is read to its end before its counts are written, so no read runs across the
     // updates of the rows it visits.
-    sql::Statement read(*m_db, "SELECT id, kind, fields, token_count, field_tokens FROM records "
-                               "WHERE removed = 0 AND id > ? ORDER BY id LIMIT ?");
+    sql::Statement read(*m_db,
+                        "SELECT r.id, r.kind, r.fields, t.token_count, t.field_tokens FROM records "
+                        "r JOIN record_state t ON t.id = r.id WHERE t.removed = 0 AND t.id > ? "
+                        "ORDER BY t.id LIMIT ?");
     sql::Statement write(*m_db,
-                         "UPDATE records SET token_count = ?, field_tokens = ? WHERE id = ?");
+                         "UPDATE record_state SET token_count = ?, field_tokens = ? WHERE id = ?");
     std::vector<CountedRecord> rows;
     for (int64_t after = std::numeric_limits<int64_t>::min();;) {
         rows.clear();

@@ -139,12 +139,15 @@ struct ScanFlag {
 
 class DataStore {
 public:
-    static constexpr int kSchemaVersion = 3;
+    static constexpr int kSchemaVersion = 4;
 
     // Opens or creates a store file; runs migrations up to kSchemaVersion in one transaction each.
     // A file that is not SQLite, is corrupt, or comes from a newer Tunebench gets a tb::Error
     // naming it.
     static std::unique_ptr<DataStore> open(const std::string& path, bool create = true);
+    // A store created or opened and migrated only up to schema `version` (<= kSchemaVersion): the
+    // tests write stores of older versions with it. Only what that version had works on it.
+    static std::unique_ptr<DataStore> openAtVersion(const std::string& path, int version);
     ~DataStore();
 
     const std::string& path() const { return m_path; }
@@ -282,7 +285,8 @@ public:
 
 private:
     DataStore(std::unique_ptr<sql::Database> db, std::string path);
-    void migrate();
+    static std::unique_ptr<DataStore> openUpTo(const std::string& path, bool create, int version);
+    void migrate(int target);
     int64_t insertOperation(const std::string& kind, const std::string& who,
                             const nlohmann::json& params, const nlohmann::json& summary);
     void writeChange(int64_t operationId, const std::string& who, const std::string& at,

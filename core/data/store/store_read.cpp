@@ -11,12 +11,18 @@ using nlohmann::json;
 
 namespace {
 
+// A record's review state (t) with its fields and provenance (r): every record has both rows. A
+// query that reads no column of r reads record_state alone (its indexes cover split and status),
+// never touching the records' wide rows.
+const char* const kFromState = " FROM record_state t";
+const char* const kFromBoth = " FROM record_state t JOIN records r ON r.id = t.id";
+
 const char* const kRecordColumns =
     "r.id, r.kind, r.fields, r.source_id, coalesce(s.path, ''), r.source_line, r.source_offset, "
     "r.chunk_index, "
-    "r.chunk_overlap, r.synthetic, r.status, r.split, r.token_count, r.removed, "
-    "(SELECT round(avg(rating)) FROM labels l WHERE l.record_id = r.id AND l.rating IS NOT NULL), "
-    "(SELECT group_concat(DISTINCT kind) FROM scan_flags f WHERE f.record_id = r.id)";
+    "r.chunk_overlap, r.synthetic, t.status, t.split, t.token_count, t.removed, "
+    "(SELECT round(avg(rating)) FROM labels l WHERE l.record_id = t.id AND l.rating IS NOT NULL), "
+    "(SELECT group_concat(DISTINCT kind) FROM scan_flags f WHERE f.record_id = t.id)";
 
 StoredRecord readRecord(const sql::Statement& st)
 {
@@ -52,13 +58,13 @@ std::string whereClause(const RecordQuery& q, std::vector<std::string>& binds)
 {
     std::string w = " WHERE 1";
     if (!q.includeRemoved)
-        w += " AND r.removed = 0";
+        w += " AND t.removed = 0";
     if (q.status) {
-        w += " AND r.status = ?";
+        w += " AND t.status = ?";
         binds.push_back(reviewStatusName(*q.status));
     }
     if (q.split) {
-        w += " AND r.split = ?";
+        w += " AND t.split = ?";
         binds.push_back(*q.split);
     }
     if (q.synthetic)
@@ -66,7 +72,7 @@ std::string whereClause(const RecordQuery& q, std::vector<std::string>& binds)
     if (q.sourceId)
         w += " AND r.source_id = " + std::to_string(*q.sourceId);
     if (q.flaggedOnly)
-        w += " AND EXISTS (SELECT 1 FROM scan_flags f WHERE f.record_id = r.id)";
+        w += " AND EXISTS (SELECT 1 FROM scan_flags f WHERE f.record_id = t.id)";
     if (!q.contains.empty()) {
         w += " AND instr(lower(r.fields), lower(?)) > 0";
         binds.push_back(q.contains);
@@ -76,19 +82,22 @@ std::string whereClause(const RecordQuery& q, std::vector<std::string>& binds)
 
 std::string orderClause(const RecordQuery& q)
 {
-    const char* column = "r.id";
+    // By t.id, not r.id: the same value, but SQLite then reads record_state first (through an index
+    // of split or status in id order where the filter has one) and needs no sort; ORDER BY r.id
+    // after an index search of t sorts every row, fields and all.
+    const char* column = "t.id";
     switch (q.order) {
     case RecordOrder::Id:
-        column = "r.id";
+        column = "t.id";
         break;
     case RecordOrder::Status:
-        column = "r.status";
+        column = "t.status";
         break;
     case RecordOrder::TokenCount:
-        column = "r.token_count";
+        column = "t.token_count";
         break;
     case RecordOrder::Split:
-        column = "r.split";
+        column = "t.split";
         break;
     case RecordOrder::Kind:
         column = "r.kind";
@@ -99,7 +108,7 @@ std::string orderClause(const RecordQuery& q)
     }
     std::string o = std::string(" ORDER BY ") + column + (q.descending ? " DESC" : " ASC");
     if (q.order != RecordOrder::Id)
-        o += std::string(", r.id") + (q.descending ? " DESC" : " ASC");
+        o += std::string(", t.id") + (q.descending ? " DESC" : " ASC");
     if (q.limit >= 0 || q.offset > 0)
         o += " LIMIT " + std::to_string(q.limit) + " OFFSET " + std::to_string(q.offset);
     return o;
@@ -110,13 +119,23 @@ json parseOrNull(const sql::Statement& st, int column)
     return st.isNull(column) ? json() : json::parse(st.text(column));
 }
 
-// "<select> FROM records r ..." with the query's filter (and, when ordered, its order and page),
-// bound.
-sql::Statement recordStatement(sql::Database& db, const std::string& selectFrom,
-                               const RecordQuery& query, bool ordered)
+// Whether the query's filter or order reads a column of records (r).
+bool readsRecords(const RecordQuery& q, bool ordered)
+{
+    return q.synthetic || q.sourceId || !q.contains.empty() ||
+           (ordered && (q.order == RecordOrder::Kind || q.order == RecordOrder::Synthetic));
+}
+
+// "SELECT <columns> FROM record_state t [JOIN records r] <joins>" with the query's filter (and,
+// when ordered, its order and page), bound. `withRecords`: the columns read r.
+sql::Statement recordStatement(sql::Database& db, const std::string& columns,
+                               const RecordQuery& query, bool ordered, bool withRecords,
+                               const char* joins = "")
 {
     std::vector<std::string> binds;
-    sql::Statement st(db, selectFrom + whereClause(query, binds) +
+    const bool both = withRecords || readsRecords(query, ordered);
+    sql::Statement st(db, "SELECT " + columns + (both ? kFromBoth : kFromState) + joins +
+                              whereClause(query, binds) +
                               (ordered ? orderClause(query) : std::string()));
     for (size_t i = 0; i < binds.size(); ++i)
         st.bind(int(i + 1), binds[i]);
@@ -127,7 +146,7 @@ sql::Statement recordStatement(sql::Database& db, const std::string& selectFrom,
 
 int64_t DataStore::count(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, "SELECT count(*) FROM records r", query, false);
+    sql::Statement st = recordStatement(*m_db, "count(*)", query, false, false);
     st.step();
     return st.int64(0);
 }
@@ -135,11 +154,8 @@ int64_t DataStore::count(const RecordQuery& query) const
 void DataStore::forEach(const RecordQuery& query,
                         const std::function<bool(const StoredRecord&)>& visit) const
 {
-    sql::Statement st =
-        recordStatement(*m_db,
-                        std::string("SELECT ") + kRecordColumns +
-                            " FROM records r LEFT JOIN sources s ON s.id = r.source_id",
-                        query, true);
+    sql::Statement st = recordStatement(*m_db, kRecordColumns, query, true, true,
+                                        " LEFT JOIN sources s ON s.id = r.source_id");
     while (st.step())
         if (!visit(readRecord(st)))
             break;
@@ -148,8 +164,7 @@ void DataStore::forEach(const RecordQuery& query,
 void DataStore::forEachFields(const RecordQuery& query,
                               const std::function<bool(const RecordFields&)>& visit) const
 {
-    sql::Statement st =
-        recordStatement(*m_db, "SELECT r.id, r.kind, r.fields FROM records r", query, true);
+    sql::Statement st = recordStatement(*m_db, "r.id, r.kind, r.fields", query, true, true);
     RecordFields r;
     while (st.step()) {
         r.id = st.int64(0);
@@ -181,7 +196,7 @@ std::vector<StoredRecord> DataStore::records(const RecordQuery& query) const
 
 std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, "SELECT r.id FROM records r", query, true);
+    sql::Statement st = recordStatement(*m_db, "t.id", query, true, false);
     std::vector<int64_t> ids;
     while (st.step())
         ids.push_back(st.int64(0));
@@ -190,7 +205,7 @@ std::vector<int64_t> DataStore::recordIds(const RecordQuery& query) const
 
 std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 {
-    sql::Statement st = recordStatement(*m_db, "SELECT r.field_tokens FROM records r", query, true);
+    sql::Statement st = recordStatement(*m_db, "t.field_tokens", query, true, false);
     std::vector<json> out;
     while (st.step())
         out.push_back(parseOrNull(st, 0));
@@ -199,9 +214,8 @@ std::vector<json> DataStore::fieldTokenCounts(const RecordQuery& query) const
 
 StoredRecord DataStore::record(int64_t id) const
 {
-    sql::Statement st(
-        *m_db, std::string("SELECT ") + kRecordColumns +
-                   " FROM records r LEFT JOIN sources s ON s.id = r.source_id WHERE r.id = ?");
+    sql::Statement st(*m_db, std::string("SELECT ") + kRecordColumns + kFromBoth +
+                                 " LEFT JOIN sources s ON s.id = r.source_id WHERE t.id = ?");
     st.bind(1, id);
     if (!st.step())
         tb::fail(m_path, ": no record with id ", id);

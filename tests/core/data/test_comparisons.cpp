@@ -4,6 +4,7 @@
 // its definition on a hand-made case, and bad input.
 #include "data/curate/comparison.h"
 #include "data/store/comparisons.h"
+#include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "util/error.h"
 
@@ -57,18 +58,6 @@ std::string choiceFor(const DataStore& store, int64_t itemId, const std::string&
     return (side == "x") == xIsA ? "a" : "b";
 }
 
-void exec(const std::string& path, const char* sql)
-{
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* error = nullptr;
-    const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &error);
-    const std::string message = error ? error : "";
-    sqlite3_free(error);
-    sqlite3_close(db);
-    QVERIFY2(rc == SQLITE_OK, message.c_str());
-}
-
 std::set<std::string> tableNames(const std::string& path)
 {
     auto store = DataStore::open(path, false);
@@ -102,18 +91,11 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         const std::string path = tempPath(dir, "old.tbstore");
-        {
-            auto store = DataStore::open(path);
-            tb::NewRecord r;
-            r.kind = "alpaca";
-            r.fields = {{"instruction", "a"}, {"output", "b"}};
-            store->addRecords({r, r}, 0, "ann");
-        }
-        // Version 1 is this schema without what migration 2 adds: take that out again.
-        exec(path, "DROP TABLE snapshot_pairs; DROP TABLE pair_flags; DROP TABLE ranking_orders; "
-                   "DROP TABLE rankings; DROP TABLE pair_choices; DROP TABLE pairs; "
-                   "DROP TABLE preference_pairs; DROP TABLE comparison_verdicts; "
-                   "DROP TABLE comparison_items; PRAGMA user_version = 1;");
+        // Version 1: the first schema, two records in its layout.
+        DataStore::openAtVersion(path, 1)->database().exec(
+            "INSERT INTO records (kind, fields, created_at, updated_at) VALUES ('alpaca', "
+            "'{\"instruction\":\"a\",\"output\":\"b\"}', 'T', 'T'), ('alpaca', "
+            "'{\"instruction\":\"a\",\"output\":\"b\"}', 'T', 'T')");
         sqlite3* db = nullptr;
         sqlite3_open(path.c_str(), &db);
         sqlite3_stmt* st = nullptr;

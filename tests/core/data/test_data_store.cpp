@@ -168,6 +168,35 @@ private Q_SLOTS:
         QCOMPARE(store->count(), int64_t(10));
     }
 
+    // Import writes each record's state row in batches, one per run of equal splits: splits that
+    // change from record to record and across the batches' boundaries all arrive.
+    void importKeepsEachRecordsSplit()
+    {
+        QTemporaryDir dir;
+        auto store = DataStore::open(tempPath(dir, "s.tbstore"));
+        std::vector<NewRecord> rs;
+        for (int i = 0; i < 2500; ++i)
+            rs.push_back(alpaca("q" + std::to_string(i), "a",
+                                i % 7 == 0               ? "validation"
+                                : i >= 1000 && i < 1100  ? "general"
+                                : i == 1023 || i == 2047 ? "general"
+                                                         : "train"));
+        const auto ids = store->addRecords(rs, 0, "importer");
+        tb::RecordQuery all;
+        all.includeRemoved = true;
+        const auto stored = store->records(all);
+        QCOMPARE(stored.size(), rs.size());
+        for (size_t i = 0; i < rs.size(); ++i) {
+            QCOMPARE(stored[i].id, ids[i]);
+            QCOMPARE(stored[i].split, rs[i].split);
+            QCOMPARE(stored[i].status, ReviewStatus::Pending);
+            QCOMPARE(stored[i].tokenCount, int64_t(-1));
+        }
+        tb::RecordQuery general;
+        general.split = "general";
+        QCOMPARE(store->count(general), int64_t(85 + 1));  // 1000-1099 but 15 multiples of 7; 2047
+    }
+
     void editsAreRecordedAndUndoable()
     {
         QTemporaryDir dir;
