@@ -8,8 +8,9 @@
 
 namespace tb {
 
-// Σ x² over every element of t, as a float64 scalar tensor on t's device; t is read in chunks,
-// so the float64 copy stays small next to a large gradient.
+// Σ x² over every element of t, as a float64 scalar tensor on t's device. An fp32 tensor on the
+// CPU is read once, in fixed blocks (the same sum on any number of threads); elsewhere t is cast
+// in chunks, so the float64 copy stays small next to a large gradient.
 torch::Tensor squaresF64(const torch::Tensor& t);
 
 }  // namespace tb
