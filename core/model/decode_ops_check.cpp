@@ -5,6 +5,7 @@
 
 #include "model/causal_lm.h"
 #include "model/decode_ops.h"
+#include "model/rope_check_tables.h"
 
 namespace tb {
 namespace {
@@ -15,6 +16,22 @@ double maxAbs(const torch::Tensor& t)
 }
 
 }  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> checkRopeTables(int64_t batch, int64_t seq, int64_t dim,
+                                                        bool perRow, torch::ScalarType dtype)
+{
+    const torch::Tensor invFreq =
+        1.0 / torch::pow(10000.0, torch::arange(0, dim, 2, torch::kFloat64) / double(dim));
+    torch::Tensor positions = torch::arange(seq, torch::kFloat64) + 5.0;
+    if (perRow)
+        positions =
+            positions.unsqueeze(0) + 3.0 * torch::arange(batch, torch::kFloat64).unsqueeze(1);
+    torch::Tensor angles = positions.unsqueeze(-1) * invFreq;
+    angles = torch::cat({angles, angles}, -1);
+    if (perRow)
+        angles = angles.unsqueeze(1);  // [batch, 1, seq, dim]
+    return {angles.cos().to(dtype), angles.sin().to(dtype)};
+}
 
 DecodeOpsCheck checkFusedRmsNorm(int64_t rows, int64_t dim, bool bf16, uint64_t seed)
 {
@@ -50,18 +67,7 @@ DecodeOpsCheck checkFusedRope(int64_t batch, int64_t heads, int64_t seq, int64_t
     torch::manual_seed(seed);
     const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
     const torch::Tensor x = torch::randn({batch, seq, heads, dim}).to(dtype).transpose(1, 2);
-    const torch::Tensor invFreq =
-        1.0 / torch::pow(10000.0, torch::arange(0, dim, 2, torch::kFloat64) / double(dim));
-    // Positions 5.. (per row: row b from 5 + 3b), the angles duplicated over both halves.
-    torch::Tensor positions = torch::arange(seq, torch::kFloat64) + 5.0;
-    if (perRow)
-        positions =
-            positions.unsqueeze(0) + 3.0 * torch::arange(batch, torch::kFloat64).unsqueeze(1);
-    torch::Tensor angles = positions.unsqueeze(-1) * invFreq;
-    angles = torch::cat({angles, angles}, -1);
-    if (perRow)
-        angles = angles.unsqueeze(1);  // [batch, 1, seq, dim]
-    const torch::Tensor cos = angles.cos().to(dtype), sin = angles.sin().to(dtype);
+    const auto [cos, sin] = checkRopeTables(batch, seq, dim, perRow, dtype);
 
     DecodeOpsCheck check;
     torch::Tensor fused;

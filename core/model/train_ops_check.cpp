@@ -4,6 +4,7 @@
 #include "model/train_ops_check.h"
 
 #include "model/causal_lm.h"
+#include "model/rope_check_tables.h"
 #include "model/train_ops.h"
 
 namespace tb {
@@ -88,18 +89,8 @@ TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t 
     torch::manual_seed(seed);
     const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
     const torch::Tensor base = torch::randn({batch, seq, heads, dim}).to(dtype);
-    const torch::Tensor invFreq =
-        1.0 / torch::pow(10000.0, torch::arange(0, dim, 2, torch::kFloat64) / double(dim));
-    torch::Tensor positions = torch::arange(seq, torch::kFloat64) + 5.0;
-    if (perRow)
-        positions =
-            positions.unsqueeze(0) + 3.0 * torch::arange(batch, torch::kFloat64).unsqueeze(1);
-    torch::Tensor angles = positions.unsqueeze(-1) * invFreq;
-    angles = torch::cat({angles, angles}, -1);
-    if (perRow)
-        angles = angles.unsqueeze(1);  // [batch, 1, seq, dim]
-    const auto tableType = fp32Tables ? torch::kFloat32 : dtype;
-    const torch::Tensor cos = angles.cos().to(tableType), sin = angles.sin().to(tableType);
+    const auto [cos, sin] =
+        checkRopeTables(batch, seq, dim, perRow, fp32Tables ? torch::kFloat32 : dtype);
 
     TrainOpsCheck check;
     torch::Tensor frozen;
