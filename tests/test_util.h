@@ -52,6 +52,12 @@ inline bool contains(const std::string& text, const std::string& part)
     return text.find(part) != std::string::npos;
 }
 
+// dir/name as a path.
+inline std::string tempPath(const QTemporaryDir& dir, const std::string& name)
+{
+    return dir.filePath(QString::fromStdString(name)).toStdString();
+}
+
 // Writes `text` (bytes as given) to dir/name and returns the path.
 inline std::string writeText(const QTemporaryDir& dir, const std::string& name,
                              const std::string& text)

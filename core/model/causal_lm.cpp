@@ -449,7 +449,7 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 {
     if (ropeTakesFused(x, cos, sin))  // a decoding step's few positions (model/decode_ops.h)
         return fusedRope(x, cos, sin);
-    if (ropeTakesTrainOp(x, cos, sin))  // training: one loop forward, one backward
+    if (ropeTakesTrainOp(x, cos, sin))  // longer runs, training's too (model/train_ops.h)
         return trainRope(x, cos, sin);
     const int64_t half = x.size(-1) / 2;
     auto x1 = x.narrow(-1, 0, half);

@@ -32,25 +32,11 @@ bool fewRowsDtype(torch::ScalarType t)
 
 namespace {
 
-// T: float, or c10::BFloat16, whose every operator rounds its float result to bf16.
 template <typename T>
 void rmsNormRows(const T* x, const T* w, T* y, int64_t rows, int64_t dim, float eps)
 {
-    for (int64_t r = 0; r < rows; ++r) {
-        const T* xr = x + r * dim;
-        T* yr = y + r * dim;
-        double squares = 0;
-        for (int64_t i = 0; i < dim; ++i) {
-            const float v = static_cast<float>(xr[i]);
-            squares += static_cast<double>(v * v);  // the square rounded to fp32, as pow(2)
-        }
-        const float variance = static_cast<float>(squares / static_cast<double>(dim));
-        const float inverse = 1.0f / std::sqrt(variance + eps);
-        for (int64_t i = 0; i < dim; ++i) {
-            const T normed = static_cast<T>(static_cast<float>(xr[i]) * inverse);
-            yr[i] = w[i] * normed;
-        }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+        rmsNormRow<T>(x + r * dim, w, y + r * dim, nullptr, dim, eps);
 }
 
 template <typename T>
@@ -58,7 +44,6 @@ void ropeRows(const torch::Tensor& x, const torch::Tensor& cos, const torch::Ten
               torch::Tensor& out)
 {
     const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3);
-    const int64_t half = dim / 2;
     const T* xp = x.data_ptr<T>();
     const T* cp = cos.data_ptr<T>();
     const T* sp = sin.data_ptr<T>();
@@ -71,13 +56,7 @@ void ropeRows(const torch::Tensor& x, const torch::Tensor& cos, const torch::Ten
                 const int64_t table = (perRow ? b * seq + s : s) * dim;
                 const T* c = cp + table;
                 const T* sn = sp + table;
-                T* o = op + ((b * heads + h) * seq + s) * dim;
-                for (int64_t i = 0; i < dim; ++i) {
-                    const T rotated = i < half ? static_cast<T>(-xr[i + half]) : xr[i - half];
-                    const T a = xr[i] * c[i];
-                    const T r = rotated * sn[i];
-                    o[i] = a + r;
-                }
+                ropeRow<T, T, T>(xr, c, sn, op + ((b * heads + h) * seq + s) * dim, dim);
             }
 }
 
@@ -109,19 +88,27 @@ torch::Tensor fusedRmsNorm(const torch::Tensor& x, const torch::Tensor& w, doubl
     return y;
 }
 
-bool ropeTakesFused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+bool ropeLayoutFits(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
 {
     if (!x.device().is_cpu() || !cos.defined() || !sin.defined() || !cos.device().is_cpu() ||
         !sin.device().is_cpu() || x.dim() != 4 || x.size(3) % 2 != 0 || x.stride(3) != 1 ||
-        !fewRowsDtype(x.scalar_type()) || cos.scalar_type() != x.scalar_type() ||
-        sin.scalar_type() != x.scalar_type() || !cos.is_contiguous() || !sin.is_contiguous() ||
-        cos.sizes() != sin.sizes() || !needsNoGradient({&x, &cos, &sin}))
+        sin.scalar_type() != cos.scalar_type() || !cos.is_contiguous() || !sin.is_contiguous() ||
+        cos.sizes() != sin.sizes())
         return false;
     const int64_t batch = x.size(0), seq = x.size(2), dim = x.size(3);
     const bool shared = cos.dim() == 2 && cos.size(0) == seq && cos.size(1) == dim;
     const bool perRow = cos.dim() == 4 && cos.size(0) == batch && cos.size(1) == 1 &&
                         cos.size(2) == seq && cos.size(3) == dim;
-    return (shared || perRow) && batch * seq >= 1 && batch * seq <= kDecodeRowsMax;
+    return shared || perRow;
+}
+
+bool ropeTakesFused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
+{
+    if (!ropeLayoutFits(x, cos, sin) || !fewRowsDtype(x.scalar_type()) ||
+        cos.scalar_type() != x.scalar_type() || !needsNoGradient({&x, &cos, &sin}))
+        return false;
+    const int64_t rows = x.size(0) * x.size(2);
+    return rows >= 1 && rows <= kDecodeRowsMax;
 }
 
 torch::Tensor fusedRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)

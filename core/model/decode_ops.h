@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <initializer_list>
 
 namespace tb {
@@ -21,9 +22,52 @@ bool needsNoGradient(std::initializer_list<const torch::Tensor*> tensors);
 bool fewRowsDtype(torch::ScalarType t);
 
 // The most rows (positions of all sequences) the fused RMSNorm and rotary embedding take: a
-// decoding step of up to 64 sequences; a prefill's longer runs stay with LibTorch's vectorised,
-// threaded operators.
+// decoding step of up to 64 sequences; longer runs take train_ops.h's threaded loops (fp32, and
+// the rotary embedding of a bf16 input) or LibTorch's operators.
 constexpr int64_t kDecodeRowsMax = 64;
+
+// One row of RMSNorm as every fused path computes it (these and train_ops.h's): the squares
+// rounded to fp32 (as pow(2)) and summed in float64, 1/rms in fp32, then w * round_T(x / rms).
+// T: float, or c10::BFloat16, whose every operator rounds its float result to bf16. Returns
+// 1/rms; normed, when not null, receives round_T(x / rms).
+template <typename T>
+inline float rmsNormRow(const T* x, const T* w, T* y, T* normed, int64_t dim, float eps)
+{
+    double squares = 0;
+    for (int64_t i = 0; i < dim; ++i) {
+        const float v = static_cast<float>(x[i]);
+        squares += static_cast<double>(v * v);
+    }
+    const float inverse =
+        1.0f / std::sqrt(static_cast<float>(squares / static_cast<double>(dim)) + eps);
+    for (int64_t i = 0; i < dim; ++i) {
+        const T n = static_cast<T>(static_cast<float>(x[i]) * inverse);
+        y[i] = w[i] * n;
+        if (normed)
+            normed[i] = n;
+    }
+    return inverse;
+}
+
+// One row of the rotary embedding, o = x * c + rotate_half(x) * s, each product and the sum
+// rounded to TO as LibTorch's mul, mul and add (TO: x's type when the tables share it, else
+// float).
+template <typename TX, typename TC, typename TO>
+inline void ropeRow(const TX* x, const TC* c, const TC* s, TO* o, int64_t dim)
+{
+    const int64_t half = dim / 2;
+    for (int64_t i = 0; i < dim; ++i) {
+        const TO rotated = i < half ? static_cast<TO>(-x[i + half]) : static_cast<TO>(x[i - half]);
+        const TO a = static_cast<TO>(x[i]) * static_cast<TO>(c[i]);
+        const TO b = rotated * static_cast<TO>(s[i]);
+        o[i] = a + b;
+    }
+}
+
+// The layout every fused rotary embedding takes (the decoding step's and train_ops.h's): on the
+// CPU, x [batch, heads, seq, head_dim] with an even head_dim and a contiguous last dimension;
+// cos and sin defined, of one dtype, contiguous, [seq, head_dim] or [batch, 1, seq, head_dim].
+bool ropeLayoutFits(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
 // x [..., dim] against w [dim]: x * rsqrt(mean(x^2) + eps) * w, statistics in fp32, the product
 // with w after rounding to x's dtype (as RMSNormImpl, and transformers, compute it).

@@ -246,7 +246,7 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x)
     // dtype. A decoding step's few rows in one loop (model/decode_ops.h).
     if (rmsNormTakesFused(x, weight))
         return fusedRmsNorm(x, weight, eps);
-    if (rmsNormTakesTrainOp(x, weight))  // training: one loop forward, one backward
+    if (rmsNormTakesTrainOp(x, weight))  // longer runs, training's too (model/train_ops.h)
         return trainRmsNorm(x, weight, eps);
     auto xf = x.to(torch::kFloat32);
     auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);

@@ -4,6 +4,8 @@
 // operators do in fp32; the backward adds its terms in fp32 and rounds once.
 #include "model/train_ops.h"
 
+#include "model/decode_ops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -35,23 +37,9 @@ void rmsNormForward(const float* x, const float* w, float* y, float* inverse, fl
                     int64_t rows, int64_t dim, float eps)
 {
     at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const float* xr = x + r * dim;
-            double squares = 0;
-            for (int64_t i = 0; i < dim; ++i)
-                squares += static_cast<double>(xr[i] * xr[i]);  // the square rounded, as pow(2)
-            const float inv =
-                1.0f / std::sqrt(static_cast<float>(squares / static_cast<double>(dim)) + eps);
-            inverse[r] = inv;
-            float* yr = y + r * dim;
-            float* nr = normed ? normed + r * dim : nullptr;
-            for (int64_t i = 0; i < dim; ++i) {
-                const float n = xr[i] * inv;
-                yr[i] = w[i] * n;
-                if (nr)
-                    nr[i] = n;
-            }
-        }
+        for (int64_t r = begin; r < end; ++r)
+            inverse[r] = rmsNormRow<float>(x + r * dim, w, y + r * dim,
+                                           normed ? normed + r * dim : nullptr, dim, eps);
     });
 }
 
@@ -165,7 +153,7 @@ template <typename TX, typename TC, typename TO>
 void ropeForward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                  torch::Tensor& out)
 {
-    const int64_t dim = x.size(3), half = dim / 2;
+    const int64_t dim = x.size(3);
     const int64_t rows = x.size(0) * x.size(1) * x.size(2);
     const bool perRow = cos.dim() == 4;
     const RowWalk in(x), to(out);
@@ -175,17 +163,8 @@ void ropeForward(const torch::Tensor& x, const torch::Tensor& cos, const torch::
     TO* op = out.data_ptr<TO>();
     at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-            const TX* xr = xp + in.offset(r);
-            const TC* c = cp + in.table(r, perRow) * dim;
-            const TC* s = sp + in.table(r, perRow) * dim;
-            TO* o = op + to.offset(r);
-            for (int64_t i = 0; i < dim; ++i) {
-                const TO rotated =
-                    i < half ? static_cast<TO>(-xr[i + half]) : static_cast<TO>(xr[i - half]);
-                const TO a = static_cast<TO>(xr[i]) * static_cast<TO>(c[i]);
-                const TO b = rotated * static_cast<TO>(s[i]);
-                o[i] = a + b;
-            }
+            const int64_t table = in.table(r, perRow) * dim;
+            ropeRow<TX, TC, TO>(xp + in.offset(r), cp + table, sp + table, op + to.offset(r), dim);
         }
     });
 }
@@ -207,8 +186,9 @@ void ropeBackward(const torch::Tensor& dy, const torch::Tensor& cos, const torch
     at::parallel_for(0, rows, grainRows(dim), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const TO* g = gp + in.offset(r);
-            const TC* c = cp + in.table(r, perRow) * dim;
-            const TC* s = sp + in.table(r, perRow) * dim;
+            const int64_t table = in.table(r, perRow) * dim;
+            const TC* c = cp + table;
+            const TC* s = sp + table;
             TX* o = op + to.offset(r);
             for (int64_t i = 0; i < half; ++i)
                 o[i] = static_cast<TX>(static_cast<float>(g[i]) * static_cast<float>(c[i]) +
@@ -296,21 +276,12 @@ torch::Tensor trainRmsNorm(const torch::Tensor& x, const torch::Tensor& w, doubl
 
 bool ropeTakesTrainOp(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)
 {
-    if (!onCpu({&x, &cos, &sin}) || x.dim() != 4 || x.size(3) % 2 != 0 || x.size(3) == 0 ||
-        x.stride(3) != 1 || x.numel() == 0)
+    if (!ropeLayoutFits(x, cos, sin) || x.numel() == 0 || cos.requires_grad() ||
+        sin.requires_grad())
         return false;
     const torch::ScalarType xt = x.scalar_type(), ct = cos.scalar_type();
-    const bool types =
-        (xt == torch::kFloat32 && ct == torch::kFloat32) ||
-        (xt == torch::kBFloat16 && (ct == torch::kBFloat16 || ct == torch::kFloat32));
-    if (!types || sin.scalar_type() != ct || !cos.is_contiguous() || !sin.is_contiguous() ||
-        cos.sizes() != sin.sizes() || cos.requires_grad() || sin.requires_grad())
-        return false;
-    const int64_t batch = x.size(0), seq = x.size(2), dim = x.size(3);
-    const bool shared = cos.dim() == 2 && cos.size(0) == seq && cos.size(1) == dim;
-    const bool perRow = cos.dim() == 4 && cos.size(0) == batch && cos.size(1) == 1 &&
-                        cos.size(2) == seq && cos.size(3) == dim;
-    return shared || perRow;
+    return (xt == torch::kFloat32 && ct == torch::kFloat32) ||
+           (xt == torch::kBFloat16 && (ct == torch::kBFloat16 || ct == torch::kFloat32));
 }
 
 torch::Tensor trainRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin)

@@ -5,8 +5,8 @@
 // profile). They save what LibTorch's operators save (the estimator's figures hold) and compute in
 // fp32 (the rotary embedding of a bf16 input against fp32 tables, as under autocast, too). They
 // run with grad mode on or off, so a frozen reference model (DPO's) computes the very numbers of
-// the policy it is compared with; a decoding step's few rows keep decode_ops.h, whose fp32
-// RMSNorm rounds as this one does. Internal to core.
+// the policy it is compared with; a decoding step's few rows keep decode_ops.h, and both compute
+// each row with its rmsNormRow and ropeRow. Internal to core.
 #pragma once
 
 #include <torch/torch.h>

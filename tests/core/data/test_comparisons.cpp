@@ -26,11 +26,7 @@ namespace {
 using tbtest::contains;
 using tbtest::errorOf;
 using tbtest::numbered;
-
-std::string tempPath(const QTemporaryDir& dir, const char* name)
-{
-    return dir.filePath(QString::fromUtf8(name)).toStdString();
-}
+using tbtest::tempPath;
 
 // n prompts "p<i>" with answers "x<i>" of source "base" and "y<i>" of source "tuned".
 tb::NewComparisonSet makeSet(const std::string& name, int n, uint64_t seed,

@@ -18,11 +18,7 @@ namespace {
 
 using tbtest::contains;
 using tbtest::errorOf;
-
-std::string tempPath(const QTemporaryDir& dir, const char* name)
-{
-    return dir.filePath(QString::fromUtf8(name)).toStdString();
-}
+using tbtest::tempPath;
 
 // Four records of one import (ids 1-4) and the operations of version 3's Tunebench on them: a
 // split moved record 1 to validation, annotators disagreed on record 2 and a lead rejected it, an

@@ -34,14 +34,10 @@ namespace {
 
 using tbtest::contains;
 using tbtest::errorOf;
+using tbtest::tempPath;
 
 const std::string kModel = TB_SOURCE_DIR "/datasets/models/stories260k";
 const std::string kTiny = TB_SOURCE_DIR "/datasets/tiny";
-
-std::string tempPath(const QTemporaryDir& dir, const std::string& name)
-{
-    return dir.filePath(QString::fromStdString(name)).toStdString();
-}
 
 void writeText(const std::string& path, const std::string& text)
 {

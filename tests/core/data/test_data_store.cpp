@@ -27,11 +27,8 @@ namespace {
 
 using tbtest::contains;
 using tbtest::errorOf;
-
-std::string tempPath(const QTemporaryDir& dir, const char* name)
-{
-    return dir.filePath(QString::fromUtf8(name)).toStdString();
-}
+using tbtest::numbered;
+using tbtest::tempPath;
 
 NewRecord alpaca(const std::string& instruction, const std::string& output,
                  const std::string& split = "train")
@@ -176,7 +173,7 @@ private Q_SLOTS:
         auto store = DataStore::open(tempPath(dir, "s.tbstore"));
         std::vector<NewRecord> rs;
         for (int i = 0; i < 2500; ++i)
-            rs.push_back(alpaca("q" + std::to_string(i), "a",
+            rs.push_back(alpaca(numbered("q", i), "a",
                                 i % 7 == 0               ? "validation"
                                 : i >= 1000 && i < 1100  ? "general"
                                 : i == 1023 || i == 2047 ? "general"
