@@ -6,12 +6,12 @@
 #include "model/vec_body.h"
 
 // KW rows of W against KX rows of x: KW * KX accumulators, each W and x vector loaded once per
-// step. With Ahead, `ahead` is the next block of W, fetched into the cache meanwhile: the hardware
-// prefetcher alone leaves a large W that comes from memory (a head of 32,000 rows) half as fast as
-// one that sits in the cache.
+// step. With Ahead, rows of a later block of W are fetched into the cache meanwhile (`aheadRows` of
+// them from `ahead`, `aheadStride` elements apart): the hardware prefetcher alone leaves a large W
+// that comes from memory (a head of 32,000 rows) half as fast as one that sits in the cache.
 template <int KW, int KX, bool Ahead, typename W>
 inline void block(const float* x, int64_t in, const W* w, const W* bias, float* y, int64_t ldy,
-                  const W* ahead)
+                  const W* ahead, int aheadRows = KW, int64_t aheadStride = 0)
 {
     VecF acc[KW][KX];
 #pragma GCC unroll 16
@@ -23,11 +23,11 @@ inline void block(const float* x, int64_t in, const W* w, const W* bias, float* 
     for (; k + kLanes <= in; k += kLanes) {
         VecF wv[KW];
 #pragma GCC unroll 16
-        for (int i = 0; i < KW; ++i) {
+        for (int i = 0; i < KW; ++i)
             wv[i] = load(w + i * in + k);
-            if constexpr (Ahead)
-                __builtin_prefetch(ahead + i * in + k);
-        }
+        if constexpr (Ahead)
+            for (int a = 0; a < aheadRows; ++a)
+                __builtin_prefetch(ahead + a * aheadStride + k);
 #pragma GCC unroll 4
         for (int j = 0; j < KX; ++j) {
             const VecF xv = load(x + j * in + k);
@@ -49,37 +49,46 @@ inline void block(const float* x, int64_t in, const W* w, const W* bias, float* 
 
 template <int KW, bool Ahead, typename W>
 inline void blockOf(int kx, const float* x, int64_t in, const W* w, const W* bias, float* y,
-                    int64_t ldy, const W* ahead)
+                    int64_t ldy, const W* ahead, int aheadRows, int64_t aheadStride)
 {
     switch (kx) {
     case 4:
-        block<KW, 4, Ahead>(x, in, w, bias, y, ldy, ahead);
+        block<KW, 4, Ahead>(x, in, w, bias, y, ldy, ahead, aheadRows, aheadStride);
         break;
     case 3:
-        block<KW, 3, Ahead>(x, in, w, bias, y, ldy, ahead);
+        block<KW, 3, Ahead>(x, in, w, bias, y, ldy, ahead, aheadRows, aheadStride);
         break;
     case 2:
-        block<KW, 2, Ahead>(x, in, w, bias, y, ldy, ahead);
+        block<KW, 2, Ahead>(x, in, w, bias, y, ldy, ahead, aheadRows, aheadStride);
         break;
     default:
-        block<KW, 1, Ahead>(x, in, w, bias, y, ldy, ahead);
+        block<KW, 1, Ahead>(x, in, w, bias, y, ldy, ahead, aheadRows, aheadStride);
         break;
     }
 }
 
-// All rows of x, up to four at a time, against KW rows of W from row o.
+// All rows of x, up to four at a time, against KW rows of W from row o. The KW rows of W at `ahead`
+// are fetched meanwhile, shared out over the first KW groups of x's rows (all by the first when
+// there is one group), so that no group waits on memory for all of them.
 template <int KW, typename W>
 inline void rowsAgainst(const float* x, int64_t rows, int64_t in, const W* w, const W* bias,
                         float* y, int64_t ldy, const W* ahead)
 {
-    for (int64_t r = 0; r < rows; r += 4) {
+    const int64_t groups = (rows + 3) / 4;
+    const int64_t sharing =
+        groups < KW ? 1 : KW;  // groups that fetch a row each, or one fetching all
+    for (int64_t r = 0, g = 0; r < rows; r += 4, ++g) {
         const float* xr = x + r * in;
         float* yr = y + r * ldy;
         const int kx = rows - r >= 4 ? 4 : static_cast<int>(rows - r);
-        if (r == 0 && ahead)
-            blockOf<KW, true>(kx, xr, in, w, bias, yr, ldy, ahead);
-        else
-            blockOf<KW, false>(kx, xr, in, w, bias, yr, ldy, ahead);
+        if (ahead && g < sharing) {
+            if (sharing == 1)
+                blockOf<KW, true>(kx, xr, in, w, bias, yr, ldy, ahead, KW, in);
+            else
+                blockOf<KW, true>(kx, xr, in, w, bias, yr, ldy, ahead + g * in, 1, in);
+        } else {
+            blockOf<KW, false>(kx, xr, in, w, bias, yr, ldy, ahead, 0, 0);
+        }
     }
 }
 
@@ -94,13 +103,14 @@ void product(const float* x, int64_t rows, int64_t in, const W* w, const W* bias
     for (; o + step <= end; o += step) {
         const W* wo = w + o * in;
         const W* bo = bias ? bias + o : nullptr;
-        const W* ahead = o + 2 * step <= end ? wo + step * in : nullptr;
+        // Two blocks ahead: one block's products are too short to hide the fetch of the next.
+        const W* ahead = o + 3 * step <= end ? wo + 2 * step * in : nullptr;
         if (rows > 1)
             rowsAgainst<4>(x, rows, in, wo, bo, y + o, ldy, ahead);
         else if (ahead)
-            block<kLanes, 1, true>(x, in, wo, bo, y + o, ldy, ahead);
+            block<kLanes, 1, true>(x, in, wo, bo, y + o, ldy, ahead, kLanes, in);
         else
-            block<kLanes, 1, false>(x, in, wo, bo, y + o, ldy, ahead);
+            block<kLanes, 1, false>(x, in, wo, bo, y + o, ldy, ahead, 0, 0);
     }
     for (; o < end; ++o)
         rowsAgainst<1>(x, rows, in, w + o * in, bias ? bias + o : nullptr, y + o, ldy,

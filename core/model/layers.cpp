@@ -18,7 +18,8 @@ namespace tb {
 // Decoding feeds one token of each sequence at a time: y = x W^T for 1 to kFewRowsMax rows of x, a
 // product bound by reading W (once per step, from memory for a model larger than the cache). MKL
 // keeps a matrix-vector product to one core, and for a few rows copies all of W into its packed
-// layout at every call, which costs more than the product. So these rows take our own kernels
+// layout at every call, which costs more than the product; for a batch's 16 to 64 rows it splits
+// x's rows over the threads, so each of them copies all of W. So these rows take our own kernels
 // (model/few_rows_kernel.h), which read W as it lies, several rows of W against up to four rows of
 // x at once, with W's rows split over the intra-op threads for matrices of 512 KiB and more, where
 // the split pays for its synchronisation. Only on the CPU without autograd, for fp32 weights or
