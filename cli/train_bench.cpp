@@ -5,6 +5,7 @@
 #include "cli/op_profile.h"
 
 #include "memory/measure.h"
+#include "model/model_impl.h"
 #include "model/registry.h"
 #include "model/safetensors.h"
 #include "peft/peft.h"
@@ -54,8 +55,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     TrainBenchResult r;
     r.model = o.model;
     r.method = o.method;
-    const torch::Device device(o.device == "auto" ? (torch::cuda::is_available() ? "cuda" : "cpu")
-                                                  : o.device);
+    const torch::Device device = parseTorchDevice(o.device);
     r.device = device.str();
     r.threads = at::get_num_threads();
     r.residentStartBytes = residentBytes();

@@ -1,11 +1,13 @@
 // tunebench-engine: the whole headless command line over tb_core; the tunebench front
 // (front_main.cpp) hands it the commands that need LibTorch.
 #include "cli/cli.h"
+#include "model/devices.h"
 
 #include <iostream>
 
 int main(int argc, char** argv)
 {
+    tb::loadCudaBackend();  // before anything asks LibTorch about CUDA
     std::vector<std::string> args(argv + 1, argv + argc);
     return tb::runCli(args, std::cout, std::cerr);
 }

@@ -7,6 +7,7 @@
 #include "model_page.h"
 #include "screenshot_tour.h"
 
+#include "model/devices.h"
 #include "util/paths.h"
 
 #include <QApplication>
@@ -19,6 +20,7 @@
 
 int main(int argc, char** argv)
 {
+    tb::loadCudaBackend();  // before anything asks LibTorch about CUDA
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Tunebench"));
     QApplication::setApplicationName(QStringLiteral("Tunebench Studio"));

@@ -6,6 +6,26 @@
 
 namespace tb {
 
+// LibTorch's CUDA backend. A normal build links it (libtorch_cuda). A build linked only with
+// LibTorch's CPU libraries (TB_TORCH_CPU_ONLY: the Debian package) loads it at start from the
+// folder of libtorch_cpu.so (the wheel's layout, a build tree) or from torch/lib below it (the
+// tunebench-cuda package: /usr/lib/tunebench/torch/lib, the CUDA libraries in ../../nvidia), when
+// an NVIDIA driver (libcuda.so.1) is present. The environment variable TB_CUDA=off never loads it,
+// TB_CUDA=on loads it without a driver too (to check an install on a machine without a GPU).
+// Call loadCudaBackend() first thing in main: LibTorch decides once per process, at its first
+// question about CUDA, whether it has a CUDA backend. Idempotent; never throws.
+void loadCudaBackend();
+
+// One line on the CUDA backend: "linked", "loaded from PATH", or why it is not there ("not
+// installed (Debian: install tunebench-cuda)", "not loaded: no NVIDIA driver (libcuda.so.1)",
+// "not loaded: TB_CUDA=off", "PATH did not load: the loader's message").
+std::string cudaBackendStatus();
+
+// Why no CUDA device can be used, for an error message: the backend's status where it is missing,
+// else what the CUDA runtime says (cudaGetDeviceCount's error, such as "no CUDA-capable device is
+// detected"); "" when a device is available.
+std::string cudaUnavailableReason();
+
 // Devices LibTorch sees (after CUDA_VISIBLE_DEVICES); 0 in a build or on a machine without CUDA.
 int cudaDeviceCount();
 

@@ -1,6 +1,7 @@
 // Model facade: loading a folder into a chosen dtype and device, and full-sequence logits.
 #include "model/model_impl.h"
 
+#include "model/devices.h"
 #include "model/registry.h"
 #include "model/safetensors.h"
 #include "util/error.h"
@@ -23,6 +24,7 @@ torch::Dtype parseTorchDtype(const std::string& name)
 
 bool cudaAvailable()
 {
+    loadCudaBackend();
     return torch::cuda::is_available();
 }
 
@@ -39,7 +41,9 @@ torch::Device parseTorchDevice(const std::string& name)
         return torch::Device(torch::kCPU);
     if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
         if (!cudaAvailable())
-            fail("device '", name, "' requested but no CUDA device is available (use cpu or auto)");
+            fail("device '", name,
+                 "' requested but no CUDA device is available (use cpu or auto): ",
+                 cudaUnavailableReason());
         int index = 0;
         if (name.size() > 5) {
             try {

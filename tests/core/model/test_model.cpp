@@ -1,5 +1,6 @@
 // Model core: the llama2.c reproduction on the bundled model, KV-cache consistency, sampling
 // controls, streaming, dtypes and clear errors for broken model folders.
+#include "model/devices.h"
 #include "model/llama2c.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -68,6 +69,7 @@ private Q_SLOTS:
     void streamingAndStops();
     void lowerPrecision();
     void brokenFolders();
+    void cudaRequestedWithoutDevice();
 
 private:
     QTemporaryDir m_dir;
@@ -275,6 +277,34 @@ void TestModel::lowerPrecision()
         QVERIFY2(msg.find("no CUDA device") != std::string::npos, msg.c_str());
         QCOMPARE(tb::Model::load(kBundled, {"fp32", "auto"})->device(), std::string("cpu"));
     }
+}
+
+// --device cuda where no CUDA device can be used: one message that says why, from the backend's
+// status (a CPU-only build without tunebench-cuda) or from the CUDA runtime itself (this build
+// links the backend; without a driver the runtime says so).
+void TestModel::cudaRequestedWithoutDevice()
+{
+    if (tb::cudaDeviceCount() > 0)
+        QSKIP("this machine has a CUDA device");
+    const std::string status = tb::cudaBackendStatus();
+    qInfo("CUDA backend: %s", status.c_str());
+    QVERIFY2(status == "linked" || status.rfind("loaded from ", 0) == 0 ||
+                 status.rfind("not ", 0) == 0,
+             status.c_str());
+    const std::string reason = tb::cudaUnavailableReason();
+    QVERIFY(!reason.empty());
+    tb::LoadOptions options;
+    options.device = "cuda";
+    const std::string msg = errorOf([&] { tb::Model::load(kBundled, options); });
+    QVERIFY2(
+        msg.find("device 'cuda' requested but no CUDA device is available (use cpu or auto): " +
+                 reason) != std::string::npos,
+        msg.c_str());
+    if (status == "linked")  // the runtime is there to ask
+        QVERIFY2(reason.rfind("the CUDA runtime ", 0) == 0, reason.c_str());
+    options.device = "auto";
+    QCOMPARE(QString::fromStdString(tb::Model::load(kBundled, options)->device()),
+             QStringLiteral("cpu"));
 }
 
 void TestModel::brokenFolders()
