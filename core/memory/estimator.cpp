@@ -612,10 +612,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         fusedHeadGradient && !(oneChunk && p.compute == 4) ? p.compute * v * h : 0;
     const int64_t fusedHeld = hiddenGradient + (fusedHeadGradient ? p.weight * v * h : 0) +
                               (tokenRows ? 4 * e.trainableTokens * h : 0);
-    // (logsumexp's fp32 temporary covers kFusedLossLogsumexpRows rows at a time)
+    // On CUDA logsumexp's fp32 temporary covers kFusedLossLogsumexpRows rows at a time; on the CPU
+    // one kernel forms each row's softmax in place without it (train/loss_rows_kernel.h).
+    const int64_t logsumexpRows =
+        o.cudaOverhead ? 4 * std::min(kFusedLossLogsumexpRows, fusedChunk) * v : 0;
     const int64_t fusedLogits = fusedChunk * v * (p.compute == 4 ? 4 : p.compute + 4) +
-                                4 * std::min(kFusedLossLogsumexpRows, fusedChunk) * v +
-                                (oneChunk ? 0 : headSum);
+                                logsumexpRows + (oneChunk ? 0 : headSum);
     const int64_t fusedForward =
         hiddenGradient + (p.autocast && !head16 ? 2 * v * h : 0) +
         std::max(fusedLogits, fusedChunk * v * p.compute + headSum + headParts);

@@ -26,8 +26,10 @@ struct EstimateOptions {
     int64_t gpus = 1;
     int zero = 0;                         // ZeRO stage 0..3: what is sharded over the gpus
     std::optional<int64_t> deviceMemory;  // bytes per device; unset: `fits` stays unknown
-    bool cudaOverhead = true;  // CUDA context + allocator rounding; off to compare with CPU
-    bool advise = true;        // look for changes that fit when it does not
+    // The run is on CUDA: its context, allocator rounding and the fused loss's LibTorch
+    // logsumexp temporary (kFusedLossLogsumexpRows); off for the CPU.
+    bool cudaOverhead = true;
+    bool advise = true;  // look for changes that fit when it does not
     // The training objective (train/objective.h): sft | dpo | ipo | simpo | orpo | reward. Pair
     // objectives run `batch` pairs per micro-batch, each a chosen and a rejected sequence.
     std::string objective = "sft";
@@ -144,8 +146,8 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
 // Tokens per chunk of the fused head loss (train/chunked_loss.h, fusedHeadCrossEntropy): about
 // 256 MiB of logits and their fp32 log-softmax (8 B an entry), at least 64 tokens.
 int64_t fusedLossChunkTokens(int64_t vocab);
-// Rows of a chunk the fused loss takes logsumexp over at once (its fp32 temporary is that many
-// rows of the vocabulary).
+// Rows of a chunk the fused loss takes logsumexp over at once on CUDA (its fp32 temporary is that
+// many rows of the vocabulary; the CPU's softmax-rows kernel needs none).
 inline constexpr int64_t kFusedLossLogsumexpRows = 64;
 
 // "24GiB", "24G" (binary), "24GB", "80e9", "25769803776" -> bytes. Throws tb::Error quoting the

@@ -6,29 +6,8 @@
 
 namespace tb {
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define TB_ATTENTION_X86 1
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
-namespace avx512 {
-constexpr int kLanes = 16;
-#include "model/attention_kernel_body.h"
-}  // namespace avx512
-#pragma GCC pop_options
-
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-namespace avx2 {
-constexpr int kLanes = 8;
-#include "model/attention_kernel_body.h"
-}  // namespace avx2
-#pragma GCC pop_options
-#endif
-
-namespace portable {
-constexpr int kLanes = 4;
-#include "model/attention_kernel_body.h"
-}  // namespace portable
+#define TB_ISA_BODY "model/attention_kernel_body.h"
+#include "model/per_isa.h"
 
 int64_t attentionScratchFloats(const AttentionArgs& a)
 {
@@ -40,7 +19,7 @@ void attendKvHead(const AttentionArgs& a, int64_t row, int64_t kvHead, float* sc
                   FewRowsIsa isa)
 {
     switch (isa) {
-#ifdef TB_ATTENTION_X86
+#ifdef TB_ISA_X86
     case FewRowsIsa::avx512:
         if (a.bf16)
             avx512::attendAll<uint16_t>(a, row, kvHead, scratch);

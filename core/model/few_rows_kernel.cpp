@@ -6,35 +6,14 @@
 
 namespace tb {
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define TB_FEW_ROWS_X86 1
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
-namespace avx512 {
-constexpr int kLanes = 16;
-#include "model/few_rows_kernel_body.h"
-}  // namespace avx512
-#pragma GCC pop_options
-
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-namespace avx2 {
-constexpr int kLanes = 8;
-#include "model/few_rows_kernel_body.h"
-}  // namespace avx2
-#pragma GCC pop_options
-#endif
-
-namespace portable {
-constexpr int kLanes = 4;
-#include "model/few_rows_kernel_body.h"
-}  // namespace portable
+#define TB_ISA_BODY "model/few_rows_kernel_body.h"
+#include "model/per_isa.h"
 
 namespace {
 
 FewRowsIsa detectIsa()
 {
-#ifdef TB_FEW_ROWS_X86
+#ifdef TB_ISA_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
         return FewRowsIsa::avx512;
@@ -49,7 +28,7 @@ void dispatch(FewRowsIsa isa, const float* x, int64_t rows, int64_t in, const W*
               int64_t begin, int64_t end, float* y, int64_t ldy)
 {
     switch (isa) {
-#ifdef TB_FEW_ROWS_X86
+#ifdef TB_ISA_X86
     case FewRowsIsa::avx512:
         avx512::product(x, rows, in, w, bias, begin, end, y, ldy);
         return;

@@ -5,17 +5,37 @@
 
 #include "memory/estimator.h"
 #include "model/causal_lm.h"
+#include "train/loss_rows_kernel.h"
 #include "util/error.h"
 
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace tb {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// logits: [n, vocab] fp32 contiguous on the CPU, made softmax - onehot(labels) in place (labels:
+// [n, 1] int64 in range); returns the sum of the rows' cross-entropies, summed in row order.
+double softmaxMinusOnehot(torch::Tensor& logits, const torch::Tensor& labels)
+{
+    const int64_t n = logits.size(0), vocab = logits.size(1);
+    const torch::Tensor lab = labels.reshape({n}).contiguous();
+    std::vector<double> rowLoss(static_cast<size_t>(n));
+    float* x = logits.data_ptr<float>();
+    const int64_t* l = lab.data_ptr<int64_t>();
+    at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+        softmaxMinusOnehotRows(x, vocab, vocab, l, begin, end, rowLoss.data());
+    });
+    double sum = 0.0;
+    for (double v : rowLoss)
+        sum += v;
+    return sum;
+}
 
 // Only the loss-carrying tokens are computed: their indices (validIdx: [valid] int64) are found
 // once, and each chunk gathers its rows of hidden, so prompt tokens masked with -100 cost nothing.
@@ -171,16 +191,26 @@ struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCross
             // estimator's kFusedLossLogsumexpRows).
             torch::Tensor logp = logits.to(torch::kFloat);  // [n, vocab]
             logits = torch::Tensor();
-            for (int64_t r = 0; r < n; r += kFusedLossLogsumexpRows) {
-                torch::Tensor part = logp.narrow(0, r, std::min(kFusedLossLogsumexpRows, n - r));
-                part.sub_(part.logsumexp(1, true));
+            torch::Tensor g;
+            if (logp.is_cpu() && logp.is_contiguous()) {
+                // On the CPU one kernel turns each row into softmax - onehot and gives its loss.
+                g = std::move(logp);
+                loss.add_(softmaxMinusOnehot(g, lab));
+            } else {
+                for (int64_t r = 0; r < n; r += kFusedLossLogsumexpRows) {
+                    torch::Tensor part =
+                        logp.narrow(0, r, std::min(kFusedLossLogsumexpRows, n - r));
+                    part.sub_(part.logsumexp(1, true));
+                }
+                loss.sub_(logp.gather(1, lab).sum());
+                if (!wantAny)
+                    continue;
+                g = std::move(logp);
+                g.exp_();  // softmax
+                g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
             }
-            loss.sub_(logp.gather(1, lab).sum());
             if (!wantAny)
                 continue;
-            torch::Tensor g = std::move(logp);
-            g.exp_();  // softmax
-            g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
             const torch::Tensor gc = g.to(compute);
             g = torch::Tensor();
             const torch::Tensor gRows = rows ? gc.index_select(1, rowIds) : torch::Tensor();

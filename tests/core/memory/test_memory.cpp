@@ -263,10 +263,9 @@ void TestMemory::fullFp32ClosedForm()
     const int64_t rotary = 2 * s * c.headDim * 4;  // cos and sin, shared by the blocks
     QCOMPARE(e.activations, d.layers * perToken * n + head + rotary);
     // The fused loss, one chunk of all 256 tokens, beside the hidden states' gradient: the fp32
-    // logits (made softmax in place) with logsumexp's 64-row temporary, or with the head
-    // weight's fp32 gradient being formed. Kept for backward: the two gradients.
-    QCOMPARE(e.logits,
-             4 * n * d.h + std::max(4 * n * d.v + 4 * 64 * d.v, 4 * n * d.v + 4 * d.v * d.h));
+    // logits (made softmax in place by the CPU's softmax-rows kernel), or with the head weight's
+    // fp32 gradient being formed. Kept for backward: the two gradients.
+    QCOMPARE(e.logits, 4 * n * d.h + std::max(4 * n * d.v, 4 * n * d.v + 4 * d.v * d.h));
     QCOMPARE(e.logitsSaved, 4 * n * d.h + 4 * d.v * d.h);
     QCOMPARE(e.overhead, int64_t(0));
     // AdamW's step temporaries: two copies of the largest tensor (the [vocab, hidden] embedding).
@@ -319,10 +318,10 @@ void TestMemory::bf16MixedClosedForm()
     const int64_t rotary = 2 * s * c.headDim * 4;
     QCOMPARE(e.activations, d.layers * perToken * n + head + rotary + copies);
     // The fused loss under autocast: the hidden states' fp32 gradient and the head weight's
-    // 16-bit copy throughout; the 16-bit logits beside their fp32 copy (and logsumexp's 64 rows),
-    // or the 16-bit softmax gradient with the head gradient's 16-bit part and fp32 sum.
-    QCOMPARE(e.logits, 4 * n * d.h + 2 * d.v * d.h +
-                           std::max(6 * n * d.v + 4 * 64 * d.v, 2 * n * d.v + 6 * d.v * d.h));
+    // 16-bit copy throughout; the 16-bit logits beside their fp32 copy, or the 16-bit softmax
+    // gradient with the head gradient's 16-bit part and fp32 sum.
+    QCOMPARE(e.logits,
+             4 * n * d.h + 2 * d.v * d.h + std::max(6 * n * d.v, 2 * n * d.v + 6 * d.v * d.h));
     o.precision = "fp16-mixed";
     QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), o).total, e.total);
 }
@@ -400,11 +399,15 @@ void TestMemory::peftMethods()
     prompt.prompt.numTokens = 20;
     e = tb::estimateMemory(c, prompt, cpu(b, s));
     QCOMPARE(e.trainableParameters, int64_t(20 * 768));
-    // The fused loss sees the real tokens only: their fp32 logits (one chunk) and logsumexp's 64
-    // rows, beside the hidden states' gradient; the frozen tied head forms no gradient.
-    QCOMPARE(e.logits, 4 * b * s * (c.vocabSize + 768) + 4 * 64 * c.vocabSize);
-    QCOMPARE(tb::estimateMemory(c, prompt, cpu(2, s)).logits,
-             4 * 2 * s * (c.vocabSize + 768) + 4 * 64 * c.vocabSize);
+    // The fused loss sees the real tokens only: their fp32 logits (one chunk) beside the hidden
+    // states' gradient; the frozen tied head forms no gradient. On CUDA LibTorch's logsumexp adds
+    // an fp32 temporary of 64 rows (the CPU's softmax-rows kernel needs none).
+    QCOMPARE(e.logits, 4 * b * s * (c.vocabSize + 768));
+    QCOMPARE(tb::estimateMemory(c, prompt, cpu(2, s)).logits, 4 * 2 * s * (c.vocabSize + 768));
+    auto onCuda = cpu(b, s);
+    onCuda.cudaOverhead = true;
+    QCOMPARE(tb::estimateMemory(c, prompt, onCuda).logits,
+             4 * b * s * (c.vocabSize + 768) + 4 * 64 * c.vocabSize);
     // A pair objective keeps the full loss: the forward side holds the logits of all 276 tokens,
     // the real ones' fp32 copy and the log-softmax, for 2 x 2 sequences.
     auto pairs = cpu(2, s);
@@ -524,8 +527,11 @@ void TestMemory::chunkedLossLowersLogits()
     const auto fused = tb::estimateMemory(c, method(tb::Method::Lora), o);
     const int64_t chunk = std::max<int64_t>(64, (int64_t(256) << 20) / (8 * c.vocabSize));
     QCOMPARE(tb::fusedLossChunkTokens(c.vocabSize), chunk);
-    QCOMPARE(fused.logits, 4 * 4 * 2048 * c.hiddenSize + 4 * chunk * c.vocabSize +
-                               4 * std::min<int64_t>(64, chunk) * c.vocabSize);
+    QCOMPARE(fused.logits, 4 * 4 * 2048 * c.hiddenSize + 4 * chunk * c.vocabSize);
+    auto onCuda = o;  // LibTorch's logsumexp: an fp32 temporary of 64 rows
+    onCuda.cudaOverhead = true;
+    QCOMPARE(tb::estimateMemory(c, method(tb::Method::Lora), onCuda).logits,
+             fused.logits + 4 * std::min<int64_t>(64, chunk) * c.vocabSize);
     o.loss = "chunked";
     o.lossChunk = 1024;
     const auto chunked = tb::estimateMemory(c, method(tb::Method::Lora), o);

@@ -3,6 +3,7 @@
 // and the chunked loss's peak memory against the plain path's, counted by a tracking CPU allocator
 // local to this test.
 #include "train/chunked_loss.h"
+#include "train/loss_rows_kernel.h"
 #include "util/error.h"
 
 #include <ATen/autocast_mode.h>
@@ -15,7 +16,9 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 namespace {
 
@@ -189,6 +192,9 @@ private Q_SLOTS:
     void onlyRequestedGradients();
     void fusedUnderAutocast();
     void fusedWithoutGradients();
+    void softmaxRowsEachIsa_data();
+    void softmaxRowsEachIsa();
+    void fusedLargeAndNonFiniteLogits();
     void badInputsFail();
     void peakMemoryBelowQuarter();
     void peakMemory150kVocab_data();
@@ -420,6 +426,95 @@ void TestChunkedLoss::fusedWithoutGradients()
     // Bad input is refused as by the chunked loss.
     QVERIFY_THROWS_EXCEPTION(tb::Error,
                              tb::fusedHeadCrossEntropy(hidden, weight, labels.clone().fill_(30)));
+}
+
+void TestChunkedLoss::softmaxRowsEachIsa_data()
+{
+    QTest::addColumn<int>("isa");
+    QTest::newRow("avx512") << int(tb::FewRowsIsa::avx512);
+    QTest::newRow("avx2") << int(tb::FewRowsIsa::avx2);
+    QTest::newRow("portable") << int(tb::FewRowsIsa::portable);
+}
+
+// The softmax-rows kernel of every instruction set against log-softmax in float64: vocabularies
+// of whole vectors and with tails, logits of a few units and of hundreds (e^x underflows for most
+// of the row), rows at any stride.
+void TestChunkedLoss::softmaxRowsEachIsa()
+{
+    QFETCH(int, isa);
+    const auto set = static_cast<tb::FewRowsIsa>(isa);
+    if (!tb::fewRowsIsaSupported(set))
+        QSKIP("this CPU lacks the instruction set");
+    torch::manual_seed(77);
+    for (int64_t vocab : {1, 3, 16, 17, 100, 1000, 32000}) {
+        for (double spread : {3.0, 300.0}) {
+            const int64_t rows = 9, ld = vocab + 5;
+            torch::Tensor x = torch::randn({rows, ld}) * spread;
+            const torch::Tensor labels = torch::randint(0, vocab, {rows}, torch::kLong);
+            const torch::Tensor ref = x.narrow(1, 0, vocab).to(torch::kFloat64);
+            const torch::Tensor logp = ref.log_softmax(1);
+            const torch::Tensor wantLoss = -logp.gather(1, labels.unsqueeze(1)).squeeze(1);
+            torch::Tensor wantG = logp.exp();
+            wantG.scatter_add_(1, labels.unsqueeze(1),
+                               torch::full({rows, 1}, -1.0, wantG.options()));
+            const torch::Tensor tail = x.narrow(1, vocab, 5).clone();
+            std::vector<double> loss(rows, -1.0);
+            tb::softmaxMinusOnehotRows(x.data_ptr<float>(), ld, vocab, labels.data_ptr<int64_t>(),
+                                       0, rows, loss.data(), set);
+            const auto where =
+                QStringLiteral("vocab %1, logits of about %2").arg(vocab).arg(spread);
+            for (int64_t r = 0; r < rows; ++r) {
+                const double want = wantLoss[r].item<double>();
+                QVERIFY2(std::abs(loss[size_t(r)] - want) <= 1e-5 * std::max(1.0, std::abs(want)),
+                         qPrintable(where + QStringLiteral(": row %1 loss %2 vs %3")
+                                                .arg(r)
+                                                .arg(loss[size_t(r)], 0, 'g', 10)
+                                                .arg(want, 0, 'g', 10)));
+            }
+            const double diff =
+                (x.narrow(1, 0, vocab).to(torch::kFloat64) - wantG).abs().max().item<double>();
+            QVERIFY2(diff <= 2e-6,
+                     qPrintable(where + QStringLiteral(": softmax - onehot off by %1").arg(diff)));
+            QVERIFY2(torch::equal(x.narrow(1, vocab, 5), tail),
+                     qPrintable(where + QStringLiteral(": wrote past the row")));
+        }
+    }
+    // A row holding NaN or infinity becomes NaN, loss included; the rows beside it are untouched.
+    torch::Tensor x = torch::randn({3, 40});
+    x[1][7] = std::numeric_limits<float>::quiet_NaN();
+    x[2][39] = std::numeric_limits<float>::infinity();
+    const torch::Tensor labels = torch::tensor({1, 2, 3}, torch::kLong);
+    const double want0 = -x[0].to(torch::kFloat64).log_softmax(0)[1].item<double>();
+    std::vector<double> loss(3);
+    tb::softmaxMinusOnehotRows(x.data_ptr<float>(), 40, 40, labels.data_ptr<int64_t>(), 0, 3,
+                               loss.data(), set);
+    QVERIFY(std::abs(loss[0] - want0) <= 1e-5 * want0);
+    QVERIFY(std::isnan(loss[1]) && std::isnan(loss[2]));
+    QVERIFY(x[1].isnan().all().item<bool>() && x[2].isnan().all().item<bool>());
+    QVERIFY(!x[0].isnan().any().item<bool>());
+}
+
+// Through the fused loss: logits in the hundreds (a head scaled up) still give the plain path's
+// loss and gradients; a NaN in the hidden states gives a NaN loss, as the plain path does.
+void TestChunkedLoss::fusedLargeAndNonFiniteLogits()
+{
+    torch::manual_seed(5);
+    const torch::Tensor hiddenInit = torch::randn({24, 16});
+    const torch::Tensor weightInit = torch::randn({300, 16}) * 40.0;
+    const torch::Tensor labels = makeLabels(24, 300, 5, 0, 0);
+    torch::Tensor h1 = hiddenInit.clone().requires_grad_(true),
+                  w1 = weightInit.clone().requires_grad_(true);
+    torch::Tensor h2 = hiddenInit.clone().requires_grad_(true),
+                  w2 = weightInit.clone().requires_grad_(true);
+    const torch::Tensor got = tb::fusedHeadCrossEntropy(h1, w1, labels, 1.0, 7);
+    got.backward();
+    const torch::Tensor want = plainCrossEntropy(h2, w2, labels);
+    want.backward();
+    checkAgainstPlain(got.detach(), want.detach(), h1.grad(), h2.grad(), w1.grad(), w2.grad(), true,
+                      false);
+    torch::Tensor bad = hiddenInit.clone();
+    bad[3][2] = std::numeric_limits<float>::quiet_NaN();
+    QVERIFY(std::isnan(tb::fusedHeadCrossEntropy(bad, weightInit, labels).item<double>()));
 }
 
 void TestChunkedLoss::badInputsFail()
