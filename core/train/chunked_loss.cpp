@@ -37,6 +37,29 @@ double softmaxMinusOnehot(torch::Tensor& logits, const torch::Tensor& labels)
     return sum;
 }
 
+// [n, vocab] = h w^T (h: [n, hidden], w: [vocab, hidden], one dtype). On the CPU in fp32, in
+// blocks of 512 columns of the vocabulary written into one buffer: MKL's product with the weight
+// transposed and a long vocabulary stays well below its peak on two threads, into a fresh buffer
+// as here (GPT-2's head, n = 256-512: 108-113 GFLOP/s), while blocks whose output stays in cache
+// run at 135-150 (the random 26.5M Llama's: 101-131 -> 122-142). Each element is the same dot
+// product either way. bf16 products run near their peak unblocked. docs/benchmarks.md,
+// "2026-12-05".
+constexpr int64_t kHeadLogitColumns = 512;
+
+torch::Tensor headLogits(const torch::Tensor& h, const torch::Tensor& w)
+{
+    const int64_t vocab = w.size(0);
+    if (!h.is_cpu() || h.scalar_type() != torch::kFloat || vocab <= 2 * kHeadLogitColumns)
+        return h.mm(w.t());
+    torch::Tensor out = torch::empty({h.size(0), vocab}, h.options());
+    for (int64_t c = 0; c < vocab; c += kHeadLogitColumns) {
+        const int64_t e = std::min(kHeadLogitColumns, vocab - c);
+        torch::Tensor columns = out.narrow(1, c, e);  // rows strided by vocab: MKL's ldc
+        at::mm_out(columns, h, w.narrow(0, c, e).t());
+    }
+    return out;
+}
+
 // Only the loss-carrying tokens are computed: their indices (validIdx: [valid] int64) are found
 // once, and each chunk gathers its rows of hidden, so prompt tokens masked with -100 cost nothing.
 struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntropyFn> {
@@ -60,7 +83,7 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
             const torch::Tensor idx = validIdx.narrow(0, start, n);                  // [n]
             const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat);  // [n, hidden]
             const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);      // [n, 1]
-            torch::Tensor logits = hC.matmul(weightF.t());                           // [n, vocab]
+            torch::Tensor logits = headLogits(hC, weightF);                          // [n, vocab]
             if (rows)
                 logits.index_add_(1, rowIds, hC.matmul(deltaF.t()));        // the rows' columns
             const torch::Tensor target = logits.gather(1, lab).squeeze(1);  // [n]
@@ -117,7 +140,7 @@ struct ChunkedCrossEntropyFn : public torch::autograd::Function<ChunkedCrossEntr
             const torch::Tensor hC = hidden.index_select(0, idx).to(torch::kFloat);  // [n, hidden]
             const torch::Tensor lab = labels.index_select(0, idx).unsqueeze(1);      // [n, 1]
             // g = softmax(logits) - onehot(label): [n, vocab], built in the logits buffer.
-            torch::Tensor g = hC.matmul(weightF.t());
+            torch::Tensor g = headLogits(hC, weightF);
             if (rows)
                 g.index_add_(1, rowIds, hC.matmul(deltaF.t()));
             g.sub_(lse.narrow(0, start, n).unsqueeze(1)).exp_();
@@ -182,7 +205,7 @@ struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCross
                 (all ? hidden.narrow(0, start, n) : hidden.index_select(0, idx)).to(compute);
             const torch::Tensor lab =
                 (all ? labels.narrow(0, start, n) : labels.index_select(0, idx)).unsqueeze(1);
-            torch::Tensor logits = h.mm(w.t());  // [n, vocab]
+            torch::Tensor logits = headLogits(h, w);  // [n, vocab]
             if (rows)
                 logits.index_add_(1, rowIds, h.mm(d.t()));
             // The log-softmax in place on the fp32 logits (a copy only of 16-bit ones): one

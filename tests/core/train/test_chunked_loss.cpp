@@ -235,6 +235,12 @@ void TestChunkedLoss::matchesPlainPath_data()
         << 50ll << 70ll << 16ll << 16ll << 6ll << 0ll << 0ll << true << false << false << 1.0 / 50;
     QTest::newRow("larger vocab") << 300ll << 5000ll << 64ll << 128ll << 7ll << 100ll << 140ll
                                   << true << false << false << 1.0;
+    // On the CPU fp32 logits are made in blocks of 512 columns (the last one partial here),
+    // bf16 ones in one product.
+    QTest::newRow("larger vocab, chunks of 512 tokens")
+        << 600ll << 5000ll << 32ll << 512ll << 9ll << 0ll << 0ll << true << false << false << 1.0;
+    QTest::newRow("larger vocab, bf16")
+        << 300ll << 5000ll << 64ll << 128ll << 7ll << 0ll << 0ll << true << true << true << 1.0;
 }
 
 void TestChunkedLoss::matchesPlainPath()
