@@ -458,6 +458,30 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
     return x * cos + rotated * sin;
 }
 
+void reserveCache(KVCache& cache, size_t layer, int64_t batch, int64_t kvHeads, int64_t headDim,
+                  const torch::TensorOptions& options, int64_t pastLength, int64_t seq)
+{
+    if (cache.k.size() <= layer) {
+        cache.k.resize(layer + 1);
+        cache.v.resize(layer + 1);
+    }
+    auto& ck = cache.k[layer];
+    auto& cv = cache.v[layer];
+    const int64_t needed = pastLength + seq;
+    if (!ck.defined() || ck.size(2) < needed) {
+        // Grow geometrically so decoding appends in amortised O(1).
+        int64_t capacity = std::max<int64_t>(needed, ck.defined() ? ck.size(2) * 2 : 256);
+        auto nk = torch::empty({batch, kvHeads, capacity, headDim}, options);
+        auto nv = torch::empty({batch, kvHeads, capacity, headDim}, options);
+        if (pastLength > 0) {
+            nk.narrow(2, 0, pastLength).copy_(ck.narrow(2, 0, pastLength));
+            nv.narrow(2, 0, pastLength).copy_(cv.narrow(2, 0, pastLength));
+        }
+        ck = nk;
+        cv = nv;
+    }
+}
+
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer,
                               int64_t pastLength, const torch::Tensor& mask)
@@ -466,25 +490,10 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
     torch::Tensor keys = k;
     torch::Tensor values = v;
     if (cache) {
-        if (cache->k.size() <= layer) {
-            cache->k.resize(layer + 1);
-            cache->v.resize(layer + 1);
-        }
+        reserveCache(*cache, layer, k.size(0), k.size(1), k.size(3), k.options(), pastLength, seq);
         auto& ck = cache->k[layer];
         auto& cv = cache->v[layer];
         const int64_t needed = pastLength + seq;
-        if (!ck.defined() || ck.size(2) < needed) {
-            // Grow geometrically so decoding appends in amortised O(1).
-            int64_t capacity = std::max<int64_t>(needed, ck.defined() ? ck.size(2) * 2 : 256);
-            auto nk = torch::empty({k.size(0), k.size(1), capacity, k.size(3)}, k.options());
-            auto nv = torch::empty({v.size(0), v.size(1), capacity, v.size(3)}, v.options());
-            if (pastLength > 0) {
-                nk.narrow(2, 0, pastLength).copy_(ck.narrow(2, 0, pastLength));
-                nv.narrow(2, 0, pastLength).copy_(cv.narrow(2, 0, pastLength));
-            }
-            ck = nk;
-            cv = nv;
-        }
         ck.narrow(2, pastLength, seq).copy_(k);
         cv.narrow(2, pastLength, seq).copy_(v);
         keys = ck.narrow(2, 0, needed);

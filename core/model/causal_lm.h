@@ -327,6 +327,11 @@ torch::Tensor ropeInvFreq(const ModelConfig& config);
 // x: [batch, heads, seq, head_dim]; cos/sin: [seq, head_dim] (rotate-half convention).
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
+// Makes room in the cache of `layer` ([batch, kvHeads, capacity, headDim] tensors of `options`)
+// for seq positions after pastLength: grows geometrically, keeping what is cached.
+void reserveCache(KVCache& cache, size_t layer, int64_t batch, int64_t kvHeads, int64_t headDim,
+                  const torch::TensorOptions& options, int64_t pastLength, int64_t seq);
+
 // Appends k/v ([batch, kv_heads, seq, head_dim]) to the cache of `layer` and runs causal
 // scaled-dot-product attention for q ([batch, heads, seq, head_dim]) over all cached positions.
 // pastLength is the cache length before this call. mask: [batch, 1, seq, pastLength + seq] bool

@@ -147,6 +147,27 @@ bool attentionTakesDecode(const torch::Tensor& q, const torch::Tensor& k, const 
     return true;
 }
 
+void attendAll(const AttentionArgs& a, int64_t batch)
+{
+    // A (sequence, kv head) pair per task; pairs of less than about 64k multiply-adds together
+    // stay on one thread (a batch of one), where the split would cost more than it saves.
+    const int64_t tasks = batch * a.kvHeads;
+    const int64_t work = std::max<int64_t>(1, a.keys * a.headDim * (a.heads / a.kvHeads) * a.seq);
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / work);
+    // A head narrower than a vector register takes a narrower set (stories260k's head_dim is 8),
+    // whose vectors it fills, rather than the scalar tail of a wider one.
+    FewRowsIsa isa = fewRowsBestIsa();
+    if (isa == FewRowsIsa::avx512 && a.headDim < 16)
+        isa = FewRowsIsa::avx2;
+    if (isa == FewRowsIsa::avx2 && a.headDim < 8)
+        isa = FewRowsIsa::portable;
+    at::parallel_for(0, tasks, grain, [&](int64_t t0, int64_t t1) {
+        std::vector<float> scratch(static_cast<size_t>(attentionScratchFloats(a)));
+        for (int64_t t = t0; t < t1; ++t)
+            attendKvHead(a, t / a.kvHeads, t % a.kvHeads, scratch.data(), isa);
+    });
+}
+
 torch::Tensor decodeAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, const torch::Tensor& mask)
 {
@@ -178,23 +199,7 @@ torch::Tensor decodeAttention(const torch::Tensor& q, const torch::Tensor& k,
     a.headDim = dim;
     a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
     a.bf16 = q.scalar_type() == torch::kBFloat16;
-    // A (sequence, kv head) pair per task; pairs of less than about 64k multiply-adds together
-    // stay on one thread (a batch of one), where the split would cost more than it saves.
-    const int64_t tasks = batch * kvHeads;
-    const int64_t work = std::max<int64_t>(1, keys * dim * (heads / kvHeads) * seq);
-    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / work);
-    // A head narrower than a vector register takes a narrower set (stories260k's head_dim is 8),
-    // whose vectors it fills, rather than the scalar tail of a wider one.
-    FewRowsIsa isa = fewRowsBestIsa();
-    if (isa == FewRowsIsa::avx512 && dim < 16)
-        isa = FewRowsIsa::avx2;
-    if (isa == FewRowsIsa::avx2 && dim < 8)
-        isa = FewRowsIsa::portable;
-    at::parallel_for(0, tasks, grain, [&](int64_t t0, int64_t t1) {
-        std::vector<float> scratch(static_cast<size_t>(attentionScratchFloats(a)));
-        for (int64_t t = t0; t < t1; ++t)
-            attendKvHead(a, t / kvHeads, t % kvHeads, scratch.data(), isa);
-    });
+    attendAll(a, batch);
     return out.transpose(1, 2);
 }
 

@@ -96,4 +96,9 @@ bool attentionTakesDecode(const torch::Tensor& q, const torch::Tensor& k, const 
 torch::Tensor decodeAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, const torch::Tensor& mask);
 
+struct AttentionArgs;
+// The same on raw pointers (model/attention_kernel.h) for `batch` sequences: what decodeAttention
+// and the one-pass decoding step (model/decode_block.h) both call.
+void attendAll(const AttentionArgs& a, int64_t batch);
+
 }  // namespace tb

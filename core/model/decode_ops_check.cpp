@@ -4,7 +4,9 @@
 #include "model/decode_ops_check.h"
 
 #include "model/causal_lm.h"
+#include "model/decode_block.h"
 #include "model/decode_ops.h"
+#include "model/registry.h"
 #include "model/rope_check_tables.h"
 
 namespace tb {
@@ -129,6 +131,83 @@ DecodeOpsCheck checkDecodeAttention(int64_t batch, int64_t heads, int64_t kvHead
     check.maxAbsDiff = maxAbs(fused.to(torch::kFloat64) - reference.to(torch::kFloat64));
     check.maxAbsOutput = maxAbs(reference);
     return check;
+}
+
+DecodeBlockCheck checkDecodeBlock(int64_t heads, int64_t kvHeads, bool bias, int lora, bool bf16,
+                                  int steps, uint64_t seed)
+{
+    ModelConfig c;
+    c.architecture = bias ? Architecture::Qwen2 : Architecture::Llama;
+    c.modelType = bias ? "qwen2" : "llama";
+    c.vocabSize = 512;
+    c.hiddenSize = 256;
+    c.intermediateSize = 512;
+    c.numLayers = 2;
+    c.numHeads = heads;
+    c.numKvHeads = kvHeads;
+    c.headDim = 32;
+    c.maxPositions = 512;
+    c.normEps = 1e-5;
+    c.qkvBias = bias;
+    c.tieWordEmbeddings = false;
+    auto model = createCausalLM(c);
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
+    model->initRandom(seed, torch::kFloat32, torch::kCPU);
+    torch::manual_seed(seed);
+    {
+        torch::NoGradGuard noGrad;
+        // Weights of a trained model's scale (N(0, 0.02) leaves the logits nearly flat) and
+        // non-zero biases and norm weights.
+        for (auto& p : model->parameters())
+            p.copy_(torch::randn_like(p) * (p.dim() == 2 ? 0.08 : 0.5) +
+                    (p.dim() == 1 ? 1.0 : 0.0));
+    }
+    if (lora) {
+        for (auto& [name, layer] : model->linearLayers()) {
+            if (name.find("q_proj") == std::string::npos &&
+                name.find("v_proj") == std::string::npos)
+                continue;
+            layer->addLora(4, 8.0, 0.0, false);
+            torch::NoGradGuard noGrad;
+            layer->lora_B->weight.normal_(0.0, 0.05);
+            if (lora == 2)
+                layer->mergeLora();
+        }
+    }
+    model->to(dtype);
+    model->eval();
+    const bool before = onePassDecoding();
+    // Both runs feed the tokens the one pass picks greedily (a near tie could otherwise send
+    // them apart); `picked` gets each run's own greedy choices.
+    std::vector<int64_t> fed;
+    auto run = [&](bool onePass, std::vector<int64_t>& picked) {
+        setOnePassDecoding(onePass);
+        torch::InferenceMode guard;
+        KVCache cache;
+        std::vector<torch::Tensor> out;
+        torch::Tensor last = model->forwardLast(
+            torch::tensor({3, 141, 59, 265, 358}, torch::kInt64).unsqueeze(0), &cache);
+        for (int s = 0; s < steps; ++s) {
+            picked.push_back(last.to(torch::kFloat32).argmax(-1).item<int64_t>());
+            if (onePass)
+                fed.push_back(picked.back());
+            last = model->forwardLast(
+                torch::tensor({fed[static_cast<size_t>(s)]}, torch::kInt64).view({1, 1}), &cache);
+            out.push_back(last.to(torch::kFloat64));
+        }
+        return torch::stack(out);
+    };
+    DecodeBlockCheck r;
+    std::vector<int64_t> fusedTokens, moduleTokens;
+    const int64_t stepsBefore = onePassDecodingSteps();
+    const torch::Tensor fused = run(true, fusedTokens);
+    r.onePassSteps = onePassDecodingSteps() - stepsBefore;
+    const torch::Tensor modules = run(false, moduleTokens);
+    setOnePassDecoding(before);
+    r.maxAbsDiff = (fused - modules).abs().max().item<double>();
+    r.maxAbsLogit = modules.abs().max().item<double>();
+    r.sameTokens = fusedTokens == moduleTokens;
+    return r;
 }
 
 }  // namespace tb

@@ -34,4 +34,19 @@ DecodeOpsCheck checkDecodeAttention(int64_t batch, int64_t heads, int64_t kvHead
                                     int64_t keys, int64_t dim, bool padded, bool bf16,
                                     uint64_t seed);
 
+struct DecodeBlockCheck {
+    double maxAbsDiff = 0;     // logits of the one-pass step against the module path, every step
+    double maxAbsLogit = 0;    // max |logit| of the module path
+    int64_t onePassSteps = 0;  // block steps the one pass took (0: the module path ran)
+    bool sameTokens = false;   // the greedy tokens of both runs equal
+};
+
+// A random Llama-family model (2 layers, hidden 256, head_dim 32, MLP 512, vocabulary 512: q/k/v
+// split over the threads) decoding `steps` greedy tokens after a prompt of 5, with the one-pass
+// step (model/decode_block.h) and through the modules. kvHeads < heads: grouped-query attention;
+// bias: q/k/v biases (qwen2); lora: 0 none, 1 an active LoRA branch on q and v (the module path
+// must run), 2 the same merged (the one pass runs); fp32 or bf16.
+DecodeBlockCheck checkDecodeBlock(int64_t heads, int64_t kvHeads, bool bias, int lora, bool bf16,
+                                  int steps, uint64_t seed);
+
 }  // namespace tb

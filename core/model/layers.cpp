@@ -21,7 +21,7 @@ namespace tb {
 // layout at every call, which costs more than the product; for a batch's 16 to 64 rows it splits
 // x's rows over the threads, so each of them copies all of W. So these rows take our own kernels
 // (model/few_rows_kernel.h), which read W as it lies, several rows of W against up to four rows of
-// x at once, with W's rows split over the intra-op threads for matrices of 512 KiB and more, where
+// x at once, with W's rows split over the intra-op threads for matrices of 128 KiB and more, where
 // the split pays for its synchronisation. Only on the CPU without autograd, for fp32 weights or
 // bf16 weights with bf16 input (accumulated in fp32, as LibTorch's bf16 product does). (This file
 // is compiled with OpenMP where LibTorch's own runtime is found, which is what makes
@@ -70,7 +70,7 @@ torch::Tensor fewRowsLinear(const torch::Tensor& x, const torch::Tensor& w, cons
     auto part = [&](int64_t begin, int64_t end) { fewRowsProductOf(v, wc, bias, begin, end, y); };
     const int64_t bytes = w.numel() * static_cast<int64_t>(w.element_size());
     const int threads = at::get_num_threads();
-    if (threads > 1 && bytes >= (int64_t(1) << 19)) {
+    if (threads > 1 && bytes >= (int64_t(1) << 17)) {
         // Whole blocks of 16 of W's rows to each thread.
         const int64_t blocks = (outFeatures + 15) / 16;
         at::parallel_for(0, blocks, (blocks + threads - 1) / threads, [&](int64_t b0, int64_t b1) {

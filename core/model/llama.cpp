@@ -1,5 +1,6 @@
 // The Llama family: llama (2/3/3.x, TinyLlama, SmolLM2), mistral, qwen2 (q/k/v biases), qwen3 (q/k
 // norms).
+#include "model/decode_block.h"
 #include "model/registry.h"
 
 #include "util/error.h"
@@ -81,6 +82,25 @@ public:
     torch::Tensor forward(const torch::Tensor& x, const BlockContext& ctx, KVCache* cache,
                           size_t layer, int64_t past) override
     {
+        if (cache) {  // a single sequence's decoding step in one pass (model/decode_block.h)
+            const auto& a = *self_attn;
+            const DecodeBlockParts parts{*input_layernorm,
+                                         *post_attention_layernorm,
+                                         *a.q_proj,
+                                         *a.k_proj,
+                                         *a.v_proj,
+                                         *a.o_proj,
+                                         *mlp->gate_proj,
+                                         *mlp->up_proj,
+                                         *mlp->down_proj,
+                                         a.numHeads,
+                                         a.numKvHeads,
+                                         a.headDim,
+                                         !a.q_norm &&
+                                             ((!adapter_attn && !adapter_mlp) || adaptersOff)};
+            if (decodeBlockTakes(parts, x, ctx, cache, layer))
+                return decodeBlockStep(parts, x, ctx, *cache, layer, past);
+        }
         auto attn = self_attn->forward(input_layernorm->forward(x), ctx, cache, layer, past);
         auto h = x + afterAttention(attn);
         return h + afterMlp(mlp->forward(post_attention_layernorm->forward(h)));

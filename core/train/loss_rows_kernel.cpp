@@ -3,6 +3,9 @@
 #include "train/loss_rows_kernel.h"
 
 #include <cstring>
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>  // the AVX-512 bodies of model/per_isa.h
+#endif
 
 namespace tb {
 

@@ -1,7 +1,8 @@
 // Decoding's fused RMSNorm, rotary embedding and cached attention (model/decode_ops.h) against the
 // LibTorch operators they replace: fp32 and bf16, sizes on and off the vector width, shared and
 // per-row rotary tables, grouped-query heads and key padding masks, and the guards (an input that
-// needs a gradient, too many rows or queries) that keep the fused path to decoding.
+// needs a gradient, too many rows or queries) that keep the fused path to decoding; the one-pass
+// decoding step of a Llama block (model/decode_block.h) against the modules' path.
 #include "model/decode_ops_check.h"
 
 #include <QtTest>
@@ -139,6 +140,51 @@ private Q_SLOTS:
                   bf16 ? "bf16" : "fp32", c.maxAbsDiff, bound, c.maxAbsOutput);
             QVERIFY2(c.maxAbsDiff <= bound, qPrintable(QString::number(c.maxAbsDiff)));
         }
+    }
+
+    void decodeBlockMatchesModules_data()
+    {
+        QTest::addColumn<int>("heads");
+        QTest::addColumn<int>("kvHeads");
+        QTest::addColumn<bool>("bias");
+        QTest::addColumn<int>("lora");
+        QTest::addColumn<bool>("onePass");
+        for (bool bf16 : {false, true}) {
+            const QByteArray p = bf16 ? "bf16 " : "fp32 ";
+            QTest::newRow(p + "llama") << 8 << 8 << false << 0 << true;
+            QTest::newRow(p + "grouped-query heads") << 8 << 2 << false << 0 << true;
+            QTest::newRow(p + "q/k/v biases (qwen2)") << 4 << 4 << true << 0 << true;
+            QTest::newRow(p + "LoRA merged") << 8 << 8 << false << 2 << true;
+            QTest::newRow(p + "LoRA active (the modules)") << 8 << 8 << false << 1 << false;
+        }
+    }
+
+    void decodeBlockMatchesModules()
+    {
+        QFETCH(int, heads);
+        QFETCH(int, kvHeads);
+        QFETCH(bool, bias);
+        QFETCH(int, lora);
+        QFETCH(bool, onePass);
+        const bool bf16 = QByteArray(QTest::currentDataTag()).startsWith("bf16");
+        const int steps = 12;
+        const tb::DecodeBlockCheck c =
+            tb::checkDecodeBlock(heads, kvHeads, bias, lora, bf16, steps, 23);
+        // Two layers, one step each per token.
+        QCOMPARE(c.onePassSteps, onePass ? 2 * steps : 0);
+        QVERIFY(c.maxAbsLogit > 1.0);
+        // The same kernels on the same values; only SiLU's exponential is the C library's rather
+        // than LibTorch's vectorised one (within an ulp or two). In fp32 that stays within a few
+        // ulps of the logits; in bf16 it can move a rounding by one bf16 step (2^-8 relative),
+        // which the layers after carry on: within 2^-7 of the largest logit (none seen). Off the
+        // one pass, the runs are identical.
+        const double bound =
+            !onePass ? 0.0 : c.maxAbsLogit * (bf16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -18));
+        qInfo("max |one pass - modules| %.3g (bound %.3g, max |logit| %.3g), greedy tokens %s",
+              c.maxAbsDiff, bound, c.maxAbsLogit, c.sameTokens ? "equal" : "differ");
+        QVERIFY2(c.maxAbsDiff <= bound, qPrintable(QString::number(c.maxAbsDiff)));
+        if (!bf16)
+            QVERIFY(c.sameTokens);
     }
 };
 
