@@ -41,11 +41,13 @@ private Q_SLOTS:
         // in: a multiple of 16, of 8 only, neither; out: a multiple of 16, of 4 only, neither;
         // rows: every count of the 4-row blocks' tails, fewer and more groups of four than a
         // block has rows of W (how the fetch of W ahead is shared out), and one beyond the
-        // kernels' range.
+        // kernels' range; one row (W's rows one by one, summed kLanes at a time) with in below,
+        // between and above the two-vector steps and out off the sums' groups.
         const std::vector<std::vector<int>> shapes{
-            {1, 384, 384},   {2, 384, 1030}, {3, 67, 173},   {4, 1000, 384},  {5, 384, 173},
-            {7, 24, 4100},   {8, 1024, 64},  {13, 67, 1030}, {16, 384, 1024}, {17, 64, 64},
-            {32, 384, 1030}, {45, 67, 173},  {64, 1000, 96}, {65, 64, 64}};
+            {1, 384, 384},  {1, 67, 173},   {1, 24, 4100},   {1, 1000, 96}, {1, 7, 17},
+            {2, 384, 1030}, {3, 67, 173},   {4, 1000, 384},  {5, 384, 173}, {7, 24, 4100},
+            {8, 1024, 64},  {13, 67, 1030}, {16, 384, 1024}, {17, 64, 64},  {32, 384, 1030},
+            {45, 67, 173},  {64, 1000, 96}, {65, 64, 64}};
         for (const auto& s : shapes)
             for (bool bf16 : {false, true})
                 for (bool bias : {false, true}) {
