@@ -19,7 +19,7 @@ using torch::profiler::impl::ProfilerState;
 
 prof::ProfilerConfig profileConfig()
 {
-    return prof::ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/false,
+    return prof::ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true,
                                 /*profile_memory=*/false);
 }
 
@@ -46,7 +46,20 @@ std::vector<OpTime> stopOpProfile(int per)
     for (const auto& e : result->events()) {
         if (e.deviceType() != c10::DeviceType::CPU || e.isAsync() || e.endNs() <= e.startNs())
             continue;
-        byThread[e.startThreadId()].push_back({e.startNs(), e.endNs(), e.name()});
+        std::string name = e.name();
+        // Matrix products by their operands' shapes: which of them runs slow is what a profile
+        // of training wants to know.
+        if ((name == "aten::mm" || name == "aten::addmm") && e.hasShapes()) {
+            std::string shapes;
+            for (const auto& shape : e.shapes()) {
+                if (shape.size() != 2)
+                    continue;
+                shapes += (shapes.empty() ? " " : " x ") + std::to_string(shape[0]) + "x" +
+                          std::to_string(shape[1]);
+            }
+            name += shapes;
+        }
+        byThread[e.startThreadId()].push_back({e.startNs(), e.endNs(), name});
     }
     std::map<std::string, OpTime> totals;
     for (auto& [thread, spans] : byThread) {

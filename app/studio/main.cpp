@@ -8,6 +8,7 @@
 #include "screenshot_tour.h"
 
 #include "model/devices.h"
+#include "util/heap.h"
 #include "util/paths.h"
 
 #include <QApplication>
@@ -20,7 +21,8 @@
 
 int main(int argc, char** argv)
 {
-    tb::loadCudaBackend();  // before anything asks LibTorch about CUDA
+    tb::loadCudaBackend();        // before anything asks LibTorch about CUDA
+    tb::keepLargeBlocksInHeap();  // training's large transient buffers (util/heap.h)
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("Tunebench"));
     QApplication::setApplicationName(QStringLiteral("Tunebench Studio"));

@@ -1,6 +1,8 @@
 // The util floor's byte-level helpers against independent references: SHA-256 (both the SHA-NI
 // and the portable rounds) against Qt's QCryptographicHash, and the fast JSON writer against
-// nlohmann's own dump() on edge cases, random documents and the bundled dataset's rows.
+// nlohmann's own dump() on edge cases, random documents and the bundled dataset's rows; the heap
+// setting for large transient buffers against glibc's own accounting (mallinfo2).
+#include "util/heap.h"
 #include "util/json_write.h"
 #include "util/sha256.h"
 
@@ -8,10 +10,16 @@
 #include <QtTest>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <string>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 using nlohmann::json;
 
@@ -200,6 +208,29 @@ private Q_SLOTS:
             ++rows;
         }
         QVERIFY(rows > 10);
+    }
+
+    // A 64 MiB block (above glibc's largest default mmap threshold, 32 MiB) comes from the heap,
+    // not from a mapping of its own, and its pages stay with the process after a free, so the
+    // next block of that size reuses them.
+    void largeBlocksStayInHeap()
+    {
+#if defined(__GLIBC__)
+        tb::keepLargeBlocksInHeap();
+        constexpr size_t kBytes = size_t(64) << 20;
+        const size_t mappedBefore = mallinfo2().hblkhd;
+        char* volatile block = static_cast<char*>(std::malloc(kBytes));
+        QVERIFY(block != nullptr);
+        std::memset(block, 1, kBytes);
+        const struct mallinfo2 during = mallinfo2();
+        std::free(block);
+        const struct mallinfo2 after = mallinfo2();
+        QCOMPARE(during.hblkhd, mappedBefore);  // nothing mapped for it
+        QVERIFY(during.uordblks >= kBytes);     // in use in the heap
+        QVERIFY(after.fordblks >= kBytes);      // freed, kept for the next one
+#else
+        QSKIP("the heap setting applies to glibc's malloc only");
+#endif
     }
 };
 
