@@ -47,15 +47,17 @@ std::vector<OpTime> stopOpProfile(int per)
         if (e.deviceType() != c10::DeviceType::CPU || e.isAsync() || e.endNs() <= e.startNs())
             continue;
         std::string name = e.name();
-        // Matrix products by their operands' shapes: which of them runs slow is what a profile
-        // of training wants to know.
-        if ((name == "aten::mm" || name == "aten::addmm") && e.hasShapes()) {
+        // Matrix products by their operands' shapes, copies by destination and source: which of
+        // them runs slow is what a profile of training wants to know.
+        if ((name == "aten::mm" || name == "aten::addmm" || name == "aten::copy_") &&
+            e.hasShapes()) {
             std::string shapes;
             for (const auto& shape : e.shapes()) {
-                if (shape.size() != 2)
+                if (shape.empty())
                     continue;
-                shapes += (shapes.empty() ? " " : " x ") + std::to_string(shape[0]) + "x" +
-                          std::to_string(shape[1]);
+                shapes += shapes.empty() ? " " : (name == "aten::copy_" ? " <- " : " x ");
+                for (size_t d = 0; d < shape.size(); ++d)
+                    shapes += (d ? "x" : "") + std::to_string(shape[d]);
             }
             name += shapes;
         }
