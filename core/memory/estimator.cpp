@@ -598,7 +598,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const int64_t forwardSide = p.compute * (s + virtualTokens) + (copied ? 4 * s : 0) + 4 * s;
     e.logits = chunked ? 4 * chunk * v + chunkCopies + 12 * o.batch * o.seq
                        : std::max(3 * 4 * s, forwardSide) * o.batch * v;
-    // The fused loss, per chunk of n tokens: the fp32 logits (16-bit ones beside their fp32 copy),
+    // The fused loss, per chunk of n tokens: the fp32 logits (16-bit ones beside their fp32 copy,
+    // but bf16 ones on the CPU),
     // made log-softmax, softmax and the logits' gradient in place (a 16-bit copy of that under
     // autocast), and the head weight's gradient formed from it (each chunk's part beside the fp32
     // sum); autocast's copy of a 32-bit head weight while it runs. Kept for backward: the hidden
@@ -616,8 +617,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // one kernel forms each row's softmax in place without it (train/loss_rows_kernel.h).
     const int64_t logsumexpRows =
         o.cudaOverhead ? 4 * std::min(kFusedLossLogsumexpRows, fusedChunk) * v : 0;
-    const int64_t fusedLogits = fusedChunk * v * (p.compute == 4 ? 4 : p.compute + 4) +
-                                logsumexpRows + (oneChunk ? 0 : headSum);
+    // bf16 logits on the CPU are made softmax - onehot in place, a row at a time in fp32 scratch
+    // (train/loss_rows_kernel.h): no fp32 copy of them. fp16 ones, and any on CUDA, get one.
+    const bool bf16Rows = !o.cudaOverhead && p.compute == 2 && o.precision.rfind("bf16", 0) == 0;
+    const int64_t fusedLogits =
+        fusedChunk * v * (p.compute == 4 || bf16Rows ? p.compute : p.compute + 4) + logsumexpRows +
+        (oneChunk ? 0 : headSum);
     const int64_t fusedForward =
         hiddenGradient + (p.autocast && !head16 ? 2 * v * h : 0) +
         std::max(fusedLogits, fusedChunk * v * p.compute + headSum + headParts);

@@ -26,11 +26,19 @@ double softmaxMinusOnehot(torch::Tensor& logits, const torch::Tensor& labels)
     const int64_t n = logits.size(0), vocab = logits.size(1);
     const torch::Tensor lab = labels.reshape({n}).contiguous();
     std::vector<double> rowLoss(static_cast<size_t>(n));
-    float* x = logits.data_ptr<float>();
     const int64_t* l = lab.data_ptr<int64_t>();
-    at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
-        softmaxMinusOnehotRows(x, vocab, vocab, l, begin, end, rowLoss.data());
-    });
+    if (logits.scalar_type() == torch::kBFloat16) {
+        auto* x = reinterpret_cast<uint16_t*>(logits.data_ptr<at::BFloat16>());
+        at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+            std::vector<float> row(static_cast<size_t>(vocab));
+            softmaxMinusOnehotRowsBf16(x, vocab, vocab, l, begin, end, rowLoss.data(), row.data());
+        });
+    } else {
+        float* x = logits.data_ptr<float>();
+        at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+            softmaxMinusOnehotRows(x, vocab, vocab, l, begin, end, rowLoss.data());
+        });
+    }
     double sum = 0.0;
     for (double v : rowLoss)
         sum += v;
@@ -212,25 +220,34 @@ struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCross
             // [n, vocab] fp32 buffer where log_softmax would add a second. logsumexp's own
             // temporaries are [rows, vocab]: a few rows at a time keeps them small (the
             // estimator's kFusedLossLogsumexpRows).
-            torch::Tensor logp = logits.to(torch::kFloat);  // [n, vocab]
-            logits = torch::Tensor();
             torch::Tensor g;
-            if (logp.is_cpu() && logp.is_contiguous()) {
-                // On the CPU one kernel turns each row into softmax - onehot and gives its loss.
-                g = std::move(logp);
+            if (logits.is_cpu() && logits.is_contiguous() &&
+                logits.scalar_type() == torch::kBFloat16) {
+                // bf16 logits on the CPU: the kernel widens each row in cache and writes softmax -
+                // onehot back in bf16, the numbers of the fp32 rows below, without them.
+                g = std::move(logits);
                 loss.add_(softmaxMinusOnehot(g, lab));
             } else {
-                for (int64_t r = 0; r < n; r += kFusedLossLogsumexpRows) {
-                    torch::Tensor part =
-                        logp.narrow(0, r, std::min(kFusedLossLogsumexpRows, n - r));
-                    part.sub_(part.logsumexp(1, true));
+                torch::Tensor logp = logits.to(torch::kFloat);  // [n, vocab]
+                logits = torch::Tensor();
+                if (logp.is_cpu() && logp.is_contiguous()) {
+                    // On the CPU one kernel turns each row into softmax - onehot and gives its
+                    // loss.
+                    g = std::move(logp);
+                    loss.add_(softmaxMinusOnehot(g, lab));
+                } else {
+                    for (int64_t r = 0; r < n; r += kFusedLossLogsumexpRows) {
+                        torch::Tensor part =
+                            logp.narrow(0, r, std::min(kFusedLossLogsumexpRows, n - r));
+                        part.sub_(part.logsumexp(1, true));
+                    }
+                    loss.sub_(logp.gather(1, lab).sum());
+                    if (!wantAny)
+                        continue;
+                    g = std::move(logp);
+                    g.exp_();  // softmax
+                    g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
                 }
-                loss.sub_(logp.gather(1, lab).sum());
-                if (!wantAny)
-                    continue;
-                g = std::move(logp);
-                g.exp_();  // softmax
-                g.scatter_add_(1, lab, torch::full({n, 1}, -1.0f, g.options()));
             }
             if (!wantAny)
                 continue;

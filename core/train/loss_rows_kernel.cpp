@@ -30,4 +30,23 @@ void softmaxMinusOnehotRows(float* x, int64_t ld, int64_t vocab, const int64_t* 
     }
 }
 
+void softmaxMinusOnehotRowsBf16(uint16_t* x, int64_t ld, int64_t vocab, const int64_t* labels,
+                                int64_t begin, int64_t end, double* rowLoss, float* scratch,
+                                FewRowsIsa isa)
+{
+    switch (isa) {
+#ifdef TB_ISA_X86
+    case FewRowsIsa::avx512:
+        avx512::softmaxMinusOnehotRangeBf16(x, ld, vocab, labels, begin, end, rowLoss, scratch);
+        return;
+    case FewRowsIsa::avx2:
+        avx2::softmaxMinusOnehotRangeBf16(x, ld, vocab, labels, begin, end, rowLoss, scratch);
+        return;
+#endif
+    default:
+        portable::softmaxMinusOnehotRangeBf16(x, ld, vocab, labels, begin, end, rowLoss, scratch);
+        return;
+    }
+}
+
 }  // namespace tb

@@ -19,4 +19,12 @@ void softmaxMinusOnehotRows(float* x, int64_t ld, int64_t vocab, const int64_t* 
                             int64_t begin, int64_t end, double* rowLoss,
                             FewRowsIsa isa = fewRowsBestIsa());
 
+// The same on bf16 rows (raw 16-bit patterns), in place: each row widened exactly into one fp32 row
+// of scratch, computed as above, and rounded back to nearest-even bf16 (NaN stays NaN): the numbers
+// of converting the rows to fp32, the fp32 kernel and converting back, without the fp32 rows.
+// scratch: vocab floats, one per calling thread.
+void softmaxMinusOnehotRowsBf16(uint16_t* x, int64_t ld, int64_t vocab, const int64_t* labels,
+                                int64_t begin, int64_t end, double* rowLoss, float* scratch,
+                                FewRowsIsa isa = fewRowsBestIsa());
+
 }  // namespace tb

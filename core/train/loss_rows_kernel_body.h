@@ -69,3 +69,44 @@ inline void softmaxMinusOnehotRange(float* x, int64_t ld, int64_t vocab, const i
     for (int64_t r = begin; r < end; ++r)
         rowLoss[r] = softmaxMinusOnehotRow(x + r * ld, vocab, labels[r]);
 }
+
+// fp32 -> bf16 bits, rounded to nearest even, NaN kept NaN (as c10::BFloat16).
+inline uint16_t bf16Bits(float v)
+{
+    if (v != v)
+        return 0x7fc0;
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// bf16 rows (raw 16-bit patterns): each row widened exactly into `row` (vocab floats, in cache),
+// made softmax - onehot there as above, and rounded back to nearest-even bf16 in place, NaN kept
+// NaN: the numbers of widening the logits to fp32, the fp32 rows, and rounding the result to bf16
+// as LibTorch's conversions do, without a [rows, vocab] fp32 buffer.
+inline void softmaxMinusOnehotRangeBf16(uint16_t* x, int64_t ld, int64_t vocab,
+                                        const int64_t* labels, int64_t begin, int64_t end,
+                                        double* rowLoss, float* row)
+{
+    const int64_t full = vocab - vocab % kLanes;
+    for (int64_t r = begin; r < end; ++r) {
+        uint16_t* xr = x + r * ld;
+        for (int64_t j = 0; j < full; j += kLanes)
+            store(row + j, loadv(xr + j));
+        for (int64_t j = full; j < vocab; ++j)
+            row[j] = widen(xr[j]);
+        rowLoss[r] = softmaxMinusOnehotRow(row, vocab, labels[r]);
+        for (int64_t j = 0; j < full; j += kLanes) {
+            const VecF v = loadv(row + j);
+            VecU u;
+            std::memcpy(&u, &v, sizeof u);
+            const VecU rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+            const VecU nan = VecU{} + 0x7fc0u;
+            const VecU bits = v != v ? nan : rounded;
+            const VecH h = __builtin_convertvector(bits, VecH);
+            std::memcpy(xr + j, &h, sizeof h);
+        }
+        for (int64_t j = full; j < vocab; ++j)
+            xr[j] = bf16Bits(row[j]);
+    }
+}

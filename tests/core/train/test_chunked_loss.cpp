@@ -444,7 +444,7 @@ void TestChunkedLoss::softmaxRowsEachIsa_data()
 
 // The softmax-rows kernel of every instruction set against log-softmax in float64: vocabularies
 // of whole vectors and with tails, logits of a few units and of hundreds (e^x underflows for most
-// of the row), rows at any stride.
+// of the row), rows at any stride; the bf16 rows against the fp32 kernel and LibTorch's rounding.
 void TestChunkedLoss::softmaxRowsEachIsa()
 {
     QFETCH(int, isa);
@@ -498,6 +498,45 @@ void TestChunkedLoss::softmaxRowsEachIsa()
     QVERIFY(std::isnan(loss[1]) && std::isnan(loss[2]));
     QVERIFY(x[1].isnan().all().item<bool>() && x[2].isnan().all().item<bool>());
     QVERIFY(!x[0].isnan().any().item<bool>());
+
+    // bf16 rows in place: bit for bit the fp32 kernel on the rows widened, rounded back by
+    // LibTorch's conversion (nearest even, NaN kept), the same losses, nothing past the rows.
+    for (int64_t vocab : {1, 17, 100, 32000}) {
+        for (double spread : {3.0, 300.0}) {
+            const int64_t rows = 7, ld = vocab + 3;
+            torch::Tensor xb = (torch::randn({rows, ld}) * spread).to(torch::kBFloat16);
+            if (vocab == 100)
+                xb[3][50] = std::numeric_limits<float>::quiet_NaN();
+            const torch::Tensor labels = torch::randint(0, vocab, {rows}, torch::kLong);
+            torch::Tensor xf = xb.to(torch::kFloat);
+            std::vector<double> wantLoss(rows), gotLoss(rows);
+            tb::softmaxMinusOnehotRows(xf.data_ptr<float>(), ld, vocab, labels.data_ptr<int64_t>(),
+                                       0, rows, wantLoss.data(), set);
+            const torch::Tensor tail = xb.narrow(1, vocab, 3).clone();
+            std::vector<float> scratch(static_cast<size_t>(vocab));
+            tb::softmaxMinusOnehotRowsBf16(reinterpret_cast<uint16_t*>(xb.data_ptr<at::BFloat16>()),
+                                           ld, vocab, labels.data_ptr<int64_t>(), 0, rows,
+                                           gotLoss.data(), scratch.data(), set);
+            const auto where =
+                QStringLiteral("bf16, vocab %1, logits of about %2").arg(vocab).arg(spread);
+            const torch::Tensor want = xf.narrow(1, 0, vocab).to(torch::kBFloat16);
+            const torch::Tensor got = xb.narrow(1, 0, vocab);
+            QVERIFY2(torch::equal(got.view(torch::kShort), want.view(torch::kShort)) ||
+                         (vocab == 100 && torch::equal(got.isnan(), want.isnan())),
+                     qPrintable(where + QStringLiteral(": rows differ from fp32's rounded")));
+            if (vocab == 100) {  // NaN's bit patterns may differ; the finite rows may not
+                const torch::Tensor finite = got.isnan().logical_not();
+                QVERIFY(torch::equal(got.masked_select(finite), want.masked_select(finite)));
+                QVERIFY(got[3].isnan().all().item<bool>());
+            }
+            for (int64_t r = 0; r < rows; ++r)
+                QVERIFY2(gotLoss[size_t(r)] == wantLoss[size_t(r)] ||
+                             (std::isnan(gotLoss[size_t(r)]) && std::isnan(wantLoss[size_t(r)])),
+                         qPrintable(where + QStringLiteral(": row %1 loss").arg(r)));
+            QVERIFY2(torch::equal(xb.narrow(1, vocab, 3), tail),
+                     qPrintable(where + QStringLiteral(": wrote past the row")));
+        }
+    }
 }
 
 // Through the fused loss: logits in the hundreds (a head scaled up) still give the plain path's
