@@ -14,11 +14,7 @@ inline float narrowTo(float v, const float*)
 
 inline uint16_t narrowTo(float v, const uint16_t*)
 {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    if (v != v)
-        return 0x7fc0;
-    return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+    return bf16Bits(v);
 }
 
 // scores[j] = scale * q.k_j for the keys j < keys that `allowed` (null: all; else allowed[j *

@@ -7,7 +7,7 @@
 
 #include "model/attention_kernel.h"
 #include "model/decode_ops.h"
-#include "model/few_rows_kernel.h"
+#include "model/few_rows_linear.h"
 
 #include <ATen/autocast_mode.h>
 
@@ -22,10 +22,6 @@ namespace {
 
 std::atomic<bool> g_onePass{true};
 std::atomic<int64_t> g_onePassSteps{0};
-
-// Products whose weights hold less than this together stay on one thread: below it, the split
-// costs about what it saves (a 384 x 384 bf16 matrix, 288 KiB, is worth splitting on two threads).
-constexpr int64_t kSplitBytes = int64_t(1) << 17;
 
 bool plainLinear(const LinearImpl& l, torch::ScalarType t, int64_t in, int64_t out)
 {
@@ -65,20 +61,6 @@ int64_t weightBytes(const LinearImpl& l)
     return l.weight.numel() * static_cast<int64_t>(l.weight.element_size());
 }
 
-// f(begin, end) over [0, rows) in whole blocks of 16 rows split over the intra-op threads, when
-// the weights it reads hold at least kSplitBytes; else f(0, rows) on this thread.
-template <typename F> void splitRows(int64_t rows, int64_t bytes, const F& f)
-{
-    const int threads = at::get_num_threads();
-    if (threads > 1 && bytes >= kSplitBytes && rows > 16) {
-        const int64_t blocks = (rows + 15) / 16;
-        at::parallel_for(0, blocks, (blocks + threads - 1) / threads,
-                         [&](int64_t b0, int64_t b1) { f(b0 * 16, std::min(b1 * 16, rows)); });
-    } else {
-        f(0, rows);
-    }
-}
-
 // Several products of one input, their rows taken as one run and split together.
 void productsTogether(std::initializer_list<std::pair<const LinearImpl*, float*>> products,
                       const float* x)
@@ -88,7 +70,7 @@ void productsTogether(std::initializer_list<std::pair<const LinearImpl*, float*>
         rows += l->outFeatures;
         bytes += weightBytes(*l);
     }
-    splitRows(rows, bytes, [&](int64_t begin, int64_t end) {
+    splitFewRows(rows, bytes, [&](int64_t begin, int64_t end) {
         int64_t offset = 0;
         for (const auto& [l, y] : products) {
             const int64_t lo = std::max(begin, offset);
@@ -185,7 +167,7 @@ void step(const DecodeBlockParts& p, const T* x, T* out, const T* cos, const T* 
     rmsNormRow<T>(h.data(), dataOf<T>(p.postNorm.weight), normed.data(), nullptr, hidden,
                   static_cast<float>(p.postNorm.eps));
     widen(normed.data(), y.data(), hidden);
-    splitRows(inner, weightBytes(p.gate) + weightBytes(p.up), [&](int64_t begin, int64_t end) {
+    splitFewRows(inner, weightBytes(p.gate) + weightBytes(p.up), [&](int64_t begin, int64_t end) {
         productRows(p.gate, y.data(), yg.data(), begin, end);
         productRows(p.up, y.data(), yu.data(), begin, end);
         for (int64_t j = begin; j < end; ++j) {

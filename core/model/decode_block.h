@@ -4,7 +4,7 @@
 // products, residual adds) and seven parallel regions; on a model whose step reads its weights in
 // a few milliseconds, their dispatch and the cores' waits between them are a fifth of the time.
 // This step does the same arithmetic with the same kernels (model/few_rows_kernel.h,
-// model/attention_kernel.h, the rows of model/decode_ops.h) in four parallel regions: q, k and v
+// model/attention_kernel.h, the rows of model/decode_ops.h) in five parallel regions: q, k and v
 // together; the attention; o; gate and up together with SiLU and the product; down. Activations
 // are rounded to the model dtype where the operators would round them, so bf16 matches the module
 // path operator by operator. Internal to core (LibTorch types).

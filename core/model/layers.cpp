@@ -67,18 +67,8 @@ torch::Tensor fewRowsLinear(const torch::Tensor& x, const torch::Tensor& w, cons
     const torch::Tensor wc = w.detach().contiguous();
     const torch::Tensor bias = b.defined() ? b.detach().contiguous() : b;
     torch::Tensor y = torch::empty({n, outFeatures}, x.options().dtype(torch::kFloat32));
-    auto part = [&](int64_t begin, int64_t end) { fewRowsProductOf(v, wc, bias, begin, end, y); };
-    const int64_t bytes = w.numel() * static_cast<int64_t>(w.element_size());
-    const int threads = at::get_num_threads();
-    if (threads > 1 && bytes >= (int64_t(1) << 17)) {
-        // Whole blocks of 16 of W's rows to each thread.
-        const int64_t blocks = (outFeatures + 15) / 16;
-        at::parallel_for(0, blocks, (blocks + threads - 1) / threads, [&](int64_t b0, int64_t b1) {
-            part(b0 * 16, std::min(b1 * 16, outFeatures));
-        });
-    } else {
-        part(0, outFeatures);
-    }
+    splitFewRows(outFeatures, w.numel() * static_cast<int64_t>(w.element_size()),
+                 [&](int64_t begin, int64_t end) { fewRowsProductOf(v, wc, bias, begin, end, y); });
     auto shape = x.sizes().vec();
     shape.back() = outFeatures;
     return (bf16 ? y.to(torch::kBFloat16) : y).view(shape);

@@ -1,5 +1,5 @@
 // Compiles the kernel body named by TB_ISA_BODY (a quoted include path) once per instruction set,
-// each in a namespace that defines kLanes (floats per vector register): avx512 (F and BW) and avx2
+// each in a namespace that defines kLanes (floats per vector register): avx512 (F) and avx2
 // (+ FMA) under `#pragma GCC target` where GCC targets x86 (TB_ISA_X86 is then defined), and
 // portable everywhere. Included inside namespace tb by the kernels' .cpp files
 // (few_rows_kernel.cpp, attention_kernel.cpp, train/loss_rows_kernel.cpp), which pick the set at

@@ -17,6 +17,16 @@ inline float widen(uint16_t v)
     return f;
 }
 
+// fp32 -> bf16 bits, rounded to nearest even, NaN kept NaN (as c10::BFloat16).
+inline uint16_t bf16Bits(float v)
+{
+    if (v != v)
+        return 0x7fc0;
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
 typedef float VecF __attribute__((vector_size(kLanes * 4), aligned(4)));
 typedef uint32_t VecU __attribute__((vector_size(kLanes * 4), aligned(4)));
 typedef uint16_t VecH __attribute__((vector_size(kLanes * 2), aligned(2)));

@@ -16,8 +16,12 @@ inline VecF loadv(const float* p)
 
 inline VecF loadv(const uint16_t* p)
 {
+#ifdef TB_ISA_AVX512
+    return load(p);  // its 256-bit integer load may alias anything
+#else
     const VecU u = __builtin_convertvector(*reinterpret_cast<const VecHA*>(p), VecU) << 16;
     return reinterpret_cast<VecF>(u);  // bf16 widened exactly: the high half of fp32's pattern
+#endif
 }
 
 inline VecF splat(float v)

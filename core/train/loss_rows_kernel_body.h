@@ -70,16 +70,6 @@ inline void softmaxMinusOnehotRange(float* x, int64_t ld, int64_t vocab, const i
         rowLoss[r] = softmaxMinusOnehotRow(x + r * ld, vocab, labels[r]);
 }
 
-// fp32 -> bf16 bits, rounded to nearest even, NaN kept NaN (as c10::BFloat16).
-inline uint16_t bf16Bits(float v)
-{
-    if (v != v)
-        return 0x7fc0;
-    uint32_t u;
-    std::memcpy(&u, &v, sizeof u);
-    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 // bf16 rows (raw 16-bit patterns): each row widened exactly into `row` (vocab floats, in cache),
 // made softmax - onehot there as above, and rounded back to nearest-even bf16 in place, NaN kept
 // NaN: the numbers of widening the logits to fp32, the fp32 rows, and rounding the result to bf16
