@@ -2,6 +2,7 @@
 #include "memory/estimator.h"
 
 #include "memory/objective_items.h"
+#include "model/attention_width.h"
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
 #include "util/error.h"
@@ -150,7 +151,7 @@ struct BlockBytes {
 // inputNeedsGrad: false for the first blocks when the embeddings are frozen (nothing upstream
 // trains).
 BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precision& p, bool naive,
-                      int64_t seq, bool inputNeedsGrad)
+                      int64_t seq, bool inputNeedsGrad, bool wideAttention)
 {
     const bool gpt2 = c.architecture == Architecture::Gpt2;
     const int64_t h = c.hiddenSize, i = c.intermediateSize;
@@ -221,7 +222,9 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
 
     // Attention: q, k, v as the kernel reads them (k, v repeated to every head under GQA); fused
     // SDPA keeps its output and the fp32 logsumexp, naive attention the s x s probabilities per
-    // head.
+    // head. bf16 attention over short rows on the CPU runs in fp32 (wideAttention,
+    // model/attention_width.h): fp32 q, k, v and output, and the output's bf16 rounding is a tensor
+    // of its own that the next matmul keeps when it keeps its input.
     const bool y1Grad = norm(inputNeedsGrad, "norm 1");
     group(Input::Norm1, y1Grad, false, "attention input");
     bool qGrad = outGrad[0], kGrad = gpt2 ? outGrad[0] : outGrad[1];
@@ -235,18 +238,19 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     }
     b.rotary = !gpt2 && (qGrad || kGrad);
     const bool attention = qGrad || kGrad || vGrad;
+    const int64_t ab = wideAttention ? 4 : cb;  // bytes of what the attention kernel keeps
     if (attention) {
-        b.add("q,k,v", 3 * q * cb, cat("3x", cb, "q"));
+        b.add("q,k,v", 3 * q * ab, cat("3x", ab, "q"));
         if (naive) {
             const int64_t probBytes =
                 p.autocast ? 4 + 2 : cb;  // autocast: fp32 softmax + 16-bit copy
             b.perSequence += c.numHeads * seq * seq * probBytes;
             b.terms.push_back(cat("probabilities ", probBytes, "·nh·s² per sequence"));
         } else {
-            b.add("attention output + logsumexp", cb * q + 4 * c.numHeads, cat(cb, "q+4nh"));
+            b.add("attention output + logsumexp", ab * q + 4 * c.numHeads, cat(ab, "q+4nh"));
         }
     }
-    group(Input::AttnOut, attention, attention && !naive, "attention output");
+    group(Input::AttnOut, attention, attention && !naive && !wideAttention, "attention output");
     const size_t oIndex = gpt2 ? 1 : 3;
     bool aGrad = outGrad[oIndex];
     if (t.adapters == 2) {
@@ -486,6 +490,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const int64_t seq = o.seq + virtualTokens;
     const int64_t tokens = o.batch * seq;
     const bool naive = o.attention == "naive";
+    // bf16 attention over fewer than 192 queries runs in fp32 on the CPU (model/attention_width.h).
+    const bool wideAttention = !naive && !o.cudaOverhead && p.compute == 2 &&
+                               o.precision.rfind("bf16", 0) == 0 &&
+                               seq < kFlashAttentionBf16MinQueries;
     auto blockTotal = [&](const BlockBytes& b) {
         return b.perToken * tokens + b.perSequence * o.batch;
     };
@@ -497,7 +505,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const bool tokenRows = e.trainableTokens > 0;
     bool grad = embeddingsTrain || soft || tokenRows, rotary = false;
     for (int64_t l = 0; l < layers; ++l) {
-        const BlockBytes b = blockBytes(model, kindOf(l), p, naive, seq, grad);
+        const BlockBytes b = blockBytes(model, kindOf(l), p, naive, seq, grad, wideAttention);
         blocksNo += blockTotal(b);
         copiesNo += b.weightCopies;
         e.blocksStoring += b.perToken > 0 ? 1 : 0;
@@ -505,7 +513,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         grad = b.outputNeedsGrad;
     }
     const bool lastGrad = grad;
-    const BlockBytes mainBlock = blockBytes(model, kindOf(layers - 1), p, naive, seq, true);
+    const BlockBytes mainBlock =
+        blockBytes(model, kindOf(layers - 1), p, naive, seq, true, wideAttention);
     e.activationsPerBlock = blockTotal(mainBlock);
     e.activationsCheckpoint = p.residual * h * tokens;
 
@@ -560,7 +569,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         const int64_t count = kind == &trained ? trainedBlocks : layers - trainedBlocks;
         if (count == 0)
             continue;
-        const BlockBytes b = blockBytes(model, *kind, p, naive, seq, true);
+        const BlockBytes b = blockBytes(model, *kind, p, naive, seq, true, wideAttention);
         if (blockTotal(b) + b.weightCopies > recompute) {
             recompute = blockTotal(b) + b.weightCopies;
             recomputeCopies = b.weightCopies;

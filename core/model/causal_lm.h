@@ -3,6 +3,7 @@
 // checkpointing, soft prompts). Internal to core: includes LibTorch.
 #pragma once
 
+#include "model/attention_width.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "quant/quantize.h"
@@ -340,6 +341,12 @@ void reserveCache(KVCache& cache, size_t layer, int64_t batch, int64_t kvHeads, 
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer,
                               int64_t pastLength, const torch::Tensor& mask = {});
+
+// Whether cachedAttention runs this attention in fp32 although it is bf16 (as it lies, or under
+// CPU autocast): training on the CPU (no cache, grad mode, an input needing a gradient) with fewer
+// than kFlashAttentionBf16MinQueries queries (model/attention_width.h).
+bool attentionWidensToFp32(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const KVCache* cache);
 
 // Activation by name: relu, gelu (erf), gelu_new / gelu_pytorch_tanh (tanh approximation), silu,
 // tanh.

@@ -118,4 +118,46 @@ TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t 
     return check;
 }
 
+AttentionWidthCheck checkTrainAttentionWidth(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                                             uint64_t seed)
+{
+    torch::manual_seed(seed);
+    const auto shape = std::vector<int64_t>{batch, heads, seq, dim};
+    const auto values = [&] { return torch::randn(shape).to(torch::kBFloat16); };
+    const torch::Tensor q0 = values(), k0 = values(), v0 = values(), g = values();
+    // Each side's output and the gradients of q, k and v, as bf16.
+    auto run = [&](auto&& attend) {
+        auto q = q0.clone().requires_grad_(true);
+        auto k = k0.clone().requires_grad_(true);
+        auto v = v0.clone().requires_grad_(true);
+        auto out = attend(q, k, v);
+        out.backward(g.to(out.scalar_type()));
+        return std::vector<torch::Tensor>{out.to(torch::kBFloat16), q.grad().to(torch::kBFloat16),
+                                          k.grad().to(torch::kBFloat16),
+                                          v.grad().to(torch::kBFloat16)};
+    };
+    AttentionWidthCheck c;
+    const auto ours =
+        run([&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+            AutocastGuard bf16(at::kCPU, true, at::kBFloat16);
+            c.widened = attentionWidensToFp32(q, k, v, nullptr);
+            return cachedAttention(q, k, v, nullptr, 0, 0);
+        });
+    const auto sdpa = [](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+        return at::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, /*is_causal=*/true);
+    };
+    const auto wide =
+        run([&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+            return sdpa(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat));
+        });
+    const auto narrow = run(sdpa);
+    for (size_t i = 0; i < ours.size(); ++i) {
+        c.fp32Diff = std::max(c.fp32Diff, maxDiff(ours[i], wide[i]));
+        c.bf16Diff = std::max(c.bf16Diff, maxDiff(ours[i], narrow[i]));
+        (i == 0 ? c.outputMax : c.gradMax) =
+            std::max(i == 0 ? c.outputMax : c.gradMax, maxAbs(wide[i]));
+    }
+    return c;
+}
+
 }  // namespace tb

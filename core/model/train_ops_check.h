@@ -1,5 +1,6 @@
 // Torch-free check of training's RMSNorm and rotary embedding (model/train_ops.h) against
-// LibTorch's operators and their autograd: what test_train_ops calls.
+// LibTorch's operators and their autograd, and of the width bf16 attention trains in: what
+// test_train_ops calls.
 #pragma once
 
 #include <cstdint>
@@ -28,5 +29,18 @@ TrainOpsCheck checkTrainRmsNorm(int64_t rows, int64_t dim, bool inputTrains, boo
 // the tables in fp32 or x's dtype.
 TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool perRow,
                              bool bf16, bool fp32Tables, uint64_t seed);
+
+// Training's attention under bf16 autocast on the CPU (cachedAttention without a cache) of q, k, v
+// [batch, heads, seq, dim] (bf16 values, needing gradients; a random upstream gradient), against
+// LibTorch's flash attention run on the same values in fp32 and in bf16: the largest difference
+// of the output and of the three input gradients from each.
+struct AttentionWidthCheck {
+    bool widened = false;  // attentionWidensToFp32 said so
+    double fp32Diff = 0;   // against the fp32 kernel (output rounded to bf16, gradients to bf16)
+    double bf16Diff = 0;   // against the bf16 kernel
+    double outputMax = 0, gradMax = 0;
+};
+AttentionWidthCheck checkTrainAttentionWidth(int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                                             uint64_t seed);
 
 }  // namespace tb

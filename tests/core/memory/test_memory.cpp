@@ -304,10 +304,23 @@ void TestMemory::bf16MixedClosedForm()
     QCOMPARE(e.optimizerStates, 8 * params);
     QCOMPARE(e.masterWeights, int64_t(0));
     // fp32 residual and norms; 16-bit matmul outputs; each matmul casts its own copy of a norm
-    // output.
-    const int64_t perToken = 2 * (4 * d.h + 4) + 8 * d.h + 3 * 2 * d.h + 3 * 2 * d.q + 2 * d.q +
-                             4 * d.nh + 2 * 2 * d.h + 3 * 2 * d.i + 2 * d.i;
+    // output. The attention over these 128 queries runs in fp32 on the CPU
+    // (model/attention_width.h): fp32 q, k, v and output, and o_proj keeps the output's bf16
+    // rounding.
+    const int64_t perToken = 2 * (4 * d.h + 4) + 8 * d.h + 3 * 2 * d.h + 3 * 4 * d.q + 4 * d.q +
+                             4 * d.nh + 2 * d.q + 2 * 2 * d.h + 3 * 2 * d.i + 2 * d.i;
     QCOMPARE(e.activationsPerBlock, perToken * n);
+    // On CUDA, or from 192 queries, the attention is bf16: its q, k, v and output, the output
+    // o_proj's input.
+    const int64_t bf16Attention = 3 * 4 * d.q + 4 * d.q + 2 * d.q - (3 * 2 * d.q + 2 * d.q);
+    auto gpu = o;
+    gpu.cudaOverhead = true;
+    QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), gpu).activationsPerBlock,
+             (perToken - bf16Attention) * n);
+    auto long256 = cpu(1, 256);
+    long256.precision = "bf16-mixed";
+    QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), long256).activationsPerBlock,
+             (perToken - bf16Attention) * 256);
     const int64_t kv = c.numKvHeads * c.headDim;
     const int64_t blockMatmul = d.h * d.q + 2 * d.h * kv + d.q * d.h + 3 * d.h * d.i;
     // The blocks' weight copies; the fused loss's copy of the head weight lives only while it

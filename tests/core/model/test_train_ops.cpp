@@ -100,6 +100,41 @@ private Q_SLOTS:
         QVERIFY(c.inputGradMax > 0.1);
         QVERIFY(c.inputGradDiff <= c.inputGradMax * std::ldexp(1.0, bf16 ? -7 : -22));
     }
+
+    void bf16AttentionTrainsInFp32BelowItsThreshold_data()
+    {
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("heads");
+        QTest::addColumn<int>("seq");
+        QTest::addColumn<bool>("widened");
+        QTest::newRow("26.5M Llama's 4 x 128, 6 heads") << 4 << 6 << 128 << true;
+        QTest::newRow("191 queries") << 1 << 2 << 191 << true;
+        QTest::newRow("192 queries") << 1 << 2 << 192 << false;
+        QTest::newRow("2 x 256, 3 heads") << 2 << 3 << 256 << false;
+    }
+
+    void bf16AttentionTrainsInFp32BelowItsThreshold()
+    {
+        // Below 192 queries LibTorch's CPU flash attention is faster in fp32 than in bf16
+        // (docs/benchmarks.md), so under bf16 autocast training's attention runs the fp32 kernel
+        // on the bf16 values: the same output and gradients as that kernel, bit for bit once
+        // rounded to bf16, and within bf16's rounding of the bf16 kernel's. From 192 queries it is
+        // the bf16 kernel itself.
+        QFETCH(int, batch);
+        QFETCH(int, heads);
+        QFETCH(int, seq);
+        QFETCH(bool, widened);
+        const tb::AttentionWidthCheck c = tb::checkTrainAttentionWidth(batch, heads, seq, 64, 11);
+        qInfo("widened %d: against fp32 %.3g, against bf16 %.3g (output max %.3g, gradient max "
+              "%.3g)",
+              c.widened, c.fp32Diff, c.bf16Diff, c.outputMax, c.gradMax);
+        QCOMPARE(c.widened, widened);
+        QVERIFY(c.outputMax > 0.5 && c.gradMax > 0.5);
+        QCOMPARE(widened ? c.fp32Diff : c.bf16Diff, 0.0);
+        // The two kernels differ by their rounding: some bf16 steps (2^-7 relative) apart.
+        QVERIFY(0.0 < (widened ? c.bf16Diff : c.fp32Diff));
+        QVERIFY((widened ? c.bf16Diff : c.fp32Diff) <= std::max(c.outputMax, c.gradMax) / 16);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestTrainOps)
