@@ -86,8 +86,9 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
     model->train();
     if (o.precision != "fp32" && o.precision != "bf16")
         fail("bench train: --precision must be fp32 or bf16");
+    // The step's loss is the supervised full loss: the fused head loss.
     const PrecisionChoice precision = chooseMixedPrecision(
-        *model, device, o.precision == "bf16" ? Precision::Bf16 : Precision::Fp32);
+        *model, device, o.precision == "bf16" ? Precision::Bf16 : Precision::Fp32, true);
     r.precisionPath = precision.path;
     auto params = trainableParameters(*model);
     // LoRA's A matrices drawn again, in parameter order, from seed 1 (U(-1/sqrt(in), 1/sqrt(in)),

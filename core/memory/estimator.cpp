@@ -460,16 +460,20 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     if (p.autocast && !run.quant.enabled())
         for (const LinearShape& l : blockLinearShapes(model))
             frozen16 += (layers - trainedBlocks) * l.out * l.in;
-    e.weightsTrainable = e.trainableParameters * p.weight;
-    e.weightsFrozen = (frozen - e.quantizedParameters - frozen16) * p.weight + 2 * frozen16 +
-                      e.quantizedBytes.total();
-    e.weights = e.weightsTrainable + e.weightsFrozen;
-    if (o.zero >= 3)
-        e.weights = shard(e.weights);
     // The fused head loss (train/chunked_loss.h): what `loss: full` trains next-token objectives
     // with unless LoRA sits on the head. Each chunk's logits form the gradients in forward, so no
     // [tokens, vocab] buffer outlives its chunk and nothing keeps the head's input.
     const bool fused = o.loss == "full" && !reward && !objective.pairs && !loraHead;
+    // With it, a head tied to a frozen token embedding gets a 16-bit copy beside the embedding
+    // (train/setup.h): the loss's products read it instead of casting the embedding every step.
+    const int64_t tiedHead16 =
+        fused && p.autocast && model.tieWordEmbeddings && !embeddingsTrain ? v * h : 0;
+    e.weightsTrainable = e.trainableParameters * p.weight;
+    e.weightsFrozen = (frozen - e.quantizedParameters - frozen16) * p.weight + 2 * frozen16 +
+                      2 * tiedHead16 + e.quantizedBytes.total();
+    e.weights = e.weightsTrainable + e.weightsFrozen;
+    if (o.zero >= 3)
+        e.weights = shard(e.weights);
     const bool fusedHeadGradient = fused && headTrains;  // the head's weight gradient, [v, h]
     // A reward model never runs the LM head: an untied trainable head gets no gradient and so no
     // optimizer state (a tied one still trains as the embedding).
@@ -611,8 +615,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // but bf16 ones on the CPU),
     // made log-softmax, softmax and the logits' gradient in place (a 16-bit copy of that under
     // autocast), and the head weight's gradient formed from it (each chunk's part beside the fp32
-    // sum); autocast's copy of a 32-bit head weight while it runs. Kept for backward: the hidden
-    // states' gradient, the head weight's (in its dtype) and the token rows'.
+    // sum); autocast's copy of a 32-bit head weight while it runs (none for a frozen tied head,
+    // whose copy the weights hold). Kept for backward: the hidden states' gradient, the head
+    // weight's (in its dtype) and the token rows'.
     const int64_t realTokens = o.batch * o.seq;
     const int64_t fusedChunk = std::min(realTokens, fusedLossChunkTokens(v));
     const bool oneChunk = fusedChunk >= realTokens;
@@ -633,7 +638,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         fusedChunk * v * (p.compute == 4 || bf16Rows ? p.compute : p.compute + 4) + logsumexpRows +
         (oneChunk ? 0 : headSum);
     const int64_t fusedForward =
-        hiddenGradient + (p.autocast && !head16 ? 2 * v * h : 0) +
+        hiddenGradient + (p.autocast && !head16 && !tiedHead16 ? 2 * v * h : 0) +
         std::max(fusedLogits, fusedChunk * v * p.compute + headSum + headParts);
     if (fused)
         e.logits = std::max(fusedForward, fusedHeld);

@@ -210,6 +210,9 @@ public:
     // The head's weight [vocab, hidden] (the token embeddings when tied), without the trainable
     // token rows (headTokenDelta, added by the caller). Throws when the head carries LoRA.
     torch::Tensor headWeight();
+    // The same in dtype where the model holds it so: a tied head's 16-bit copy
+    // (holdTiedHeadCopy), else headWeight() as it is.
+    torch::Tensor headWeightIn(torch::ScalarType dtype);
     // Whether the logits are hidden x headWeight()^T (+ the token rows) alone: false when the head
     // carries an unmerged LoRA branch.
     bool headIsPlain();
@@ -241,9 +244,16 @@ public:
     // norms, embeddings and what trains keep their dtype. Returns the bytes the weights held
     // before.
     int64_t castFrozenLinearWeights(torch::Dtype dtype);
+    // A head tied to a frozen token embedding gets a dtype copy beside it (the embedding stays as
+    // it is, for the lookup), which headWeightIn(dtype) returns while the embedding is unchanged:
+    // for mixed-precision runs whose loss applies the head (the fused loss), so that it is not
+    // cast at every step. Returns the copy's bytes (tiedHeadCopyBytes), 0 where none is held.
+    int64_t holdTiedHeadCopy(torch::Dtype dtype);
+    int64_t tiedHeadCopyBytes() const;
     // Parameters the model holds, a quantised weight counted by its elements.
     int64_t parameterCount();
-    // Bytes the parameters hold, quantised weights at their packed size with their statistics.
+    // Bytes the parameters hold, quantised weights at their packed size with their statistics,
+    // and a tied head's 16-bit copy.
     int64_t weightBytes();
 
     // Soft prompt [num_tokens, hidden] (prompt tuning); undefined when absent.
@@ -318,6 +328,11 @@ private:
     torch::Tensor m_headTokenDelta;  // [k, hidden] parameter of an untied head; else undefined
     bool m_methodOff = false;
     QuantOptions m_quant;  // setQuantization
+    // A 16-bit copy of a frozen tied head (holdTiedHeadCopy), valid while the token
+    // embedding it was made from holds the same storage at the same version.
+    torch::Tensor m_tiedHead16;
+    const void* m_tiedHeadSource = nullptr;
+    uint32_t m_tiedHeadVersion = 0;
 };
 
 // An embedding table [num, dim] whose weight is allocated but not initialised (loading fills it).

@@ -2,6 +2,8 @@
 // the tensors it reads.
 #include "train/losses.h"
 
+#include <ATen/autocast_mode.h>
+
 namespace tb {
 
 BatchTensors toTensors(const TokenBatch& b, const torch::Device& device)
@@ -39,9 +41,15 @@ torch::Tensor batchLoss(CausalLM& model, const torch::Tensor& ids, const torch::
     if (model.trainableTokenIds().defined() && model.methodEnabled())
         rows = {model.trainableTokenIds(), model.headTokenDelta()};
     const auto flat = hidden.reshape({-1, hidden.size(-1)});
-    if (fused)
-        return fusedHeadCrossEntropy(flat, model.headWeight(), labels.reshape({-1}),
-                                     1.0 / normaliser, 0, rows);
+    if (fused) {
+        // Under autocast the head's products run in its dtype: a tied head's copy in it, if held.
+        const at::DeviceType type = flat.device().type();
+        const torch::Tensor weight =
+            at::autocast::is_autocast_enabled(type)
+                ? model.headWeightIn(at::autocast::get_autocast_dtype(type))
+                : model.headWeight();
+        return fusedHeadCrossEntropy(flat, weight, labels.reshape({-1}), 1.0 / normaliser, 0, rows);
+    }
     return chunkedCrossEntropy(flat, model.headWeight(), labels.reshape({-1}),
                                config.lossChunkTokens, rows) /
            normaliser;

@@ -80,12 +80,15 @@ PreparedModel prepareModel(const TrainConfig& config)
     m.tokenizer = loadTokenizer(config.model);
     applyMethod(*m.module, config, m.tokenizer.get(), config.seed);
     m.module->setGradientCheckpointing(config.gradientCheckpointing);
-    m.precision = chooseMixedPrecision(*m.module, m.device, config.precision);
+    // Supervised runs with the full loss apply the head in the fused loss (train/losses.cpp).
+    m.precision =
+        chooseMixedPrecision(*m.module, m.device, config.precision,
+                             config.objective == Objective::Sft && config.loss == LossKind::Full);
     return m;
 }
 
 PrecisionChoice chooseMixedPrecision(CausalLM& model, const torch::Device& device,
-                                     Precision requested)
+                                     Precision requested, bool fusedHeadLoss)
 {
     PrecisionChoice c;
     c.precision = requested;
@@ -120,6 +123,12 @@ PrecisionChoice chooseMixedPrecision(CausalLM& model, const torch::Device& devic
     if (before > 0)
         c.path += ", frozen linear weights held in " + half + " (" + mib(before) + " MiB -> " +
                   mib(before / 2) + " MiB)";
+    const int64_t tiedCopy =
+        fusedHeadLoss
+            ? model.holdTiedHeadCopy(requested == Precision::Bf16 ? torch::kBFloat16 : torch::kHalf)
+            : 0;
+    if (tiedCopy > 0)
+        c.path += ", a " + half + " copy of the tied head (" + mib(tiedCopy) + " MiB)";
     return c;
 }
 

@@ -41,8 +41,10 @@ PreparedModel prepareModel(const TrainConfig& config);
 // The precision a run computes in, after its method is applied: fp32 as is; bf16 / fp16 autocast
 // with every frozen linear weight cast once to the half type (trainable weights stay fp32 masters).
 // bf16 on a CPU without bf16 instructions falls back to fp32, with the reason in precisionPath.
+// fusedHeadLoss: the run's loss applies the head itself (supervised, loss full), so a head tied
+// to a frozen embedding is held in the half type too (CausalLM::holdTiedHeadCopy).
 PrecisionChoice chooseMixedPrecision(CausalLM& model, const torch::Device& device,
-                                     Precision requested);
+                                     Precision requested, bool fusedHeadLoss);
 
 // The examples of a run's data as it selects them: train and general from their files or
 // snapshots, validation from its file or snapshot or the seeded val_ratio split of train.

@@ -1,9 +1,14 @@
 // Chunked and fused head cross-entropy: loss and gradients against torch's plain cross_entropy on
 // full logits (and, for the fused loss under bf16 autocast, against autocast's own head and loss),
-// and the chunked loss's peak memory against the plain path's, counted by a tracking CPU allocator
-// local to this test.
+// the chunked loss's peak memory against the plain path's, counted by a tracking CPU allocator
+// local to this test, and a tied head's bf16 copy in the fused loss of a model.
+#include "memory/measure.h"
+#include "model/causal_lm.h"
+#include "model/registry.h"
 #include "train/chunked_loss.h"
 #include "train/loss_rows_kernel.h"
+#include "train/losses.h"
+#include "train/train_config.h"
 #include "util/error.h"
 
 #include <ATen/autocast_mode.h>
@@ -199,6 +204,9 @@ private Q_SLOTS:
     void peakMemoryBelowQuarter();
     void peakMemory150kVocab_data();
     void peakMemory150kVocab();
+    // Last: it installs the project's tracking allocator (oneDNN's bf16 products need its raw
+    // pointers), which outranks peakBytesOf's for the rest of the process.
+    void tiedHeadCopyInFusedLoss();
 };
 
 void TestChunkedLoss::matchesPlainPath_data()
@@ -645,6 +653,94 @@ void TestChunkedLoss::peakMemory150kVocab()
                              .arg(double(peaks.chunked) / double(peaks.plain), 0, 'f', 3)
                              .arg(seconds, 0, 'f', 1);
     QVERIFY(peaks.chunked < peaks.plain);
+}
+
+void TestChunkedLoss::tiedHeadCopyInFusedLoss()
+{
+    // A tied head over a frozen embedding, under bf16 autocast: the fused loss reads the model's
+    // bf16 copy of the head (CausalLM::holdTiedHeadCopy) instead of casting the embedding every
+    // step (the step's transient bytes show it), to the same loss and gradients bit for bit; a
+    // changed embedding drops the copy.
+    tb::ModelConfig c;
+    c.architecture = tb::Architecture::Qwen2;
+    c.modelType = tb::architectureName(c.architecture);
+    c.vocabSize = 8192;  // the head's bf16 cast (1 MiB) stands out of a step's transients
+    c.hiddenSize = 64;
+    c.intermediateSize = 96;
+    c.numLayers = 2;
+    c.numHeads = 4;
+    c.numKvHeads = 2;
+    c.headDim = 16;
+    c.maxPositions = 64;
+    c.tieWordEmbeddings = true;
+    c.qkvBias = true;
+    auto model = tb::createCausalLM(c);
+    model->initRandom(5, torch::kFloat32, torch::kCPU);
+    model->train();
+    torch::Tensor embedding = model->tokenEmbeddingWeight();
+    embedding.requires_grad_(false);
+    torch::manual_seed(2);
+    const torch::Tensor ids = torch::randint(0, c.vocabSize, {3, 11}, torch::kInt64);
+    const torch::Tensor labels = torch::randint(0, c.vocabSize, {3, 11}, torch::kInt64);
+    const tb::TrainConfig config;  // loss full: the fused loss
+    tb::AutocastGuard bf16(at::kCPU, true, at::kBFloat16);
+    // The loss and the gradient of every trainable parameter.
+    auto step = [&] {
+        model->zero_grad();
+        torch::Tensor loss = tb::batchLoss(*model, ids, labels, 33.0, config);
+        loss.backward();
+        std::vector<torch::Tensor> out{loss.detach()};
+        for (const auto& p : model->parameters())
+            if (p.requires_grad())
+                out.push_back(p.grad().clone());
+        return out;
+    };
+    const int64_t cast = 8192 * 64 * 2;
+    tb::installCpuMemoryTracking();
+    auto stepPeak = [&](std::vector<torch::Tensor>& out) {  // bytes above the step's start
+        const int64_t start = tb::memorySnapshot("cpu").current;
+        tb::resetMemoryPeak("cpu");
+        out = step();
+        return tb::memorySnapshot("cpu").peak - start;
+    };
+    std::vector<torch::Tensor> reference;  // the embedding cast in the loss
+    const int64_t castingPeak = stepPeak(reference);
+    QCOMPARE(model->holdTiedHeadCopy(torch::kBFloat16), cast);
+    QCOMPARE(model->tiedHeadCopyBytes(), cast);
+    const torch::Tensor copy = model->headWeightIn(torch::kBFloat16);
+    QCOMPARE(copy.scalar_type(), torch::kBFloat16);
+    QVERIFY(copy.data_ptr() != embedding.data_ptr());
+    QVERIFY(torch::equal(copy, embedding.to(torch::kBFloat16)));
+    QVERIFY(model->headWeightIn(torch::kHalf).data_ptr() == embedding.data_ptr());
+    std::vector<torch::Tensor> withCopy;
+    const int64_t copyPeak = stepPeak(withCopy);
+    // The step no longer makes the cast: its transients shrink by about the cast's bytes.
+    qInfo("a step's peak above its start: %lld B casting the head, %lld B with the copy",
+          static_cast<long long>(castingPeak), static_cast<long long>(copyPeak));
+    QVERIFY(castingPeak - copyPeak >= cast * 9 / 10);
+    QCOMPARE(withCopy.size(), reference.size());
+    QVERIFY(reference.size() > 10);
+    for (size_t i = 0; i < reference.size(); ++i)
+        QVERIFY2(torch::equal(withCopy[i], reference[i]), qPrintable(QString::number(i)));
+    // The embedding changes in place: the copy is stale, dropped, and the loss follows the
+    // embedding.
+    {
+        torch::NoGradGuard noGrad;
+        embedding.mul_(1.5);
+    }
+    QVERIFY(model->headWeightIn(torch::kBFloat16).data_ptr() == embedding.data_ptr());
+    QCOMPARE(model->tiedHeadCopyBytes(), int64_t(0));
+    const auto changed = step();
+    QVERIFY(!torch::equal(changed[0], reference[0]));
+    // None for a trainable embedding, nor for an untied head (castFrozenLinearWeights casts it).
+    embedding.requires_grad_(true);
+    QCOMPARE(model->holdTiedHeadCopy(torch::kBFloat16), int64_t(0));
+    c.tieWordEmbeddings = false;
+    auto untied = tb::createCausalLM(c);
+    untied->initRandom(5, torch::kFloat32, torch::kCPU);
+    for (auto& p : untied->parameters())
+        p.requires_grad_(false);
+    QCOMPARE(untied->holdTiedHeadCopy(torch::kBFloat16), int64_t(0));
 }
 
 QTEST_GUILESS_MAIN(TestChunkedLoss)
