@@ -49,7 +49,8 @@ std::vector<OpTime> stopOpProfile(int per)
         std::string name = e.name();
         // Matrix products by their operands' shapes, copies by destination and source: which of
         // them runs slow is what a profile of training wants to know.
-        if ((name == "aten::mm" || name == "aten::addmm" || name == "aten::copy_") &&
+        if ((name == "aten::mm" || name == "aten::addmm" || name == "aten::copy_" ||
+             name == "aten::mul") &&
             e.hasShapes()) {
             std::string shapes;
             for (const auto& shape : e.shapes()) {

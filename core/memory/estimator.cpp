@@ -3,6 +3,7 @@
 
 #include "memory/objective_items.h"
 #include "model/attention_width.h"
+#include "model/swiglu_kernel.h"
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
 #include "util/error.h"
@@ -151,7 +152,7 @@ struct BlockBytes {
 // inputNeedsGrad: false for the first blocks when the embeddings are frozen (nothing upstream
 // trains).
 BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precision& p, bool naive,
-                      int64_t seq, bool inputNeedsGrad, bool wideAttention)
+                      int64_t seq, bool inputNeedsGrad, bool wideAttention, bool fusedSwiglu)
 {
     const bool gpt2 = c.architecture == Architecture::Gpt2;
     const int64_t h = c.hiddenSize, i = c.intermediateSize;
@@ -267,9 +268,13 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         b.add("gelu input", innerGrad ? cb * i : 0, cat(cb, "i"));
     } else {
         const bool gGrad = outGrad[4], uGrad = outGrad[5];
-        b.add("gate", gGrad ? cb * i : 0, cat(cb, "i"));  // silu's input
-        b.add("silu, up", (uGrad ? cb * i : 0) + (gGrad ? cb * i : 0), cat("2x", cb, "i"));
         innerGrad = gGrad || uGrad;
+        if (fusedSwiglu) {  // one op keeps gate and up, silu recomputed (model/train_ops.h)
+            b.add("gate, up", innerGrad ? 2 * cb * i : 0, cat("2x", cb, "i"));
+        } else {
+            b.add("gate", gGrad ? cb * i : 0, cat(cb, "i"));  // silu's input
+            b.add("silu, up", (uGrad ? cb * i : 0) + (gGrad ? cb * i : 0), cat("2x", cb, "i"));
+        }
     }
     group(Input::MlpInner, innerGrad, false, "down input");
     bool mGrad = outGrad.back();
@@ -498,6 +503,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const bool wideAttention = !naive && !o.cudaOverhead && p.compute == 2 &&
                                o.precision.rfind("bf16", 0) == 0 &&
                                seq < kFlashAttentionBf16MinQueries;
+    // SwiGLU over more rows than a decoding step's runs as one op on the CPU (model/train_ops.h).
+    const bool fusedSwiglu = !gpt2 && !o.cudaOverhead && o.batch * seq > kSwigluFewRows;
     auto blockTotal = [&](const BlockBytes& b) {
         return b.perToken * tokens + b.perSequence * o.batch;
     };
@@ -509,7 +516,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const bool tokenRows = e.trainableTokens > 0;
     bool grad = embeddingsTrain || soft || tokenRows, rotary = false;
     for (int64_t l = 0; l < layers; ++l) {
-        const BlockBytes b = blockBytes(model, kindOf(l), p, naive, seq, grad, wideAttention);
+        const BlockBytes b =
+            blockBytes(model, kindOf(l), p, naive, seq, grad, wideAttention, fusedSwiglu);
         blocksNo += blockTotal(b);
         copiesNo += b.weightCopies;
         e.blocksStoring += b.perToken > 0 ? 1 : 0;
@@ -518,7 +526,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     }
     const bool lastGrad = grad;
     const BlockBytes mainBlock =
-        blockBytes(model, kindOf(layers - 1), p, naive, seq, true, wideAttention);
+        blockBytes(model, kindOf(layers - 1), p, naive, seq, true, wideAttention, fusedSwiglu);
     e.activationsPerBlock = blockTotal(mainBlock);
     e.activationsCheckpoint = p.residual * h * tokens;
 
@@ -573,7 +581,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         const int64_t count = kind == &trained ? trainedBlocks : layers - trainedBlocks;
         if (count == 0)
             continue;
-        const BlockBytes b = blockBytes(model, *kind, p, naive, seq, true, wideAttention);
+        const BlockBytes b =
+            blockBytes(model, *kind, p, naive, seq, true, wideAttention, fusedSwiglu);
         if (blockTotal(b) + b.weightCopies > recompute) {
             recompute = blockTotal(b) + b.weightCopies;
             recomputeCopies = b.weightCopies;

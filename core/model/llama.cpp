@@ -2,6 +2,7 @@
 // norms).
 #include "model/decode_block.h"
 #include "model/registry.h"
+#include "model/train_ops.h"
 
 #include "util/error.h"
 
@@ -63,7 +64,10 @@ public:
     }
     torch::Tensor forward(const torch::Tensor& x)
     {
-        return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+        const torch::Tensor gate = gate_proj->forward(x), up = up_proj->forward(x);
+        // More rows than a decoding step's: one pass each way (model/train_ops.h).
+        return down_proj->forward(swigluTakesTrainOp(gate, up) ? trainSwiglu(gate, up)
+                                                               : torch::silu(gate) * up);
     }
     Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };

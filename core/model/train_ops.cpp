@@ -5,6 +5,7 @@
 #include "model/train_ops.h"
 
 #include "model/decode_ops.h"
+#include "model/swiglu_kernel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -260,7 +261,81 @@ struct RopeFn : public torch::autograd::Function<RopeFn> {
     }
 };
 
+// ---- SwiGLU -------------------------------------------------------------------------------------
+
+static_assert(kSwigluFewRows == kDecodeRowsMax, "a decoding step's rows keep LibTorch's SwiGLU");
+
+// Element ranges of about 32 Ki over the intra-op threads.
+template <typename F> void overElements(int64_t n, F&& f)
+{
+    at::parallel_for(0, n, int64_t(1) << 15, [&](int64_t begin, int64_t end) { f(begin, end); });
+}
+
+template <typename T> T* elements(const torch::Tensor& t)
+{
+    return t.defined() ? reinterpret_cast<T*>(t.data_ptr()) : nullptr;
+}
+
+struct SwigluFn : public torch::autograd::Function<SwigluFn> {
+    static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& gate,
+                                 const torch::Tensor& up)
+    {
+        torch::Tensor out = torch::empty_like(gate, torch::MemoryFormat::Contiguous);
+        const int64_t n = gate.numel();
+        if (gate.scalar_type() == torch::kBFloat16)
+            overElements(n, [&](int64_t b, int64_t e) {
+                swigluForward(elements<uint16_t>(gate) + b, elements<uint16_t>(up) + b,
+                              elements<uint16_t>(out) + b, e - b);
+            });
+        else
+            overElements(n, [&](int64_t b, int64_t e) {
+                swigluForward(elements<float>(gate) + b, elements<float>(up) + b,
+                              elements<float>(out) + b, e - b);
+            });
+        ctx->save_for_backward({gate, up});
+        return out;
+    }
+
+    static variable_list backward(AutogradContext* ctx, variable_list gradOut)
+    {
+        const variable_list saved = ctx->get_saved_variables();
+        const torch::Tensor &gate = saved[0], &up = saved[1];
+        const torch::Tensor dy = gradOut[0].to(gate.scalar_type()).contiguous();
+        torch::Tensor dg = ctx->needs_input_grad(0) ? torch::empty_like(gate) : torch::Tensor();
+        torch::Tensor du = ctx->needs_input_grad(1) ? torch::empty_like(up) : torch::Tensor();
+        const int64_t n = gate.numel();
+        auto at = [](auto* p, int64_t i) { return p ? p + i : p; };
+        if (gate.scalar_type() == torch::kBFloat16)
+            overElements(n, [&](int64_t b, int64_t e) {
+                swigluBackward(elements<uint16_t>(dy) + b, elements<uint16_t>(gate) + b,
+                               elements<uint16_t>(up) + b, at(elements<uint16_t>(dg), b),
+                               at(elements<uint16_t>(du), b), e - b);
+            });
+        else
+            overElements(n, [&](int64_t b, int64_t e) {
+                swigluBackward(elements<float>(dy) + b, elements<float>(gate) + b,
+                               elements<float>(up) + b, at(elements<float>(dg), b),
+                               at(elements<float>(du), b), e - b);
+            });
+        return {dg, du};
+    }
+};
+
 }  // namespace
+
+bool swigluTakesTrainOp(const torch::Tensor& gate, const torch::Tensor& up)
+{
+    const torch::ScalarType t = gate.scalar_type();
+    return onCpu({&gate, &up}) && gate.dim() >= 1 && gate.sizes() == up.sizes() &&
+           up.scalar_type() == t && (t == torch::kFloat32 || t == torch::kBFloat16) &&
+           gate.is_contiguous() && up.is_contiguous() && gate.numel() > 0 &&
+           gate.numel() / gate.size(-1) > kSwigluFewRows;
+}
+
+torch::Tensor trainSwiglu(const torch::Tensor& gate, const torch::Tensor& up)
+{
+    return SwigluFn::apply(gate, up);
+}
 
 bool rmsNormTakesTrainOp(const torch::Tensor& x, const torch::Tensor& w)
 {

@@ -1,6 +1,6 @@
-// RMSNorm and the rotary embedding on the CPU as single-pass autograd functions. LibTorch builds
-// each from five to eight operators, and their backward from twice as many (the rotary
-// embedding's concatenation comes back as zero-filled slices): a dozen passes over a layer's
+// RMSNorm, the rotary embedding and SwiGLU's product on the CPU as single-pass autograd functions.
+// LibTorch builds each from five to eight operators, and their backward from twice as many (the
+// rotary embedding's concatenation comes back as zero-filled slices): a dozen passes over a layer's
 // activations where one forward and one backward loop do (docs/benchmarks.md, the training
 // profile). They save what LibTorch's operators save (the estimator's figures hold) and compute in
 // fp32 (the rotary embedding of a bf16 input against fp32 tables, as under autocast, too). They
@@ -23,5 +23,12 @@ torch::Tensor trainRmsNorm(const torch::Tensor& x, const torch::Tensor& w, doubl
 // x * cos + rotate_half(x) * sin in the promoted dtype, laid out as x.
 bool ropeTakesTrainOp(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 torch::Tensor trainRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// SwiGLU's product silu(gate) * up of gate and up [..., intermediate], contiguous, the same shape
+// and dtype (fp32 or bf16), more than kSwigluFewRows rows (model/swiglu_kernel.h): one pass
+// forward and one backward, keeping gate and up (not silu's output), computed in fp32 and rounded
+// once.
+bool swigluTakesTrainOp(const torch::Tensor& gate, const torch::Tensor& up);
+torch::Tensor trainSwiglu(const torch::Tensor& gate, const torch::Tensor& up);
 
 }  // namespace tb

@@ -5,6 +5,7 @@
 
 #include "model/causal_lm.h"
 #include "model/rope_check_tables.h"
+#include "model/swiglu_kernel.h"
 #include "model/train_ops.h"
 
 namespace tb {
@@ -116,6 +117,52 @@ TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t 
     check.inputGradMax = maxAbs(leafRef.grad());
     check.sameStrides = check.sameStrides && leaf.grad().strides() == leafRef.grad().strides();
     return check;
+}
+
+TrainOpsCheck checkTrainSwiglu(int64_t rows, int64_t dim, bool bf16, int isa, uint64_t seed)
+{
+    torch::manual_seed(seed);
+    const auto type = bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const torch::Tensor g0 = (torch::randn({rows, dim}) * 3).to(type);
+    const torch::Tensor u0 = (torch::randn({rows, dim}) * 3).to(type);
+    const torch::Tensor dy = torch::randn({rows, dim}).to(type);
+    auto run = [&](bool ours) {
+        auto g = g0.clone().requires_grad_(true);
+        auto u = u0.clone().requires_grad_(true);
+        auto out = ours && swigluTakesTrainOp(g, u) ? trainSwiglu(g, u) : torch::silu(g) * u;
+        out.backward(dy);
+        return std::vector<torch::Tensor>{out.detach(), g.grad(), u.grad()};
+    };
+    TrainOpsCheck c;
+    c.tookTrainOp = swigluTakesTrainOp(g0, u0);
+    {
+        torch::NoGradGuard noGrad;
+        c.tookItWithoutGrad = swigluTakesTrainOp(g0, u0);
+    }
+    const auto ours = run(true), ref = run(false);
+    c.outputDiff = maxDiff(ours[0], ref[0]);
+    c.outputMax = maxAbs(ref[0]);
+    c.inputGradDiff = maxDiff(ours[1], ref[1]);
+    c.inputGradMax = maxAbs(ref[1]);
+    c.weightGradDiff = maxDiff(ours[2], ref[2]);
+    c.weightGradMax = maxAbs(ref[2]);
+    c.sameStrides = ours[0].strides() == ref[0].strides();
+    // The raw kernels of the set asked for, on the same values, against the best set's results.
+    const auto set = static_cast<FewRowsIsa>(isa);
+    const torch::Tensor out = torch::empty_like(g0), dg = torch::empty_like(g0),
+                        du = torch::empty_like(g0);
+    const int64_t n = g0.numel();
+    if (bf16) {
+        auto p = [](const torch::Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr()); };
+        swigluForward(p(g0), p(u0), p(out), n, set);
+        swigluBackward(p(dy), p(g0), p(u0), p(dg), p(du), n, set);
+    } else {
+        auto p = [](const torch::Tensor& t) { return t.data_ptr<float>(); };
+        swigluForward(p(g0), p(u0), p(out), n, set);
+        swigluBackward(p(dy), p(g0), p(u0), p(dg), p(du), n, set);
+    }
+    c.noGradDiff = std::max({maxDiff(out, ours[0]), maxDiff(dg, ours[1]), maxDiff(du, ours[2])});
+    return c;
 }
 
 AttentionWidthCheck checkTrainAttentionWidth(int64_t batch, int64_t heads, int64_t seq, int64_t dim,

@@ -30,6 +30,13 @@ TrainOpsCheck checkTrainRmsNorm(int64_t rows, int64_t dim, bool inputTrains, boo
 TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool perRow,
                              bool bf16, bool fp32Tables, uint64_t seed);
 
+// SwiGLU's product of gate and up [rows, dim] ~ N(0, 3) (bf16 values when bf16) through the Llama
+// MLP's choice (trainSwiglu when it takes it) against LibTorch's silu(gate) * up and autograd, with
+// a random upstream gradient; weightGrad* carry up's gradient. isa: the kernels' instruction set
+// (model/swiglu_kernel.h) for a second run of the raw kernels, whose largest difference from the
+// first (the best set) goes to noGradDiff.
+TrainOpsCheck checkTrainSwiglu(int64_t rows, int64_t dim, bool bf16, int isa, uint64_t seed);
+
 // Training's attention under bf16 autocast on the CPU (cachedAttention without a cache) of q, k, v
 // [batch, heads, seq, dim] (bf16 values, needing gradients; a random upstream gradient), against
 // LibTorch's flash attention run on the same values in fp32 and in bf16: the largest difference

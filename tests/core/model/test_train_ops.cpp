@@ -2,6 +2,7 @@
 // and their autograd: outputs, input and weight gradients, the output's layout, fp32 and bf16,
 // shared and per-row rotary tables; with grad mode off too, so a frozen reference computes the
 // numbers of the policy.
+#include "model/few_rows_kernel.h"
 #include "model/train_ops_check.h"
 
 #include <QtTest>
@@ -99,6 +100,64 @@ private Q_SLOTS:
         QCOMPARE(c.outputDiff, 0.0);
         QVERIFY(c.inputGradMax > 0.1);
         QVERIFY(c.inputGradDiff <= c.inputGradMax * std::ldexp(1.0, bf16 ? -7 : -22));
+    }
+
+    void swigluMatchesLibTorch_data()
+    {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("dim");
+        QTest::addColumn<bool>("bf16");
+        QTest::addColumn<int>("isa");
+        const std::pair<const char*, tb::FewRowsIsa> sets[] = {
+            {"avx512", tb::FewRowsIsa::avx512},
+            {"avx2", tb::FewRowsIsa::avx2},
+            {"portable", tb::FewRowsIsa::portable}};
+        for (const auto& [name, set] : sets) {
+            if (!tb::fewRowsIsaSupported(set))
+                continue;
+            QTest::addRow("26.5M Llama's 512 x 1024, fp32, %s", name)
+                << 512 << 1024 << false << int(set);
+            QTest::addRow("512 x 1024, bf16, %s", name) << 512 << 1024 << true << int(set);
+            // An element count that no vector width divides: the tail's lanes.
+            QTest::addRow("67 x 37, bf16, %s", name) << 67 << 37 << true << int(set);
+            QTest::addRow("67 x 37, fp32, %s", name) << 67 << 37 << false << int(set);
+        }
+        QTest::newRow("a decoding step's 64 rows keep LibTorch's")
+            << 64 << 1024 << false << int(tb::FewRowsIsa::portable);
+    }
+
+    void swigluMatchesLibTorch()
+    {
+        QFETCH(int, rows);
+        QFETCH(int, dim);
+        QFETCH(bool, bf16);
+        QFETCH(int, isa);
+        const tb::TrainOpsCheck c = tb::checkTrainSwiglu(rows, dim, bf16, isa, 9);
+        qInfo("max diff: output %.3g of %.3g, gate grad %.3g of %.3g, up grad %.3g of %.3g; this "
+              "set against the best %.3g",
+              c.outputDiff, c.outputMax, c.inputGradDiff, c.inputGradMax, c.weightGradDiff,
+              c.weightGradMax, c.noGradDiff);
+        QCOMPARE(c.tookTrainOp, rows > 64);
+        QCOMPARE(c.tookItWithoutGrad, rows > 64);
+        QVERIFY(c.sameStrides);
+        QVERIFY(c.outputMax > 10 && c.inputGradMax > 1 && c.weightGradMax > 1);
+        // fp32: the sigmoid's e^x within 2 ulps and the products in another order, a few ulps of
+        // the largest value (2^-20). bf16: ours rounds once where LibTorch rounds silu's output
+        // and each factor of the gradients to bf16 first: within two bf16 steps (2^-6) of the
+        // largest value.
+        const double rel = std::ldexp(1.0, bf16 ? -6 : -20);
+        QVERIFY(c.outputDiff <= c.outputMax * rel);
+        QVERIFY(c.inputGradDiff <= c.inputGradMax * rel);
+        QVERIFY(c.weightGradDiff <= c.weightGradMax * rel);
+        if (rows <= 64) {  // LibTorch's own operators
+            QCOMPARE(c.outputDiff, 0.0);
+            QCOMPARE(c.inputGradDiff, 0.0);
+        } else {
+            QVERIFY(c.outputDiff > 0);  // ours, not LibTorch's (which would be 0)
+            // Each instruction set: the same arithmetic, contracted alike; within an ulp or two.
+            QVERIFY(c.noGradDiff <=
+                    std::max(c.outputMax, c.inputGradMax) * std::ldexp(1.0, bf16 ? -7 : -21));
+        }
     }
 
     void bf16AttentionTrainsInFp32BelowItsThreshold_data()

@@ -1,0 +1,117 @@
+// The body of model/swiglu_kernel.cpp, compiled once per instruction set by model/per_isa.h:
+// silu(g) * u and its two gradients over a range of elements, in fp32 lanes. No include guard on
+// purpose: each instruction set's namespace gets its own.
+
+#include "model/vec_body.h"
+#include "model/vec_math_body.h"
+
+// The sigmoid from e^-|g| (never above 1, so expOf's range holds): 1 / (1 + e) for g >= 0, e / (1
+// + e) below.
+inline VecF sigmoidOf(VecF g)
+{
+    VecU bits;
+    std::memcpy(&bits, &g, sizeof bits);
+    bits &= 0x7fffffffu;
+    VecF magnitude;
+    std::memcpy(&magnitude, &bits, sizeof magnitude);
+    const VecF e = expOf(-magnitude);
+    const VecF r = 1.0f / (e + 1.0f);
+    return g >= 0.0f ? r : e * r;
+}
+
+inline void storeOut(float* p, VecF v)
+{
+    store(p, v);
+}
+
+// Rounded to nearest-even bf16 as LibTorch rounds (NaN stays NaN).
+inline void storeOut(uint16_t* p, VecF v)
+{
+    VecU u;
+    std::memcpy(&u, &v, sizeof u);
+    const VecU rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const VecU bits = v != v ? VecU{} + 0x7fc0u : rounded;
+    const VecH h = __builtin_convertvector(bits, VecH);
+    std::memcpy(p, &h, sizeof h);
+}
+
+inline float widenOne(float v)
+{
+    return v;
+}
+
+inline float widenOne(uint16_t v)
+{
+    const uint32_t bits = static_cast<uint32_t>(v) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+inline void storeOne(float* p, float v)
+{
+    *p = v;
+}
+
+inline void storeOne(uint16_t* p, float v)
+{
+    *p = bf16Bits(v);
+}
+
+// The tail's elements through one vector of zeros, so they take the same arithmetic.
+template <typename T> VecF loadTail(const T* p, int64_t n)
+{
+    alignas(64) float lanes[kLanes] = {};
+    for (int64_t i = 0; i < n; ++i)
+        lanes[i] = widenOne(p[i]);
+    return loadv(lanes);
+}
+
+template <typename T> void storeTail(T* p, VecF v, int64_t n)
+{
+    alignas(64) float lanes[kLanes];
+    store(lanes, v);
+    for (int64_t i = 0; i < n; ++i)
+        storeOne(p + i, lanes[i]);
+}
+
+template <typename T> void swigluRange(const T* g, const T* u, T* out, int64_t n)
+{
+    const int64_t full = n - n % kLanes;
+    for (int64_t i = 0; i < full; i += kLanes) {
+        const VecF gv = loadv(g + i);
+        storeOut(out + i, gv * sigmoidOf(gv) * loadv(u + i));
+    }
+    if (full < n) {
+        const VecF gv = loadTail(g + full, n - full);
+        storeTail(out + full, gv * sigmoidOf(gv) * loadTail(u + full, n - full), n - full);
+    }
+}
+
+// dg = dy u s (1 + g (1 - s)), du = dy g s, s = sigmoid(g); either output may be null.
+template <typename T>
+void swigluBackwardRange(const T* dy, const T* g, const T* u, T* dg, T* du, int64_t n)
+{
+    auto one = [&](VecF d, VecF gv, VecF uv, VecF& dgv, VecF& duv) {
+        const VecF s = sigmoidOf(gv);
+        dgv = d * uv * s * (gv * (1.0f - s) + 1.0f);
+        duv = d * gv * s;
+    };
+    const int64_t full = n - n % kLanes;
+    VecF dgv, duv;
+    for (int64_t i = 0; i < full; i += kLanes) {
+        one(loadv(dy + i), loadv(g + i), loadv(u + i), dgv, duv);
+        if (dg)
+            storeOut(dg + i, dgv);
+        if (du)
+            storeOut(du + i, duv);
+    }
+    if (full < n) {
+        const int64_t k = n - full;
+        one(loadTail(dy + full, k), loadTail(g + full, k), loadTail(u + full, k), dgv, duv);
+        if (dg)
+            storeTail(dg + full, dgv, k);
+        if (du)
+            storeTail(du + full, duv, k);
+    }
+}
