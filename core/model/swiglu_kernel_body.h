@@ -35,19 +35,6 @@ inline void storeOut(uint16_t* p, VecF v)
     std::memcpy(p, &h, sizeof h);
 }
 
-inline float widenOne(float v)
-{
-    return v;
-}
-
-inline float widenOne(uint16_t v)
-{
-    const uint32_t bits = static_cast<uint32_t>(v) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 inline void storeOne(float* p, float v)
 {
     *p = v;
@@ -63,7 +50,7 @@ template <typename T> VecF loadTail(const T* p, int64_t n)
 {
     alignas(64) float lanes[kLanes] = {};
     for (int64_t i = 0; i < n; ++i)
-        lanes[i] = widenOne(p[i]);
+        lanes[i] = widen(p[i]);
     return loadv(lanes);
 }
 
