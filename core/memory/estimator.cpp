@@ -503,8 +503,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const bool wideAttention = !naive && !o.cudaOverhead && p.compute == 2 &&
                                o.precision.rfind("bf16", 0) == 0 &&
                                seq < kFlashAttentionBf16MinQueries;
-    // SwiGLU over more rows than a decoding step's runs as one op on the CPU (model/train_ops.h).
-    const bool fusedSwiglu = !gpt2 && !o.cudaOverhead && o.batch * seq > kSwigluFewRows;
+    // bf16 SwiGLU over more rows than a decoding step's runs as one op on the CPU
+    // (model/train_ops.h).
+    const bool fusedSwiglu =
+        !gpt2 && !o.cudaOverhead && p.compute == 2 && o.batch * seq > kSwigluFewRows;
     auto blockTotal = [&](const BlockBytes& b) {
         return b.perToken * tokens + b.perSequence * o.batch;
     };

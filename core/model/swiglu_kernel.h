@@ -13,8 +13,9 @@
 namespace tb {
 
 // Rows (positions) up to which the model's SwiGLU keeps LibTorch's silu and product: a decoding
-// step's, whose one-pass block (model/decode_block.h) computes them as LibTorch does. More rows
-// take these kernels, training's and prefill's alike, with grad mode on or off (model/train_ops.h).
+// step's, whose one-pass block (model/decode_block.h) computes them as LibTorch does. More rows of
+// bf16 take these kernels, training's and prefill's alike, with grad mode on or off
+// (model/train_ops.h); fp32 keeps LibTorch's (the fp32 kernels serve tests and comparisons).
 inline constexpr int64_t kSwigluFewRows = 64;
 
 // out[i] = g[i] sigmoid(g[i]) u[i], i in [0, n). bf16: raw 16-bit patterns.

@@ -24,10 +24,10 @@ torch::Tensor trainRmsNorm(const torch::Tensor& x, const torch::Tensor& w, doubl
 bool ropeTakesTrainOp(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 torch::Tensor trainRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
-// SwiGLU's product silu(gate) * up of gate and up [..., intermediate], contiguous, the same shape
-// and dtype (fp32 or bf16), more than kSwigluFewRows rows (model/swiglu_kernel.h): one pass
+// SwiGLU's product silu(gate) * up of gate and up [..., intermediate], contiguous, the same shape,
+// bf16 (as autocast makes them), more than kSwigluFewRows rows (model/swiglu_kernel.h): one pass
 // forward and one backward, keeping gate and up (not silu's output), computed in fp32 and rounded
-// once.
+// once. fp32 keeps LibTorch's operators, whose numbers the fp32 oracles compare with.
 bool swigluTakesTrainOp(const torch::Tensor& gate, const torch::Tensor& up);
 torch::Tensor trainSwiglu(const torch::Tensor& gate, const torch::Tensor& up);
 

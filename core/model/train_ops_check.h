@@ -34,7 +34,7 @@ TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t 
 // MLP's choice (trainSwiglu when it takes it) against LibTorch's silu(gate) * up and autograd, with
 // a random upstream gradient; weightGrad* carry up's gradient. isa: the kernels' instruction set
 // (model/swiglu_kernel.h) for a second run of the raw kernels, whose largest difference from the
-// first (the best set) goes to noGradDiff.
+// first run (the op where taken, else LibTorch's) goes to noGradDiff.
 TrainOpsCheck checkTrainSwiglu(int64_t rows, int64_t dim, bool bf16, int isa, uint64_t seed);
 
 // Training's attention under bf16 autocast on the CPU (cachedAttention without a cache) of q, k, v
