@@ -499,14 +499,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const int64_t seq = o.seq + virtualTokens;
     const int64_t tokens = o.batch * seq;
     const bool naive = o.attention == "naive";
-    // bf16 attention over fewer than 192 queries runs in fp32 on the CPU (model/attention_width.h).
-    const bool wideAttention = !naive && !o.cudaOverhead && p.compute == 2 &&
-                               o.precision.rfind("bf16", 0) == 0 &&
-                               seq < kFlashAttentionBf16MinQueries;
-    // bf16 SwiGLU over more rows than a decoding step's runs as one op on the CPU
-    // (model/train_ops.h).
-    const bool fusedSwiglu =
-        !gpt2 && !o.cudaOverhead && p.compute == 2 && o.batch * seq > kSwigluFewRows;
+    // bf16 (mixed or pure) on the CPU, where the kernels below take their own paths.
+    const bool cpuBf16 = !o.cudaOverhead && o.precision.rfind("bf16", 0) == 0;
+    // bf16 attention over fewer than 192 queries runs in fp32 (model/attention_width.h).
+    const bool wideAttention = cpuBf16 && !naive && seq < kFlashAttentionBf16MinQueries;
+    // bf16 SwiGLU over more rows than a decoding step's runs as one op (model/train_ops.h).
+    const bool fusedSwiglu = cpuBf16 && !gpt2 && o.batch * seq > kSwigluFewRows;
     auto blockTotal = [&](const BlockBytes& b) {
         return b.perToken * tokens + b.perSequence * o.batch;
     };
@@ -644,9 +642,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         o.cudaOverhead ? 4 * std::min(kFusedLossLogsumexpRows, fusedChunk) * v : 0;
     // bf16 logits on the CPU are made softmax - onehot in place, a row at a time in fp32 scratch
     // (train/loss_rows_kernel.h): no fp32 copy of them. fp16 ones, and any on CUDA, get one.
-    const bool bf16Rows = !o.cudaOverhead && p.compute == 2 && o.precision.rfind("bf16", 0) == 0;
     const int64_t fusedLogits =
-        fusedChunk * v * (p.compute == 4 || bf16Rows ? p.compute : p.compute + 4) + logsumexpRows +
+        fusedChunk * v * (p.compute == 4 || cpuBf16 ? p.compute : p.compute + 4) + logsumexpRows +
         (oneChunk ? 0 : headSum);
     const int64_t fusedForward =
         hiddenGradient + (p.autocast && !head16 && !tiedHead16 ? 2 * v * h : 0) +

@@ -6,17 +6,6 @@
 #include "model/vec_body.h"
 #include "model/vec_math_body.h"
 
-// A float rounded to T: fp32 as it is, bf16 to nearest even (as c10::BFloat16), NaN kept NaN.
-inline float narrowTo(float v, const float*)
-{
-    return v;
-}
-
-inline uint16_t narrowTo(float v, const uint16_t*)
-{
-    return bf16Bits(v);
-}
-
 // scores[j] = scale * q.k_j for the keys j < keys that `allowed` (null: all; else allowed[j *
 // mPos]) lets the query see, -inf for the others; kLanes keys at a time, their sums folded
 // together. Returns the largest score.

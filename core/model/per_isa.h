@@ -2,9 +2,9 @@
 // each in a namespace that defines kLanes (floats per vector register): avx512 (F) and avx2
 // (+ FMA) under `#pragma GCC target` where GCC targets x86 (TB_ISA_X86 is then defined), and
 // portable everywhere. Included inside namespace tb by the kernels' .cpp files
-// (few_rows_kernel.cpp, attention_kernel.cpp, train/loss_rows_kernel.cpp), which pick the set at
-// run time (fewRowsBestIsa), and include <immintrin.h> before it (outside any namespace) for the
-// AVX-512 intrinsics. No include guard on purpose.
+// (few_rows_kernel.cpp, attention_kernel.cpp, swiglu_kernel.cpp, train/loss_rows_kernel.cpp), which
+// pick the set at run time (fewRowsBestIsa), and include <immintrin.h> before it (outside any
+// namespace) for the AVX-512 intrinsics. No include guard on purpose.
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define TB_ISA_X86 1

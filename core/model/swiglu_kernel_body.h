@@ -19,32 +19,6 @@ inline VecF sigmoidOf(VecF g)
     return g >= 0.0f ? r : e * r;
 }
 
-inline void storeOut(float* p, VecF v)
-{
-    store(p, v);
-}
-
-// Rounded to nearest-even bf16 as LibTorch rounds (NaN stays NaN).
-inline void storeOut(uint16_t* p, VecF v)
-{
-    VecU u;
-    std::memcpy(&u, &v, sizeof u);
-    const VecU rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const VecU bits = v != v ? VecU{} + 0x7fc0u : rounded;
-    const VecH h = __builtin_convertvector(bits, VecH);
-    std::memcpy(p, &h, sizeof h);
-}
-
-inline void storeOne(float* p, float v)
-{
-    *p = v;
-}
-
-inline void storeOne(uint16_t* p, float v)
-{
-    *p = bf16Bits(v);
-}
-
 // The tail's elements through one vector of zeros, so they take the same arithmetic.
 template <typename T> VecF loadTail(const T* p, int64_t n)
 {
@@ -59,7 +33,7 @@ template <typename T> void storeTail(T* p, VecF v, int64_t n)
     alignas(64) float lanes[kLanes];
     store(lanes, v);
     for (int64_t i = 0; i < n; ++i)
-        storeOne(p + i, lanes[i]);
+        p[i] = narrowTo(lanes[i], p);
 }
 
 template <typename T> void swigluRange(const T* g, const T* u, T* out, int64_t n)
@@ -67,7 +41,7 @@ template <typename T> void swigluRange(const T* g, const T* u, T* out, int64_t n
     const int64_t full = n - n % kLanes;
     for (int64_t i = 0; i < full; i += kLanes) {
         const VecF gv = loadv(g + i);
-        storeOut(out + i, gv * sigmoidOf(gv) * loadv(u + i));
+        store(out + i, gv * sigmoidOf(gv) * loadv(u + i));
     }
     if (full < n) {
         const VecF gv = loadTail(g + full, n - full);
@@ -89,9 +63,9 @@ void swigluBackwardRange(const T* dy, const T* g, const T* u, T* dg, T* du, int6
     for (int64_t i = 0; i < full; i += kLanes) {
         one(loadv(dy + i), loadv(g + i), loadv(u + i), dgv, duv);
         if (dg)
-            storeOut(dg + i, dgv);
+            store(dg + i, dgv);
         if (du)
-            storeOut(du + i, duv);
+            store(du + i, duv);
     }
     if (full < n) {
         const int64_t k = n - full;

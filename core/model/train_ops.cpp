@@ -271,27 +271,21 @@ template <typename F> void overElements(int64_t n, F&& f)
     at::parallel_for(0, n, int64_t(1) << 15, [&](int64_t begin, int64_t end) { f(begin, end); });
 }
 
-template <typename T> T* elements(const torch::Tensor& t)
+// bf16 elements as raw 16-bit patterns; null for an undefined tensor.
+uint16_t* bf16Elements(const torch::Tensor& t, int64_t offset)
 {
-    return t.defined() ? reinterpret_cast<T*>(t.data_ptr()) : nullptr;
+    return t.defined() ? reinterpret_cast<uint16_t*>(t.data_ptr()) + offset : nullptr;
 }
 
+// bf16 only (swigluTakesTrainOp).
 struct SwigluFn : public torch::autograd::Function<SwigluFn> {
     static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& gate,
                                  const torch::Tensor& up)
     {
         torch::Tensor out = torch::empty_like(gate, torch::MemoryFormat::Contiguous);
-        const int64_t n = gate.numel();
-        if (gate.scalar_type() == torch::kBFloat16)
-            overElements(n, [&](int64_t b, int64_t e) {
-                swigluForward(elements<uint16_t>(gate) + b, elements<uint16_t>(up) + b,
-                              elements<uint16_t>(out) + b, e - b);
-            });
-        else
-            overElements(n, [&](int64_t b, int64_t e) {
-                swigluForward(elements<float>(gate) + b, elements<float>(up) + b,
-                              elements<float>(out) + b, e - b);
-            });
+        overElements(gate.numel(), [&](int64_t b, int64_t e) {
+            swigluForward(bf16Elements(gate, b), bf16Elements(up, b), bf16Elements(out, b), e - b);
+        });
         ctx->save_for_backward({gate, up});
         return out;
     }
@@ -303,20 +297,10 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
         const torch::Tensor dy = gradOut[0].to(gate.scalar_type()).contiguous();
         torch::Tensor dg = ctx->needs_input_grad(0) ? torch::empty_like(gate) : torch::Tensor();
         torch::Tensor du = ctx->needs_input_grad(1) ? torch::empty_like(up) : torch::Tensor();
-        const int64_t n = gate.numel();
-        auto at = [](auto* p, int64_t i) { return p ? p + i : p; };
-        if (gate.scalar_type() == torch::kBFloat16)
-            overElements(n, [&](int64_t b, int64_t e) {
-                swigluBackward(elements<uint16_t>(dy) + b, elements<uint16_t>(gate) + b,
-                               elements<uint16_t>(up) + b, at(elements<uint16_t>(dg), b),
-                               at(elements<uint16_t>(du), b), e - b);
-            });
-        else
-            overElements(n, [&](int64_t b, int64_t e) {
-                swigluBackward(elements<float>(dy) + b, elements<float>(gate) + b,
-                               elements<float>(up) + b, at(elements<float>(dg), b),
-                               at(elements<float>(du), b), e - b);
-            });
+        overElements(gate.numel(), [&](int64_t b, int64_t e) {
+            swigluBackward(bf16Elements(dy, b), bf16Elements(gate, b), bf16Elements(up, b),
+                           bf16Elements(dg, b), bf16Elements(du, b), e - b);
+        });
         return {dg, du};
     }
 };

@@ -1,6 +1,7 @@
-// The vector helpers the CPU kernels of a decoding step share (few_rows_kernel_body.h,
-// attention_kernel_body.h), in GCC's vector extensions: included by those bodies inside a
-// namespace that defines kLanes (floats per vector register) and under that set's
+// The vector helpers the CPU kernels share (few_rows_kernel_body.h, attention_kernel_body.h,
+// swiglu_kernel_body.h, train/loss_rows_kernel_body.h), in GCC's vector extensions: included by
+// those bodies inside a namespace that defines kLanes (floats per vector register) and under that
+// set's
 // `#pragma GCC target`. No include guard on purpose: each instruction set's namespace gets its own.
 
 // bf16 (raw 16-bit pattern) widened exactly: its 16 bits are the high half of the fp32 pattern.
@@ -25,6 +26,17 @@ inline uint16_t bf16Bits(float v)
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
     return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+// A float rounded to T: fp32 as it is, bf16 by bf16Bits.
+inline float narrowTo(float v, const float*)
+{
+    return v;
+}
+
+inline uint16_t narrowTo(float v, const uint16_t*)
+{
+    return bf16Bits(v);
 }
 
 typedef float VecF __attribute__((vector_size(kLanes * 4), aligned(4)));

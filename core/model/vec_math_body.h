@@ -1,7 +1,7 @@
 // Aliasing vector loads and stores and e^x in each lane, for the kernels whose rows are read and
-// written in place (attention_kernel_body.h, train/loss_rows_kernel_body.h): included after
-// model/vec_body.h inside a namespace that defines kLanes and under that set's `#pragma GCC
-// target`. No include guard on purpose: each instruction set's namespace gets its own.
+// written in place (attention_kernel_body.h, swiglu_kernel_body.h, train/loss_rows_kernel_body.h):
+// included after model/vec_body.h inside a namespace that defines kLanes and under that set's
+// `#pragma GCC target`. No include guard on purpose: each instruction set's namespace gets its own.
 
 // Vector loads and stores through pointers that may alias the floats: the memcpy of vec_body.h's
 // load() is expanded here in 16-byte halves, whose reload as one register stalls store forwarding
@@ -32,6 +32,18 @@ inline VecF splat(float v)
 inline void store(float* p, VecF v)
 {
     *reinterpret_cast<VecFA*>(p) = v;
+}
+
+// kLanes floats rounded to bf16 as bf16Bits rounds them (NaN kept NaN), stored through a pointer
+// that may alias the floats (a row rounded in place).
+inline void store(uint16_t* p, VecF v)
+{
+    VecU u;
+    std::memcpy(&u, &v, sizeof u);
+    const VecU rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const VecU bits = v != v ? VecU{} + 0x7fc0u : rounded;
+    const VecH h = __builtin_convertvector(bits, VecH);
+    std::memcpy(p, &h, sizeof h);
 }
 
 // e^x in each lane, Cephes' expf: x = n ln 2 + r with |r| <= ln 2 / 2, e^r by a polynomial, 2^n

@@ -86,16 +86,8 @@ inline void softmaxMinusOnehotRangeBf16(uint16_t* x, int64_t ld, int64_t vocab,
         for (int64_t j = full; j < vocab; ++j)
             row[j] = widen(xr[j]);
         rowLoss[r] = softmaxMinusOnehotRow(row, vocab, labels[r]);
-        for (int64_t j = 0; j < full; j += kLanes) {
-            const VecF v = loadv(row + j);
-            VecU u;
-            std::memcpy(&u, &v, sizeof u);
-            const VecU rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-            const VecU nan = VecU{} + 0x7fc0u;
-            const VecU bits = v != v ? nan : rounded;
-            const VecH h = __builtin_convertvector(bits, VecH);
-            std::memcpy(xr + j, &h, sizeof h);
-        }
+        for (int64_t j = 0; j < full; j += kLanes)
+            store(xr + j, loadv(row + j));
         for (int64_t j = full; j < vocab; ++j)
             xr[j] = bf16Bits(row[j]);
     }
