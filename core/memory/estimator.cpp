@@ -152,7 +152,8 @@ struct BlockBytes {
 // inputNeedsGrad: false for the first blocks when the embeddings are frozen (nothing upstream
 // trains).
 BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precision& p, bool naive,
-                      int64_t seq, bool inputNeedsGrad, bool wideAttention, bool fusedSwiglu)
+                      int64_t seq, bool inputNeedsGrad, bool wideAttention, bool fusedSwiglu,
+                      bool stacked)
 {
     const bool gpt2 = c.architecture == Architecture::Gpt2;
     const int64_t h = c.hiddenSize, i = c.intermediateSize;
@@ -201,7 +202,9 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         }
         const int64_t size = input == Input::AttnOut ? q : input == Input::MlpInner ? i : h;
         const bool norm = input == Input::Norm1 || input == Input::Norm2;
-        if (norm && p.autocast)
+        if (norm && p.autocast && stacked)  // one 16-bit copy for the stacked product
+            b.add(label, calls > 0 ? cb * size : 0, cat(cb, "h (one cast, stacked products)"));
+        else if (norm && p.autocast)
             b.add(label, calls * cb * size, cat(cb, size == h ? "h" : "i", " per matmul"));
         else if (!inputKept)
             b.add(label, calls > 0 ? (norm ? rb : cb) * size : 0,
@@ -505,6 +508,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const bool wideAttention = cpuBf16 && !naive && seq < kFlashAttentionBf16MinQueries;
     // bf16 SwiGLU over more rows than a decoding step's runs as one op (model/train_ops.h).
     const bool fusedSwiglu = cpuBf16 && !gpt2 && o.batch * seq > kSwigluFewRows;
+    // Under CPU bf16 autocast q, k, v and gate, up run as stacked products over one bf16 cast of
+    // their input (model/stacked_linears.h); quantised weights keep each layer's own.
+    const bool stacked =
+        cpuBf16 && p.autocast && !gpt2 && !run.quant.enabled() && o.batch * seq > kSwigluFewRows;
     auto blockTotal = [&](const BlockBytes& b) {
         return b.perToken * tokens + b.perSequence * o.batch;
     };
@@ -517,7 +524,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     bool grad = embeddingsTrain || soft || tokenRows, rotary = false;
     for (int64_t l = 0; l < layers; ++l) {
         const BlockBytes b =
-            blockBytes(model, kindOf(l), p, naive, seq, grad, wideAttention, fusedSwiglu);
+            blockBytes(model, kindOf(l), p, naive, seq, grad, wideAttention, fusedSwiglu, stacked);
         blocksNo += blockTotal(b);
         copiesNo += b.weightCopies;
         e.blocksStoring += b.perToken > 0 ? 1 : 0;
@@ -525,8 +532,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         grad = b.outputNeedsGrad;
     }
     const bool lastGrad = grad;
-    const BlockBytes mainBlock =
-        blockBytes(model, kindOf(layers - 1), p, naive, seq, true, wideAttention, fusedSwiglu);
+    const BlockBytes mainBlock = blockBytes(model, kindOf(layers - 1), p, naive, seq, true,
+                                            wideAttention, fusedSwiglu, stacked);
     e.activationsPerBlock = blockTotal(mainBlock);
     e.activationsCheckpoint = p.residual * h * tokens;
 
@@ -582,7 +589,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         if (count == 0)
             continue;
         const BlockBytes b =
-            blockBytes(model, *kind, p, naive, seq, true, wideAttention, fusedSwiglu);
+            blockBytes(model, *kind, p, naive, seq, true, wideAttention, fusedSwiglu, stacked);
         if (blockTotal(b) + b.weightCopies > recompute) {
             recompute = blockTotal(b) + b.weightCopies;
             recomputeCopies = b.weightCopies;

@@ -5,6 +5,7 @@
 
 #include "model/decode_ops.h"
 #include "model/safetensors.h"
+#include "model/stacked_linears.h"
 #include "model/train_ops.h"
 #include "util/error.h"
 
@@ -378,6 +379,9 @@ int64_t CausalLM::castFrozenLinearWeights(torch::Dtype dtype)
 {
     torch::NoGradGuard noGrad;
     int64_t bytes = 0;
+    for (size_t i = 0; i < numBlocks(); ++i)
+        for (const auto& group : block(i).stackedGroups())
+            bytes += holdStacked(group, dtype);
     for (auto& [name, layer] : linearLayers()) {
         auto& w = layer->weight;
         if (layer->quantizedWeight() || w.requires_grad() || w.scalar_type() == dtype ||

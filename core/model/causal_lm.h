@@ -75,6 +75,11 @@ public:
     // alpha / sqrt(rank)).
     void addLora(int64_t rank, double alpha, double dropout, bool rslora);
     bool hasLora() const { return static_cast<bool>(lora_A); }
+    // Whether forward adds the branch: present, not merged, not switched off.
+    bool loraActive() const { return lora_A && !m_merged && !loraOff; }
+    // base (this layer's x W^T + b, computed elsewhere: model/stacked_linears.h) plus the LoRA
+    // branch of x where it is active, as forward adds it.
+    torch::Tensor withLora(const torch::Tensor& base, const torch::Tensor& x);
     // Folds scaling * B A into the base weight (merge) or takes it out again (unmerge).
     void mergeLora();
     void unmergeLora();
@@ -172,6 +177,10 @@ public:
     BottleneckAdapter adapter_attn{nullptr};  // Houlsby: after the attention output
     BottleneckAdapter adapter_mlp{nullptr};   // Houlsby and Pfeiffer: after the MLP output
     bool adaptersOff = false;                 // both switched off (CausalLM::setMethodEnabled)
+    // Groups of linear layers that read the same input and may run as one stacked product
+    // (model/stacked_linears.h); castFrozenLinearWeights holds each group's frozen weights in one
+    // buffer.
+    virtual std::vector<std::vector<LinearImpl*>> stackedGroups() { return {}; }
 
 protected:
     torch::Tensor afterAttention(const torch::Tensor& y)
@@ -241,8 +250,9 @@ public:
     void dequantizeLinears(torch::Dtype dtype);
     // The weight of every frozen (not trainable, not quantised) linear layer cast to dtype once,
     // so mixed-precision steps read it as it lies instead of casting it at every forward; biases,
-    // norms, embeddings and what trains keep their dtype. Returns the bytes the weights held
-    // before.
+    // norms, embeddings and what trains keep their dtype; a block's stacked groups
+    // (BlockBase::stackedGroups) whose weights are all frozen go into one buffer together. Returns
+    // the bytes the weights held before.
     int64_t castFrozenLinearWeights(torch::Dtype dtype);
     // A head tied to a frozen token embedding gets a dtype copy beside it (the embedding stays as
     // it is, for the lookup), which headWeightIn(dtype) returns while the embedding is unchanged:

@@ -122,22 +122,29 @@ torch::Tensor LinearImpl::forwardIn(const torch::Tensor& x)
                               ? bias.to(weight.scalar_type())
                               : bias);
     }
-    if (lora_A && !m_merged && !loraOff) {
-        auto in = m_dropout > 0 ? torch::dropout(x, m_dropout, is_training()) : x;
-        const torch::Tensor a = lora_A->forward(in);  // [..., rank]
-        const bool oneType =
-            at::autocast::is_autocast_enabled(y.device().type()) ||
-            (y.scalar_type() == a.scalar_type() && a.scalar_type() == lora_B->weight.scalar_type());
-        if (oneType && y.dim() >= 1 && y.is_contiguous() && !lora_B->bias.defined()) {
-            // y + (a B^T) * scaling as one addmm: the scaling rides on the product, so neither
-            // the forward nor the backward makes a pass over [tokens, out] for it.
-            const int64_t rank = a.size(-1);
-            y = torch::addmm(y.reshape({-1, outFeatures}), a.reshape({-1, rank}),
-                             lora_B->weight.t(), 1.0, m_scaling)
-                    .view(y.sizes());
-        } else {
-            y = y + lora_B->forward(a) * m_scaling;
-        }
+    return withLora(y, x);
+}
+
+torch::Tensor LinearImpl::withLora(const torch::Tensor& base, const torch::Tensor& x)
+{
+    if (!loraActive())
+        return base;
+    torch::Tensor y = base;
+    auto in = m_dropout > 0 ? torch::dropout(x, m_dropout, is_training()) : x;
+    const torch::Tensor a = lora_A->forward(in);  // [..., rank]
+    const bool oneType =
+        at::autocast::is_autocast_enabled(y.device().type()) ||
+        (y.scalar_type() == a.scalar_type() && a.scalar_type() == lora_B->weight.scalar_type());
+    // Contiguous, or a stacked product's slice (model/stacked_linears.h): rows of out elements.
+    if (oneType && y.dim() >= 1 && y.stride(-1) == 1 && !lora_B->bias.defined()) {
+        // y + (a B^T) * scaling as one addmm: the scaling rides on the product, so neither the
+        // forward nor the backward makes a pass over [tokens, out] for it.
+        const int64_t rank = a.size(-1);
+        y = torch::addmm(y.reshape({-1, outFeatures}), a.reshape({-1, rank}), lora_B->weight.t(),
+                         1.0, m_scaling)
+                .view(y.sizes());
+    } else {
+        y = y + lora_B->forward(a) * m_scaling;
     }
     return y;
 }

@@ -2,6 +2,7 @@
 // norms).
 #include "model/decode_block.h"
 #include "model/registry.h"
+#include "model/stacked_linears.h"
 #include "model/train_ops.h"
 
 #include "util/error.h"
@@ -31,9 +32,21 @@ public:
                           size_t layer, int64_t past)
     {
         const int64_t b = x.size(0), s = x.size(1);
-        auto q = q_proj->forward(x).view({b, s, numHeads, headDim});
-        auto k = k_proj->forward(x).view({b, s, numKvHeads, headDim});
-        auto v = v_proj->forward(x).view({b, s, numKvHeads, headDim});
+        torch::Tensor q, k, v;
+        if (!cache && linearsStack(x, projections())) {  // one product (model/stacked_linears.h)
+            const std::vector<torch::Tensor> qkv = stackedLinears(x, projections());
+            q = qkv[0];
+            k = qkv[1];
+            // Its own tensor: the attention keeps v, which as a slice would keep all of q, k, v.
+            v = qkv[2].contiguous();
+        } else {
+            q = q_proj->forward(x);
+            k = k_proj->forward(x);
+            v = v_proj->forward(x);
+        }
+        q = q.view({b, s, numHeads, headDim});
+        k = k.view({b, s, numKvHeads, headDim});
+        v = v.view({b, s, numKvHeads, headDim});
         if (q_norm) {
             q = q_norm->forward(q);
             k = k_norm->forward(k);
@@ -45,6 +58,8 @@ public:
         out = out.transpose(1, 2).reshape({b, s, numHeads * headDim});
         return o_proj->forward(out);
     }
+
+    std::vector<LinearImpl*> projections() { return {q_proj.get(), k_proj.get(), v_proj.get()}; }
 
     int64_t numHeads, numKvHeads, headDim;
     Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -64,11 +79,23 @@ public:
     }
     torch::Tensor forward(const torch::Tensor& x)
     {
+        if (linearsStack(x, inputs())) {  // gate and up as one product (model/stacked_linears.h)
+            if (!gate_proj->loraActive() && !up_proj->loraActive()) {
+                const torch::Tensor gu = stackedProduct(x, inputs());
+                if (swigluPackedTakesTrainOp(gu))
+                    return down_proj->forward(trainSwigluPacked(gu));
+            }
+            const std::vector<torch::Tensor> gu = stackedLinears(x, inputs());
+            const torch::Tensor gate = gu[0].contiguous(), up = gu[1].contiguous();
+            return down_proj->forward(swigluTakesTrainOp(gate, up) ? trainSwiglu(gate, up)
+                                                                   : torch::silu(gate) * up);
+        }
         const torch::Tensor gate = gate_proj->forward(x), up = up_proj->forward(x);
         // More rows than a decoding step's: one pass each way (model/train_ops.h).
         return down_proj->forward(swigluTakesTrainOp(gate, up) ? trainSwiglu(gate, up)
                                                                : torch::silu(gate) * up);
     }
+    std::vector<LinearImpl*> inputs() { return {gate_proj.get(), up_proj.get()}; }
     Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(LlamaMlp);
@@ -108,6 +135,10 @@ public:
         auto attn = self_attn->forward(input_layernorm->forward(x), ctx, cache, layer, past);
         auto h = x + afterAttention(attn);
         return h + afterMlp(mlp->forward(post_attention_layernorm->forward(h)));
+    }
+    std::vector<std::vector<LinearImpl*>> stackedGroups() override
+    {
+        return {self_attn->projections(), mlp->inputs()};
     }
     LlamaAttention self_attn{nullptr};
     LlamaMlp mlp{nullptr};

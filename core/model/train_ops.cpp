@@ -307,6 +307,42 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
 
 }  // namespace
 
+// gu [rows, 2 i] bf16, contiguous: each row's gate then up (linearsStack's product of gate and
+// up); out [rows, i]. Its gradient is one [rows, 2 i] tensor, the stacked product's own.
+struct SwigluPackedFn : public torch::autograd::Function<SwigluPackedFn> {
+    static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& gu)
+    {
+        const int64_t inner = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
+        std::vector<int64_t> shape = gu.sizes().vec();
+        shape.back() = inner;
+        torch::Tensor out = torch::empty(shape, gu.options());
+        at::parallel_for(0, rows, grainRows(2 * inner), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r)
+                swigluForward(bf16Elements(gu, 2 * inner * r),
+                              bf16Elements(gu, 2 * inner * r + inner), bf16Elements(out, inner * r),
+                              inner);
+        });
+        ctx->save_for_backward({gu});
+        return out;
+    }
+
+    static variable_list backward(AutogradContext* ctx, variable_list gradOut)
+    {
+        const torch::Tensor gu = ctx->get_saved_variables()[0];
+        const int64_t inner = gu.size(-1) / 2, rows = gu.numel() / gu.size(-1);
+        const torch::Tensor dy = gradOut[0].to(gu.scalar_type()).contiguous();
+        torch::Tensor dgu = torch::empty_like(gu);
+        at::parallel_for(0, rows, grainRows(2 * inner), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                uint16_t* d = bf16Elements(dgu, 2 * inner * r);
+                swigluBackward(bf16Elements(dy, inner * r), bf16Elements(gu, 2 * inner * r),
+                               bf16Elements(gu, 2 * inner * r + inner), d, d + inner, inner);
+            }
+        });
+        return {dgu};
+    }
+};
+
 bool swigluTakesTrainOp(const torch::Tensor& gate, const torch::Tensor& up)
 {
     const torch::ScalarType t = gate.scalar_type();
@@ -321,6 +357,18 @@ bool swigluTakesTrainOp(const torch::Tensor& gate, const torch::Tensor& up)
 torch::Tensor trainSwiglu(const torch::Tensor& gate, const torch::Tensor& up)
 {
     return SwigluFn::apply(gate, up);
+}
+
+bool swigluPackedTakesTrainOp(const torch::Tensor& gu)
+{
+    return onCpu({&gu}) && gu.dim() >= 1 && gu.scalar_type() == torch::kBFloat16 &&
+           gu.is_contiguous() && gu.size(-1) > 0 && gu.size(-1) % 2 == 0 &&
+           gu.numel() / gu.size(-1) > kSwigluFewRows;
+}
+
+torch::Tensor trainSwigluPacked(const torch::Tensor& gu)
+{
+    return SwigluPackedFn::apply(gu);
 }
 
 bool rmsNormTakesTrainOp(const torch::Tensor& x, const torch::Tensor& w)

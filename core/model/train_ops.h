@@ -30,5 +30,10 @@ torch::Tensor trainRope(const torch::Tensor& x, const torch::Tensor& cos, const 
 // once. fp32 keeps LibTorch's operators, whose numbers the fp32 oracles compare with.
 bool swigluTakesTrainOp(const torch::Tensor& gate, const torch::Tensor& up);
 torch::Tensor trainSwiglu(const torch::Tensor& gate, const torch::Tensor& up);
+// The same of gate and up side by side in one tensor gu [..., 2 x intermediate] (each row's gate,
+// then its up: the stacked product of model/stacked_linears.h), bf16, contiguous; its gradient
+// comes back as one tensor of gu's shape, which the stacked product's backward takes as it lies.
+bool swigluPackedTakesTrainOp(const torch::Tensor& gu);
+torch::Tensor trainSwigluPacked(const torch::Tensor& gu);
 
 }  // namespace tb

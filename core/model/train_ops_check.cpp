@@ -5,6 +5,7 @@
 
 #include "model/causal_lm.h"
 #include "model/rope_check_tables.h"
+#include "model/stacked_linears.h"
 #include "model/swiglu_kernel.h"
 #include "model/train_ops.h"
 
@@ -162,6 +163,109 @@ TrainOpsCheck checkTrainSwiglu(int64_t rows, int64_t dim, bool bf16, int isa, ui
         swigluBackward(p(dy), p(g0), p(u0), p(dg), p(du), n, set);
     }
     c.noGradDiff = std::max({maxDiff(out, ours[0]), maxDiff(dg, ours[1]), maxDiff(du, ours[2])});
+    return c;
+}
+
+TrainOpsCheck checkTrainSwigluPacked(int64_t rows, int64_t dim, uint64_t seed)
+{
+    torch::manual_seed(seed);
+    const torch::Tensor gu0 = (torch::randn({rows, 2 * dim}) * 3).to(torch::kBFloat16);
+    const torch::Tensor dy = torch::randn({rows, dim}).to(torch::kBFloat16);
+    // Output, gate's gradient, up's gradient.
+    auto run = [&](int how) {
+        auto gu = gu0.clone().requires_grad_(true);
+        torch::Tensor out;
+        if (how == 0) {
+            out = trainSwigluPacked(gu);
+        } else {
+            const std::vector<torch::Tensor> halves = gu.split(dim, -1);
+            out = how == 1 ? trainSwiglu(halves[0].contiguous(), halves[1].contiguous())
+                           : torch::silu(halves[0]) * halves[1];
+        }
+        out.backward(dy);
+        const std::vector<torch::Tensor> grads = gu.grad().split(dim, -1);
+        return std::vector<torch::Tensor>{out.detach(), grads[0], grads[1]};
+    };
+    TrainOpsCheck c;
+    c.tookTrainOp = swigluPackedTakesTrainOp(gu0);
+    const auto ours = run(0), unpacked = run(1), ref = run(2);
+    c.outputDiff = maxDiff(ours[0], ref[0]);
+    c.outputMax = maxAbs(ref[0]);
+    c.inputGradDiff = maxDiff(ours[1], ref[1]);
+    c.inputGradMax = maxAbs(ref[1]);
+    c.weightGradDiff = maxDiff(ours[2], ref[2]);
+    c.weightGradMax = maxAbs(ref[2]);
+    c.sameStrides = ours[0].is_contiguous() && ours[0].sizes() == ref[0].sizes();
+    c.noGradDiff = std::max({maxDiff(ours[0], unpacked[0]), maxDiff(ours[1], unpacked[1]),
+                             maxDiff(ours[2], unpacked[2])});
+    return c;
+}
+
+StackedLinearsCheck checkStackedLinears(int64_t rows, int64_t in, bool weightsTrain, uint64_t seed)
+{
+    torch::manual_seed(seed);
+    const int64_t outs[] = {3 * in / 2, in / 2, in / 2};
+    std::vector<std::shared_ptr<LinearImpl>> layers;
+    std::vector<LinearImpl*> group;
+    for (int64_t out : outs) {
+        auto l = std::make_shared<LinearImpl>(in, out, false);
+        torch::NoGradGuard noGrad;
+        l->weight.normal_(0, 0.1);
+        l->weight.set_requires_grad(weightsTrain);
+        layers.push_back(l);
+        group.push_back(l.get());
+    }
+    for (size_t j : {size_t(0), size_t(2)}) {
+        layers[j]->addLora(4, 8, 0, false);
+        torch::NoGradGuard noGrad;
+        layers[j]->lora_B->weight.normal_(0, 0.1);
+    }
+    StackedLinearsCheck c;
+    if (!weightsTrain)
+        c.heldBytes =
+            holdStacked(group, torch::kBFloat16) == 4 * in * (outs[0] + outs[1] + outs[2]);
+    c.together = stackedWeightView(group).defined();
+    const torch::Tensor x0 = torch::randn({rows, in});
+    std::vector<torch::Tensor> dys;
+    for (int64_t out : outs)
+        dys.push_back(torch::randn({rows, out}).to(torch::kBFloat16));
+    // Outputs, then x's gradient, then every trainable parameter's gradient.
+    auto run = [&](bool stacked) {
+        for (auto& l : layers)
+            l->zero_grad();
+        const torch::Tensor x = x0.clone().requires_grad_(true);
+        std::vector<torch::Tensor> ys;
+        {
+            AutocastGuard autocast(at::kCPU, true, at::kBFloat16);
+            if (stacked) {
+                c.stacked = linearsStack(x, group);
+                ys = stackedLinears(x, group);
+            } else {
+                for (auto& l : layers)
+                    ys.push_back(l->forward(x));
+            }
+        }
+        torch::autograd::backward(ys, dys);
+        std::vector<torch::Tensor> r;
+        for (const auto& y : ys)
+            r.push_back(y.detach());
+        r.push_back(x.grad());
+        for (auto& l : layers)
+            for (const auto& p : l->parameters())
+                if (p.requires_grad())
+                    r.push_back(p.grad());
+        return r;
+    };
+    const auto ours = run(true), ref = run(false);
+    const size_t n = std::size(outs);
+    c.tensors = static_cast<int>(ours.size());
+    c.smallestMax = maxAbs(ref[0]);
+    for (size_t j = 0; j < ours.size(); ++j) {
+        const double m = maxAbs(ref[j]), rel = maxDiff(ours[j], ref[j]) / std::max(m, 1e-30);
+        double& worst = j < n ? c.outputRel : j == n ? c.inputGradRel : c.weightGradRel;
+        worst = std::max(worst, rel);
+        c.smallestMax = std::min(c.smallestMax, m);
+    }
     return c;
 }
 

@@ -37,6 +37,29 @@ TrainOpsCheck checkTrainRope(int64_t batch, int64_t heads, int64_t seq, int64_t 
 // first run (the op where taken, else LibTorch's) goes to noGradDiff.
 TrainOpsCheck checkTrainSwiglu(int64_t rows, int64_t dim, bool bf16, int isa, uint64_t seed);
 
+// SwiGLU's packed op (trainSwigluPacked) of gu [rows, 2 dim] ~ N(0, 3) in bf16 against LibTorch's
+// silu(gate) * up of its halves and autograd (weightGrad*: up's half of the gradient, inputGrad*
+// gate's); noGradDiff: the largest difference, output and gradient, from trainSwiglu on the halves
+// made contiguous (must be 0: the same kernels).
+TrainOpsCheck checkTrainSwigluPacked(int64_t rows, int64_t dim, uint64_t seed);
+
+// Stacked products (model/stacked_linears.h) of three linear layers in -> outs[j] reading x [rows,
+// in] ~ N(0, 1) fp32 that needs a gradient, under CPU bf16 autocast, with LoRA (B random, so the
+// branch counts) on the first and the last, against each layer's own forward on the same weights:
+// each tensor's largest difference relative to its largest value, the largest such ratio of the
+// outputs, of x's gradient and of the trainable weights' gradients (LoRA's A and B, and the base
+// weights' when weightsTrain; else the frozen weights are cast to bf16 first by holdStacked, as
+// CausalLM::castFrozenLinearWeights does).
+struct StackedLinearsCheck {
+    bool stacked = false;    // linearsStack took the layers
+    bool together = false;   // the weights lie as one buffer (stackedWeightView)
+    bool heldBytes = false;  // holdStacked reported the fp32 bytes (frozen weights)
+    int tensors = 0;         // outputs and gradients compared
+    double outputRel = 0, inputGradRel = 0, weightGradRel = 0;
+    double smallestMax = 0;  // the smallest largest value of the tensors compared
+};
+StackedLinearsCheck checkStackedLinears(int64_t rows, int64_t in, bool weightsTrain, uint64_t seed);
+
 // Training's attention under bf16 autocast on the CPU (cachedAttention without a cache) of q, k, v
 // [batch, heads, seq, dim] (bf16 values, needing gradients; a random upstream gradient), against
 // LibTorch's flash attention run on the same values in fp32 and in bf16: the largest difference

@@ -304,30 +304,33 @@ void TestMemory::bf16MixedClosedForm()
     QCOMPARE(e.gradients, 4 * params);
     QCOMPARE(e.optimizerStates, 8 * params);
     QCOMPARE(e.masterWeights, int64_t(0));
-    // fp32 residual and norms; 16-bit matmul outputs; each matmul casts its own copy of a norm
-    // output. The attention over these 128 queries runs in fp32 on the CPU
-    // (model/attention_width.h): fp32 q, k, v and output, and o_proj keeps the output's bf16
-    // rounding.
-    const int64_t perToken = 2 * (4 * d.h + 4) + 8 * d.h + 3 * 2 * d.h + 3 * 4 * d.q + 4 * d.q +
-                             4 * d.nh + 2 * d.q + 2 * 2 * d.h + 2 * 2 * d.i + 2 * d.i;
+    // fp32 residual and norms; 16-bit matmul outputs. On the CPU q, k, v and gate, up are stacked
+    // products (model/stacked_linears.h), each group over one 16-bit copy of its norm output. The
+    // attention over these 128 queries runs in fp32 on the CPU (model/attention_width.h): fp32 q,
+    // k, v and output, and o_proj keeps the output's bf16 rounding.
+    const int64_t perToken = 2 * (4 * d.h + 4) + 8 * d.h + 2 * d.h + 3 * 4 * d.q + 4 * d.q +
+                             4 * d.nh + 2 * d.q + 2 * d.h + 2 * 2 * d.i + 2 * d.i;
     QCOMPARE(e.activationsPerBlock, perToken * n);
+    // Without the stacked products each matmul casts its own copy: 3 for q, k, v, 2 for gate, up.
+    const int64_t ownCasts = (3 - 1) * 2 * d.h + (2 - 1) * 2 * d.h;
     // On CUDA, or from 192 queries, the attention is bf16: its q, k, v and output, the output
     // o_proj's input.
     const int64_t bf16Attention = 3 * 4 * d.q + 4 * d.q + 2 * d.q - (3 * 2 * d.q + 2 * d.q);
     auto gpu = o;
     gpu.cudaOverhead = true;
     QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), gpu).activationsPerBlock,
-             (perToken - bf16Attention + 2 * d.i) *
+             (perToken + ownCasts - bf16Attention + 2 * d.i) *
                  n);  // and LibTorch's SwiGLU keeps silu's output
     auto long256 = cpu(1, 256);
     long256.precision = "bf16-mixed";
     QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), long256).activationsPerBlock,
              (perToken - bf16Attention) * 256);
-    // A decoding step's 64 rows or fewer keep LibTorch's SwiGLU on the CPU too (silu's output).
+    // A decoding step's 64 rows or fewer keep LibTorch's SwiGLU on the CPU too (silu's output),
+    // and each layer its own product.
     auto rows64 = cpu(1, 64);
     rows64.precision = "bf16-mixed";
     QCOMPARE(tb::estimateMemory(c, method(tb::Method::Full), rows64).activationsPerBlock,
-             (perToken + 2 * d.i) * 64);
+             (perToken + ownCasts + 2 * d.i) * 64);
     const int64_t kv = c.numKvHeads * c.headDim;
     const int64_t blockMatmul = d.h * d.q + 2 * d.h * kv + d.q * d.h + 3 * d.h * d.i;
     // The blocks' weight copies; the fused loss's copy of the head weight lives only while it

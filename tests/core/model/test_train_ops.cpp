@@ -1,7 +1,8 @@
 // Training's fused RMSNorm and rotary embedding (model/train_ops.h) against LibTorch's operators
 // and their autograd: outputs, input and weight gradients, the output's layout, fp32 and bf16,
 // shared and per-row rotary tables; with grad mode off too, so a frozen reference computes the
-// numbers of the policy.
+// numbers of the policy. SwiGLU's one op, packed and not, bf16 attention's width, and the stacked
+// products of layers that read one input (model/stacked_linears.h) against each layer's own.
 #include "model/few_rows_kernel.h"
 #include "model/train_ops_check.h"
 
@@ -162,6 +163,60 @@ private Q_SLOTS:
             QVERIFY(c.noGradDiff <=
                     std::max(c.outputMax, c.inputGradMax) * std::ldexp(1.0, bf16 ? -7 : -21));
         }
+    }
+
+    void packedSwigluMatchesLibTorch()
+    {
+        // gate and up side by side (the stacked product's layout): the same kernels as the op on
+        // separate gate and up, bit for bit, and within bf16's rounding of LibTorch's.
+        const tb::TrainOpsCheck c = tb::checkTrainSwigluPacked(130, 96, 13);
+        qInfo("against LibTorch: output %.3g of %.3g, gate grad %.3g of %.3g, up grad %.3g of "
+              "%.3g; against the unpacked op %.3g",
+              c.outputDiff, c.outputMax, c.inputGradDiff, c.inputGradMax, c.weightGradDiff,
+              c.weightGradMax, c.noGradDiff);
+        QVERIFY(c.tookTrainOp);
+        QVERIFY(c.sameStrides);
+        QCOMPARE(c.noGradDiff, 0.0);
+        QVERIFY(c.outputMax > 10 && c.inputGradMax > 1 && c.weightGradMax > 1);
+        const double rel = std::ldexp(1.0, -6);
+        QVERIFY(c.outputDiff <= c.outputMax * rel);
+        QVERIFY(c.inputGradDiff <= c.inputGradMax * rel);
+        QVERIFY(c.weightGradDiff <= c.weightGradMax * rel);
+    }
+
+    void stackedLinearsMatchEachLayer_data()
+    {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<bool>("weightsTrain");
+        QTest::addColumn<bool>("stacked");
+        QTest::newRow("LoRA: frozen weights held in one bf16 buffer") << 512 << false << true;
+        QTest::newRow("full fine-tuning: fp32 weights cast and stacked") << 200 << true << true;
+        QTest::newRow("a decoding step's 64 rows: each layer's own") << 64 << false << false;
+    }
+
+    void stackedLinearsMatchEachLayer()
+    {
+        // q, k, v (with LoRA on q and v) as one product over one bf16 cast of their input, against
+        // each layer's own forward under autocast: the same products, so the outputs agree to
+        // bf16's rounding; x's gradient is one product where autocast adds three in fp32, and
+        // LoRA's A sees the one cast, so gradients agree within a few bf16 steps.
+        QFETCH(int, rows);
+        QFETCH(bool, weightsTrain);
+        QFETCH(bool, stacked);
+        const tb::StackedLinearsCheck c = tb::checkStackedLinears(rows, 128, weightsTrain, 17);
+        qInfo("relative: outputs %.3g, x's gradient %.3g, weights' gradients %.3g (%d tensors, "
+              "smallest max %.3g)",
+              c.outputRel, c.inputGradRel, c.weightGradRel, c.tensors, c.smallestMax);
+        QCOMPARE(c.stacked, stacked);
+        QCOMPARE(c.together, !weightsTrain);
+        QCOMPARE(c.heldBytes, !weightsTrain);
+        QCOMPARE(c.tensors, weightsTrain ? 11 : 8);
+        QVERIFY(c.smallestMax > 0.01);
+        QVERIFY(c.outputRel <= std::ldexp(1.0, -7));
+        QVERIFY(c.inputGradRel <= std::ldexp(1.0, -6));
+        QVERIFY(c.weightGradRel <= std::ldexp(1.0, -6));
+        if (stacked)  // its own sums, not the layers' (which would give 0)
+            QVERIFY(c.inputGradRel > 0);
     }
 
     void bf16AttentionTrainsInFp32BelowItsThreshold_data()
