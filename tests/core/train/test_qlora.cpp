@@ -110,11 +110,15 @@ void TestQlora::equalsLoraOnDequantisedBase_data()
     QTest::addColumn<bool>("doubleQuant");
     QTest::addColumn<QString>("precision");
     QTest::addColumn<bool>("checkpointing");
-    QTest::newRow("nf4 double") << "nf4" << true << "fp32" << false;
-    QTest::newRow("nf4 double, checkpointing") << "nf4" << true << "fp32" << true;
-    QTest::newRow("nf4, bf16 autocast") << "nf4" << false << "bf16" << false;
-    QTest::newRow("fp4") << "fp4" << false << "fp32" << false;
-    QTest::newRow("int8") << "int8" << false << "fp32" << true;
+    QTest::addColumn<bool>("fewRows");
+    QTest::newRow("nf4 double") << "nf4" << true << "fp32" << false << false;
+    QTest::newRow("nf4 double, checkpointing") << "nf4" << true << "fp32" << true << false;
+    QTest::newRow("nf4, bf16 autocast, 64-row micro-batches")
+        << "nf4" << false << "bf16" << false << true;
+    QTest::newRow("nf4, bf16 autocast, dense base stacked")
+        << "nf4" << false << "bf16" << false << false;
+    QTest::newRow("fp4") << "fp4" << false << "fp32" << false << false;
+    QTest::newRow("int8") << "int8" << false << "fp32" << true << false;
 }
 
 void TestQlora::equalsLoraOnDequantisedBase()
@@ -122,19 +126,29 @@ void TestQlora::equalsLoraOnDequantisedBase()
     // Six AdamW steps of LoRA (all projections) on the quantised base and on a checkpoint holding
     // exactly the dequantised weights: the same forward and the same input gradients make the same
     // losses, step by step (fp32: to float rounding of the matmul's order).
+    // Under CPU bf16 autocast a dense base above a decoding step's 64 rows runs q, k, v and gate,
+    // up as stacked products (model/stacked_linears.h) that a quantised base does not: the same
+    // forward, but x's gradient is summed in another order (within 2^-6, test_train_ops), which
+    // AdamW's first steps amplify where gradients are near zero (6.4e-3 after six steps). So in
+    // bf16 the step-by-step comparison runs micro-batches of at most 64 rows (1 x 64 tokens, 16
+    // accumulated), where both bases run each layer's own product, and the stacked row compares
+    // the first step's loss, which the forward alone makes.
     QFETCH(QString, quant);
     QFETCH(bool, doubleQuant);
     QFETCH(QString, precision);
     QFETCH(bool, checkpointing);
+    QFETCH(bool, fewRows);
     QTemporaryDir dir;
     tb::QuantOptions q;
     q.kind = *tb::parseQuantKind(quant.toStdString());
     q.doubleQuant = doubleQuant;
     const std::string plain = dir.filePath(QStringLiteral("dequantised")).toStdString();
     QVERIFY(tb::writeDequantizedBase(tb::bundledModelDir(), q, plain) > 0);
-    const std::vector<std::string> common{"max_steps=6", "precision=" + precision.toStdString(),
-                                          std::string("gradient_checkpointing=") +
-                                              (checkpointing ? "true" : "false")};
+    std::vector<std::string> common{"max_steps=6", "precision=" + precision.toStdString(),
+                                    std::string("gradient_checkpointing=") +
+                                        (checkpointing ? "true" : "false")};
+    if (fewRows)
+        common.insert(common.end(), {"batch_size=1", "grad_accum=16", "data.max_length=64"});
     auto withQuant = common;
     withQuant.push_back("quant=" + quant.toStdString());
     withQuant.push_back(std::string("quant_double=") + (doubleQuant ? "true" : "false"));
@@ -146,8 +160,12 @@ void TestQlora::equalsLoraOnDequantisedBase()
     qInfo("%s: losses %.6f -> %.6f, largest relative difference %.2e", qPrintable(quant),
           a.losses.front(), a.losses.back(), d);
     QCOMPARE(a.losses.size(), size_t(6));
-    QVERIFY2(d < (precision == QStringLiteral("bf16") ? 2e-3 : 1e-5),
-             qPrintable(QString::number(d)));
+    const bool stacked = precision == QStringLiteral("bf16") && !fewRows;
+    const double first = maxRelDiff({a.losses.front()}, {b.losses.front()});
+    QVERIFY2(first < 1e-6, qPrintable(QString::number(first)));
+    if (!stacked)
+        QVERIFY2(d < (precision == QStringLiteral("bf16") ? 2e-3 : 1e-5),
+                 qPrintable(QString::number(d)));
     QVERIFY(a.losses.back() < a.losses.front());  // it trains
     QCOMPARE(a.summary.totalParameters, b.summary.totalParameters);
     QCOMPARE(a.summary.trainableParameters, b.summary.trainableParameters);
