@@ -258,9 +258,18 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
     out << line;
     if (o.profile) {
         double total = 0;
-        for (const auto& op : r.ops)
+        long long calls = 0;
+        for (const auto& op : r.ops) {
             total += op.selfSeconds;
-        out << "  operators by self time per step (" << r.ops.size() << " kinds):\n";
+            calls += op.calls;
+        }
+        // On CUDA these are the host's times (launches included): against the step's time they
+        // say whether the host or the device sets the pace.
+        std::snprintf(
+            line, sizeof line,
+            "  operators by self time per step (%zu kinds, %lld calls, %.1f ms in all):\n",
+            r.ops.size(), calls, 1e3 * total);
+        out << line;
         for (size_t i = 0; i < r.ops.size() && i < 30; ++i) {
             const auto& op = r.ops[i];
             std::snprintf(line, sizeof line, "  %8.2f ms %5.1f%% %6lld calls  %s\n",
