@@ -141,8 +141,12 @@ void LaunchedRun::pollFiles()
                 m_planSent = true;
             }
     }
+    // At most 512 KiB a file a tick (about 1,500 step lines, a few ms to parse on this GUI-thread
+    // timer): a resumed run's earlier lines are taken in over a few seconds of ticks instead of
+    // tens of MB parsed in one, which would freeze the window.
+    constexpr qint64 kBytesPerTick = qint64(512) << 10;
     for (size_t rank = 0; rank < m_tails.size(); ++rank)
-        for (const QByteArray& line : m_tails[rank].poll())
+        for (const QByteArray& line : m_tails[rank].poll(kBytesPerTick))
             addMetricsLine(line, int(rank), m_plannedSteps, found);
     if (!found.steps.empty()) {
         if (!m_first)

@@ -116,17 +116,16 @@ const std::vector<StoredPair>* PairTableModel::page(int64_t index) const
         m_lru.push_front(index);
         return &it->second;
     }
-    std::vector<StoredPair> rows;
     const size_t begin = size_t(index) * kPageRows, end = std::min(m_ids.size(), begin + kPageRows);
-    rows.reserve(end - begin);
-    for (size_t i = begin; i < end; ++i) {
-        try {
-            rows.push_back(storedPair(*m_store, m_ids[i]));
-        } catch (const std::exception&) {
-            StoredPair gone;  // deleted underneath us (Tunebench only marks removal)
+    std::vector<StoredPair> rows;
+    try {  // one page by id through the store's indexes (an id deleted underneath: removed)
+        rows = storedPairsById(*m_store, std::vector<int64_t>(m_ids.begin() + ptrdiff_t(begin),
+                                                              m_ids.begin() + ptrdiff_t(end)));
+    } catch (const std::exception&) {
+        for (size_t i = begin; i < end; ++i) {
+            StoredPair& gone = rows.emplace_back();
             gone.id = m_ids[i];
             gone.removed = true;
-            rows.push_back(std::move(gone));
         }
     }
     ++m_fetches;
@@ -160,9 +159,21 @@ int PairTableModel::rowOf(int64_t pairId) const
 
 int PairTableModel::nextUnjudged(int row) const
 {
+    // The annotator's judged pairs in one query, so a pass over a fully judged list reads no
+    // page; only candidates are loaded, to see whether they were removed.
+    std::vector<int64_t> judged;
+    if (m_store) {
+        try {
+            judged = pairsJudgedBy(*m_store, m_annotator.toStdString());
+        } catch (const std::exception&) {
+            judged.clear();
+        }
+    }
     const int n = rowCount();
     for (int k = 1; k <= n; ++k) {
         const int r = ((row < 0 ? -1 : row) + k) % n;
+        if (std::binary_search(judged.begin(), judged.end(), m_ids[size_t(r)]))
+            continue;
         const StoredPair* p = pairAt(r);
         if (p && !p->removed && shownChoice(*p, m_annotator) == QLatin1String("unjudged"))
             return r;

@@ -235,7 +235,7 @@ private Q_SLOTS:
         for (int i = 0; i < history->count(); ++i)
             if (history->item(i)->data(Qt::UserRole).toString() == m_run)
                 history->item(i)->setCheckState(Qt::Checked);
-        QCOMPARE(plots->generationGraphs(), graphs + 2);
+        QTRY_COMPARE(plots->generationGraphs(), graphs + 2);  // read on a worker
         for (int i = 0; i < history->count(); ++i)
             history->item(i)->setCheckState(Qt::Unchecked);
     }

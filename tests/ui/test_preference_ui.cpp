@@ -342,8 +342,9 @@ private Q_SLOTS:
         tb::TrainPlots* plots = w.trainPage()->plots();
         for (int i = 0; i < history->count(); ++i)
             history->item(i)->setCheckState(Qt::Checked);
-        // Two graphs (margins, accuracies) for the preference run, none for the SFT one.
-        QCOMPARE(plots->preferencePlots()->overlayGraphs(), 2);
+        // Two graphs (margins, accuracies) for the preference run, none for the SFT one (read on a
+        // worker).
+        QTRY_COMPARE(plots->preferencePlots()->overlayGraphs(), 2);
         QVERIFY(plots->preferenceShown());
         const tb::PreferenceCurve curve =
             tb::preferenceCurve(tb::readRunMetrics(dir.toStdString()).steps);
@@ -351,7 +352,7 @@ private Q_SLOTS:
         QVERIFY(qAbs(curve.margins.back() - 1.5) < 1e-9);
         for (int i = 0; i < history->count(); ++i)
             history->item(i)->setCheckState(Qt::Unchecked);
-        QCOMPARE(plots->preferencePlots()->overlayGraphs(), 0);
+        QTRY_COMPARE(plots->preferencePlots()->overlayGraphs(), 0);
         QVERIFY(!plots->preferenceShown());
     }
 

@@ -235,9 +235,34 @@ StoredPair readPair(const sql::Statement& st)
     return p;
 }
 
-// Choices and flags of the pairs, and the verdict they yield.
+// Choices and flags of the pairs, and the verdict they yield. A few pairs (a table's page, one
+// pair) are looked up by id through the tables' indexes; many are read in one pass each.
 void complete(const DataStore& store, std::vector<StoredPair>& pairs)
 {
+    if (pairs.size() <= 256) {
+        sql::Statement c(store.database(),
+                         "SELECT pair_id, annotator, choice, verdict, at FROM pair_choices WHERE "
+                         "pair_id = ? ORDER BY annotator");
+        sql::Statement f(store.database(),
+                         "SELECT DISTINCT kind FROM pair_flags WHERE pair_id = ? ORDER BY kind");
+        for (StoredPair& p : pairs) {
+            p.choices.clear();
+            p.flags.clear();
+            if (!p.removed) {  // as pairChoices: the choices of live pairs
+                c.bind(1, p.id);
+                while (c.step())
+                    p.choices.push_back(
+                        PairChoice{c.int64(0), c.text(1), c.text(2), c.text(3), c.text(4)});
+                c.reset();
+            }
+            f.bind(1, p.id);
+            while (f.step())
+                p.flags.push_back(f.text(0));
+            f.reset();
+            p.verdict = pairVerdict(p.adjudication, p.choices);
+        }
+        return;
+    }
     std::map<int64_t, std::vector<PairChoice>> choices;
     for (PairChoice& c : pairChoices(store))
         choices[c.pairId].push_back(std::move(c));
@@ -291,6 +316,37 @@ std::vector<PairChoice> pairChoices(const DataStore& store)
     std::vector<PairChoice> out;
     while (st.step())
         out.push_back(PairChoice{st.int64(0), st.text(1), st.text(2), st.text(3), st.text(4)});
+    return out;
+}
+
+std::vector<StoredPair> storedPairsById(const DataStore& store, const std::vector<int64_t>& ids)
+{
+    sql::Statement st(store.database(), cat("SELECT ", kPairColumns, " FROM pairs WHERE id = ?"));
+    std::vector<StoredPair> out;
+    out.reserve(ids.size());
+    for (int64_t id : ids) {
+        st.bind(1, id);
+        if (st.step()) {
+            out.push_back(readPair(st));
+        } else {
+            StoredPair& gone = out.emplace_back();  // not in the store: shown as removed
+            gone.id = id;
+            gone.removed = true;
+        }
+        st.reset();
+    }
+    complete(store, out);
+    return out;
+}
+
+std::vector<int64_t> pairsJudgedBy(const DataStore& store, const std::string& annotator)
+{
+    sql::Statement st(store.database(),
+                      "SELECT pair_id FROM pair_choices WHERE annotator = ? ORDER BY pair_id");
+    st.bind(1, annotator);
+    std::vector<int64_t> out;
+    while (st.step())
+        out.push_back(st.int64(0));
     return out;
 }
 

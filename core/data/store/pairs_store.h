@@ -114,7 +114,12 @@ int64_t adjudicatePair(DataStore& store, int64_t pairId, const std::string& choi
 
 std::vector<StoredPair> storedPairs(const DataStore& store, bool includeRemoved = false);
 StoredPair storedPair(const DataStore& store, int64_t pairId);  // throws for an unknown id
-std::vector<PairChoice> pairChoices(const DataStore& store);    // of live pairs, by pair, name
+// The pairs of `ids` in that order (a table's page), each looked up by id; an id the store does
+// not hold comes back as a removed pair with that id.
+std::vector<StoredPair> storedPairsById(const DataStore& store, const std::vector<int64_t>& ids);
+// The ids of the pairs `annotator` has a choice on, ascending (one pass over the choices).
+std::vector<int64_t> pairsJudgedBy(const DataStore& store, const std::string& annotator);
+std::vector<PairChoice> pairChoices(const DataStore& store);  // of live pairs, by pair, name
 
 // Replaces the pairs' scan flags (kind and field per finding); `flags` are (pair id, kind).
 void replacePairFlags(DataStore& store, const std::vector<std::pair<int64_t, std::string>>& flags);

@@ -81,6 +81,7 @@ private Q_SLOTS:
     void agreementAndKappa();
     void snapshotsFreezePairs();
     void dedupAndScanCoverPairs();
+    void pagesByIdEqualTheWholeRead();
 };
 
 void TestPairsStore::migratesAVersionTwoStore()
@@ -456,6 +457,56 @@ void TestPairsStore::dedupAndScanCoverPairs()
     options.excludeFlagged = true;
     const auto snap = tb::createSnapshot(*store, options);
     QCOMPARE(tb::snapshotPairs(*store, snap.id).size(), size_t(3));
+}
+
+void TestPairsStore::pagesByIdEqualTheWholeRead()
+{
+    // 300 pairs: the whole read takes every choice and flag in one pass each, a page of a few ids
+    // looks them up by id; both give each pair the same choices, flags and verdict.
+    QTemporaryDir dir;
+    std::string rows = plainRow("Mail me", "at jane.doe@example.com", "no") +
+                       plainRow("Mail me", "at jane.doe@example.com", "no");
+    for (int i = 0; i < 298; ++i)
+        rows += plainRow("Prompt " + std::to_string(i), "good " + std::to_string(i), "bad");
+    auto store = withPairs(dir, rows);
+    const auto ids = liveIds(*store);
+    QCOMPARE(ids.size(), size_t(300));
+    tb::recordPairChoice(*store, ids[0], "ann", "a");
+    tb::recordPairChoice(*store, ids[0], "bob", "b");
+    tb::recordPairChoice(*store, ids[1], "ann", "tie");
+    tb::recordPairChoice(*store, ids[299], "ann", "b");
+    tb::scanPairs(*store, "ann");  // flags both mail pairs
+    QCOMPARE(tb::dedupPairs(*store, std::nullopt, true, "ann").removed, int64_t(1));  // ids[1]
+    std::map<int64_t, tb::StoredPair> whole;
+    for (auto& p : tb::storedPairs(*store, true))
+        whole[p.id] = std::move(p);
+    QCOMPARE(whole.size(), size_t(300));
+    const std::vector<int64_t> page{ids[299], ids[1], 987654, ids[0], ids[150]};
+    const auto byId = tb::storedPairsById(*store, page);
+    QCOMPARE(byId.size(), page.size());
+    for (size_t i = 0; i < page.size(); ++i) {
+        const tb::StoredPair& got = byId[i];
+        QCOMPARE(got.id, page[i]);
+        if (page[i] == 987654) {  // not in the store
+            QVERIFY(got.removed);
+            continue;
+        }
+        const tb::StoredPair& want = whole.at(page[i]);
+        QCOMPARE(got.removed, want.removed);
+        QCOMPARE(got.flags, want.flags);
+        QCOMPARE(got.verdict, want.verdict);
+        QCOMPARE(got.choices.size(), want.choices.size());
+        for (size_t c = 0; c < got.choices.size(); ++c) {
+            QCOMPARE(got.choices[c].annotator, want.choices[c].annotator);
+            QCOMPARE(got.choices[c].verdict, want.choices[c].verdict);
+        }
+    }
+    QCOMPARE(byId[3].verdict, std::string("disputed"));  // ann and bob differ on ids[0]
+    QCOMPARE(byId[3].flags, std::vector<std::string>{"email"});
+    QVERIFY(byId[1].removed && byId[1].choices.empty());  // removed: its choice not shown
+    QCOMPARE(byId[0].verdict, std::string("rejected"));
+    QCOMPARE(tb::pairsJudgedBy(*store, "ann"), (std::vector<int64_t>{ids[0], ids[1], ids[299]}));
+    QCOMPARE(tb::pairsJudgedBy(*store, "bob"), std::vector<int64_t>{ids[0]});
 }
 
 QTEST_GUILESS_MAIN(TestPairsStore)
