@@ -542,10 +542,15 @@ void TestDist::runWithoutCheckpointRestartsFromZero()
     const auto before = losses(run);
     // As if killed before its first checkpoint: run.json and some metrics, no checkpoint.
     QVERIFY(QDir(run + QStringLiteral("/checkpoints")).removeRecursively());
+    const QString metrics = run + QStringLiteral("/metrics.jsonl");
+    QVERIFY(QFile::resize(metrics, QFileInfo(metrics).size() / 2));  // cut mid-run as well
+    QVERIFY(losses(run).size() < before.size());
     const auto again = train(0, {QStringLiteral("--resume"), run});
     QVERIFY(allOk(again));
     QVERIFY2(contains(again[0].err, "starting it again from step 0"), again[0].err.c_str());
+    QCOMPARE(before.size(), size_t(3));
     QCOMPARE(losses(run), before);  // the same seeded run, its metrics from step 0 only
+    QVERIFY(QFileInfo::exists(run + QStringLiteral("/checkpoints/step-3")));  // trained again
 }
 
 void TestDist::tooFewSequencesForTheRanks()

@@ -390,8 +390,10 @@ void TestEvalMetrics::quantilesInterpolateLinearly()
     QCOMPARE(quantileSorted(v, 0.5), 2.5);    // index 1.5
     QCOMPARE(quantileSorted(v, 0.25), 1.75);  // index 0.75
     QCOMPARE(quantileSorted({7.0}, 0.3), 7.0);
-    QVERIFY(!tbtest::errorOf([] { quantileSorted({}, 0.5); }).empty());
-    QVERIFY(!tbtest::errorOf([&] { quantileSorted(v, 1.5); }).empty());
+    const std::string none = tbtest::errorOf([] { quantileSorted({}, 0.5); });
+    QVERIFY2(tbtest::contains(none, "quantile of no values"), none.c_str());
+    const std::string outside = tbtest::errorOf([&] { quantileSorted(v, 1.5); });
+    QVERIFY2(tbtest::contains(outside, "q must lie in [0, 1], got 1.5"), outside.c_str());
 }
 
 void TestEvalMetrics::bootstrapIsDeterministicAndCovers()

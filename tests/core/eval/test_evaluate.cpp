@@ -392,10 +392,14 @@ void TestEvaluate::suiteRunsAndCancels()
     const auto model = Model::load(kBundled, {"fp32", "cpu"});
     const auto tokenizer = loadTokenizer(kBundled);
     const ChatTemplate chat = ChatTemplate::fromFamily(ChatTemplateFamily::Alpaca);
+    // The same prompt five times, the odd cases allowing one answer token where eight are
+    // generated: those fail, the others pass, and every answer is the same greedy text whichever
+    // batch (of 2, 2 and 1) it was decoded in.
     std::string text;
     for (int i = 0; i < 5; ++i)
         text += "{\"prompt\": \"Tell me about a cat\", \"max_new_tokens\": 8, \"checks\": "
-                "[{\"max_tokens\": 8}]}\n";
+                "[{\"max_tokens\": " +
+                std::string(i % 2 ? "1" : "8") + "}]}\n";
     const auto suite = readSuite(writeText(m_dir, "run.jsonl", text));
     std::vector<int64_t> seen;
     const auto outcomes =
@@ -404,7 +408,15 @@ void TestEvaluate::suiteRunsAndCancels()
             return true;
         });
     QCOMPARE(outcomes.size(), size_t(5));
-    QVERIFY(std::all_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.passed; }));
+    QVERIFY2(outcomes[0].answerTokens > 1, outcomes[0].answer.c_str());
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+        QCOMPARE(outcomes[i].answer, outcomes[0].answer);
+        QCOMPARE(outcomes[i].answerTokens, outcomes[0].answerTokens);
+        QCOMPARE(outcomes[i].passed, i % 2 == 0);
+        QCOMPARE(outcomes[i].failures.size(), size_t(i % 2));
+    }
+    QVERIFY2(contains(outcomes[1].failures.front(), "(max 1)"),
+             outcomes[1].failures.front().c_str());
     QCOMPARE(seen, (std::vector<int64_t>{2, 4, 5}));
     const std::string e = errorOf([&] {
         runSuite(*model, *tokenizer, chat, suite, 16, 2, [](int64_t, int64_t) { return false; });

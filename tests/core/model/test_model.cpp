@@ -264,9 +264,13 @@ void TestModel::lowerPrecision()
             maxDiff = std::max(maxDiff, std::abs(double(ref[i]) - got[i]));
             maxRef = std::max(maxRef, std::abs(double(ref[i])));
         }
-        // bf16 keeps 8 bits of mantissa: a few percent of the logit range.
+        qInfo("%s: largest logit difference %.5g of a logit range %.5g (%.3g)", dtype, maxDiff,
+              maxRef, maxDiff / maxRef);
+        // bf16 keeps 8 bits of mantissa, fp16 11: measured 0.96 % and 0.20 % of the logit range
+        // (2026-12-06), bounded at about three times that.
+        const double bound = std::string(dtype) == "bf16" ? 0.03 : 0.005;
         QVERIFY2(
-            maxDiff < 0.05 * maxRef,
+            maxDiff < bound * maxRef,
             qPrintable(
                 QStringLiteral("%1: %2 vs %3").arg(QLatin1String(dtype)).arg(maxDiff).arg(maxRef)));
         QVERIFY(maxDiff > 0);  // the precision really changed
