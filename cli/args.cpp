@@ -3,6 +3,8 @@
 
 #include "util/error.h"
 
+#include <cmath>
+
 namespace tb {
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags)
@@ -71,11 +73,11 @@ double Args::number(const std::string& name, double fallback) const
     try {
         size_t used = 0;
         double v = std::stod(it->second, &used);
-        if (used != it->second.size())
-            throw std::invalid_argument("trailing");
+        if (used != it->second.size() || !std::isfinite(v))  // "nan", "inf" and 1e999 too
+            throw std::invalid_argument("not a finite number");
         return v;
     } catch (const std::exception&) {
-        fail("option --", name, " expects a number, got '", it->second, "'");
+        fail("option --", name, " expects a finite number, got '", it->second, "'");
     }
 }
 

@@ -437,9 +437,10 @@ int cmdReview(const Args& args, std::ostream& out)
     std::optional<int> rating;
     if (args.has("rating"))
         rating = int(args.integer("rating", 0));
+    // A decision or rating and its note go in together (one transaction).
     if (args.has("decision") || rating)
-        store->review(id, annotator, args.value("decision", ""), rating);
-    if (args.has("note"))
+        store->review(id, annotator, args.value("decision", ""), rating, args.value("note", ""));
+    else if (args.has("note"))
         store->addNote(id, annotator, args.value("note"));
     if (!args.has("decision") && !rating && !args.has("note"))
         fail("data review: give --decision accept|reject, --rating 1-5 or --note TEXT");
@@ -570,9 +571,11 @@ int cmdEntityPairs(const Args& args, std::ostream& out)
         hard += p.hardNegative ? 1 : 0;
     }
     auto store = openStore(args, true);
-    const int64_t source = store->addSource(file, "entity-pairs", "");
-    store->addRecords(rows, source, dataUser(args), "entity-pairs");
-    store->setSource(source, "entity-pairs", int64_t(rows.size()), 0);
+    store->inTransaction([&] {  // the source and its records together or not at all
+        const int64_t source = store->addSource(file, "entity-pairs", "");
+        store->addRecords(rows, source, dataUser(args), "entity-pairs");
+        store->setSource(source, "entity-pairs", int64_t(rows.size()), 0);
+    });
     printResult(out, args,
                 json{{"entities_records", records.size()},
                      {"pairs", pairs.size()},

@@ -100,8 +100,11 @@ MethodOptions methodFromArgs(const Args& args)
         run.trainableTokens = {false, {}};
         if (tokens != "none")
             for (const auto& t : splitList(tokens)) {
-                const bool id =
-                    std::all_of(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+                const bool id = !t.empty() && std::all_of(t.begin(), t.end(), [](char ch) {
+                    return ch >= '0' && ch <= '9';
+                });
+                if (id && t.size() > 12)  // no vocabulary comes near 10^12 tokens
+                    fail("option --trainable-tokens: '", t, "' is too large for a token id");
                 run.trainableTokens.tokens.push_back(id ? TokenRef{std::stoll(t), ""}
                                                         : TokenRef{-1, t});
             }

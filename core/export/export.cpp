@@ -15,11 +15,14 @@
 #include "train/setup.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/staged_folder.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 namespace tb {
 namespace {
@@ -356,6 +359,17 @@ void exportMerged(CausalLM& model, const TrainConfig& run, const ExportOptions& 
 
 namespace {
 
+// What a folder export writes: a previous export of either kind may be replaced.
+bool exportWrites(const std::string& name)
+{
+    const auto& tokenizerFiles = tokenizerFileNames();
+    return name == "adapter_model.safetensors" || name == "adapter_config.json" ||
+           name == "config.json" || name == "model.safetensors" ||
+           name == "model.safetensors.index.json" ||
+           (name.starts_with("model-") && name.ends_with(".safetensors")) ||
+           std::find(tokenizerFiles.begin(), tokenizerFiles.end(), name) != tokenizerFiles.end();
+}
+
 void checkExportOptions(const ExportOptions& options)
 {
     const std::string& format = options.format;
@@ -443,12 +457,16 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
                              tensorFile(loaded.checkpoint, "trainable"), loaded.checkpoint.dir);
     }
 
-    // A GGUF export is a file: its folder is created by the writer.
+    // A GGUF export is a file, written atomically by its writer. A folder export is written whole
+    // into a staging folder beside the chosen one and swapped in at the end, so a kill leaves the
+    // previous export or the new one, never a mix (new weights with an old adapter_config.json,
+    // an old model.safetensors beside new shards).
+    std::optional<StagedFolder> staged;
+    ExportOptions o = options;
     if (!gguf) {
-        std::error_code ec;
-        std::filesystem::create_directories(options.outDir, ec);
-        if (ec)
-            fail(options.outDir, ": cannot create folder (", ec.message(), ")");
+        checkReplaceableFolder(options.outDir, exportWrites, "export");
+        staged.emplace(options.outDir);
+        o.outDir = staged->path();
     }
     ExportReport report;
     report.outDir = options.outDir;
@@ -470,13 +488,12 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
     else if (run.quant.enabled())
         model.dequantizeLinears(torch::kFloat32);  // gguf-lora writes only the adapter
     if (options.format == "peft") {
-        exportPeft(model, run, options, report);
+        exportPeft(model, run, o, report);
     } else if (options.format == "merged") {
         // A reward model's head is new: the folder differs from the base even when the
         // body did not move.
-        ExportOptions effective = options;
-        effective.force = effective.force || reward;
-        exportMerged(model, run, effective, report, reward ? &head : nullptr);
+        o.force = o.force || reward;
+        exportMerged(model, run, o, report, reward ? &head : nullptr);
     } else if (options.format == "gguf-lora") {
         exportGgufLora(model, run, options, report);
         report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
@@ -486,6 +503,11 @@ ExportReport exportRun(const std::string& runDir, const ExportOptions& options)
         report.bytes = static_cast<int64_t>(std::filesystem::file_size(options.outDir));
         if (options.dtype == "q8_0")
             measureQuantisationLoss(model, run, *loaded.model.tokenizer, report);
+    }
+    if (staged) {
+        staged->commit();
+        for (std::string& f : report.files)
+            f = joinPath(options.outDir, std::filesystem::path(f).filename().string());
     }
     return report;
 }

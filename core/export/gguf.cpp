@@ -6,7 +6,9 @@
 #include "util/error.h"
 #include "util/file_util.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -367,6 +369,8 @@ GgufSummary readGgufSummary(const std::string& path)
                 for (uint64_t i = 0; i < count; ++i)
                     str("an array string");
             } else {
+                if (count > s.fileSize)  // before the product below could wrap
+                    need(count, "array elements");
                 need(count * kSize[elem], "array elements");
                 in.seekg(static_cast<std::streamoff>(count * kSize[elem]), std::ios::cur);
                 pos += count * kSize[elem];
@@ -411,18 +415,30 @@ GgufSummary readGgufSummary(const std::string& path)
         s.metadata[key] = value(u32("a value type"), key);
     }
     uint64_t alignment = kGgufAlignment;
-    if (auto it = s.metadata.find("general.alignment"); it != s.metadata.end())
-        alignment = std::stoull(it->second);
-    if (alignment == 0)
-        fail(path, ": general.alignment is 0");
+    if (auto it = s.metadata.find("general.alignment"); it != s.metadata.end()) {
+        // A power of two as a whole number (GGUF stores it as a u32); text that is not one
+        // (a string, a negative int32, a float) is refused rather than wrapped.
+        const std::string& text = it->second;
+        const bool digits =
+            !text.empty() && text.size() <= 10 &&
+            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        alignment = digits ? std::stoull(text) : 0;
+        if (alignment == 0 || alignment > (uint64_t(1) << 30) || (alignment & (alignment - 1)))
+            fail(path, ": key 'general.alignment' is ", text,
+                 ", where GGUF needs a power of two (32 by default)");
+    }
     for (uint64_t i = 0; i < tensorCount; ++i) {
         GgufTensorInfo t;
         t.name = str("a tensor name");
         const uint32_t nDims = u32("a tensor's dimension count");
         if (nDims == 0 || nDims > 4)
             fail(path, ": tensor '", t.name, "' has ", nDims, " dimensions");
-        for (uint32_t d = 0; d < nDims; ++d)
-            t.dims.push_back(static_cast<int64_t>(u64("a dimension")));
+        for (uint32_t d = 0; d < nDims; ++d) {
+            const uint64_t dim = u64("a dimension");
+            if (dim > uint64_t(INT64_MAX))
+                fail(path, ": tensor '", t.name, "' has dimension ", dim, " (too large)");
+            t.dims.push_back(static_cast<int64_t>(dim));
+        }
         t.type = u32("a tensor type");
         t.offset = u64("a tensor offset");
         if (t.offset % alignment != 0)
@@ -432,20 +448,30 @@ GgufSummary readGgufSummary(const std::string& path)
     }
     s.dataOffset = alignUp(pos, alignment);
     for (const auto& t : s.tensors) {
+        // Sizes from the file, multiplied and added without wrapping: a product or sum that
+        // overflows 64 bits cannot fit in the file either.
+        const auto pastEnd = [&] {
+            fail(path, ": tensor '", t.name, "' ends past the end of the file");
+        };
         uint64_t numel = 1;
         for (int64_t d : t.dims)
-            numel *= static_cast<uint64_t>(d);
+            if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel))
+                pastEnd();
         uint64_t bytes = 0;
+        bool overflow = false;
         if (t.type == 0)
-            bytes = numel * 4;
+            overflow = __builtin_mul_overflow(numel, uint64_t(4), &bytes);
         else if (t.type == 1 || t.type == 30)
-            bytes = numel * 2;
+            overflow = __builtin_mul_overflow(numel, uint64_t(2), &bytes);
         else if (t.type == 8)  // Q8_0
-            bytes = numel / kQ8_0BlockSize * kQ8_0BlockBytes;
+            overflow =
+                __builtin_mul_overflow(numel / kQ8_0BlockSize, uint64_t(kQ8_0BlockBytes), &bytes);
         else
             continue;  // other quantised types: block sizes not checked here
-        if (s.dataOffset + t.offset + bytes > s.fileSize)
-            fail(path, ": tensor '", t.name, "' ends past the end of the file");
+        uint64_t end = 0;
+        if (overflow || __builtin_add_overflow(s.dataOffset, t.offset, &end) ||
+            __builtin_add_overflow(end, bytes, &end) || end > s.fileSize)
+            pastEnd();
     }
     return s;
 }

@@ -6,9 +6,11 @@
 #include "tokenizer/sentencepiece_writer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/staged_folder.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -122,7 +124,7 @@ std::vector<SentencePieceEntry> readLlama2cVocab(const std::string& path, int vo
 }  // namespace
 
 Llama2cConvertReport convertLlama2c(const std::string& checkpointPath,
-                                    const std::string& tokenizerPath, const std::string& outDir)
+                                    const std::string& tokenizerPath, const std::string& finalDir)
 {
     const std::string bytes = readFile(checkpointPath);
     Cursor in(bytes, checkpointPath);
@@ -218,10 +220,18 @@ Llama2cConvertReport convertLlama2c(const std::string& checkpointPath,
     for (const auto& t : tensors)
         r.parameters += static_cast<long long>(t.bytes.size() / 4);
 
-    std::error_code ec;
-    std::filesystem::create_directories(outDir, ec);
-    if (ec)
-        fail(outDir, ": cannot create folder (", ec.message(), ")");
+    // Written whole into a staging folder and swapped in at the end: a kill leaves the previous
+    // folder or the new one, never new weights beside an old config.
+    const std::vector<std::string> files{"model.safetensors", "config.json", "tokenizer.model",
+                                         "tokenizer_config.json", "generation_config.json"};
+    checkReplaceableFolder(
+        finalDir,
+        [&](const std::string& name) {
+            return std::find(files.begin(), files.end(), name) != files.end();
+        },
+        "llama2.c conversion");
+    StagedFolder staged(finalDir);
+    const std::string& outDir = staged.path();
 
     writeSafetensors(joinPath(outDir, "model.safetensors"), tensors, {{"format", "pt"}});
 
@@ -267,6 +277,7 @@ Llama2cConvertReport convertLlama2c(const std::string& checkpointPath,
     nlohmann::ordered_json genConfig = {
         {"bos_token_id", 1}, {"eos_token_id", 2}, {"max_length", r.seqLen}};
     writeFileAtomic(joinPath(outDir, "generation_config.json"), genConfig.dump(2) + "\n");
+    staged.commit();
     return r;
 }
 

@@ -317,19 +317,38 @@ RunMetrics readRunMetrics(const std::string& runDir)
     const RunStore store(runDir);
     RunMetrics out;
     int64_t planned = 0;
-    if (fileExists(joinPath(runDir, "run.json")))
-        planned = store.readRunInfo().value("planned_steps", int64_t(0));
-    for (const json& line : store.readMetrics()) {
-        const std::string type = line.value("type", "");
-        if (type == "step" && line.contains("loss")) {
-            out.steps.push_back(stepMetricsFromJson(line));
-            out.steps.back().totalSteps = planned;
-        } else if (type == "eval") {
-            out.evals.push_back(evalMetricsFromJson(line));
-        } else if (type == "generation_eval") {
-            out.generationEvals.push_back(generationEvalFromJson(line));
-        } else if (type == "diverged") {
-            out.diagnoses.push_back(diagnosisFromJson(line));
+    if (fileExists(joinPath(runDir, "run.json"))) {
+        try {  // the curves do not need run.json: a bad one is said, not fatal
+            const json info = store.readRunInfo();
+            const auto steps = info.find("planned_steps");
+            planned = steps != info.end() && steps->is_number_integer() ? steps->get<int64_t>() : 0;
+        } catch (const std::exception& e) {
+            out.warnings.push_back(e.what());
+        }
+    }
+    std::vector<int64_t> lineNumbers;
+    const std::vector<json> lines = store.readMetrics(&lineNumbers);
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const json& line = lines[i];
+        try {
+            if (!line.is_object())
+                fail("not a JSON object");
+            const auto type = line.find("type");
+            if (type == line.end() || !type->is_string())
+                continue;  // lines of no known type (events, notes) are not curves
+            if (*type == "step" && line.contains("loss")) {
+                out.steps.push_back(stepMetricsFromJson(line));
+                out.steps.back().totalSteps = planned;
+            } else if (*type == "eval") {
+                out.evals.push_back(evalMetricsFromJson(line));
+            } else if (*type == "generation_eval") {
+                out.generationEvals.push_back(generationEvalFromJson(line));
+            } else if (*type == "diverged") {
+                out.diagnoses.push_back(diagnosisFromJson(line));
+            }
+        } catch (const std::exception& e) {
+            out.warnings.push_back(cat(joinPath(runDir, "metrics.jsonl"), ":", lineNumbers[i], ": ",
+                                       e.what(), "; line skipped"));
         }
     }
     return out;

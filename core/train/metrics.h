@@ -192,7 +192,11 @@ struct RunMetrics {
     std::vector<EvalMetrics> evals;
     std::vector<GenerationEvalMetrics> generationEvals;
     std::vector<Diagnosis> diagnoses;
+    // Lines whose values do not fit their type, skipped: "<file>:<line>: <why>".
+    std::vector<std::string> warnings;
 };
+// The run's metrics.jsonl; a line of valid JSON whose values do not fit its type is skipped with
+// a warning, so one hand-edited line does not cost the run's curves.
 RunMetrics readRunMetrics(const std::string& runDir);
 
 }  // namespace tb

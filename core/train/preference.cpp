@@ -135,6 +135,12 @@ void PreferenceRecipe::setUp()
     setUpReference();
     m_memoryAfterLoad = memoryNow();
     m_data = preparePairs(m_config, *m_model.tokenizer);
+    const int64_t vocab = m_model.module->config().vocabSize;
+    checkTokenIds({m_padId}, vocab, *m_model.tokenizer, m_config, "the pad token");
+    for (const PairSet* set : {&m_data.train, &m_data.val})
+        for (const PairSequence& p : set->pairs)
+            for (const auto* ids : {&p.prompt, &p.chosen, &p.rejected})
+                checkTokenIds(*ids, vocab, *m_model.tokenizer, m_config, "the pair of " + p.source);
     for (const auto& w : m_data.warnings)
         warn(w);
     if (!m_config.data.generalFile.empty() || !m_config.data.generalSnapshot.empty())

@@ -5,6 +5,7 @@
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/sha256.h"
+#include "util/staged_folder.h"
 
 #include <algorithm>
 #include <array>
@@ -29,19 +30,6 @@ constexpr const char* kState = "state.json";
 constexpr const char* kMetrics = "metrics.jsonl";
 
 // ---- file system helpers ----
-
-void syncPath(const std::string& path, bool directory)
-{
-    const int fd =
-        ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0)
-        fail(path, ": cannot open to flush (", std::strerror(errno), ")");
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0)
-        fail(path, ": cannot flush to disk (", std::strerror(err), ")");
-}
 
 void writeAll(int fd, const std::string& bytes, const std::string& path)
 {
@@ -86,26 +74,11 @@ std::vector<std::pair<int64_t, std::string>> stepFolders(const std::string& chec
     return out;
 }
 
-// A temporary or replaced folder (".step-N.tmp-PID", ".step-N.old-PID") whose writer is gone: no
-// process with that id, or this process (a save that failed earlier).
+// A temporary or replaced checkpoint folder (".step-N.tmp-PID", ".step-N.old-PID") whose writer
+// is gone.
 bool isStaleWork(const std::string& name)
 {
-    if (name.rfind(".step-", 0) != 0)
-        return false;
-    size_t mark = name.rfind(".tmp-");
-    if (mark == std::string::npos)
-        mark = name.rfind(".old-");
-    if (mark == std::string::npos)
-        return false;
-    long pid = 0;
-    try {
-        pid = std::stol(name.substr(mark + 5));
-    } catch (const std::exception&) {
-        return true;
-    }
-    if (pid <= 0 || pid == static_cast<long>(::getpid()))
-        return true;
-    return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    return tb::isStaleWork(name, ".step-");
 }
 
 void checkFileName(const std::string& name);
@@ -221,17 +194,51 @@ void RunStore::writeRunInfo(const nlohmann::json& info) const
     writeFileAtomic(joinPath(m_dir, "run.json"), info.dump(2) + "\n");
 }
 
+namespace {
+
+// The parts of run.json that resuming, exporting and generating read, checked for their types
+// (the file is ours, but a hand-edited one must be named, not fail in the JSON library).
+void checkRunInfo(const json& info, const std::string& path)
+{
+    if (!info.is_object())
+        fail(path, ": expected a JSON object, found ", info.type_name());
+    const auto config = info.find("config");
+    if (config == info.end() || !config->is_object())
+        fail(path, ": key 'config' ", config == info.end() ? "is missing" : "is not an object");
+    if (const auto dist = info.find("dist"); dist != info.end() && !dist->is_null()) {
+        const auto size = dist->is_object() ? dist->find("world_size") : dist->end();
+        if (!dist->is_object() || size == dist->end() || !size->is_number_integer() ||
+            size->get<int64_t>() < 1 || size->get<int64_t>() > 65536)
+            fail(path, ": key 'dist.world_size' must be a whole number from 1 to 65536");
+    }
+    if (const auto tokens = info.find("trainable_tokens"); tokens != info.end()) {
+        const auto ids = tokens->is_object() ? tokens->find("ids") : tokens->end();
+        if (!tokens->is_object() || (ids != tokens->end() && !ids->is_array()))
+            fail(path, ": key 'trainable_tokens' must be an object with a list 'ids'");
+        if (ids != tokens->end())
+            for (size_t i = 0; i < ids->size(); ++i)
+                if (!(*ids)[i].is_number_integer() || (*ids)[i].get<int64_t>() < 0)
+                    fail(path, ": key 'trainable_tokens.ids' item ", i + 1,
+                         " is not a token id (a whole number from 0)");
+    }
+}
+
+}  // namespace
+
 nlohmann::json RunStore::readRunInfo() const
 {
     const std::string path = joinPath(m_dir, "run.json");
     if (!fileExists(path))
         fail(path, ": not found");
     const std::string text = readFile(path);
+    json info;
     try {
-        return json::parse(text);
+        info = json::parse(text);
     } catch (const json::parse_error& e) {
         fail(path, ": invalid JSON (", e.what(), ")");
     }
+    checkRunInfo(info, path);
+    return info;
 }
 
 void RunStore::appendMetrics(const nlohmann::json& line) const
@@ -288,7 +295,7 @@ void RunStore::appendLine(const std::string& path, const nlohmann::json& line) c
         fail(path, ": cannot close (", std::strerror(errno), ")");
 }
 
-std::vector<nlohmann::json> RunStore::readMetrics() const
+std::vector<nlohmann::json> RunStore::readMetrics(std::vector<int64_t>* lineNumbers) const
 {
     const std::string path = joinPath(m_dir, kMetrics);
     std::vector<json> out;
@@ -307,6 +314,8 @@ std::vector<nlohmann::json> RunStore::readMetrics() const
         json value = json::parse(line, nullptr, false);
         if (!value.is_discarded()) {
             out.push_back(std::move(value));
+            if (lineNumbers)
+                lineNumbers->push_back(lineNo);
             continue;
         }
         if (content.find_first_not_of(" \t\r\n", start) == std::string::npos)
@@ -361,7 +370,6 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep,
     ensureFolder(checkpoints);
     const std::string folderName = "step-" + std::to_string(data.step);
     const std::string final = joinPath(checkpoints, folderName);
-    const std::string pid = std::to_string(::getpid());
     const std::string& tmp = staging;
     std::error_code ec;
     for (const std::string& name : stagedFiles) {
@@ -397,25 +405,7 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep,
         writeFileAtomic(joinPath(tmp, kManifest), manifest.dump(2) + "\n");
         syncPath(tmp, true);
 
-        if (fileExists(final) &&
-            ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final.c_str(), RENAME_EXCHANGE) == 0) {
-            fs::remove_all(tmp, ec);  // now holds the replaced checkpoint
-        } else if (fileExists(final)) {
-            // No atomic exchange on this file system: move the old folder aside, the new one in.
-            const std::string old = joinPath(checkpoints, "." + folderName + ".old-" + pid);
-            fs::remove_all(old, ec);
-            if (::rename(final.c_str(), old.c_str()) != 0)
-                fail(final, ": cannot move aside (", std::strerror(errno), ")");
-            if (::rename(tmp.c_str(), final.c_str()) != 0) {
-                const int err = errno;
-                ::rename(old.c_str(), final.c_str());  // put the previous checkpoint back
-                fail(final, ": cannot rename into place (", std::strerror(err), ")");
-            }
-            fs::remove_all(old, ec);
-        } else if (::rename(tmp.c_str(), final.c_str()) != 0) {
-            fail(final, ": cannot rename into place (", std::strerror(errno), ")");
-        }
-        syncPath(checkpoints, true);
+        replaceFolder(tmp, final);  // flushes checkpoints/ too
     } catch (...) {
         fs::remove_all(tmp, ec);
         throw;

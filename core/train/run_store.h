@@ -48,7 +48,8 @@ public:
     // Appends one JSON object as a line to metrics.jsonl and flushes it (fsync every call is not
     // required; a torn last line after a kill is tolerated by readMetrics, which skips it).
     void appendMetrics(const nlohmann::json& line) const;
-    std::vector<nlohmann::json> readMetrics() const;
+    // lineNumbers, when given, receives each value's line in the file (1-based).
+    std::vector<nlohmann::json> readMetrics(std::vector<int64_t>* lineNumbers = nullptr) const;
     // Data parallelism: ranks other than 0 append their own step lines (the same records as
     // metrics.jsonl: progress, tokens/s, memory) to ranks/rank-<R>.jsonl.
     void appendRankMetrics(int rank, const nlohmann::json& line) const;

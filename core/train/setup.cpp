@@ -217,6 +217,35 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
     return d;
 }
 
+void checkTokenIds(const std::vector<int32_t>& ids, int64_t vocab, const Tokenizer& tokenizer,
+                   const TrainConfig& config, const std::string& where)
+{
+    const auto bad =
+        std::find_if(ids.begin(), ids.end(), [vocab](int32_t id) { return id < 0 || id >= vocab; });
+    if (bad == ids.end())
+        return;
+    const int32_t id = *bad;
+    const std::string piece =
+        id >= 0 && id < tokenizer.vocabSize() ? " ('" + tokenizer.idToPiece(id) + "')" : "";
+    fail(config.sourcePath, ": ", where, " holds token id ", id, piece, " at position ",
+         bad - ids.begin(), ", but ", joinPath(config.model, "config.json"), " has vocab_size ",
+         vocab,
+         ": the tokenizer has tokens the model's embedding lacks (a chat template's markers or a "
+         "pad token added without resizing the embedding); use the model's own template or a "
+         "model whose embedding holds them");
+}
+
+void checkTokenIds(const PreparedData& data, int64_t vocab, const Tokenizer& tokenizer,
+                   const TrainConfig& config)
+{
+    const std::pair<const SequenceSet*, const char*> sets[] = {
+        {&data.train, "training"}, {&data.val, "validation"}, {&data.general, "general"}};
+    for (const auto& [set, role] : sets)
+        for (size_t i = 0; i < set->sequences.size(); ++i)
+            checkTokenIds(set->sequences[i].ids, vocab, tokenizer, config,
+                          cat(role, " sequence ", i + 1, " of ", set->sequences.size()));
+}
+
 nlohmann::json runInfo(const TrainConfig& config, const PreparedData& data, int64_t plannedSteps,
                        int64_t trainableParameters)
 {

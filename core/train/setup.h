@@ -46,6 +46,13 @@ PreparedModel prepareModel(const TrainConfig& config);
 PrecisionChoice chooseMixedPrecision(CausalLM& model, const torch::Device& device,
                                      Precision requested, bool fusedHeadLoss);
 
+// Fails unless every token id in `ids` lies inside the model's embedding (config.json's
+// vocab_size = vocab), naming the first id outside it, its piece, `where` it is and both files: a
+// tokenizer whose added tokens (chat markers, a pad token) the embedding was never resized for
+// would otherwise stop the run in the embedding with a message that names nothing.
+void checkTokenIds(const std::vector<int32_t>& ids, int64_t vocab, const Tokenizer& tokenizer,
+                   const TrainConfig& config, const std::string& where);
+
 // The examples of a run's data as it selects them: train and general from their files or
 // snapshots, validation from its file or snapshot or the seeded val_ratio split of train.
 struct RunExamples {
@@ -70,6 +77,10 @@ struct PreparedData {
         nlohmann::json::object();  // role -> {id, sha256, records} when from a store
 };
 PreparedData prepareData(const TrainConfig& config, const Tokenizer& tokenizer);
+
+// checkTokenIds over the training, validation and general sequences.
+void checkTokenIds(const PreparedData& data, int64_t vocab, const Tokenizer& tokenizer,
+                   const TrainConfig& config);
 
 // run.json of a new run: the resolved config, the model (path, SHA-256 over config.json and the
 // weights), the data (files or snapshots, hash, sequence counts, packing: PackingStats or null),

@@ -102,6 +102,10 @@ void SftRecipe::setUp()
     m_device = m_model.device.str();
     m_memoryAfterLoad = memoryNow();
     m_data = prepareData(m_config, *m_model.tokenizer);
+    const int64_t vocab = m_model.module->config().vocabSize;
+    checkTokenIds(m_data, vocab, *m_model.tokenizer, m_config);
+    checkTokenIds({m_model.tokenizer->eosId().value_or(0)}, vocab, *m_model.tokenizer, m_config,
+                  "the pad token (the tokenizer's end of sequence)");
     for (const auto& w : m_data.warnings)
         warn(w);
     if (m_config.eval.generateEvery > 0) {
@@ -116,6 +120,9 @@ void SftRecipe::setUp()
     if (m_group && sequences < worldSize())
         fail(m_config.sourcePath, ": ", worldSize(), " ranks but the training set has ", sequences,
              " sequence(s): a rank would never train (use at most ", sequences, " ranks)");
+    if (int64_t(m_config.batchSize) * worldSize() > INT32_MAX)
+        fail(m_config.sourcePath, ": ", worldSize(), " ranks x batch_size ", m_config.batchSize,
+             " is more sequences a step than a run can count");
     if (m_group && int64_t(m_config.batchSize) * worldSize() > sequences)
         warn(std::to_string(worldSize()) + " ranks x batch_size " +
              std::to_string(m_config.batchSize) + " is more than the " + std::to_string(sequences) +

@@ -37,7 +37,9 @@ void SftRecipe::connect()
 void SftRecipe::keepGlobalBatch(const nlohmann::json& runInfo)
 {
     const auto dist = runInfo.find("dist");
-    const int before = dist != runInfo.end() ? dist->value("world_size", 1) : 1;
+    // RunStore::readRunInfo checked world_size: a whole number from 1 to 65536.
+    const int before =
+        dist != runInfo.end() && dist->is_object() ? dist->value("world_size", 1) : 1;
     const int now = worldSize();
     if (before == now)
         return;

@@ -791,8 +791,10 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
         top.bad("output_dir", "must not be empty");
     c.method = top.choice("method", c.method, kMethods, methodName, parseMethod);
     parseQuant(top, c);
-    c.batchSize = top.intValue("batch_size", c.batchSize, 1);
-    c.gradAccum = top.intValue("grad_accum", c.gradAccum, 1);
+    // Sequences a step: far beyond any device's memory above these, and their products with the
+    // world size and with each other stay inside the counters.
+    c.batchSize = static_cast<int>(top.integer("batch_size", c.batchSize, 1, 1 << 16));
+    c.gradAccum = static_cast<int>(top.integer("grad_accum", c.gradAccum, 1, 1 << 16));
     c.maxSteps = top.integer("max_steps", c.maxSteps, 0);
     c.epochs = top.intValue("epochs", c.epochs, 1);
     c.precision = top.choice("precision", c.precision, kPrecisions, precisionName, parsePrecision);

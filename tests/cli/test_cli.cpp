@@ -473,6 +473,23 @@ void TestCli::errors_data()
                                                QStringLiteral("--max-new-tokens"),
                                                QStringLiteral("ten")}
                                 << QStringLiteral("--max-new-tokens expects an integer");
+    // "nan" and "inf" parse as numbers: refused where they would make the logits NaN.
+    for (const char* value : {"nan", "inf", "1e999"})
+        QTest::addRow("non-finite temperature %s", value)
+            << QStringList{QStringLiteral("generate"), QStringLiteral("--prompt"),
+                           QStringLiteral("x"), QStringLiteral("--temperature"),
+                           QString::fromLatin1(value)}
+            << QStringLiteral("option --temperature expects a finite number, got '%1'")
+                   .arg(QLatin1String(value));
+    QTest::newRow("token id beyond any vocabulary")
+        << QStringList{QStringLiteral("estimate"),
+                       QStringLiteral("--model"),
+                       kBundled,
+                       QStringLiteral("--method"),
+                       QStringLiteral("lora"),
+                       QStringLiteral("--trainable-tokens"),
+                       QStringLiteral("99999999999999999999")}
+        << QStringLiteral("option --trainable-tokens: '99999999999999999999' is too large");
     QTest::newRow("missing checkpoint")
         << QStringList{QStringLiteral("convert"),      QStringLiteral("llama2c"),
                        QStringLiteral("--checkpoint"), dir + QStringLiteral("/none.bin"),

@@ -100,6 +100,7 @@ private Q_SLOTS:
         auto s = tb::DataStore::open(store.toStdString(), false);
         QCOMPARE(s->count(), int64_t(500));
         QCOMPARE(s->operations().size(), operationsBefore);
+        QCOMPARE(s->sources().size(), size_t(1));  // no source row of the killed import either
         QCOMPARE(integrity(store), std::string("ok"));
         r = tbtest::runTunebench({"data", "list", "--store", store, "--limit", "3"});
         QCOMPARE(r.exitCode, 0);

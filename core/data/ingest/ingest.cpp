@@ -83,8 +83,10 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path,
     // The file's SHA-256 on a second core while the rows are parsed and inserted; it goes into the
     // source row, with the counts, once both are done.
     std::future<std::string> sha256 = std::async(std::launch::async, sha256File, path);
-    report.sourceId = store.addSource(path, importFormatName(options.format), "");
-    try {
+    // The source row, its records and its counts in one transaction: a kill at any instant leaves
+    // the store without the import or with all of it.
+    store.inTransaction([&] {
+        report.sourceId = store.addSource(path, importFormatName(options.format), "");
         store.addRecordsStreaming(
             report.sourceId, who,
             [&](const auto& sink) {
@@ -137,13 +139,10 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path,
                     std::rethrow_exception(insertError);
             },
             "import", &report.operationId);
-    } catch (...) {
-        // Nothing of the records was committed; drop the orphan source entry too.
-        store.removeSource(report.sourceId);
-        throw;
-    }
-    store.setSource(report.sourceId, importFormatName(report.summary.format),
-                    report.summary.imported, int64_t(report.summary.rejected.size()), sha256.get());
+        store.setSource(report.sourceId, importFormatName(report.summary.format),
+                        report.summary.imported, int64_t(report.summary.rejected.size()),
+                        sha256.get());
+    });
     return report;
 }
 

@@ -166,18 +166,23 @@ bool Statement::isNull(int column) const
 
 Transaction::Transaction(Database& db) : m_db(db)
 {
-    m_db.exec("BEGIN IMMEDIATE");
+    // Inside another transaction, a savepoint: its commit keeps its changes for the outer one's,
+    // its rollback undoes only them.
+    m_nested = sqlite3_get_autocommit(m_db.handle()) == 0;
+    m_db.exec(m_nested ? "SAVEPOINT tb_nested" : "BEGIN IMMEDIATE");
 }
 
 Transaction::~Transaction()
 {
     if (!m_done)
-        sqlite3_exec(m_db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+        sqlite3_exec(m_db.handle(),
+                     m_nested ? "ROLLBACK TO tb_nested; RELEASE tb_nested" : "ROLLBACK", nullptr,
+                     nullptr, nullptr);
 }
 
 void Transaction::commit()
 {
-    m_db.exec("COMMIT");
+    m_db.exec(m_nested ? "RELEASE tb_nested" : "COMMIT");
     m_done = true;
 }
 

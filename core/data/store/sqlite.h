@@ -97,7 +97,8 @@ private:
     Statement& m_st;
 };
 
-// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() ran. Not nestable.
+// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() ran. Inside an open
+// transaction it is a savepoint (commit releases it into the outer one, destruction undoes it).
 class Transaction {
 public:
     explicit Transaction(Database& db);
@@ -109,6 +110,7 @@ public:
 private:
     Database& m_db;
     bool m_done = false;
+    bool m_nested = false;  // a savepoint inside an open transaction
 };
 
 }  // namespace tb::sql

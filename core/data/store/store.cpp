@@ -148,6 +148,13 @@ void DataStore::removeSource(int64_t sourceId)
     st.run();
 }
 
+void DataStore::inTransaction(const std::function<void()>& body)
+{
+    sql::Transaction tx(*m_db);
+    body();
+    tx.commit();
+}
+
 DataStore::Inserted DataStore::insertRecords(
     int64_t sourceId, const std::string& who,
     const std::function<void(const std::function<void(const NewRecord&)>&)>& produce,
@@ -485,8 +492,14 @@ void DataStore::setSplit(int64_t recordId, const std::string& split, const std::
 void DataStore::addNote(int64_t recordId, const std::string& author, const std::string& text)
 {
     readField(*m_db, recordId, "status");  // checks the record exists
+    insertNote(recordId, author, text, now());
+}
+
+void DataStore::insertNote(int64_t recordId, const std::string& author, const std::string& text,
+                           const std::string& at)
+{
     sql::Statement st(*m_db, "INSERT INTO notes (record_id, author, text, at) VALUES (?, ?, ?, ?)");
-    st.bind(1, recordId).bind(2, author).bind(3, text).bind(4, now());
+    st.bind(1, recordId).bind(2, author).bind(3, text).bind(4, at);
     st.run();
 }
 
@@ -513,7 +526,7 @@ void DataStore::updateStatusFromLabels(int64_t op, int64_t recordId, const std::
 }
 
 void DataStore::review(int64_t recordId, const std::string& annotator, const std::string& decision,
-                       std::optional<int> rating)
+                       std::optional<int> rating, const std::string& note)
 {
     if (annotator.empty())
         tb::fail(m_path, ": review of record ", recordId, ": the annotator's name is empty");
@@ -547,6 +560,8 @@ void DataStore::review(int64_t recordId, const std::string& annotator, const std
         .bind(5, at);
     up.run();
     updateStatusFromLabels(op, recordId, annotator, at);
+    if (!note.empty())
+        insertNote(recordId, annotator, note, at);
     tx.commit();
 }
 

@@ -161,6 +161,9 @@ public:
     void setSource(int64_t sourceId, const std::string& format, int64_t records, int64_t rejected,
                    const std::string& sha256 = "");
     void removeSource(int64_t sourceId);  // only a source without records (a failed import)
+    // Runs `body` as one transaction: the store's own transactions inside it become savepoints, so
+    // several calls (a source, its records, its counts) commit together or not at all.
+    void inTransaction(const std::function<void()>& body);
     // Inserts records in one transaction (an import is all or nothing); returns their ids in order.
     std::vector<int64_t> addRecords(const std::vector<NewRecord>& records, int64_t sourceId,
                                     const std::string& who,
@@ -188,9 +191,9 @@ public:
 
     // Review: an annotator's accept/reject decision and/or a 1-5 rating. The record's status
     // follows its labels: all decisions agree -> accepted/rejected; they differ ->
-    // needs-adjudication.
+    // needs-adjudication. A non-empty note is added by the annotator in the same transaction.
     void review(int64_t recordId, const std::string& annotator, const std::string& decision,
-                std::optional<int> rating = std::nullopt);
+                std::optional<int> rating = std::nullopt, const std::string& note = {});
     // Settles a record in the adjudication queue (or overrides any status) with the final decision.
     void adjudicate(int64_t recordId, const std::string& decision, const std::string& who);
 
@@ -303,6 +306,8 @@ private:
                   const std::vector<Change>& changes);
     void updateStatusFromLabels(int64_t operationId, int64_t recordId, const std::string& who,
                                 const std::string& at);
+    void insertNote(int64_t recordId, const std::string& author, const std::string& text,
+                    const std::string& at);
 
     std::unique_ptr<sql::Database> m_db;
     std::string m_path;

@@ -271,6 +271,45 @@ private Q_SLOTS:
         QVERIFY(contains(errorOf([&] { store->review(ids[2], "ana", "", 6); }), "outside 1-5"));
         QVERIFY(contains(errorOf([&] { store->review(ids[2], "", "accept"); }),
                          "annotator's name is empty"));
+
+        // A decision with a note: both in, or, when the review is refused, neither.
+        store->review(ids[0], "dan", "accept", std::nullopt, "clear and short");
+        QCOMPARE(store->notes(ids[0]).size(), size_t(1));
+        QCOMPARE(store->notes(ids[0])[0].text, std::string("clear and short"));
+        QCOMPARE(store->notes(ids[0])[0].author, std::string("dan"));
+        QVERIFY(contains(errorOf([&] { store->review(ids[0], "dan", "maybe", 3, "lost?"); }),
+                         "not accept or reject"));
+        QCOMPARE(store->notes(ids[0]).size(), size_t(1));
+    }
+
+    void severalCallsInOneTransaction()
+    {
+        // inTransaction: the store's own transactions inside become savepoints, so an import's
+        // source, records and counts commit together; an error anywhere leaves none of them.
+        QTemporaryDir dir;
+        const std::string path = tempPath(dir, "s.tbstore");
+        auto store = DataStore::open(path);
+        const std::string failed = errorOf([&] {
+            store->inTransaction([&] {
+                const int64_t source = store->addSource("a.jsonl", "alpaca", "");
+                store->addRecords({alpaca("a", "1")}, source, "importer");
+                QCOMPARE(store->count(), int64_t(1));  // visible inside
+                throw tb::Error("killed mid-import");
+            });
+        });
+        QCOMPARE(failed, std::string("killed mid-import"));
+        QCOMPARE(store->count(), int64_t(0));
+        QVERIFY(store->sources().empty());
+        store->inTransaction([&] {
+            const int64_t source = store->addSource("b.jsonl", "alpaca", "");
+            store->addRecords({alpaca("b", "2"), alpaca("c", "3")}, source, "importer");
+            store->setSource(source, "alpaca", 2, 0, "abc");
+        });
+        auto reopened = DataStore::open(path);
+        QCOMPARE(reopened->count(), int64_t(2));
+        QCOMPARE(reopened->sources().size(), size_t(1));
+        QCOMPARE(reopened->sources()[0].records, int64_t(2));
+        QCOMPARE(integrity(path), std::string("ok"));
     }
 
     void snapshotsFreezeAcceptedRecords()

@@ -64,6 +64,22 @@ std::string errorOf(const std::function<void()>& f)
     return {};
 }
 
+// Little-endian bytes of a hand-made GGUF header.
+struct Bytes {
+    std::string b;
+    template <typename T> Bytes& put(T v)
+    {
+        b.append(reinterpret_cast<const char*>(&v), sizeof v);
+        return *this;
+    }
+    Bytes& str(const std::string& text)
+    {
+        put(uint64_t(text.size()));
+        b += text;
+        return *this;
+    }
+};
+
 void writeText(const QString& path, const char* text)
 {
     QFile f(path);
@@ -77,6 +93,7 @@ class TestGguf : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void byteLayout();
+    void headerReaderRefusesHostileSizes();
     void badTensorLeavesNoFile();
     void unwritablePath();
     void q8_0Blocks();
@@ -84,6 +101,72 @@ private Q_SLOTS:
     void bpePreTokenizerNames();
     void bpeVocabulary();
 };
+
+// GGUF headers written byte by byte with sizes chosen to wrap 64-bit arithmetic or to lie about
+// their types: readGgufSummary names the file and the key or tensor, and reads nothing past the
+// end.
+void TestGguf::headerReaderRefusesHostileSizes()
+{
+    QTemporaryDir dir;
+    // header(tensors, key/values) + `body`: the key/values and tensor infos as raw bytes.
+    auto file = [&](const char* name, uint64_t tensors, uint64_t kvs, const Bytes& body) {
+        Bytes f;
+        f.b = "GGUF";
+        f.put(uint32_t(3)).put(tensors).put(kvs);
+        f.b += body.b;
+        f.b += std::string(64, '\0');  // some data
+        const std::string path = dir.filePath(QString::fromLatin1(name)).toStdString();
+        std::ofstream(path, std::ios::binary) << f.b;
+        return path;
+    };
+    // One F32 tensor "t" with `dims` at `offset`, after an optional alignment key/value.
+    auto tensor = [](Bytes b, const std::vector<uint64_t>& dims, uint64_t offset) {
+        b.str("t").put(uint32_t(dims.size()));
+        for (uint64_t d : dims)
+            b.put(d);
+        return b.put(uint32_t(0)).put(offset);
+    };
+    struct Case {
+        const char* name;
+        std::string path;
+        std::string expected;
+    };
+    const Case cases[] = {
+        {"string-alignment.gguf",
+         file("string-alignment.gguf", 0, 1,
+              Bytes().str("general.alignment").put(uint32_t(8)).str("abc")),
+         "key 'general.alignment' is abc, where GGUF needs a power of two"},
+        {"negative-alignment.gguf",
+         file("negative-alignment.gguf", 0, 1,
+              Bytes().str("general.alignment").put(uint32_t(5)).put(int32_t(-8))),
+         "key 'general.alignment' is -8"},
+        {"odd-alignment.gguf",
+         file("odd-alignment.gguf", 0, 1,
+              Bytes().str("general.alignment").put(uint32_t(4)).put(uint32_t(24))),
+         "key 'general.alignment' is 24"},
+        {"wrapping-dims.gguf",
+         file("wrapping-dims.gguf", 1, 0, tensor({}, {1ull << 32, 1ull << 32}, 0)),
+         "tensor 't' ends past the end of the file"},
+        {"wrapping-offset.gguf", file("wrapping-offset.gguf", 1, 0, tensor({}, {4}, ~uint64_t(31))),
+         "tensor 't' ends past the end of the file"},
+        {"huge-dim.gguf", file("huge-dim.gguf", 1, 0, tensor({}, {~uint64_t(0)}, 0)),
+         "tensor 't' has dimension 18446744073709551615 (too large)"},
+        {"huge-array.gguf",
+         file("huge-array.gguf", 0, 1,
+              Bytes().str("k").put(uint32_t(9)).put(uint32_t(10)).put(uint64_t(1) << 62)),
+         "truncated"},
+    };
+    for (const Case& c : cases) {
+        const std::string e = errorOf([&] { tb::readGgufSummary(c.path); });
+        QVERIFY2(e.find(c.path + ": ") == 0 && e.find(c.expected) != std::string::npos,
+                 qPrintable(QString::fromLatin1(c.name) + QStringLiteral(": ") +
+                            QString::fromStdString(e)));
+    }
+    // The same tensor with sizes that fit is read.
+    const auto fine = tb::readGgufSummary(file("fine.gguf", 1, 0, tensor({}, {4}, 0)));
+    QCOMPARE(fine.tensors.size(), size_t(1));
+    QCOMPARE(fine.tensors[0].dims, (std::vector<int64_t>{4}));
+}
 
 void TestGguf::byteLayout()
 {

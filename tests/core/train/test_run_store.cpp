@@ -1,6 +1,7 @@
 // RunStore: checkpoint round trip, pruning, corrupt/incomplete checkpoints skipped with a warning,
 // leftover temporary folders, metrics.jsonl append/read/truncate with torn lines, and SHA-256
 // vectors.
+#include "train/metrics.h"
 #include "train/run_store.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -95,6 +96,7 @@ private Q_SLOTS:
     void metricsAppendReadTruncate();
     void metricsTornLastLine();
     void metricsBadMiddleLine();
+    void metricsOfWrongTypesSkipped();
 
 private:
     std::string freshDir(const char* name)
@@ -131,7 +133,8 @@ void TestRunStore::runInfo()
     const tb::RunStore store = tb::RunStore::create(freshDir("info/run"));
     QVERIFY(tb::isDirectory(store.dir() + "/checkpoints"));
     QVERIFY_THROWS_EXCEPTION(tb::Error, store.readRunInfo());
-    const json info = {{"name", "run"}, {"model_sha256", tb::sha256Hex("m")}};
+    const json info = {
+        {"name", "run"}, {"config", {{"method", "lora"}}}, {"model_sha256", tb::sha256Hex("m")}};
     store.writeRunInfo(info);
     QCOMPARE(store.readRunInfo(), info);
     tb::writeFileAtomic(store.dir() + "/run.json", "{ nope");
@@ -386,6 +389,37 @@ void TestRunStore::metricsBadMiddleLine()
         QFAIL("a bad line in the middle was accepted");
     } catch (const tb::Error& e) {
         QVERIFY2(std::string(e.what()).find(path + ":2:") != std::string::npos, e.what());
+    }
+}
+
+void TestRunStore::metricsOfWrongTypesSkipped()
+{
+    // Valid JSON whose values do not fit their record: readRunMetrics keeps every other line and
+    // names each skipped one by its line in the file (blank lines counted).
+    const tb::RunStore store(freshDir("types"));
+    const std::string path = store.dir() + "/metrics.jsonl";
+    store.appendMetrics({{"type", "step"}, {"step", 1}, {"loss", 2.5}});
+    appendRaw(path, "\n{\"type\": \"step\", \"step\": \"5\", \"loss\": 1}\n42\n");
+    appendRaw(path, "{\"type\": \"eval\", \"step\": 2, \"val_loss\": \"low\"}\n");
+    store.appendMetrics({{"note", "no type"}});
+    store.appendMetrics({{"type", "step"}, {"step", 2}, {"loss", 2.0}});
+    store.appendMetrics({{"type", "eval"}, {"step", 2}, {"val_loss", 1.9}});
+    const tb::RunMetrics m = tb::readRunMetrics(store.dir());
+    QCOMPARE(m.steps.size(), size_t(2));
+    QCOMPARE(m.steps[0].loss, 2.5);
+    QCOMPARE(m.steps[1].step, int64_t(2));
+    QCOMPARE(m.evals.size(), size_t(1));
+    QCOMPARE(m.evals[0].valLoss, 1.9);
+    QCOMPARE(m.warnings.size(), size_t(3));
+    const std::pair<int, const char*> expected[] = {{3, "type must be number, but is string"},
+                                                    {4, "not a JSON object"},
+                                                    {5, "type must be number, but is string"}};
+    for (size_t i = 0; i < 3; ++i) {
+        const std::string& w = m.warnings[i];
+        const std::string where = path + ":" + std::to_string(expected[i].first) + ": ";
+        QVERIFY2(w.find(where) == 0 && w.find(expected[i].second) != std::string::npos &&
+                     w.ends_with("; line skipped"),
+                 w.c_str());
     }
 }
 

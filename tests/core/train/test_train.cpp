@@ -3,6 +3,7 @@
 // bit-exact, accumulation equals a larger batch, pause/stop work between steps, the divergence
 // guard fires, a corrupt newest checkpoint is skipped, and bad configs stop before training.
 #include "export/export.h"
+#include "export/model_folder.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "train/job.h"
@@ -10,6 +11,8 @@
 #include "train/train_config.h"
 #include "train/tuned_model.h"
 #include "util/error.h"
+
+#include "../../test_util.h"
 
 #include <QtTest>
 
@@ -134,6 +137,8 @@ private Q_SLOTS:
     void badConfigsStopEarly();
     void mergedExportShardsAndRefusesNoChange();
     void chunkedLossTrainsLikeFullLoss();
+    void tokensOutsideTheEmbeddingAreNamed();
+    void badRunJsonIsNamed();
 
 private:
     QTemporaryDir m_dir;
@@ -361,6 +366,8 @@ void TestTrain::badConfigsStopEarly()
     expect({"data.train_file=missing.jsonl"}, "data.train_file");
     expect({"colour=red"}, "colour");
     expect({"batch_size=\"eight\""}, "batch_size");
+    expect({"batch_size=70000"}, "key 'batch_size' must be <= 65536");
+    expect({"grad_accum=70000"}, "key 'grad_accum' must be <= 65536");
     QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/checkpoints/step-1"))));
 }
 
@@ -383,6 +390,31 @@ void TestTrain::mergedExportShardsAndRefusesNoChange()
     auto a = tb::Model::load(whole.outDir)->logits(ids);
     QCOMPARE(maxDiff(a, tb::Model::load(sharded.outDir)->logits(ids)), 0.0);
     QCOMPARE(maxDiff(a, tb::loadTunedModel(s.runDir)->logits(ids)), 0.0);
+    for (const std::string& f : report.files)  // the report names the final folder's files
+        QVERIFY2(f.starts_with(sharded.outDir + "/") && tb::fileExists(f), f.c_str());
+
+    // Exported again into the first folder, sharded: the folder is replaced whole, so no
+    // model.safetensors of the previous export is left to shadow the new shards.
+    sharded.outDir = whole.outDir;
+    tb::exportRun(s.runDir, sharded);
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(whole.outDir + "/model.safetensors")));
+    QVERIFY(QFileInfo::exists(
+        QString::fromStdString(whole.outDir + "/model-00004-of-00004.safetensors")));
+    QCOMPARE(maxDiff(a, tb::Model::load(whole.outDir)->logits(ids)), 0.0);
+    QCOMPARE(QDir(m_dir.path())
+                 .entryList(QStringList{QStringLiteral(".shard-whole*")},
+                            QDir::Hidden | QDir::AllEntries),
+             QStringList());  // no staging folder left
+    // A folder holding anything an export does not write is refused and left as it was.
+    const std::string mine = m_dir.filePath(QStringLiteral("mine")).toStdString();
+    QDir().mkpath(QString::fromStdString(mine));
+    tb::writeFileAtomic(mine + "/notes.txt", "mine");
+    whole.outDir = mine;
+    const std::string refused = tbtest::errorOf([&] { tb::exportRun(s.runDir, whole); });
+    QVERIFY2(tbtest::contains(refused, "holds 'notes.txt', which no export writes"),
+             refused.c_str());
+    QCOMPARE(QDir(QString::fromStdString(mine)).entryList(QDir::Files),
+             QStringList{QStringLiteral("notes.txt")});
 
     // An update far below fp32 resolution leaves the weights bit-identical: refused unless forced.
     auto still = train(config("full-tiny.json", m_dir.path(), "still",
@@ -426,7 +458,14 @@ void TestTrain::chunkedLossTrainsLikeFullLoss()
     auto b = train(config("full-tiny.json", m_dir.path(), "loss-chunked",
                           {"max_steps=3", "loss=chunked", "loss_chunk_tokens=100"}),
                    &chunked);
-    QCOMPARE(full.losses.size(), chunked.losses.size());
+    QCOMPARE(full.losses.size(), size_t(3));
+    QCOMPARE(chunked.losses.size(), size_t(3));
+    // The override took: the run records the chunked loss, the other the fused full loss.
+    const auto lossOf = [](const std::string& runDir) {
+        return nlohmann::json::parse(tb::readFile(runDir + "/run.json"))["config"]["loss"];
+    };
+    QCOMPARE(lossOf(b.runDir).get<std::string>(), std::string("chunked"));
+    QCOMPARE(lossOf(a.runDir).get<std::string>(), std::string("full"));
     for (size_t i = 0; i < full.losses.size(); ++i)
         QVERIFY2(std::abs(full.losses[i] - chunked.losses[i]) <= 1e-5 * std::abs(full.losses[i]),
                  qPrintable(QStringLiteral("%1 vs %2").arg(full.losses[i]).arg(chunked.losses[i])));
@@ -434,6 +473,95 @@ void TestTrain::chunkedLossTrainsLikeFullLoss()
     const double scale = std::abs(*std::max_element(
         x.begin(), x.end(), [](float p, float q) { return std::abs(p) < std::abs(q); }));
     QVERIFY(maxDiff(x, tunedLogits(b.runDir)) <= 1e-4 * scale);
+}
+
+void TestTrain::tokensOutsideTheEmbeddingAreNamed()
+{
+    // GPT-2's tokenizer with ChatML's markers added as ids 50257 and 50258, over a model whose
+    // embedding was not resized for them (vocab_size 50257): the run stops before its first step
+    // and names the token and config.json, where the embedding would fail with "index out of
+    // range". The same model with the markers inside its vocabulary trains.
+    QTemporaryDir dir;
+    QDir(dir.path()).mkpath(QStringLiteral("tok"));
+    tbtest::writeText(dir, "tok/tokenizer.json", tbtest::chatmlGpt2TokenizerJson());
+    tbtest::writeText(
+        dir, "tok/tokenizer_config.json",
+        tb::readFile(TB_SOURCE_DIR "/tests/data/tokenizers/gpt2/tokenizer_config.json"));
+    auto gpt2 = [](int vocab) {
+        return "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"], \"n_embd\": "
+               "16, "
+               "\"n_head\": 2, \"n_layer\": 1, \"n_positions\": 128, \"bos_token_id\": 50256, "
+               "\"eos_token_id\": 50256, \"vocab_size\": " +
+               std::to_string(vocab) + "}";
+    };
+    const std::string small = dir.filePath(QStringLiteral("small")).toStdString();
+    const std::string resized = dir.filePath(QStringLiteral("resized")).toStdString();
+    tb::writeRandomModel(gpt2(50257), 0, dir.filePath(QStringLiteral("tok")).toStdString(), small);
+    tb::writeRandomModel(gpt2(50259), 0, dir.filePath(QStringLiteral("tok")).toStdString(),
+                         resized);
+    const std::vector<std::string> common{"method=full", "data.chat_template=chatml", "max_steps=1",
+                                          "eval_every=0", "batch_size=2"};
+    auto run = [&](const std::string& model, const std::string& name) {
+        auto o = common;
+        o.push_back("model=" + model);
+        tb::TrainingJob job(config("full-tiny.json", dir.path(), name, o), nullptr);
+        job.runHere();
+        return std::make_pair(job.state(), job.error());
+    };
+    const auto [state, error] = run(small, "small");
+    QCOMPARE(state, tb::JobState::Failed);
+    QVERIFY2(tbtest::contains(error, "training sequence 1 of ") &&
+                 tbtest::contains(error, "holds token id 50257 ('<|im_start|>') at position 0") &&
+                 tbtest::contains(error, small + "/config.json has vocab_size 50257"),
+             error.c_str());
+    QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("small/checkpoints/step-1"))));
+    const auto [fits, why] = run(resized, "resized");
+    QVERIFY2(fits == tb::JobState::Finished, why.c_str());
+}
+
+void TestTrain::badRunJsonIsNamed()
+{
+    // A hand-edited run.json: resuming names the file and the key instead of failing in the JSON
+    // library or training with a batch of 0 sequences.
+    const auto c =
+        config("lora-tiny.json", m_dir.path(), "edited", {"max_steps=1", "eval_every=0"});
+    const std::string runDir = train(c).runDir;
+    const std::string path = runDir + "/run.json";
+    const auto original = nlohmann::json::parse(tb::readFile(path));
+    auto resume = [&](const std::function<void(nlohmann::json&)>& edit) {
+        auto info = original;
+        edit(info);
+        std::ofstream(path, std::ios::trunc) << info.dump();
+        auto again = c;
+        again.maxSteps = 2;
+        tb::TrainingJob job(again, nullptr, runDir);
+        job.runHere();
+        return job.state() == tb::JobState::Failed ? job.error() : std::string("finished");
+    };
+    const std::pair<std::function<void(nlohmann::json&)>, std::string> cases[] = {
+        {[](nlohmann::json& j) {
+             j["dist"] = {{"world_size", 0}};
+         },
+         "run.json: key 'dist.world_size' must be a whole number from 1 to 65536"},
+        {[](nlohmann::json& j) {
+             j["dist"] = {{"world_size", "2"}};
+         },
+         "key 'dist.world_size'"},
+        {[](nlohmann::json& j) { j["dist"] = 5; }, "key 'dist.world_size'"},
+        {[](nlohmann::json& j) { j.erase("config"); }, "run.json: key 'config' is missing"},
+        {[](nlohmann::json& j) { j = nlohmann::json::array(); },
+         "run.json: expected a JSON object, found array"},
+        {[](nlohmann::json& j) {
+             j["trainable_tokens"] = {{"ids", {"a"}}};
+         },
+         "run.json: key 'trainable_tokens.ids' item 1 is not a token id"},
+    };
+    for (const auto& [edit, fragment] : cases) {
+        const std::string message = resume(edit);
+        QVERIFY2(tbtest::contains(message, fragment), message.c_str());
+        QVERIFY2(tbtest::contains(message, path), message.c_str());
+    }
+    QCOMPARE(resume([](nlohmann::json&) {}), std::string("finished"));  // the file as written
 }
 
 QTEST_GUILESS_MAIN(TestTrain)

@@ -253,7 +253,7 @@ void TestTrainParts::readRunMetricsWritesNothing()
     QVERIFY(!tb::isDirectory(missing));  // reading a run never creates it
     const std::string dir = tmp.filePath(QStringLiteral("run")).toStdString();
     const tb::RunStore store = tb::RunStore::create(dir);
-    store.writeRunInfo({{"planned_steps", 9}});
+    store.writeRunInfo({{"config", nlohmann::json::object()}, {"planned_steps", 9}});
     tb::StepMetrics m;
     m.step = 1;
     m.loss = 3.0;

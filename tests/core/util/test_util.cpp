@@ -1,17 +1,25 @@
 // The util floor's byte-level helpers against independent references: SHA-256 (both the SHA-NI
 // and the portable rounds) against Qt's QCryptographicHash, and the fast JSON writer against
 // nlohmann's own dump() on edge cases, random documents and the bundled dataset's rows; the heap
-// setting for large transient buffers against glibc's own accounting (mallinfo2).
+// setting for large transient buffers against glibc's own accounting (mallinfo2); staged folders
+// (whole or not at all) against the file system's view of the target after each step.
+#include "util/error.h"
+#include "util/file_util.h"
 #include "util/heap.h"
 #include "util/json_write.h"
 #include "util/sha256.h"
+#include "util/staged_folder.h"
 
 #include <QCryptographicHash>
 #include <QtTest>
 
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -19,6 +27,7 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <unistd.h>
 #endif
 
 using nlohmann::json;
@@ -231,6 +240,84 @@ private Q_SLOTS:
 #else
         QSKIP("the heap setting applies to glibc's malloc only");
 #endif
+    }
+    void stagedFolderWholeOrNothing()
+    {
+        namespace fs = std::filesystem;
+        QTemporaryDir dir;
+        const std::string target = dir.filePath(QStringLiteral("out")).toStdString();
+        const auto entries = [&](const std::string& folder) {
+            std::vector<std::string> names;
+            for (const auto& e : fs::directory_iterator(folder))
+                names.push_back(e.path().filename().string());
+            std::sort(names.begin(), names.end());
+            return names;
+        };
+        {  // a new folder: nothing at the target until commit
+            tb::StagedFolder staged(target);
+            tb::writeFileAtomic(tb::joinPath(staged.path(), "a.txt"), "one");
+            QVERIFY(!tb::fileExists(target));
+            staged.commit();
+        }
+        QCOMPARE(entries(target), std::vector<std::string>{"a.txt"});
+        {  // an error on the way: the previous folder stays as it was, the staging goes
+            tb::StagedFolder staged(target);
+            tb::writeFileAtomic(tb::joinPath(staged.path(), "b.txt"), "two");
+        }
+        QCOMPARE(entries(target), std::vector<std::string>{"a.txt"});
+        QCOMPARE(entries(dir.path().toStdString()), std::vector<std::string>{"out"});
+        {  // a replacement: the whole content swapped, the old files gone
+            tb::StagedFolder staged(target);
+            tb::writeFileAtomic(tb::joinPath(staged.path(), "b.txt"), "two");
+            staged.commit();
+        }
+        QCOMPARE(entries(target), std::vector<std::string>{"b.txt"});
+        QCOMPARE(tb::readFile(tb::joinPath(target, "b.txt")), std::string("two"));
+        QCOMPARE(entries(dir.path().toStdString()), std::vector<std::string>{"out"});
+        // A writer killed mid-way leaves its staging folder: the next one removes it when no
+        // process has that id, and leaves a live writer's alone.
+        long dead = 999999;
+        while (::kill(static_cast<pid_t>(dead), 0) == 0 || errno != ESRCH)
+            --dead;
+        const std::string stale =
+            dir.filePath(QStringLiteral(".out.tmp-%1").arg(dead)).toStdString();
+        const std::string live =
+            dir.filePath(QStringLiteral(".out.tmp-%1").arg(::getppid())).toStdString();
+        tb::makeDirectories(stale);
+        tb::makeDirectories(live);
+        {
+            tb::StagedFolder staged(target);
+            QVERIFY(!tb::fileExists(stale));
+            QVERIFY(tb::fileExists(live));
+        }
+        fs::remove_all(live);
+        QCOMPARE(entries(dir.path().toStdString()), std::vector<std::string>{"out"});
+    }
+    void replaceableFolderRefusesForeignFiles()
+    {
+        QTemporaryDir dir;
+        const auto ours = [](const std::string& name) { return name == "config.json"; };
+        const std::string target = dir.filePath(QStringLiteral("out")).toStdString();
+        tb::checkReplaceableFolder(target, ours, "export");  // new: fine
+        tb::makeDirectories(target);
+        tb::checkReplaceableFolder(target, ours, "export");  // empty: fine
+        tb::writeFileAtomic(tb::joinPath(target, "config.json"), "{}");
+        tb::checkReplaceableFolder(target, ours, "export");  // a previous export: fine
+        tb::writeFileAtomic(tb::joinPath(target, "notes.txt"), "mine");
+        const auto errorOf = [&](const std::string& path) -> std::string {
+            try {
+                tb::checkReplaceableFolder(path, ours, "export");
+            } catch (const tb::Error& e) {
+                return e.what();
+            }
+            return {};
+        };
+        const std::string foreign = errorOf(target);
+        QVERIFY2(foreign.find("export: " + target + " holds 'notes.txt', which no export writes") ==
+                     0,
+                 foreign.c_str());
+        const std::string file = tb::joinPath(target, "config.json");
+        QCOMPARE(errorOf(file), "export: " + file + " exists and is not a folder");
     }
 };
 
