@@ -313,7 +313,12 @@ bool CompareView::judge(const QString& choice)
         recordVerdict(*m_store, id, who.toStdString(), choice.toStdString(),
                       m_note->text().trimmed().toStdString());
     } catch (const std::exception& e) {
-        setMessage(QString::fromUtf8(e.what()), true);
+        const QString why = QString::fromUtf8(e.what());
+        setMessage(why.contains(QStringLiteral("database is locked"))
+                       ? tr("The store is busy with another job (the Data page's); the verdict "
+                            "was not recorded: choose again when it finishes")
+                       : why,
+                   true);
         return false;
     }
     if (m_judged.empty() || m_judged.back() != id)

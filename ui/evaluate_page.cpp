@@ -521,6 +521,10 @@ bool EvaluatePage::startBlindComparison(int system)
             if (m_compare)
                 m_compare->setStore(nullptr);
             m_blindStore = DataStore::open(path.toStdString(), false);
+            // A verdict behind a Data page job's write (token statistics hold one for a minute
+            // on a large store) fails after 0.3 s with "database is locked", said in the view,
+            // instead of freezing the window for the default 10 s.
+            m_blindStore->setBusyTimeout(300);
             m_blindStorePath = path;
         }
         const QString who = QSettings().value(QStringLiteral("data/annotator")).toString();

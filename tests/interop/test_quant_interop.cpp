@@ -110,10 +110,19 @@ void TestQuantInterop::bytesEqualBitsandbytes()
                          qPrintable(QStringLiteral("%1 %2: %3 bytes differ from bitsandbytes")
                                         .arg(QString::fromStdString(name), QLatin1String(piece))
                                         .arg(r[piece].get<int64_t>())));
-        QVERIFY2(r["dequant"].get<double>() == 0.0,
-                 qPrintable(QString::fromStdString(name + ": " + r.dump())));
-        QVERIFY2(r["dequant_bf16_rel"].get<double>() <= std::ldexp(1.0, -8),
-                 qPrintable(QString::fromStdString(name + ": " + r.dump())));
+        // fp32 weights: fp32 and bf16 dequantised values exact (as numbers); the bf16
+        // weight: bf16 values within one rounding of bitsandbytes' own bf16 arithmetic.
+        const bool fp32 = name != "bf16";
+        QCOMPARE(r.contains("dequant"), fp32);
+        if (fp32) {
+            QVERIFY2(r.at("dequant").get<double>() == 0.0,
+                     qPrintable(QString::fromStdString(name + ": " + r.dump())));
+            QVERIFY2(r.at("dequant_bf16").get<double>() == 0.0,
+                     qPrintable(QString::fromStdString(name + ": " + r.dump())));
+        } else {
+            QVERIFY2(r.at("dequant_bf16_rel").get<double>() <= std::ldexp(1.0, -8),
+                     qPrintable(QString::fromStdString(name + ": " + r.dump())));
+        }
     }
     if (doubleQuant)
         QVERIFY(report["many_blocks"].contains("absmax2"));

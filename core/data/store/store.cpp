@@ -107,6 +107,11 @@ std::unique_ptr<DataStore> DataStore::openUpTo(const std::string& path, bool cre
     return store;
 }
 
+void DataStore::setBusyTimeout(int milliseconds)
+{
+    sqlite3_busy_timeout(m_db->handle(), milliseconds);
+}
+
 int64_t DataStore::insertOperation(const std::string& kind, const std::string& who,
                                    const json& params, const json& summary)
 {

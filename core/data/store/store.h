@@ -151,6 +151,10 @@ public:
     ~DataStore();
 
     const std::string& path() const { return m_path; }
+    // How long a change waits for another connection's write (an import, token statistics on a
+    // worker) before failing with "database is locked": 10 s by default; a connection on the GUI
+    // thread sets it short, so a keypress never freezes the window behind a long job.
+    void setBusyTimeout(int milliseconds);
     int schemaVersion() const;
 
     // --- Writing. Every call is one transaction. `who` names the person or tool for the history.

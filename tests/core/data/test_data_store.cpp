@@ -7,6 +7,7 @@
 #include "util/error.h"
 
 #include <QCryptographicHash>
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include "test_util.h"
@@ -280,6 +281,33 @@ private Q_SLOTS:
         QVERIFY(contains(errorOf([&] { store->review(ids[0], "dan", "maybe", 3, "lost?"); }),
                          "not accept or reject"));
         QCOMPARE(store->notes(ids[0]).size(), size_t(1));
+    }
+
+    void busyTimeoutBoundsTheWait()
+    {
+        // A second connection's change behind another's open write waits its busy timeout, then
+        // fails naming the lock: 0.2 s here where the default is 10 s (the bound below is far
+        // from both, a check that the setting applies, not a timing).
+        QTemporaryDir dir;
+        const std::string path = tempPath(dir, "s.tbstore");
+        auto writer = DataStore::open(path);
+        const auto ids = writer->addRecords({alpaca("a", "1")}, 0, "importer");
+        auto gui = DataStore::open(path, false);
+        gui->setBusyTimeout(200);
+        std::string error;
+        qint64 waited = 0;
+        writer->inTransaction([&] {
+            writer->addNote(ids[0], "worker", "holding the write lock");
+            QElapsedTimer clock;
+            clock.start();
+            error = errorOf([&] { gui->addNote(ids[0], "gui", "waits"); });
+            waited = clock.elapsed();
+        });
+        QVERIFY2(contains(error, "database is locked"), error.c_str());
+        QVERIFY2(waited < 5000, qPrintable(QString::number(waited)));
+        QCOMPARE(gui->notes(ids[0]).size(), size_t(1));  // the writer's, committed
+        gui->addNote(ids[0], "gui", "after");            // the lock is free again
+        QCOMPARE(writer->notes(ids[0]).size(), size_t(2));
     }
 
     void severalCallsInOneTransaction()
