@@ -166,7 +166,7 @@ int PairTableModel::nextUnjudged(int row) const
         try {
             judged = pairsJudgedBy(*m_store, m_annotator.toStdString());
         } catch (const std::exception&) {
-            judged.clear();
+            // none skipped: every candidate's page is read, as before
         }
     }
     const int n = rowCount();

@@ -48,8 +48,7 @@ RunHistory::ReadCurve readCurve(const QString& dir, const QString& name)
 {
     RunHistory::ReadCurve r;
     r.dir = dir;
-    std::tie(r.size, r.modified) = metricsStamp(dir);
-    r.curve.name = name;
+    std::tie(r.size, r.modified) = metricsStamp(dir);  // the curve's name is the list's
     try {
         const RunMetrics metrics = readRunMetrics(dir.toStdString());
         for (const StepMetrics& m : metrics.steps) {
@@ -114,7 +113,6 @@ void RunHistory::updateOverlays()
 {
     // The checked runs in list order: cached ones as they are, the rest read on the worker.
     std::vector<std::pair<QString, QString>> toRead;  // folder, name
-    bool fresh = true;
     for (int i = 0; i < count(); ++i) {
         const QListWidgetItem* entry = item(i);
         if (entry->checkState() != Qt::Checked)
@@ -122,13 +120,11 @@ void RunHistory::updateOverlays()
         const QString dir = entry->data(Qt::UserRole).toString();
         const auto it = m_cache.constFind(dir);
         const auto [size, modified] = metricsStamp(dir);
-        if (it == m_cache.constEnd() || it->size != size || it->modified != modified) {
+        if (it == m_cache.constEnd() || it->size != size || it->modified != modified)
             toRead.emplace_back(dir, entry->text());
-            fresh = false;
-        }
     }
     const quint64 request = ++m_request;
-    if (fresh) {
+    if (toRead.empty()) {
         showOverlays({request, {}});
         return;
     }

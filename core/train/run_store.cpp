@@ -74,13 +74,6 @@ std::vector<std::pair<int64_t, std::string>> stepFolders(const std::string& chec
     return out;
 }
 
-// A temporary or replaced checkpoint folder (".step-N.tmp-PID", ".step-N.old-PID") whose writer
-// is gone.
-bool isStaleWork(const std::string& name)
-{
-    return tb::isStaleWork(name, ".step-");
-}
-
 void checkFileName(const std::string& name);
 
 void checkCheckpointData(const std::string& dir, const CheckpointData& data)
@@ -425,7 +418,9 @@ std::string RunStore::saveCheckpoint(const CheckpointData& data, int keep,
     }
     std::vector<fs::path> stale;
     for (const auto& entry : fs::directory_iterator(checkpoints, ec))
-        if (isStaleWork(entry.path().filename().string()))
+        // A temporary or replaced checkpoint (".step-N.tmp-PID", ".step-N.old-PID") whose
+        // writer is gone.
+        if (isStaleWork(entry.path().filename().string(), ".step-"))
             stale.push_back(entry.path());
     for (const auto& path : stale)
         fs::remove_all(path, ec);

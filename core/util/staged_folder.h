@@ -36,7 +36,6 @@ public:
     StagedFolder(const StagedFolder&) = delete;
     StagedFolder& operator=(const StagedFolder&) = delete;
     const std::string& path() const { return m_staging; }  // where the files go
-    const std::string& target() const { return m_target; }
     void commit();  // flushes every file and the folder, then replaceFolder
 
 private:

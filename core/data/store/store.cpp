@@ -145,14 +145,6 @@ void DataStore::setSource(int64_t sourceId, const std::string& format, int64_t r
     st.run();
 }
 
-void DataStore::removeSource(int64_t sourceId)
-{
-    sql::Statement st(*m_db, "DELETE FROM sources WHERE id = ? AND NOT EXISTS (SELECT 1 FROM "
-                             "records WHERE source_id = ?)");
-    st.bind(1, sourceId).bind(2, sourceId);
-    st.run();
-}
-
 void DataStore::inTransaction(const std::function<void()>& body)
 {
     sql::Transaction tx(*m_db);

@@ -164,7 +164,6 @@ public:
     // The counts of an import; its file's SHA-256 too unless sha256 is empty.
     void setSource(int64_t sourceId, const std::string& format, int64_t records, int64_t rejected,
                    const std::string& sha256 = "");
-    void removeSource(int64_t sourceId);  // only a source without records (a failed import)
     // Runs `body` as one transaction: the store's own transactions inside it become savepoints, so
     // several calls (a source, its records, its counts) commit together or not at all.
     void inTransaction(const std::function<void()>& body);
