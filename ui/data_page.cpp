@@ -258,7 +258,9 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
                 m_stats->setMaxLength(int(m_state->config().data.maxLength));
         });
         connect(m_state, &StudioState::storePathChanged, this, [this](const QString& path) {
-            if (!path.isEmpty() && (!m_store || QString::fromStdString(m_store->path()) != path))
+            if (path.isEmpty() || (opening() && m_openingPath == path))
+                return;
+            if (!m_store || QString::fromStdString(m_store->path()) != path)
                 openStore(path);
         });
     }
@@ -458,16 +460,55 @@ QString DataPage::defaultStorePath()
 
 bool DataPage::openStore(const QString& path, bool create, QString* error)
 {
-    std::unique_ptr<DataStore> store;
-    try {
-        store = DataStore::open(path.toStdString(), create);
-    } catch (const std::exception& e) {
-        const QString message = QString::fromUtf8(e.what());
+    const auto refuse = [&](const QString& message) {
         if (error)
             *error = message;
+        setMessage(message, true);
         Q_EMIT storeFailed(message);
         return false;
-    }
+    };
+    if (path.isEmpty())
+        return refuse(tr("dataset store: no path given"));
+    if (!create && !QFileInfo(path).isFile())
+        return refuse(tr("%1: no such dataset store").arg(QDir::toNativeSeparators(path)));
+    const quint64 request = ++m_openRequest;
+    m_openingPath = path;
+    setMessage(tr("Opening %1…").arg(QDir::toNativeSeparators(path)));
+    struct Opened {
+        std::unique_ptr<DataStore> store;
+        QString error;
+    };
+    // Owned jointly: a page closed while the worker runs leaves the worker a place to put it.
+    auto opened = std::make_shared<Opened>();
+    auto* watcher = new QFutureWatcher<void>(this);
+    connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, opened, path, request] {
+        watcher->deleteLater();
+        if (request != m_openRequest)
+            return;  // superseded: a newer open shows its own store
+        m_openShown = request;
+        m_openingPath.clear();
+        if (!opened->error.isEmpty()) {
+            setMessage(opened->error, true);
+            Q_EMIT storeFailed(opened->error);
+            if (request == m_bundledIfFails)
+                openBundledStore();  // the last store is gone bad: the example one instead
+            return;
+        }
+        showStore(std::move(opened->store), path);
+    });
+    const std::string file = path.toStdString();
+    watcher->setFuture(QtConcurrent::run([opened, file, create] {
+        try {
+            opened->store = DataStore::open(file, create);
+        } catch (const std::exception& e) {
+            opened->error = QString::fromUtf8(e.what());
+        }
+    }));
+    return true;
+}
+
+void DataPage::showStore(std::unique_ptr<DataStore> store, const QString& path)
+{
     m_model->setStore(nullptr);
     m_pairs->setStore(nullptr);
     m_editor->showRecord(std::nullopt, nullptr);
@@ -485,7 +526,6 @@ bool DataPage::openStore(const QString& path, bool create, QString* error)
     refreshVisiblePanel();
     setMessage(tr("Opened %1").arg(QDir::toNativeSeparators(path)));
     Q_EMIT storeOpened(path);
-    return true;
 }
 
 void DataPage::openBundledStore(const QString& requested)
@@ -514,15 +554,18 @@ void DataPage::openBundledStore(const QString& requested)
 void DataPage::showEvent(QShowEvent* event)
 {
     QWidget::showEvent(event);
-    // The first visit opens the last store, or the example store (created on first start).
-    if (m_triedDefault || m_store)
+    // The first visit opens the last store, or the example store (created on first start), unless
+    // a store is open or opening already.
+    if (m_triedDefault || m_store || opening())
         return;
     m_triedDefault = true;
     const QString last = m_state && !m_state->storePath().isEmpty()
                              ? m_state->storePath()
                              : QSettings().value(kStoreKey).toString();
-    if (!last.isEmpty() && QFile::exists(last) && openStore(last))
+    if (!last.isEmpty() && QFile::exists(last) && openStore(last)) {
+        m_bundledIfFails = m_openRequest;
         return;
+    }
     openBundledStore();
 }
 

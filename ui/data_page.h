@@ -42,8 +42,12 @@ public:
     explicit DataPage(StudioState* state = nullptr, QWidget* parent = nullptr);
     ~DataPage() override;
 
-    // Opens (or with create, creates) a store on the GUI thread; false with the reason in *error.
+    // Opens (or with create, creates) a store on a worker: opening runs the schema's migrations,
+    // which rewrite whole tables of an older store. storeOpened(path) or storeFailed(error) follows
+    // and the page shows the store; a newer openStore supersedes one still opening. False, with the
+    // reason in *error, only for what is known at once (no path; no such file without create).
     bool openStore(const QString& path, bool create = false, QString* error = nullptr);
+    bool opening() const { return m_openRequest != m_openShown; }
     // Opens the store at `path`, first creating it from datasets/tiny (train.jsonl as train,
     // val.jsonl as validation) on a worker when it does not exist; storeOpened follows. Empty path:
     // the default location.
@@ -113,6 +117,7 @@ private:
     // Once the table's ids arrive: select the record `id` when still listed, else row `row`
     // (clamped).
     void afterIds();
+    void showStore(std::unique_ptr<DataStore> store, const QString& path);
 
     StudioState* m_state = nullptr;
     std::unique_ptr<DataStore> m_store;
@@ -144,6 +149,10 @@ private:
     QTimer* m_panelDelay = nullptr;
     QString m_annotator;
     bool m_triedDefault = false;
+    quint64 m_openRequest = 0;  // the newest openStore; its result alone is shown
+    quint64 m_openShown = 0;    // the newest openStore whose result came back
+    QString m_openingPath;
+    quint64 m_bundledIfFails = 0;  // the first visit's open of the last store: else the example
     struct Reselect {
         qint64 id = 0;
         int row = 0;

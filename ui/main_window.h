@@ -57,7 +57,7 @@ public:
     bool openProject(const QString& path, QString* error = nullptr);
     // Opens what `tunebench-studio FILE` (or a double-click) names: a .tunebench project, a
     // .tbstore store (as the project's store, on the Data page) or a model folder; false with the
-    // reason.
+    // reason. A store opens on a worker: what only opening shows comes as DataPage::storeFailed.
     bool openPath(const QString& path, QString* error = nullptr);
     // The About box (application icon, version, what Tunebench is), not yet shown; the caller owns
     // it.

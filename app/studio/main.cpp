@@ -3,6 +3,7 @@
 // --screenshot FILE.png: render the window once the model is open, save it and quit.
 // --screenshots DIR: the screenshot tour (ui/screenshot_tour.h): every page in a realistic state,
 // saved to DIR.
+#include "data_page.h"
 #include "main_window.h"
 #include "model_page.h"
 #include "screenshot_tour.h"
@@ -16,6 +17,7 @@
 #include <QMessageBox>
 #include <QStyleFactory>
 
+#include <array>
 #include <cstdio>
 #include <memory>
 
@@ -69,6 +71,25 @@ int main(int argc, char** argv)
     // A store alone still wants a model: the bundled one, as when nothing is given.
     if (tb::startupFileKind(path) == tb::StartupFile::Store)
         window.modelPage()->openModel(QString::fromStdString(tb::bundledModelDir()));
+    if (tb::startupFileKind(path) == tb::StartupFile::Store) {
+        // The store opens on a worker: one that cannot be opened is reported when that is known.
+        auto once = std::make_shared<std::array<QMetaObject::Connection, 2>>();
+        const auto done = [once] {
+            for (const QMetaObject::Connection& c : *once)
+                QObject::disconnect(c);
+        };
+        (*once)[0] = QObject::connect(window.dataPage(), &tb::DataPage::storeOpened, &window, done);
+        (*once)[1] = QObject::connect(
+            window.dataPage(), &tb::DataPage::storeFailed, &window,
+            [&window, done, unattended](const QString& message) {
+                done();
+                std::fprintf(stderr, "tunebench-studio: %s\n", qPrintable(message));
+                if (unattended)
+                    QCoreApplication::exit(1);
+                else
+                    QMessageBox::warning(&window, QStringLiteral("Tunebench Studio"), message);
+            });
+    }
     QString error;
     if (!window.openPath(path, &error)) {
         std::fprintf(stderr, "tunebench-studio: %s\n", qPrintable(error));

@@ -49,9 +49,9 @@ inline void makeStore(const std::string& path, int n, int duplicates = 0)
     for (size_t i = 0; i < ids.size(); ++i) {
         counts.push_back({ids[i], int64_t(i * 37 % 500), nlohmann::json::object()});
         if (i % 7 == 0)
-            changes.push_back({ids[i], "status", "accepted"});
+            changes.push_back({ids[i], "status", "accepted", std::nullopt});
         else if (i % 11 == 0)
-            changes.push_back({ids[i], "status", "rejected"});
+            changes.push_back({ids[i], "status", "rejected", std::nullopt});
     }
     store->setTokenCounts("test", counts);
     store->applyOperation("review", "test", nlohmann::json::object(), nlohmann::json::object(),
@@ -80,12 +80,30 @@ inline bool waitJob(tb::DataPage& page, QString* error = nullptr, int ms = 60000
     return e.isEmpty() && waitIds(page);
 }
 
+// Opens a store as the page does (on a worker) and waits for it: false with the reason when it
+// cannot be opened.
+inline bool openStoreAndWait(tb::DataPage& page, const QString& path, bool create = false,
+                             QString* error = nullptr, int ms = 30000)
+{
+    QSignalSpy opened(&page, &tb::DataPage::storeOpened);
+    QSignalSpy failed(&page, &tb::DataPage::storeFailed);
+    if (!page.openStore(path, create, error))
+        return false;
+    QElapsedTimer timer;
+    timer.start();
+    while (opened.isEmpty() && failed.isEmpty() && timer.elapsed() < ms)
+        QTest::qWait(2);
+    if (!failed.isEmpty() && error)
+        *error = failed.first().at(0).toString();
+    return !opened.isEmpty() && opened.first().at(0).toString() == path;
+}
+
 inline std::unique_ptr<tb::DataPage> openPage(const QString& store)
 {
     auto page = std::make_unique<tb::DataPage>();
     page->resize(1200, 800);
     QString error;
-    if (!page->openStore(store, false, &error)) {
+    if (!openStoreAndWait(*page, store, false, &error)) {
         qWarning("%s", qPrintable(error));
         return nullptr;
     }

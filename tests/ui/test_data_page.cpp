@@ -15,6 +15,7 @@
 #include "test_util.h"
 
 #include "data/store/snapshot.h"
+#include "data/store/sqlite.h"
 #include "data/store/store.h"
 #include "util/paths.h"
 
@@ -28,6 +29,7 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QTreeView>
 #include <QtTest>
 
@@ -642,6 +644,74 @@ private Q_SLOTS:
         QCOMPARE(tb::DataStore::open(path.toStdString(), false)
                      ->count(withStatus(tb::ReviewStatus::Accepted)),
                  int64_t(0));
+    }
+
+    // Opening runs the schema's migrations on a worker: an older store whose migration waits for
+    // another writer leaves the GUI thread free, and opens migrated once the writer is done.
+    void openingMigratesOnAWorker()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("old.tbstore"));
+        QCOMPARE(tb::DataStore::openAtVersion(path.toStdString(), 3)->schemaVersion(), 3);
+        auto writer = std::make_unique<tb::sql::Database>(path.toStdString(), false);
+        writer->exec("BEGIN IMMEDIATE");  // another process importing into the store
+        tb::DataPage page;
+        QSignalSpy opened(&page, &tb::DataPage::storeOpened);
+        QSignalSpy failed(&page, &tb::DataPage::storeFailed);
+        QVERIFY(page.openStore(path));
+        QVERIFY(page.opening());
+        int ticks = 0;
+        QTimer tick;
+        connect(&tick, &QTimer::timeout, [&ticks] { ++ticks; });
+        tick.start(10);
+        QTRY_VERIFY_WITH_TIMEOUT(ticks >= 5, 5000);  // the event loop runs while the open waits
+        QVERIFY(page.opening());
+        QVERIFY(opened.isEmpty() && failed.isEmpty());
+        QVERIFY(!page.store());
+        writer->exec("COMMIT");
+        writer.reset();
+        QVERIFY(opened.wait(30000));
+        QVERIFY(failed.isEmpty());
+        QVERIFY(!page.opening());
+        QCOMPARE(page.store()->schemaVersion(), tb::DataStore::kSchemaVersion);
+    }
+    // Two opens in a row: the later one is the store shown, the earlier is dropped; a store that
+    // is not one is reported by name and leaves the open store in place.
+    void laterOpenSupersedesAndFailureKeepsStore()
+    {
+        QTemporaryDir dir;
+        const QString a = dir.filePath(QStringLiteral("a.tbstore"));
+        const QString b = dir.filePath(QStringLiteral("b.tbstore"));
+        makeStore(a.toStdString(), 5);
+        makeStore(b.toStdString(), 7);
+        tb::DataPage page;
+        QSignalSpy opened(&page, &tb::DataPage::storeOpened);
+        QVERIFY(page.openStore(a));
+        QVERIFY(page.openStore(b));
+        QVERIFY(opened.wait(30000));
+        QTest::qWait(200);  // time for a late result of the first open to (wrongly) show up
+        QCOMPARE(opened.count(), 1);
+        QCOMPARE(opened.first().at(0).toString(), b);
+        QCOMPARE(QString::fromStdString(page.store()->path()), b);
+        QVERIFY(waitIds(page));
+        QCOMPARE(page.model()->rowCount(), 7);
+
+        const QString bad = dir.filePath(QStringLiteral("bad.tbstore"));
+        {
+            QFile f(bad);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("SQLite format 3 but not really");
+        }
+        QSignalSpy failed(&page, &tb::DataPage::storeFailed);
+        QString error;
+        QVERIFY(page.openStore(bad, false, &error));
+        QVERIFY(failed.wait(30000));
+        QVERIFY2(failed.first().at(0).toString().contains(bad),
+                 qPrintable(failed.first().at(0).toString()));
+        QVERIFY(page.message().contains(bad));
+        QCOMPARE(QString::fromStdString(page.store()->path()), b);  // still the open store
+        QVERIFY(!page.openStore(dir.filePath(QStringLiteral("absent.tbstore")), false, &error));
+        QVERIFY2(error.contains(QStringLiteral("absent.tbstore")), qPrintable(error));
     }
 
     void bundledStoreAndHistogram()

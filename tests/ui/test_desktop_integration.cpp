@@ -2,6 +2,7 @@
 // or a dataset store (MainWindow::openPath), and the .desktop, AppStream and MIME files passing
 // their validators.
 #include "data_page.h"
+#include "data_page_util.h"
 #include "main_window.h"
 #include "studio_state.h"
 #include "test_util.h"
@@ -104,17 +105,42 @@ private Q_SLOTS:
         {
             tb::MainWindow maker;
             QString error;
-            QVERIFY2(maker.dataPage()->openStore(path, true, &error), qPrintable(error));
+            QVERIFY2(tbtest::openStoreAndWait(*maker.dataPage(), path, true, &error),
+                     qPrintable(error));
         }
         QVERIFY(QFile::exists(path));
         tb::MainWindow w;
         w.show();
+        QSignalSpy opened(w.dataPage(), &tb::DataPage::storeOpened);
         QString error;
         QVERIFY2(w.openPath(path, &error), qPrintable(error));
+        QCOMPARE(w.findChild<QListWidget*>()->currentRow(), 1);  // the Data page, while it opens
+        QVERIFY(opened.wait(30000));
         QVERIFY(w.dataPage()->store());
         QCOMPARE(QString::fromStdString(w.dataPage()->store()->path()), path);
         QCOMPARE(w.state()->storePath(), path);
-        QCOMPARE(w.findChild<QListWidget*>()->currentRow(), 1);  // the Data page
+    }
+    // A file named .tbstore that is not a store: openPath starts, the failure names the file, and
+    // the page keeps no store.
+    void brokenStoreIsReported()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("broken.tbstore"));
+        {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray(4096, 'x'));
+        }
+        tb::MainWindow w;
+        QSignalSpy failed(w.dataPage(), &tb::DataPage::storeFailed);
+        QString error;
+        QVERIFY2(w.openPath(path, &error), qPrintable(error));
+        QVERIFY(failed.wait(30000));
+        const QString message = failed.first().at(0).toString();
+        QVERIFY2(message.contains(path), qPrintable(message));
+        QVERIFY(!w.dataPage()->store());
+        QVERIFY(!w.dataPage()->opening());
+        QCOMPARE(QFileInfo(path).size(), qint64(4096));  // left as it was
     }
     void missingStoreIsReported()
     {

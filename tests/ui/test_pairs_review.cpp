@@ -5,6 +5,7 @@
 // a disputed pair; and a pair import on the page's worker listing its rejected rows by line.
 #include "data_jobs.h"
 #include "data_page.h"
+#include "data_page_util.h"
 #include "pair_table_model.h"
 #include "pairs_view.h"
 #include "test_util.h"
@@ -66,7 +67,7 @@ std::unique_ptr<tb::DataPage> openPage(const QString& store)
     auto page = std::make_unique<tb::DataPage>();
     page->resize(1300, 850);
     page->setAnnotator(QStringLiteral("ana"));
-    if (!page->openStore(store) || !waitPairs(*page))
+    if (!tbtest::openStoreAndWait(*page, store) || !waitPairs(*page))
         return nullptr;
     page->views()->setCurrentWidget(page->pairsView());
     page->show();

@@ -361,7 +361,7 @@ void TestDist::zeroStagesEqualZero0()
     }
     // The planner's per-rank shares (docs/memory.md) are what each rank measured, exactly.
     for (int zero : {0, 1, 2})
-        for (const QString item :
+        for (const QString& item :
              {QStringLiteral("optimizer_states"), QStringLiteral("gradients")}) {
             const QString z = dir.filePath(QStringLiteral("z%1").arg(zero));
             QCOMPARE(measured(z, item, QStringLiteral("estimated")), measured(z, item));
