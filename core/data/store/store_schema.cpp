@@ -224,21 +224,27 @@ int DataStore::schemaVersion() const
 
 void DataStore::migrate(int target)
 {
-    const int version = schemaVersion();
-    if (version > kSchemaVersion)
-        tb::fail(m_path, ": the store has schema version ", version,
-                 ", newer than this Tunebench understands (", kSchemaVersion,
-                 "); open it with a newer Tunebench");
-    if (version == 0) {
-        // A fresh file must be empty; an SQLite file with other tables is someone else's database.
+    const auto refuseNewer = [&](int version) {
+        if (version > kSchemaVersion)
+            tb::fail(m_path, ": the store has schema version ", version,
+                     ", newer than this Tunebench understands (", kSchemaVersion,
+                     "); open it with a newer Tunebench");
+    };
+    // A fresh file must be empty; an SQLite file with other tables is someone else's database.
+    const auto refuseForeign = [&] {
         sql::Statement st(*m_db, "SELECT count(*) FROM sqlite_master");
         st.step();
         if (st.int64(0) != 0)
             tb::fail(m_path,
                      ": not a Tunebench dataset store (an SQLite database with other tables)");
-    }
-    if (version >= target)
+    };
+    const int version = schemaVersion();
+    refuseNewer(version);
+    if (version >= target) {
+        if (version == 0)
+            refuseForeign();
         return;
+    }
     // Foreign keys off while the steps run (a step may rebuild a table others refer to, SQLite's
     // documented procedure); each step checks them before it commits. The pragma is a no-op inside
     // a transaction, so it is set around them.
@@ -253,8 +259,17 @@ void DataStore::migrate(int target)
             }
         }
     } foreignKeysOn{*m_db};
-    for (int v = version; v < target; ++v) {
+    for (int v = version; v < target;) {
         sql::Transaction tx(*m_db);
+        // Read again under the write lock: another connection opening the same store (a second
+        // window, a page's snapshot list, the CLI) may have applied steps since the read above.
+        if (const int current = schemaVersion(); current != v) {
+            refuseNewer(current);
+            v = current;
+            continue;  // the transaction, unused, rolls back
+        }
+        if (v == 0)
+            refuseForeign();
         m_db->exec(kMigrations[v]);
         {
             sql::Statement check(*m_db, "PRAGMA foreign_key_check");
@@ -265,6 +280,7 @@ void DataStore::migrate(int target)
         }
         m_db->exec("PRAGMA user_version = " + std::to_string(v + 1));
         tx.commit();
+        ++v;
     }
 }
 

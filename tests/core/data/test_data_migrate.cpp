@@ -8,6 +8,11 @@
 
 #include <QtTest>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
 #include "test_util.h"
 
 using nlohmann::json;
@@ -188,6 +193,40 @@ private Q_SLOTS:
         QCOMPARE(store->count(all), int64_t(5));
         QCOMPARE(column(store->database(), "PRAGMA integrity_check"),
                  std::vector<std::string>{"ok"});
+    }
+
+    // Two connections open the same old store at once (the studio's Data page and a snapshot
+    // list do): both read version 3, one migrates, the other waits for the write lock and then
+    // finds the step applied instead of running it again ("table record_state already exists").
+    void concurrentOpensMigrateOnce()
+    {
+        QTemporaryDir dir;
+        const std::string path = tempPath(dir, "shared.tbstore");
+        writeVersion3Store(path, kVersion3Rows);
+        auto writer = std::make_unique<tb::sql::Database>(path, false);
+        writer->exec("BEGIN IMMEDIATE");  // both opens read version 3, then queue for the lock
+        std::string errors[2];
+        std::atomic<int> started{0};
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 2; ++i)
+            threads.emplace_back([&, i] {
+                ++started;
+                errors[i] = errorOf([&] {
+                    if (DataStore::open(path, false)->schemaVersion() != DataStore::kSchemaVersion)
+                        tb::fail(path, ": opened but not migrated");
+                });
+            });
+        while (started < 2)
+            std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        writer->exec("COMMIT");
+        for (std::thread& t : threads)
+            t.join();
+        QVERIFY2(errors[0].empty(), errors[0].c_str());
+        QVERIFY2(errors[1].empty(), errors[1].c_str());
+        tb::sql::Database db(path, false);
+        QCOMPARE(column(db, "SELECT count(*) FROM record_state"), std::vector<std::string>{"4"});
+        QCOMPARE(column(db, "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
     }
 
     // A version-3 store whose rows break a foreign key (a label of a record that does not exist,
