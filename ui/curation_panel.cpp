@@ -55,8 +55,7 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent)
     dedupRow->addWidget(m_apply);
     dedupRow->addWidget(m_undo);
     dedupLayout->addLayout(dedupRow);
-    m_dedupSummary = new QLabel(
-        tr("Find shows clusters of duplicates; the first record of each is kept."), dedupBox);
+    m_dedupSummary = new QLabel(dedupBox);
     m_dedupSummary->setWordWrap(true);
     dedupLayout->addWidget(m_dedupSummary);
     m_clusters = new QStandardItemModel(0, 2, this);
@@ -72,8 +71,7 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent)
     auto* scanBox = new QGroupBox(tr("Leaks and personal data"), this);
     auto* scanLayout = new QVBoxLayout(scanBox);
     auto* scanRow = new QHBoxLayout();
-    m_scanSummary = new QLabel(
-        tr("Keys, tokens, passwords in URLs, emails, phone, card and IBAN numbers."), scanBox);
+    m_scanSummary = new QLabel(scanBox);
     m_scanSummary->setWordWrap(true);
     auto* scanButton = new QPushButton(tr("Scan"), scanBox);
     scanRow->addWidget(m_scanSummary, 1);
@@ -113,8 +111,7 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent)
     chunkRow->addWidget(m_chunkApply);
     chunkRow->addWidget(m_chunkUndo);
     chunkLayout->addLayout(chunkRow);
-    m_chunkSummary = new QLabel(
-        tr("Splits text records longer than the limit by the model's tokens."), chunkBox);
+    m_chunkSummary = new QLabel(chunkBox);
     m_chunkSummary->setWordWrap(true);
     chunkLayout->addWidget(m_chunkSummary);
     layout->addWidget(chunkBox);
@@ -136,6 +133,23 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent)
         if (row >= 0 && m_flags->item(row, 0) && m_ctx.showRecord)
             m_ctx.showRecord(m_flags->item(row, 0)->text().toLongLong());
     });
+    clear();
+}
+
+void CurationPanel::clear()
+{
+    m_dedup.reset();
+    m_scan.reset();
+    m_dedupOp = 0;
+    m_chunkOp = 0;
+    m_chunkPreviewed = false;
+    m_clusters->removeRows(0, m_clusters->rowCount());
+    m_flags->setRowCount(0);
+    m_dedupSummary->setText(
+        tr("Find shows clusters of duplicates; the first record of each is kept."));
+    m_scanSummary->setText(
+        tr("Keys, tokens, passwords in URLs, emails, phone, card and IBAN numbers."));
+    m_chunkSummary->setText(tr("Splits text records longer than the limit by the model's tokens."));
     updateButtons();
 }
 

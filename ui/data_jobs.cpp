@@ -45,6 +45,7 @@ bool DataJobs::run(const QString& what, Work work)
     m_job.waitForFinished();  // the last job reported; its worker is returning
     m_busy = true;
     m_what = what;
+    m_jobPath = m_storePath;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     const std::string path = m_storePath.toStdString();
     Q_EMIT started(what);
@@ -68,11 +69,13 @@ void DataJobs::read(QObject* receiver, Work work)
         return;
     std::erase_if(m_reads, [](const QFuture<void>& f) { return f.isFinished(); });
     const std::string path = m_storePath.toStdString();
-    // The receiver is checked at the drain: when it is gone, so is the notification.
-    m_reads.push_back(QtConcurrent::run(
-        [receiver = QPointer<QObject>(receiver), path, work = std::move(work), events = &m_events] {
+    // The receiver and the store are checked at the drain: when either is gone, so is the
+    // notification.
+    m_reads.push_back(
+        QtConcurrent::run([receiver = QPointer<QObject>(receiver), storePath = m_storePath, path,
+                           work = std::move(work), events = &m_events] {
             Result r = runWork(path, work, [](const std::string&, double) { return true; });
-            events->add([&](Batch& b) { b.reads.push_back({receiver, std::move(r)}); });
+            events->add([&](Batch& b) { b.reads.push_back({receiver, storePath, std::move(r)}); });
         }));
 }
 
@@ -85,7 +88,7 @@ void DataJobs::cancel()
 void DataJobs::drain(Batch&& batch)
 {
     for (ReadResult& read : batch.reads) {
-        if (!read.receiver)
+        if (!read.receiver || read.storePath != m_storePath)
             continue;
         const QString error = finishOf(read.result);
         if (!error.isEmpty())
@@ -102,7 +105,8 @@ void DataJobs::finishJob(const Result& r)
     const QString what = m_what;
     m_busy = false;
     m_cancel.reset();
-    const QString error = finishOf(r);
+    // A job on a store that is no longer shown: its changes are in that store, its display is not.
+    const QString error = m_jobPath == m_storePath ? finishOf(r) : r.error;
     m_what.clear();
     Q_EMIT finished(what, error);
 }

@@ -34,6 +34,8 @@ public:
     explicit DataJobs(QObject* parent = nullptr);
     ~DataJobs() override;  // cancels the job and waits for its worker and the reads in flight
 
+    // The store the next jobs and reads work on. A job or read still running on the previous store
+    // finishes without its Finish: what it found belongs to a store no longer shown.
     void setStorePath(const QString& path) { m_storePath = path; }
     const QString& storePath() const { return m_storePath; }
 
@@ -61,6 +63,7 @@ private:
     };
     struct ReadResult {
         QPointer<QObject> receiver;
+        QString storePath;
         Result result;
     };
     // What the workers reported since the last drain.
@@ -81,6 +84,7 @@ private:
     std::vector<QFuture<void>> m_reads;
     std::shared_ptr<std::atomic<bool>> m_cancel;
     QString m_storePath;
+    QString m_jobPath;  // the store the running job works on
     QString m_what;
     bool m_busy = false;
 };

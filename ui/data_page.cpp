@@ -514,6 +514,8 @@ void DataPage::showStore(std::unique_ptr<DataStore> store, const QString& path)
     m_editor->showRecord(std::nullopt, nullptr);
     m_store = std::move(store);
     m_jobs->setStorePath(path);
+    m_curation->clear();  // the results and undoable operations were the previous store's
+    m_stats->clear();
     m_reselect = Reselect{};
     m_model->setStore(m_store.get());
     m_pairs->setStore(m_store.get());

@@ -77,6 +77,8 @@ public:
     bool applyChunks();
     bool undoChunks();
     void setNearThreshold(double threshold);  // 0: exact duplicates only
+    // Forgets the results and operations of the store shown before (another store opened).
+    void clear();
     void setChunkOptions(int maxTokens, int overlapTokens);
     QString chunkSummary() const;
     qint64 chunkOperation() const { return m_chunkOp; }
@@ -117,6 +119,7 @@ class StatsPanel : public QWidget {
 public:
     StatsPanel(DataContext context, QWidget* parent = nullptr);
     bool compute();  // token counts with the model's tokenizer (stored, reused) and the histogram
+    void clear();    // another store opened: its numbers are not this one's
     void setMaxLength(int tokens);
     int maxLength() const;
     const std::optional<TokenStatsReport>& report() const { return m_report; }

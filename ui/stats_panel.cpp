@@ -80,6 +80,17 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent)
     });
 }
 
+void StatsPanel::clear()
+{
+    m_report.reset();
+    m_summary->setText(tr("Count tokens to see the length distribution."));
+    m_truncated->clear();
+    m_bars->data()->clear();
+    m_cutoff->setVisible(false);
+    m_cutoffLabel->setVisible(false);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void StatsPanel::setMaxLength(int tokens)
 {
     if (tokens != m_maxLength->value())

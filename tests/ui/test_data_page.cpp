@@ -644,6 +644,43 @@ private Q_SLOTS:
         QCOMPARE(tb::DataStore::open(path.toStdString(), false)
                      ->count(withStatus(tb::ReviewStatus::Accepted)),
                  int64_t(0));
+
+        // Removed again, then another store opened: the panel's result and its undoable operation
+        // were this store's, so they go; Undo cannot reverse operation N of the other store.
+        QVERIFY(curation->applyDedup());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(curation->dedupOperation() > 0);
+        QVERIFY(curation->dedupReport());
+        page->statsPanel()->setMaxLength(40);
+        QVERIFY(page->statsPanel()->compute());
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(page->statsPanel()->report());
+        const QString other = m_dir.filePath(QStringLiteral("dedup-other.tbstore"));
+        makeStore(other.toStdString(), 30, 5);
+        const int64_t otherOperations = [&] {
+            auto s = tb::DataStore::open(other.toStdString(), false);
+            return int64_t(s->operations().size());
+        }();
+        QVERIFY(tbtest::openStoreAndWait(*page, other));
+        QCOMPARE(curation->dedupOperation(), qint64(0));
+        QVERIFY(!curation->dedupReport());
+        QCOMPARE(curation->clusterModel()->rowCount(), 0);
+        QVERIFY(!curation->undoDedup());
+        QVERIFY(!page->statsPanel()->report());
+        QVERIFY(!page->statsPanel()->cutoffLineAt());
+        auto otherStore = tb::DataStore::open(other.toStdString(), false);
+        QCOMPARE(otherStore->count(), int64_t(35));
+        QCOMPARE(int64_t(otherStore->operations().size()), otherOperations);
+
+        // A job that runs on the first store while the second opens finishes without showing its
+        // result on the second.
+        QVERIFY(tbtest::openStoreAndWait(*page, path));
+        QVERIFY(curation->findDuplicates());
+        QVERIFY(page->openStore(other));
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(waitIds(*page));
+        QTRY_VERIFY_WITH_TIMEOUT(!page->opening(), 30000);
+        QVERIFY(!curation->dedupReport());
     }
 
     // Opening runs the schema's migrations on a worker: an older store whose migration waits for

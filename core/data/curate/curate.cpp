@@ -36,6 +36,13 @@ void checkProgress(const CurateProgress& progress, const std::string& phase, dou
         fail("data ", phase, ": cancelled");
 }
 
+// The last report, after the work committed: too late to cancel, so the answer is not asked.
+void reportDone(const CurateProgress& progress, const std::string& phase)
+{
+    if (progress)
+        progress(phase, 1);
+}
+
 class Regex {
 public:
     explicit Regex(const std::string& pattern)
@@ -177,6 +184,7 @@ DedupReport dedupRecords(DataStore& store, std::optional<double> nearThreshold, 
             members.push_back(ids[size_t(i)]);
         report.clusterIds.push_back(std::move(members));
     }
+    checkProgress(progress, "dedup", 0.95);  // the last moment a cancel leaves the store as it was
     if (apply && !result.duplicates.empty()) {
         std::vector<DataStore::Change> changes;
         for (const DuplicateOf& d : result.duplicates)
@@ -190,7 +198,7 @@ DedupReport dedupRecords(DataStore& store, std::optional<double> nearThreshold, 
                  {"removed", report.removed}},
             changes);
     }
-    checkProgress(progress, "dedup", 1);
+    reportDone(progress, "dedup");
     return report;
 }
 
@@ -389,7 +397,7 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
         report.perField[field] = values.stats();
         report.histograms[field] = values.histogram(bins);
     }
-    checkProgress(progress, "stats", 1);
+    reportDone(progress, "stats");
     return report;
 }
 

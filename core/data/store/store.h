@@ -207,7 +207,7 @@ public:
         nlohmann::json value;
         // The field's current value where the caller read it inside the same transaction (an
         // applyPrepared step): the change then skips its own read of it. Empty: it is read.
-        std::optional<nlohmann::json> current;
+        std::optional<nlohmann::json> current = std::nullopt;
     };
     // Applies changes as one operation in one transaction; returns the operation id.
     int64_t applyOperation(const std::string& kind, const std::string& who,

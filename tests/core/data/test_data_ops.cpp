@@ -152,6 +152,26 @@ private Q_SLOTS:
         QCOMPARE(applied.clusterIds[0].front() < applied.clusterIds[0].back(), true);
         store->undo(applied.operationId, "ana");
         QCOMPARE(store->count(), int64_t(42));
+
+        // A cancel heard before the removal leaves every record; one that comes after the commit
+        // is too late: the removal stands and is reported (with its operation for undo), not
+        // called cancelled.
+        double lastAsked = 0;
+        const auto cancelFrom = [&lastAsked](double from) -> tb::CurateProgress {
+            return [&lastAsked, from](const std::string&, double f) {
+                lastAsked = f;
+                return f < from;
+            };
+        };
+        QVERIFY(
+            contains(errorOf([&] { tb::dedupRecords(*store, 0.8, true, "ana", cancelFrom(0.95)); }),
+                     "cancelled"));
+        QCOMPARE(store->count(), int64_t(42));
+        const tb::DedupReport late = tb::dedupRecords(*store, 0.8, true, "ana", cancelFrom(1.0));
+        QCOMPARE(lastAsked, 1.0);
+        QCOMPARE(late.removed, int64_t(2));
+        QVERIFY(late.operationId > 0);
+        QCOMPARE(store->count(), int64_t(40));
     }
 
     // Dedup holds record ids as 4-byte offsets while they fit; a store whose ids span more than
