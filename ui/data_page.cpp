@@ -509,6 +509,7 @@ bool DataPage::openStore(const QString& path, bool create, QString* error)
 
 void DataPage::showStore(std::unique_ptr<DataStore> store, const QString& path)
 {
+    saveEdits();  // typed into the store shown until now (nothing when unmodified)
     m_model->setStore(nullptr);
     m_pairs->setStore(nullptr);
     m_editor->showRecord(std::nullopt, nullptr);
@@ -659,6 +660,22 @@ void DataPage::showCurrent()
 
 void DataPage::showRecordById(qint64 id)
 {
+    // Typed edits are never dropped by a refresh or a move: the record being edited stays as
+    // typed, and moving to another saves first. Where saving must wait (a job holds the store),
+    // the editor keeps the edited record and the table goes back to it; Revert discards.
+    if (m_editor->modified() && m_editor->recordId()) {
+        const qint64 edited = *m_editor->recordId();
+        if (edited == id)
+            return;
+        if (!saveEdits()) {
+            QTimer::singleShot(0, this, [this, edited] {
+                const int row = m_model->rowOf(edited);
+                if (row >= 0 && currentRecordId() != edited)
+                    selectRow(row);
+            });
+            return;
+        }
+    }
     std::optional<StoredRecord> record;
     if (m_store && id > 0) {
         try {

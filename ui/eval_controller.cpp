@@ -119,6 +119,10 @@ std::shared_ptr<SuiteOutcome> runSuiteRequest(const SuiteRequest& request,
     const std::string run = request.runDir.toStdString();
     out->report = runSuiteOnRun(run, suite, request.maxNewTokens, request.batch, request.skipBase,
                                 "auto", progress);
+    // A cancel heard after the last case: nothing written, as for one heard before it.
+    const int64_t steps = int64_t(suite.size()) * (request.skipBase ? 1 : 2);
+    if (progress && !progress(steps, steps))
+        return nullptr;
     std::string dir = request.outDir.toStdString();
     if (dir.empty())
         dir = runEvalDir(run, "suite-" + stamp());
@@ -199,10 +203,8 @@ bool EvalController::startSuite(const SuiteRequest& request)
                 });
                 return !cancel.load();
             };
-            auto suite = runSuiteRequest(request, progress);
-            f.cancelled = cancel.load();
-            if (!f.cancelled)
-                f.suite = std::move(suite);
+            f.suite = runSuiteRequest(request, progress);
+            f.cancelled = !f.suite;
             f.ok = !f.cancelled;
             f.message = f.cancelled ? EvalController::tr("Suite cancelled.")
                         : f.suite->report.gateFailed()

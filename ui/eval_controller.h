@@ -117,8 +117,9 @@ private:
     std::shared_ptr<const SuiteOutcome> m_suite;
 };
 
-// The worker's steps as plain functions (no Qt event loop). An evaluation's progress callback
-// returns false to cancel: then nullptr (nothing written). Errors throw tb::Error.
+// The worker's steps as plain functions (no Qt event loop). The progress callback returns false
+// to cancel: then nullptr, and nothing written (a suite asks once more after its last case).
+// Errors throw tb::Error.
 std::shared_ptr<EvalOutcome> runEvaluation(const EvalRequest& request,
                                            const eval::EvalProgress& progress);
 std::shared_ptr<SuiteOutcome> runSuiteRequest(const SuiteRequest& request,

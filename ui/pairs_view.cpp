@@ -25,6 +25,7 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <exception>
@@ -349,10 +350,12 @@ void PairsView::afterIds()
     m_count->setText(tr("%n pair(s)", nullptr, m_model->rowCount()));
     const int row = m_reselect > 0 ? m_model->rowOf(m_reselect) : -1;
     m_reselect = 0;
+    m_reselecting = true;  // the same pair again is not a move: an edit in progress stays
     if (m_model->rowCount() > 0)
         selectRow(row >= 0 ? row : 0);
     else
         showCurrent();
+    m_reselecting = false;
 }
 
 void PairsView::selectRow(int row)
@@ -382,8 +385,25 @@ qint64 PairsView::currentPairId() const
 
 void PairsView::showCurrent()
 {
-    if (m_editSide >= 0)
+    if (m_editSide >= 0) {
+        const qint64 pair = m_editPair;
+        if (m_reselecting && currentPairId() == pair)
+            return;  // the table read again, or a move refused: what is being typed stays
+        if (currentPairId() != pair && editChanged()) {
+            // A move away from typed text goes back to it: Ctrl+Enter saves it, Esc drops it.
+            QTimer::singleShot(0, this, [this, pair] {
+                if (m_editSide >= 0 && currentPairId() != pair) {
+                    m_reselecting = true;
+                    selectPair(pair);
+                    m_reselecting = false;
+                }
+            });
+            message(tr("Pair %1 has an unsaved edit: save it (Ctrl+Enter) or cancel it (Esc)")
+                        .arg(pair));
+            return;
+        }
         cancelEdit();
+    }
     const QModelIndex current = m_table->currentIndex();
     const StoredPair* p = current.isValid() ? m_model->pairAt(current.row()) : nullptr;
     m_prompt->setPlainText(p ? PairTableModel::promptText(p->pair) : QString());
@@ -464,6 +484,15 @@ bool PairsView::editAnswer(int side)
     return true;
 }
 
+bool PairsView::editChanged() const
+{
+    if (m_editSide < 0)
+        return false;
+    const int row = m_model->rowOf(m_editPair);
+    const StoredPair* p = row >= 0 ? m_model->pairAt(row) : nullptr;
+    return !p || m_answer[m_editSide]->toPlainText() != PairTableModel::answerText(*p, m_editSide);
+}
+
 bool PairsView::cancelEdit()
 {
     if (m_editSide < 0)
@@ -507,6 +536,10 @@ bool PairsView::undoLast()
     DataStore* s = store();
     if (!s || m_undo.empty())
         return false;
+    if (m_ctx.jobs->busy()) {  // a job holds the write lock: the undo would wait for it
+        message(tr("Wait for “%1” to finish").arg(m_ctx.jobs->current()));
+        return false;
+    }
     const QString who = m_ctx.who(true);
     if (who.isEmpty())
         return false;

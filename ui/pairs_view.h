@@ -50,7 +50,8 @@ public:
     bool editAnswer(int side);
     bool saveEdit();
     bool cancelEdit();
-    bool undoLast();  // the newest operation this view made that is not undone yet
+    bool editChanged() const;  // the answer being edited differs from the stored one
+    bool undoLast();           // the newest operation this view made that is not undone yet
     // The adjudicator's final choice (as shown) on the current pair.
     bool adjudicate(const QString& choice);
     // Imports a pair file on the page's worker; the rejected rows fill rejectionTable().
@@ -115,7 +116,8 @@ private:
     std::vector<int64_t> m_undo;  // this view's operations, oldest first
     int m_editSide = -1;
     int64_t m_editPair = 0;
-    int64_t m_reselect = 0;  // the pair to select when the ids arrive
+    bool m_reselecting = false;  // the pair shown before a refresh or a refused move, again
+    int64_t m_reselect = 0;       // the pair to select when the ids arrive
     int m_generation = 0;
 };
 

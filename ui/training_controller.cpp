@@ -194,8 +194,10 @@ void TrainingController::stop()
 
 void TrainingController::drain(JobEventBatch&& batch)
 {
-    if (!batch.divergences.empty() && !m_launchedRun)
-        m_state->setJobState(StudioJobState::Paused);  // the guard paused the job itself
+    // The guard paused the job itself; a Stop pressed meanwhile stays the state (the job ends).
+    if (!batch.divergences.empty() && !m_launchedRun &&
+        m_state->jobState() == StudioJobState::Running)
+        m_state->setJobState(StudioJobState::Paused);
     if (!batch.steps.empty())
         m_state->setMemoryNow(batch.steps.back().memoryCurrent, tr("training"));
     const bool ended = batch.finished || batch.failed;

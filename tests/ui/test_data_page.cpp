@@ -330,6 +330,61 @@ private Q_SLOTS:
         QCOMPARE(check->record(first).status, tb::ReviewStatus::Rejected);
     }
 
+    // What an annotator typed survives the table's refresh after a job, and a move while a job
+    // holds the store: nothing typed is lost, and it is saved once it can be.
+    void unsavedEditsSurviveRefreshAndBusyMoves()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("edits.tbstore"));
+        makeStore(path.toStdString(), 30);
+        auto page = openPage(path);
+        QVERIFY(page);
+        auto check = tb::DataStore::open(path.toStdString(), false);
+        page->selectRow(0);
+        const qint64 first = page->currentRecordId();
+        QCOMPARE(page->editor()->recordId(), std::optional<int64_t>(first));
+        QPlainTextEdit* instruction = page->editor()->fieldEditor(QStringLiteral("instruction"));
+        QVERIFY(instruction);
+        instruction->moveCursor(QTextCursor::End);
+        instruction->insertPlainText(QStringLiteral(" (typed)"));
+        QVERIFY(page->editor()->modified());
+        const QString typed = instruction->toPlainText();
+
+        // A job ends and the table reads its ids again: the typing stays.
+        QVERIFY(page->curationPanel()->findDuplicates());
+        QString error;
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(waitIds(*page));
+        QVERIFY(page->editor()->modified());
+        QCOMPARE(page->editor()->fieldEditor(QStringLiteral("instruction"))->toPlainText(), typed);
+
+        // A move while a job holds the store: saving must wait, so the editor keeps the record and
+        // the table comes back to it.
+        std::atomic<bool> release{false};
+        QVERIFY(page->jobs()->run(QStringLiteral("Hold"),
+                                  [&release](tb::DataStore&, const tb::CurateProgress&) {
+                                      while (!release)
+                                          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                      return tb::DataJobs::Finish{};
+                                  }));
+        QVERIFY(page->moveCurrent(1));
+        QTRY_COMPARE(page->currentRecordId(), first);
+        QCOMPARE(page->editor()->recordId(), std::optional<int64_t>(first));
+        QCOMPARE(page->editor()->fieldEditor(QStringLiteral("instruction"))->toPlainText(), typed);
+        QVERIFY(page->message().contains(QStringLiteral("Wait for")));
+        release = true;
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QVERIFY(waitIds(*page));
+        QCOMPARE(page->editor()->fieldEditor(QStringLiteral("instruction"))->toPlainText(), typed);
+
+        // Now the move saves first.
+        QVERIFY(page->moveCurrent(1));
+        QVERIFY(page->currentRecordId() != first);
+        QCOMPARE(
+            QString::fromStdString(check->record(first).fields["instruction"].get<std::string>()),
+            typed);
+        QVERIFY(!page->editor()->modified());
+    }
+
     void importStaysResponsive()
     {
         // 20,000 alpaca rows with three bad ones at known lines.

@@ -522,6 +522,23 @@ void TestEvaluatePage::regressionSuite()
         QCOMPARE(m->index(r, tb::SuiteTableModel::BaseColumn).data().toString(),
                  c["base"]["passed"].get<bool>() ? QStringLiteral("pass") : QStringLiteral("fail"));
     }
+    // A cancel that comes after the last case is still a cancel: no result, nothing written.
+    tb::SuiteRequest late;
+    late.runDir = m_run;
+    late.suiteFile = suite;
+    late.maxNewTokens = 8;
+    late.skipBase = true;
+    late.outDir = m_dir->filePath(QStringLiteral("suite-cancelled-late"));
+    int ends = 0;
+    const auto out = tb::runSuiteRequest(late, [&ends](int64_t done, int64_t total) {
+        if (ends > 0)
+            return false;
+        ends += done == total ? 1 : 0;
+        return true;
+    });
+    QCOMPARE(ends, 1);
+    QVERIFY(!out);
+    QVERIFY(!QFile::exists(late.outDir + QStringLiteral("/suite.json")));
 }
 
 // Cases from a snapshot of the project's store carry record ids: a double-click opens the record

@@ -12,6 +12,7 @@
 
 #include "data/curate/pair_curate.h"
 #include "data/store/pairs_store.h"
+#include "data/store/sqlite.h"
 #include "data/store/store.h"
 
 #include <QAbstractItemModelTester>
@@ -24,9 +25,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 namespace {
 
@@ -198,6 +202,17 @@ private Q_SLOTS:
         QTRY_VERIFY(view->answerView(1)->hasFocus());
         view->answerView(1)->selectAll();
         QTest::keyClicks(view->answerView(1), QStringLiteral("Ab improved"));  // letters type
+        // The table read again (a job ended) keeps the edit; a click on another pair comes back
+        // to the typed text instead of dropping it.
+        view->refresh();
+        QVERIFY(waitPairs(*page));
+        QCOMPARE(view->editingSide(), 1);
+        QCOMPARE(view->answerView(1)->toPlainText(), QStringLiteral("Ab improved"));
+        QVERIFY(view->selectPair(id[0]));
+        QTRY_COMPARE(view->currentPairId(), id[6]);
+        QCOMPARE(view->editingSide(), 1);
+        QCOMPARE(view->answerView(1)->toPlainText(), QStringLiteral("Ab improved"));
+        QVERIFY(page->message().contains(QStringLiteral("unsaved edit")));
         QTest::keyClick(view->answerView(1), Qt::Key_Return, Qt::ControlModifier);
         QCOMPARE(view->editingSide(), -1);
         QCOMPARE(tb::storedPair(*check, id[6]).pair.rejectedText, std::string("Ab improved"));
@@ -205,6 +220,24 @@ private Q_SLOTS:
         QVERIFY(choiceOf(tb::storedPair(*check, id[6]), "ana") == nullptr);  // no key leaked
         QCOMPARE(view->answerView(1)->toPlainText(), QStringLiteral("Ab improved"));
 
+        // While a Data job holds the store, Ctrl+Z waits its turn (it says so) instead of
+        // blocking the window on the job's write lock.
+        std::atomic<bool> release{false};
+        QVERIFY(page->jobs()->run(QStringLiteral("Hold"),
+                                  [&release](tb::DataStore& s, const tb::CurateProgress&) {
+                                      s.database().exec("BEGIN IMMEDIATE");
+                                      while (!release)
+                                          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                      s.database().exec("COMMIT");
+                                      return tb::DataJobs::Finish{};
+                                  }));
+        QVERIFY(table->hasFocus());
+        QTest::keyClick(table, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(tb::storedPair(*check, id[6]).pair.rejectedText, std::string("Ab improved"));
+        QVERIFY2(page->message().contains(QStringLiteral("Wait for")), qPrintable(page->message()));
+        release = true;
+        QString jobError;
+        QVERIFY2(tbtest::waitJob(*page, &jobError), qPrintable(jobError));
         // Ctrl+Z undoes through the store: the edit, then the skip, then the tie.
         QVERIFY(table->hasFocus());
         QTest::keyClick(table, Qt::Key_Z, Qt::ControlModifier);
