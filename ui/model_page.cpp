@@ -10,6 +10,7 @@
 #include "model/config_tree.h"
 #include "model/safetensors.h"
 #include "peft/trainable_count.h"
+#include "peft/trainable_tokens.h"
 #include "tokenizer/tokenizer.h"
 #include "util/file_util.h"
 
@@ -95,11 +96,14 @@ ModelSummary summarizeModel(const QString& path)
         s.kvHeads = c.numKvHeads;
         s.dtype = QString::fromStdString(c.torchDtype);
         s.config = c;
+        // Read through the folder caches, so the counts the method and memory pages ask for on
+        // the GUI thread find them read (peft/trainable_tokens.h).
         if (has({"tokenizer.model", "tokenizer.json"}))
-            s.tokenizer = QString::fromStdString(loadTokenizer(dir)->kind());
+            s.tokenizer = QString::fromStdString(folderTokenizer(dir)->kind());
         else
             s.missing << QStringLiteral("tokenizer");
         if (!dir.empty()) {
+            folderEndOfTurnTokens(dir);
             try {
                 if (const auto own = ChatTemplate::fromModel(dir)) {
                     s.ownChatTemplate = true;

@@ -117,7 +117,7 @@ private:
     int m_editSide = -1;
     int64_t m_editPair = 0;
     bool m_reselecting = false;  // the pair shown before a refresh or a refused move, again
-    int64_t m_reselect = 0;       // the pair to select when the ids arrive
+    int64_t m_reselect = 0;      // the pair to select when the ids arrive
     int m_generation = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -55,11 +56,13 @@ std::string modelFolder(const ModelConfig& model)
     return source.parent_path().string();
 }
 
-// A key of a folder and its files' modification times: a cache entry stays valid until one of
-// them changes.
+// A key of a folder (written the same however it was spelled) and its files' modification times: a
+// cache entry stays valid until one of them changes.
 std::string folderKey(const std::string& dir, std::initializer_list<const char*> files)
 {
-    std::string key = dir;
+    std::string key = std::filesystem::path(dir).lexically_normal().string();
+    while (key.size() > 1 && key.back() == '/')
+        key.pop_back();
     for (const char* f : files) {
         std::error_code ec;
         const auto time = std::filesystem::last_write_time(joinPath(dir, f), ec);
@@ -69,30 +72,42 @@ std::string folderKey(const std::string& dir, std::initializer_list<const char*>
     return key;
 }
 
-// The tokenizer of a model folder (null when it has none), loaded once per folder and its files'
-// modification times: the method and memory pages ask for counts on every edit.
+bool needsTokenizer(const TrainableTokensOptions& o)
+{
+    if (o.automatic)
+        return true;
+    return std::any_of(o.tokens.begin(), o.tokens.end(),
+                       [](const TokenRef& t) { return t.id < 0; });
+}
+
+}  // namespace
+
 std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir)
 {
     static std::mutex mutex;
     static std::string cachedKey;
     static std::shared_ptr<const Tokenizer> cached;
+    static std::exception_ptr failed;  // a tokenizer that does not load fails again, unread
     const std::string key =
         folderKey(dir, {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"});
     std::lock_guard lock(mutex);
     if (key != cachedKey) {
         cachedKey = key;
         cached.reset();
-        if (fileExists(joinPath(dir, "tokenizer.model")) ||
-            fileExists(joinPath(dir, "tokenizer.json")))
-            cached = loadTokenizer(dir);
+        failed = nullptr;
+        try {
+            if (fileExists(joinPath(dir, "tokenizer.model")) ||
+                fileExists(joinPath(dir, "tokenizer.json")))
+                cached = loadTokenizer(dir);
+        } catch (...) {
+            failed = std::current_exception();
+        }
     }
+    if (failed)
+        std::rethrow_exception(failed);
     return cached;
 }
 
-// The end-of-turn tokens of a model folder's own chat template (Gemma's <end_of_turn>, Phi-3's
-// <|end|>), read once per folder and its files' modification times like the tokenizer: reading
-// the template parses tokenizer.json, seconds for a 50k vocabulary, and every estimate asks. A
-// template that does not parse gives none (reported where a run renders with it).
 std::vector<std::string> folderEndOfTurnTokens(const std::string& dir)
 {
     static std::mutex mutex;
@@ -112,16 +127,6 @@ std::vector<std::string> folderEndOfTurnTokens(const std::string& dir)
     }
     return cached;
 }
-
-bool needsTokenizer(const TrainableTokensOptions& o)
-{
-    if (o.automatic)
-        return true;
-    return std::any_of(o.tokens.begin(), o.tokens.end(),
-                       [](const TokenRef& t) { return t.id < 0; });
-}
-
-}  // namespace
 
 bool trainableTokensApply(const ModelConfig& model, const MethodOptions& run)
 {

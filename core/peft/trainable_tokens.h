@@ -6,6 +6,7 @@
 #include "peft/method.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,14 @@ std::vector<int64_t> trainableTokenIds(const ModelConfig& model, const MethodOpt
 // The same with the tokenizer of the model's folder, read only when the options need it and kept
 // for the next call on the same folder (counts are asked for on every edit of the options).
 std::vector<int64_t> trainableTokenIds(const ModelConfig& model, const MethodOptions& run);
+
+// The tokenizer of a model folder (null when it has none; throws when it does not load) and the
+// end-of-turn tokens of the folder's own chat template (none when it has none or it does not
+// parse), each read once per folder and its files' modification times and kept for the next call:
+// the method and memory pages ask for counts on every edit, and reading a 128k vocabulary takes
+// seconds, so the studio's worker that opens a model reads them first. Thread-safe.
+std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir);
+std::vector<std::string> folderEndOfTurnTokens(const std::string& dir);
 
 // Trainable parameters of `tokens` rows: tokens x hidden, twice when the head is untied (its own
 // delta).

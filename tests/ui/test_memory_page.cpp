@@ -21,6 +21,8 @@
 #include "model/config.h"
 #include "model/config_tree.h"
 #include "peft/trainable_count.h"
+#include "peft/trainable_tokens.h"
+#include "tokenizer/tokenizer.h"
 #include "util/paths.h"
 
 #include <QAbstractItemModelTester>
@@ -39,6 +41,8 @@
 #include <QXmlStreamReader>
 #include <QtTest>
 
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -133,6 +137,37 @@ private Q_SLOTS:
     {
         tbtest::isolateUserFolders();
         QCoreApplication::setOrganizationName(QStringLiteral("TunebenchTest"));
+    }
+
+    // Opening a model reads its tokenizer on the worker into the folder cache that the Method and
+    // Memory pages' counts ask on the GUI thread: spoiled afterwards with its time kept, the file
+    // is not read again.
+    void openingAModelReadsItsTokenizerOnTheWorker()
+    {
+        QTemporaryDir dir;
+        const QString bundled = QString::fromStdString(tb::bundledModelDir());
+        for (const char* f : {"config.json", "tokenizer.model", "tokenizer_config.json"})
+            QVERIFY(QFile::copy(bundled + QLatin1Char('/') + QLatin1String(f),
+                                dir.filePath(QLatin1String(f))));
+        const std::string folder = dir.path().toStdString() + "/";  // spelled another way
+        const tb::ModelSummary s = tb::summarizeModel(dir.path());
+        QVERIFY2(s.error.isEmpty(), qPrintable(s.error));
+        QVERIFY(!s.tokenizer.isEmpty());
+        const QString file = dir.filePath(QStringLiteral("tokenizer.model"));
+        const auto time = std::filesystem::last_write_time(file.toStdString());
+        {
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write("not a sentencepiece model");
+        }
+        std::filesystem::last_write_time(file.toStdString(), time);
+        const auto tokenizer = tb::folderTokenizer(folder);
+        QVERIFY(tokenizer);
+        QCOMPARE(qint64(tokenizer->vocabSize()), s.vocabSize);
+        // A change of the file is seen: the spoiled file is read and named.
+        std::filesystem::last_write_time(file.toStdString(), time + std::chrono::seconds(5));
+        const std::string e = tbtest::errorOf([&] { tb::folderTokenizer(folder); });
+        QVERIFY2(e.find("tokenizer.model") != std::string::npos, e.c_str());
     }
 
     // A folder with config.json alone: the Model page shows the architecture, the count and the
