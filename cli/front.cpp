@@ -7,8 +7,10 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 #include <unistd.h>
 
 namespace tb {
@@ -85,6 +87,39 @@ bool isHelp(const std::vector<std::string>& argv)
     return argv.empty() || argv[0] == "help" || argv[0] == "--help" || argv[0] == "-h";
 }
 
+// `tunebench COMMAND ... --help` (or -h): that command's part of the usage.
+bool asksCommandHelp(const std::vector<std::string>& argv)
+{
+    return argv.size() > 1 && std::any_of(argv.begin() + 1, argv.end(), [](const std::string& a) {
+               return a == "--help" || a == "-h";
+           });
+}
+
+// The usage lines of one command: each entry that starts with it, and the lines that go on it.
+std::string commandUsage(const std::string& command)
+{
+    std::istringstream lines(kUsage);
+    std::string line, out;
+    bool inEntry = false;
+    while (std::getline(lines, line)) {
+        if (line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ') {
+            const size_t end = line.find(' ', 2);
+            inEntry = line.substr(2, end == std::string::npos ? end : end - 2) == command;
+        } else if (line.rfind("   ", 0) != 0) {
+            inEntry = false;  // not an entry's continuation
+        }
+        if (inEntry)
+            out += line + "\n";
+    }
+    if (out.empty())
+        return "";
+    static const std::set<std::string> bundledByDefault{"info", "tokenize", "generate", "bench",
+                                                        "template"};
+    if (bundledByDefault.count(command))
+        out += "Without --model the bundled stories260k model is used.\n";
+    return "usage: tunebench " + command + " [options]\n\n" + out;
+}
+
 }  // namespace
 
 std::string modelArg(const Args& args)
@@ -146,7 +181,7 @@ bool needsEngine(const std::vector<std::string>& argv)
 {
     static const std::set<std::string> engine{"generate", "convert", "bench", "train",
                                               "export",   "eval",    "reward"};
-    if (isHelp(argv))
+    if (isHelp(argv) || asksCommandHelp(argv))
         return false;
     if (engine.count(argv[0]))
         return true;
@@ -164,6 +199,20 @@ int runFront(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     if (isHelp(argv)) {
         out << kUsage;
         return argv.empty() ? 1 : 0;
+    }
+    if (asksCommandHelp(argv)) {
+        if (argv[0] == "data")  // data and data pairs have usages of their own
+            return runFront(argv.size() > 1 && argv[1] == "pairs"
+                                ? std::vector<std::string>{"data", "pairs", "help"}
+                                : std::vector<std::string>{"data", "help"},
+                            out, err);
+        const std::string usage = commandUsage(argv[0]);
+        if (usage.empty()) {
+            err << "tunebench: unknown command '" << argv[0] << "' (see tunebench help)\n";
+            return 1;
+        }
+        out << usage;
+        return 0;
     }
     return guarded(err, [&] {
         const Args args = parseCommandLine(argv);

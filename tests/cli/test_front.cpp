@@ -90,6 +90,32 @@ private Q_SLOTS:
         r = run(front, {"info", "--json"});
         QCOMPARE(r.exitCode, 0);
         QCOMPARE(nlohmann::json::parse(r.out).value("parameters", int64_t(0)), int64_t(260032));
+        // COMMAND --help: that command's usage, engine commands included (no engine needed).
+        r = run(front, {"train", "--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(tbtest::contains(r.out, "usage: tunebench train") &&
+                     tbtest::contains(r.out, "--resume RUN_DIR") &&
+                     tbtest::contains(r.out, "--nproc N") && !tbtest::contains(r.out, "export"),
+                 r.out.c_str());
+        r = run(front, {"eval", "suite", "-h"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(tbtest::contains(r.out, "eval suite --run RUN") &&
+                     tbtest::contains(r.out, "eval compare") && !tbtest::contains(r.out, "reward"),
+                 r.out.c_str());
+        r = run(front, {"info", "--model", "x", "--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(tbtest::contains(r.out, "info      --model PATH") &&
+                     tbtest::contains(r.out, "bundled stories260k") &&
+                     !tbtest::contains(r.out, "tokenize"),
+                 r.out.c_str());
+        r = run(front, {"data", "import", "--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(tbtest::contains(r.out, "usage: tunebench data <subcommand>"));
+        r = run(front, {"data", "pairs", "--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(tbtest::contains(r.out, "data pairs"), r.out.c_str());
+        r = run(front, {"frobnicate", "--help"});
+        QCOMPARE(r.exitCode, 1);
         r = run(front, {"frobnicate"});
         QCOMPARE(r.exitCode, 1);
         QCOMPARE(r.err,
