@@ -7,6 +7,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 #include "util/paths.h"
 #include <algorithm>
 #include <chrono>
@@ -63,6 +64,7 @@ std::vector<std::vector<int32_t>> readPrompts(const std::string& path, const std
     for (int number = 1; std::getline(lines, line); ++number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos)
             continue;
+        checkJsonDepth(line, path + ":" + std::to_string(number));
         json j;
         try {
             j = json::parse(line);

@@ -16,6 +16,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 #include "util/paths.h"
 
 #include <nlohmann/json.hpp>
@@ -261,6 +262,7 @@ int cmdEdit(const Args& args, std::ostream& out)
     const std::string raw = args.value("value");
     // An array or object (chat messages) when the value parses as one; anything else is text as
     // given.
+    checkJsonDepth(raw, "--value");
     json value = json::parse(raw, nullptr, false);
     if (value.is_discarded() || !(value.is_array() || value.is_object()))
         value = raw;

@@ -45,7 +45,9 @@ std::vector<PackInput> packInputs(const DataStore& store, const Args& args)
         RecordQuery query;
         query.split = args.value("split", "train");
         for (const StoredRecord& r : store.records(query))
-            inputs.push_back({r.id, sourceOf(r), recordToExample(r.kind, r.fields)});
+            inputs.push_back({r.id, sourceOf(r),
+                              recordToExample(r.kind, r.fields,
+                                              store.path() + ": record " + std::to_string(r.id))});
         return inputs;
     }
     RecordQuery all;
@@ -58,7 +60,8 @@ std::vector<PackInput> packInputs(const DataStore& store, const Args& args)
         inputs.push_back(
             {r.recordId,
              found != sources.end() ? found->second : "record " + std::to_string(r.recordId),
-             recordToExample(r.kind, r.fields)});
+             recordToExample(r.kind, r.fields,
+                             store.path() + ": record " + std::to_string(r.recordId))});
     }
     return inputs;
 }

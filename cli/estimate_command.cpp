@@ -44,11 +44,15 @@ std::string joinNames(const std::vector<std::string>& names)
     return out;
 }
 
-int64_t intOption(const Args& args, const std::string& name, int64_t fallback, int64_t least)
+// An integer option from `least` to `most` (sizes are int in the run config; 2^30 by default).
+int64_t intOption(const Args& args, const std::string& name, int64_t fallback, int64_t least,
+                  int64_t most = int64_t(1) << 30)
 {
     const long long v = args.integer(name, fallback);
     if (v < least)
         fail("option --", name, " is ", v, " (must be at least ", least, ")");
+    if (v > most)
+        fail("option --", name, " is ", v, " (at most ", most, ")");
     return v;
 }
 

@@ -15,6 +15,20 @@ using nlohmann::json;
 
 namespace {
 
+// The whitespace that token `after` shows after token `before` but not on its own.
+std::string spaceBetween(const Tokenizer& tokenizer, int32_t before, int32_t after)
+{
+    const std::string alone = tokenizer.decode({after}, true);
+    const std::string head = tokenizer.decode({before}, true);
+    const std::string joined = tokenizer.decode({before, after}, true);
+    if (joined.size() <= head.size() + alone.size() || joined.compare(0, head.size(), head) != 0 ||
+        joined.compare(joined.size() - alone.size(), alone.size(), alone) != 0)
+        return "";
+    const std::string between =
+        joined.substr(head.size(), joined.size() - head.size() - alone.size());
+    return between.find_first_not_of(" \t") == std::string::npos ? between : "";
+}
+
 GenerateOptions generateOptions(const Args& args)
 {
     GenerateOptions o;
@@ -84,7 +98,13 @@ int cmdGenerate(const Args& args, std::ostream& out)
     TokenCallback stream;
     if (!asJson) {
         out << args.value("prompt") << std::flush;
-        stream = [&out](int32_t, const std::string& text) {
+        // Printed after the prompt, the answer keeps the space its first token carries there
+        // (sentencepiece drops it from a text's first token: "Once" + "upon" read "Onceupon").
+        const int32_t last = args.flag("chat") ? -1 : prompt.back();
+        stream = [&out, &tok, last, first = true](int32_t id, const std::string& text) mutable {
+            if (first && last >= 0)
+                out << spaceBetween(*tok, last, id);
+            first = false;
             out << text << std::flush;
             return true;
         };

@@ -8,6 +8,7 @@
 #include "train/reward_scorer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,7 @@ int cmdReward(const Args& args, std::ostream& out, std::ostream& err)
         if (line.find_first_not_of(" \t\r") == std::string::npos)
             continue;
         const std::string where = path + ":" + std::to_string(lineNo);
+        checkJsonDepth(line, where);
         const json row = json::parse(line, nullptr, false);
         if (!row.is_object()) {
             err << "skipped " << where << ": not a JSON object\n";

@@ -7,6 +7,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 namespace tb {
 namespace {
@@ -16,9 +17,11 @@ using jinja::Value;
 // FILE.json: an array of messages, or an object with "messages" and optional "tools".
 void readConversation(const std::string& path, Value* messages, Value* tools)
 {
+    const std::string text = readFile(path);
+    checkJsonDepth(text, path);
     Value doc;
     try {
-        doc = Value::parse(readFile(path));
+        doc = Value::parse(text);
     } catch (const Value::exception& e) {
         fail(path, ": not valid JSON (", e.what(), ")");
     }

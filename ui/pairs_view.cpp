@@ -9,6 +9,7 @@
 #include "data/store/pairs_store.h"
 #include "data/store/store.h"
 #include "util/error.h"
+#include "util/json_depth.h"
 
 #include <QComboBox>
 #include <QEvent>
@@ -78,6 +79,7 @@ std::vector<PairRejection> jsonlRejections(const std::string& path, PairLayout l
         if (row.find_first_not_of(" \t\r") == std::string::npos)
             continue;
         try {
+            checkJsonDepth(row, path + ":" + std::to_string(line));
             parsePairRow(nlohmann::json::parse(row), layout);
         } catch (const nlohmann::json::parse_error& e) {
             out.push_back(

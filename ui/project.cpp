@@ -1,6 +1,7 @@
 // Project files: {"tunebench_project": 1, "model", "dataset": {...}, "config": <run config>,
 // "runs": [...]}.
 #include "project.h"
+#include "util/json_depth.h"
 
 #include <QFile>
 #include <QSaveFile>
@@ -47,7 +48,9 @@ bool readProject(const QString& path, Project* project, QString* error)
         return false;
     }
     try {
-        const nlohmann::json j = nlohmann::json::parse(file.readAll().toStdString());
+        const std::string text = file.readAll().toStdString();
+        checkJsonDepth(text, path.toStdString());
+        const nlohmann::json j = nlohmann::json::parse(text);
         if (!j.is_object() || !j.contains("tunebench_project"))
             throw std::runtime_error("not a Tunebench project (no 'tunebench_project' key)");
         if (j["tunebench_project"].get<int>() > kVersion)

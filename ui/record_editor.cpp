@@ -5,6 +5,7 @@
 #include "record_table_model.h"
 
 #include "util/error.h"
+#include "util/json_depth.h"
 
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -169,6 +170,7 @@ QStringList RecordEditor::save(DataStore& store, const std::string& who)
             continue;
         nlohmann::json value;
         if (f.json) {
+            checkJsonDepth(text.toStdString(), "field " + f.name.toStdString());
             try {
                 value = nlohmann::json::parse(text.toStdString());
             } catch (const nlohmann::json::exception& e) {

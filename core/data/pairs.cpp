@@ -3,6 +3,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <cctype>
 
@@ -411,6 +412,7 @@ PairFile readPairFile(const std::string& path, PairLayout layout)
     PairFile out;
     const bool jsonArray = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
     if (jsonArray) {
+        checkJsonDepth(text, path);
         json rows;
         try {
             rows = json::parse(text);
@@ -437,6 +439,12 @@ PairFile readPairFile(const std::string& path, PairLayout layout)
             begin = end + 1;
             if (blank(row))
                 continue;
+            if (jsonTooDeep(row)) {
+                out.rejected.push_back(
+                    PairRejection{cat(path, ":", line),
+                                  cat("JSON nested deeper than ", kMaxJsonDepth, " levels")});
+                continue;
+            }
             json parsed;
             try {
                 parsed = json::parse(row);

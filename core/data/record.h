@@ -34,6 +34,10 @@ std::optional<std::string> validateRecord(const std::string& kind, const nlohman
 // are dropped; text: plainText). Throws tb::Error with validateRecord's reason when the record is
 // invalid.
 Example recordToExample(const std::string& kind, const nlohmann::json& fields);
+// The same, a record that cannot be read failing with `where` (the store and the record's id)
+// first.
+Example recordToExample(const std::string& kind, const nlohmann::json& fields,
+                        const std::string& where);
 
 // (field, text) for every text field of a record, for per-field token statistics and leak scans:
 // alpaca "instruction", "input" (only when present and not empty), "output"; chat "system", "user",

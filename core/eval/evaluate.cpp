@@ -7,6 +7,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 #include "util/sha256.h"
 
 #include <algorithm>
@@ -286,6 +287,7 @@ void forEachJsonLine(
         if (line.find_first_not_of(" \t\r") == std::string::npos)
             continue;
         const std::string where = path + ":" + std::to_string(number);
+        checkJsonDepth(line, where);
         nlohmann::json row;
         try {
             row = nlohmann::json::parse(line);

@@ -8,9 +8,9 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/regex.h"
 
 #include <algorithm>
-#include <regex>
 #include <sstream>
 
 namespace tb::eval {
@@ -33,10 +33,9 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
         c.value = j[kind].get<std::string>();
         if (kind == "regex") {
             try {
-                std::regex(c.value, std::regex::ECMAScript);
-            } catch (const std::regex_error& e) {
-                fail(where, ": check 'regex' \"", c.value, "\" is not a valid regex (", e.what(),
-                     ")");
+                Regex{c.value};
+            } catch (const Error& e) {
+                fail(where, ": check 'regex' is not a valid pattern: ", e.what());
             }
         }
         return c;
@@ -139,10 +138,14 @@ CaseOutcome checkAnswer(const SuiteCase& c, const std::string& answer, int64_t a
             failure = "is not exactly \"" + k.value + "\"";
         else if (k.kind == "starts_with" && answer.rfind(k.value, 0) != 0)
             failure = "does not start with \"" + k.value + "\"";
-        else if (k.kind == "regex" &&
-                 !std::regex_search(answer, std::regex(k.value, std::regex::ECMAScript)))
-            failure = "does not match /" + k.value + "/";
-        else if (k.kind == "max_tokens" && answerTokens > k.limit)
+        else if (k.kind == "regex") {
+            std::string why;
+            const std::optional<bool> found = Regex(k.value).search(answer, &why);
+            if (!found)  // PCRE2's match limit: the check cannot pass
+                failure = "cannot be matched against /" + k.value + "/ (" + why + ")";
+            else if (!*found)
+                failure = "does not match /" + k.value + "/";
+        } else if (k.kind == "max_tokens" && answerTokens > k.limit)
             failure = "has " + std::to_string(answerTokens) + " tokens (max " +
                       std::to_string(k.limit) + ")";
         else if (k.kind == "metric") {

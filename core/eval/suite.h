@@ -22,7 +22,7 @@ class Tokenizer;
 
 namespace tb::eval {
 
-// One check on an answer. kind: contains | not_contains | regex (ECMAScript, searched) | exact |
+// One check on an answer. kind: contains | not_contains | regex (PCRE2, searched) | exact |
 // starts_with (text in `value`) | max_tokens (`limit`) | metric (`metric` of the answer against
 // `references` must reach `threshold`, in the metric's units; for a lower-is-better metric it must
 // not exceed it).

@@ -5,6 +5,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 #include "util/utf8.h"
 
 #include <nlohmann/json.hpp>
@@ -136,6 +137,7 @@ Glossary parseLines(const std::string& path, const std::string& text)
 
 Glossary parseJson(const std::string& path, const std::string& text)
 {
+    checkJsonDepth(text, path);
     nlohmann::ordered_json doc;
     try {
         doc = nlohmann::ordered_json::parse(text);

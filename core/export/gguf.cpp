@@ -15,9 +15,15 @@
 #include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace tb {
 namespace {
+
+// ggml numbers its tensor types from 0 up to about 40 (GGML_TYPE_COUNT, growing as formats are
+// added); a type past this bound is no ggml type.
+constexpr uint32_t kGgmlTypeBound = 64;
 
 template <typename T> void putLe(std::string& out, T v)
 {
@@ -437,9 +443,14 @@ GgufSummary readGgufSummary(const std::string& path)
             const uint64_t dim = u64("a dimension");
             if (dim > uint64_t(INT64_MAX))
                 fail(path, ": tensor '", t.name, "' has dimension ", dim, " (too large)");
+            if (dim == 0)
+                fail(path, ": tensor '", t.name, "' has a dimension of 0");
             t.dims.push_back(static_cast<int64_t>(dim));
         }
         t.type = u32("a tensor type");
+        if (t.type >= kGgmlTypeBound)
+            fail(path, ": tensor '", t.name, "' has type ", t.type,
+                 ", which is no ggml tensor type");
         t.offset = u64("a tensor offset");
         if (t.offset % alignment != 0)
             fail(path, ": tensor '", t.name, "' offset ", t.offset, " is not a multiple of ",
@@ -447,6 +458,8 @@ GgufSummary readGgufSummary(const std::string& path)
         s.tensors.push_back(std::move(t));
     }
     s.dataOffset = alignUp(pos, alignment);
+    std::vector<std::pair<uint64_t, uint64_t>> extents;  // [offset, offset + bytes) of each sized
+    std::vector<const GgufTensorInfo*> sized;
     for (const auto& t : s.tensors) {
         // Sizes from the file, multiplied and added without wrapping: a product or sum that
         // overflows 64 bits cannot fit in the file either.
@@ -472,7 +485,19 @@ GgufSummary readGgufSummary(const std::string& path)
         if (overflow || __builtin_add_overflow(s.dataOffset, t.offset, &end) ||
             __builtin_add_overflow(end, bytes, &end) || end > s.fileSize)
             pastEnd();
+        extents.emplace_back(t.offset, t.offset + bytes);
+        sized.push_back(&t);
     }
+    // Two tensors sharing bytes: a writer's error, or a file made to look smaller than it reads.
+    std::vector<size_t> order(extents.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return extents[a].first < extents[b].first; });
+    for (size_t k = 1; k < order.size(); ++k)
+        if (extents[order[k]].first < extents[order[k - 1]].second)
+            fail(path, ": tensors '", sized[order[k - 1]]->name, "' and '", sized[order[k]]->name,
+                 "' overlap in the data section");
     return s;
 }
 

@@ -9,6 +9,7 @@
 #include "util/error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -63,6 +64,17 @@ void validate(const ModelConfig& model, const MethodOptions& run, const Estimate
     atLeast("loss chunk", o.lossChunk, 1);
     if (o.zero < 0 || o.zero > 3)
         fail("zero is ", o.zero, " (allowed: 0, 1, 2, 3)");
+    // The items are counted in 64-bit bytes: a shape whose largest ones (the parameters and their
+    // states, the logits, the saved activations) pass 2^60 bytes (1 EiB, beyond any device) is
+    // refused rather than wrapped into negative figures.
+    const double tokens = 2.0 * double(o.batch) * double(o.seq);  // pairs: chosen and rejected
+    const double largest =
+        std::max({16.0 * double(parameterCount(model)), 8.0 * tokens * double(model.vocabSize),
+                  64.0 * tokens * double(model.hiddenSize) * double(model.numLayers) +
+                      8.0 * tokens * double(o.seq) * double(model.numHeads)});
+    if (largest > std::ldexp(1.0, 60))
+        fail("batch ", o.batch, " x seq ", o.seq,
+             " on this model needs more than 2^60 bytes (1 EiB)", "; no device holds that");
     if (o.attention != "sdpa" && o.attention != "naive")
         fail("attention is '", o.attention, "' (allowed: sdpa, naive)");
     if (o.loss != "full" && o.loss != "chunked")

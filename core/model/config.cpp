@@ -3,13 +3,25 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 
 namespace tb {
 namespace {
+
+// Upper bounds of config.json's sizes, each far above any published model's (vocabularies reach
+// about 262,000, hidden sizes 16,384, layers 126, contexts 10 million).
+constexpr int64_t kMaxVocab = int64_t(1) << 24;
+constexpr int64_t kMaxHidden = int64_t(1) << 18;
+constexpr int64_t kMaxInner = int64_t(1) << 20;
+constexpr int64_t kMaxLayers = int64_t(1) << 12;
+constexpr int64_t kMaxHeads = int64_t(1) << 12;
+constexpr int64_t kMaxHeadDim = int64_t(1) << 12;
+constexpr int64_t kMaxPositions = int64_t(1) << 27;
 
 using nlohmann::json;
 
@@ -27,16 +39,29 @@ struct Reader {
             fail(path, ": key '", key, "' must be an integer, found ", j[key].dump());
         return j[key].get<int64_t>();
     }
-    int64_t positive(const char* key) const
+    // A size: positive, and at most `max` (bounds far above any real model's, so that the sizes
+    // multiplied stay inside 64 bits and a hostile file is refused before anything is allocated).
+    int64_t positive(const char* key, int64_t max) const
     {
         int64_t v = integer(key);
         if (v <= 0)
             fail(path, ": key '", key, "' must be positive, found ", v);
+        if (v > max)
+            fail(path, ": key '", key, "' is ", v, ", more than the ", max,
+                 " any model has (a damaged config?)");
         return v;
     }
-    int64_t positiveOr(const char* key, int64_t fallback) const
+    int64_t positiveOr(const char* key, int64_t fallback, int64_t max) const
     {
-        return has(key) ? positive(key) : fallback;
+        return has(key) ? positive(key, max) : fallback;
+    }
+    // A positive finite number (an epsilon, a rotary base, a scaling factor).
+    double positiveNumber(const char* key, double fallback) const
+    {
+        const double v = number(key, fallback);
+        if (!(v > 0) || !std::isfinite(v))
+            fail(path, ": key '", key, "' must be a positive number, found ", v);
+        return v;
     }
     double number(const char* key, double fallback) const
     {
@@ -83,7 +108,7 @@ struct Reader {
 
 void readRope(const Reader& r, ModelConfig& c)
 {
-    c.ropeTheta = r.number("rope_theta", 10000.0);
+    c.ropeTheta = r.positiveNumber("rope_theta", 10000.0);
     // transformers 4.x writes rope_scaling; 5.x folds theta and scaling into rope_parameters.
     const json* scaling = nullptr;
     if (r.has("rope_scaling"))
@@ -96,18 +121,19 @@ void readRope(const Reader& r, ModelConfig& c)
         fail(r.path, ": rope_scaling must be an object");
     Reader s{*scaling, r.path};
     if (s.has("rope_theta"))
-        c.ropeTheta = s.number("rope_theta", c.ropeTheta);
+        c.ropeTheta = s.positiveNumber("rope_theta", c.ropeTheta);
     std::string type = s.string("rope_type", s.string("type", "default"));
     if (type == "default" || type.empty())
         return;
     c.ropeScaling.type = type;
-    c.ropeScaling.factor = s.number("factor", 1.0);
+    c.ropeScaling.factor = s.positiveNumber("factor", 1.0);
     if (type == "linear")
         return;
     if (type == "llama3") {
-        c.ropeScaling.lowFreqFactor = s.number("low_freq_factor", 1.0);
-        c.ropeScaling.highFreqFactor = s.number("high_freq_factor", 4.0);
-        c.ropeScaling.originalMaxPositions = s.positiveOr("original_max_position_embeddings", 8192);
+        c.ropeScaling.lowFreqFactor = s.positiveNumber("low_freq_factor", 1.0);
+        c.ropeScaling.highFreqFactor = s.positiveNumber("high_freq_factor", 4.0);
+        c.ropeScaling.originalMaxPositions =
+            s.positiveOr("original_max_position_embeddings", 8192, kMaxPositions);
         if (c.ropeScaling.highFreqFactor <= c.ropeScaling.lowFreqFactor)
             fail(r.path, ": rope_scaling high_freq_factor must exceed low_freq_factor");
         return;
@@ -136,6 +162,7 @@ const char* architectureName(Architecture arch)
 
 ModelConfig parseModelConfig(const std::string& jsonText, const std::string& path)
 {
+    checkJsonDepth(jsonText, path);
     json j;
     try {
         j = json::parse(jsonText);
@@ -168,16 +195,22 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
     c.torchDtype = r.string("torch_dtype", r.string("dtype", "float32"));
     c.bosTokenIds = r.ids("bos_token_id");
     c.eosTokenIds = r.ids("eos_token_id");
-    c.vocabSize = r.positive("vocab_size");
+    c.vocabSize = r.positive("vocab_size", kMaxVocab);
+    for (const auto& [key, ids] :
+         {std::pair{"bos_token_id", &c.bosTokenIds}, std::pair{"eos_token_id", &c.eosTokenIds}})
+        for (const int64_t id : *ids)
+            if (id < 0 || id >= c.vocabSize)
+                fail(path, ": key '", key, "' holds token id ", id, ", outside vocab_size ",
+                     c.vocabSize);
 
     if (c.architecture == Architecture::Gpt2) {
-        c.hiddenSize = r.positive("n_embd");
-        c.numLayers = r.positive("n_layer");
-        c.numHeads = r.positive("n_head");
+        c.hiddenSize = r.positive("n_embd", kMaxHidden);
+        c.numLayers = r.positive("n_layer", kMaxLayers);
+        c.numHeads = r.positive("n_head", kMaxHeads);
         c.numKvHeads = c.numHeads;
-        c.maxPositions = r.positive("n_positions");
-        c.intermediateSize = r.positiveOr("n_inner", 4 * c.hiddenSize);
-        c.normEps = r.number("layer_norm_epsilon", 1e-5);
+        c.maxPositions = r.positive("n_positions", kMaxPositions);
+        c.intermediateSize = r.positiveOr("n_inner", 4 * c.hiddenSize, kMaxInner);
+        c.normEps = r.positiveNumber("layer_norm_epsilon", 1e-5);
         c.hiddenAct = r.string("activation_function", "gelu_new");
         if (c.hiddenAct != "gelu_new" && c.hiddenAct != "gelu" &&
             c.hiddenAct != "gelu_pytorch_tanh" && c.hiddenAct != "relu")
@@ -191,19 +224,19 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         return c;
     }
 
-    c.hiddenSize = r.positive("hidden_size");
-    c.intermediateSize = r.positive("intermediate_size");
-    c.numLayers = r.positive("num_hidden_layers");
-    c.numHeads = r.positive("num_attention_heads");
-    c.numKvHeads = r.positiveOr("num_key_value_heads", c.numHeads);
-    c.maxPositions = r.positiveOr("max_position_embeddings", 2048);
-    c.normEps = r.number("rms_norm_eps", 1e-6);
+    c.hiddenSize = r.positive("hidden_size", kMaxHidden);
+    c.intermediateSize = r.positive("intermediate_size", kMaxInner);
+    c.numLayers = r.positive("num_hidden_layers", kMaxLayers);
+    c.numHeads = r.positive("num_attention_heads", kMaxHeads);
+    c.numKvHeads = r.positiveOr("num_key_value_heads", c.numHeads, kMaxHeads);
+    c.maxPositions = r.positiveOr("max_position_embeddings", 2048, kMaxPositions);
+    c.normEps = r.positiveNumber("rms_norm_eps", 1e-6);
     c.hiddenAct = r.string("hidden_act", "silu");
     if (c.hiddenAct != "silu")
         fail(path, ": hidden_act '", c.hiddenAct, "' is not supported (supported: silu)");
     c.tieWordEmbeddings = r.boolean("tie_word_embeddings", false);
     if (r.has("head_dim")) {
-        c.headDim = r.positive("head_dim");
+        c.headDim = r.positive("head_dim", kMaxHeadDim);
     } else {
         if (c.hiddenSize % c.numHeads != 0)
             fail(path, ": hidden_size (", c.hiddenSize,
@@ -224,7 +257,7 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.mlpBias = r.boolean("mlp_bias", false);
         break;
     case Architecture::Mistral:
-        c.slidingWindow = r.has("sliding_window") ? r.positive("sliding_window") : 0;
+        c.slidingWindow = r.has("sliding_window") ? r.positive("sliding_window", kMaxPositions) : 0;
         break;
     case Architecture::Qwen2:
         c.qkvBias = true;
@@ -252,15 +285,21 @@ ModelConfig loadModelConfig(const std::string& path)
         joinPath(isDirectory(path) ? path : std::filesystem::path(path).parent_path().string(),
                  "generation_config.json");
     if (fileExists(genPath)) {
+        const std::string genText = readFile(genPath);
+        checkJsonDepth(genText, genPath);
         json gen;
         try {
-            gen = json::parse(readFile(genPath));
+            gen = json::parse(genText);
         } catch (const json::exception& e) {
             fail(genPath, ": not valid JSON (", e.what(), ")");
         }
         if (gen.is_object()) {
             Reader r{gen, genPath};
             auto eos = r.ids("eos_token_id");
+            for (const int64_t id : eos)
+                if (id < 0 || id >= config.vocabSize)
+                    fail(genPath, ": key 'eos_token_id' holds token id ", id,
+                         ", outside vocab_size ", config.vocabSize, " of ", file);
             if (!eos.empty())
                 config.eosTokenIds = eos;
         }

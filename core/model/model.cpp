@@ -76,9 +76,9 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     auto impl = std::make_unique<Impl>();
     impl->dtype = parseTorchDtype(options.dtype);
     impl->device = parseTorchDevice(options.device);
-    impl->module = createCausalLM(config);
-    impl->module->setQuantization(options.quant);
     Checkpoint checkpoint = Checkpoint::open(dir);
+    impl->module = createCausalLM(config, checkpoint);
+    impl->module->setQuantization(options.quant);
     impl->module->loadWeights(checkpoint, impl->dtype, impl->device);
     impl->module->eval();
     return std::unique_ptr<Model>(new Model(std::move(impl)));

@@ -19,4 +19,19 @@ std::shared_ptr<CausalLM> createCausalLM(const ModelConfig& config)
     fail(config.sourcePath, ": no implementation for architecture '", config.modelType, "'");
 }
 
+std::shared_ptr<CausalLM> createCausalLM(const ModelConfig& config, const Checkpoint& checkpoint)
+{
+    int64_t stored = 0;
+    for (const std::string& name : checkpoint.names())
+        stored += checkpoint.find(name)->info->numel();
+    const int64_t described = parameterCount(config);
+    // Within twice the values, loading names each missing or misshapen tensor, which says more;
+    // checkpoints saved quantised hold fewer values, and loading names their format.
+    if (described / 2 > stored && quantizedCheckpointFormat(checkpoint).empty())
+        fail(config.sourcePath, " describes ", described, " parameters, but ",
+             checkpoint.location(), " holds ", stored,
+             " values: the config does not belong to these weights");
+    return createCausalLM(config);
+}
+
 }  // namespace tb

@@ -3,6 +3,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,8 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t* bytes, size_t size, cons
         fail(path, ": header length ", headerLen, " runs past the end of the file (", size,
              " bytes): truncated?");
 
+    checkJsonDepth(std::string_view(reinterpret_cast<const char*>(bytes) + 8, headerLen),
+                   path + ": header");
     nlohmann::json header;
     try {
         header = nlohmann::json::parse(bytes + 8, bytes + 8 + headerLen);
@@ -250,9 +253,11 @@ Checkpoint Checkpoint::open(const std::string& dirOrFile)
         fail(dirOrFile, ": no model.safetensors or model.safetensors.index.json (only safetensors "
                         "weights are supported)");
 
+    const std::string indexText = readFile(indexPath);
+    checkJsonDepth(indexText, indexPath);
     nlohmann::json index;
     try {
-        index = nlohmann::json::parse(readFile(indexPath));
+        index = nlohmann::json::parse(indexText);
     } catch (const nlohmann::json::exception& e) {
         fail(indexPath, ": not valid JSON (", e.what(), ")");
     }

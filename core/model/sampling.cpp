@@ -5,6 +5,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
+#include <cmath>
 #include <limits>
 
 namespace tb {
@@ -28,6 +29,14 @@ void checkGenerateRequest(const std::vector<int32_t>& prompt, const GenerateOpti
         fail(what, ": stop strings need a tokenizer");
     if (o.maxNewTokens < 0)
         fail(what, ": max new tokens must not be negative");
+    if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
+        fail(what, ": temperature must be 0 (greedy) or positive, found ", o.temperature);
+    if (o.topK < 0)
+        fail(what, ": top-k must be 0 (off) or positive, found ", o.topK);
+    if (!(o.topP > 0 && o.topP <= 1))
+        fail(what, ": top-p must be in (0, 1], found ", o.topP);
+    if (!(o.repetitionPenalty > 0) || !std::isfinite(o.repetitionPenalty))
+        fail(what, ": repetition penalty must be positive (1 = off), found ", o.repetitionPenalty);
     for (int64_t id : prompt)
         if (id < 0 || id >= vocab)
             fail("token id ", id, " is outside the vocabulary (", vocab, ")");
@@ -54,7 +63,9 @@ int64_t pickToken(torch::Tensor logits, const GenerateOptions& o,
     }
     if (o.greedy || o.temperature <= 0.0)
         return logits.argmax().item<int64_t>();
-    logits = logits / o.temperature;
+    // Shifted by the maximum first: a tiny temperature then sends the others to -inf (sampling
+    // becomes greedy) instead of the maximum to +inf (a NaN softmax).
+    logits = (logits - logits.max()) / o.temperature;
     if (o.topK > 0 && o.topK < logits.size(0)) {
         auto kth = std::get<0>(logits.topk(o.topK)).min();
         logits = logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());

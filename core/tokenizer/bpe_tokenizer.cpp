@@ -14,6 +14,7 @@
 #include "tokenizer/pretokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,10 @@
 
 namespace tb {
 namespace {
+
+// Ids index tables of that many entries: more than any real vocabulary (the largest hold about
+// 262,000 tokens), and a bound on what a hostile file can make Tunebench allocate.
+constexpr int64_t kMaxTokenId = int64_t(1) << 24;
 
 using Json = nlohmann::json;
 
@@ -121,9 +126,11 @@ class BpeTokenizer final : public Tokenizer {
 public:
     explicit BpeTokenizer(const std::string& path) : m_path(path)
     {
+        const std::string text = readFile(path);
+        checkJsonDepth(text, path);
         Json root;
         try {
-            root = Json::parse(readFile(path));
+            root = Json::parse(text);
         } catch (const Json::exception& e) {
             fail(path, ": not valid JSON (", e.what(), ")");
         }
@@ -263,9 +270,9 @@ private:
         int32_t maxId = -1;
         for (auto it = vocab->begin(); it != vocab->end(); ++it) {
             if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-                it.value().get<int64_t>() > INT32_MAX)
-                fail(m_path, ": model.vocab['", it.key(),
-                     "'] is not a valid id: ", it.value().dump());
+                it.value().get<int64_t>() >= kMaxTokenId)
+                fail(m_path, ": model.vocab['", it.key(), "'] is not a valid id (0 to ",
+                     kMaxTokenId - 1, "): ", it.value().dump());
             const auto id = it.value().get<int32_t>();
             m_vocab.emplace(it.key(), id);
             maxId = std::max(maxId, id);
@@ -331,10 +338,13 @@ private:
             const Json& t = (*list)[i];
             const Json* id = member(t, "id");
             const Json* content = member(t, "content");
-            if (!id || !id->is_number_integer() || id->get<int64_t>() < 0 || !content ||
-                !content->is_string())
+            if (!id || !id->is_number_integer() || !content || !content->is_string())
                 fail(m_path, ": added_tokens[", i,
                      "] needs an integer 'id' and a string 'content'");
+            // Read as a signed number: an id of 2^64 - 1 is -1 here, not a huge one.
+            if (id->get<int64_t>() < 0 || id->get<int64_t>() >= kMaxTokenId)
+                fail(m_path, ": added_tokens[", i, "].id ", id->dump(), " is not a valid id (0 to ",
+                     kMaxTokenId - 1, ")");
             AddedToken token;
             token.id = id->get<int32_t>();
             token.content = toValidUtf8(content->get<std::string>());
@@ -543,9 +553,11 @@ private:
         const std::filesystem::path configPath =
             std::filesystem::path(m_path).parent_path() / "tokenizer_config.json";
         if (fileExists(configPath.string())) {
+            const std::string text = readFile(configPath.string());
+            checkJsonDepth(text, configPath.string());
             Json config;
             try {
-                config = Json::parse(readFile(configPath.string()));
+                config = Json::parse(text);
             } catch (const Json::exception& e) {
                 fail(configPath.string(), ": not valid JSON (", e.what(), ")");
             }

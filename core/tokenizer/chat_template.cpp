@@ -14,6 +14,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -225,25 +226,36 @@ std::optional<std::string> readChatTemplateText(const std::string& modelDir, std
 {
     using nlohmann::json;
     auto parse = [](const std::string& path) {
+        const std::string text = readFile(path);
+        checkJsonDepth(text, path);
         try {
-            return json::parse(readFile(path));
+            return json::parse(text);
         } catch (const json::exception& e) {
             fail(path, ": not valid JSON (", e.what(), ")");
         }
     };
     // chat_template: a string, or a list of {"name", "template"} where "default" is the one used.
-    auto templateOf = [](const json& config) -> std::optional<std::string> {
-        if (!config.is_object() || !config.contains("chat_template"))
+    // A key that is there but is neither is named (not reported as no template).
+    auto templateOf = [](const json& config,
+                         const std::string& path) -> std::optional<std::string> {
+        if (!config.is_object())
+            fail(path, ": expected a JSON object, found ", config.type_name());
+        if (!config.contains("chat_template") || config["chat_template"].is_null())
             return std::nullopt;
         const json& value = config["chat_template"];
         if (value.is_string())
             return value.get<std::string>();
-        if (value.is_array())
-            for (const json& entry : value)
-                if (entry.is_object() && entry.value("name", json()) == "default" &&
-                    entry.contains("template") && entry["template"].is_string())
-                    return entry["template"].get<std::string>();
-        return std::nullopt;
+        if (!value.is_array())
+            fail(path,
+                 ": key 'chat_template' must be a string or a list of {name, template}, found ",
+                 value.type_name());
+        for (const json& entry : value)
+            if (entry.is_object() && entry.value("name", json()) == "default" &&
+                entry.contains("template") && entry["template"].is_string())
+                return entry["template"].get<std::string>();
+        fail(path,
+             ": key 'chat_template' is a list without a {\"name\": \"default\", \"template\": "
+             "TEXT} entry");
     };
     auto found = [origin](std::string text, std::string from) {
         if (origin)
@@ -252,7 +264,7 @@ std::optional<std::string> readChatTemplateText(const std::string& modelDir, std
     };
     const std::string configPath = joinPath(modelDir, "tokenizer_config.json");
     if (fileExists(configPath))
-        if (auto text = templateOf(parse(configPath)))
+        if (auto text = templateOf(parse(configPath), configPath))
             return found(*text, configPath + ": chat_template");
     // Newer transformers save the template beside the config instead.
     const std::string jinjaPath = joinPath(modelDir, "chat_template.jinja");
@@ -260,7 +272,7 @@ std::optional<std::string> readChatTemplateText(const std::string& modelDir, std
         return found(readFile(jinjaPath), jinjaPath);
     const std::string jsonPath = joinPath(modelDir, "chat_template.json");
     if (fileExists(jsonPath))
-        if (auto text = templateOf(parse(jsonPath)))
+        if (auto text = templateOf(parse(jsonPath), jsonPath))
             return found(*text, jsonPath + ": chat_template");
     return std::nullopt;
 }

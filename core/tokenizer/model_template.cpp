@@ -5,6 +5,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,8 +17,10 @@ using jinja::Value;
 
 Value parseJson(const std::string& path)
 {
+    const std::string text = readFile(path);
+    checkJsonDepth(text, path);
     try {
-        return Value::parse(readFile(path));
+        return Value::parse(text);
     } catch (const Value::exception& e) {
         fail(path, ": not valid JSON (", e.what(), ")");
     }

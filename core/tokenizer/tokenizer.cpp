@@ -4,6 +4,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,9 +20,11 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& modelDir)
 
     bool addBos = true;
     if (fileExists(configPath)) {
+        const std::string text = readFile(configPath);
+        checkJsonDepth(text, configPath);
         nlohmann::json cfg;
         try {
-            cfg = nlohmann::json::parse(readFile(configPath));
+            cfg = nlohmann::json::parse(text);
         } catch (const nlohmann::json::exception& e) {
             fail(configPath, ": not valid JSON (", e.what(), ")");
         }

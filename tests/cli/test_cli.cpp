@@ -108,6 +108,13 @@ void TestCli::generate()
                           QStringLiteral("10"), QStringLiteral("--greedy")});
     QCOMPARE(text.exitCode, 0);
     QVERIFY(text.out.startsWith("Once upon a time, there was a little girl"));
+    // The answer's first token keeps its space after the prompt ("Once upon", not "Onceupon");
+    // the JSON text stays the continuation alone, as transformers decodes it.
+    text = tunebench({QStringLiteral("generate"), QStringLiteral("--prompt"),
+                      QStringLiteral("Once"), QStringLiteral("--max-new-tokens"),
+                      QStringLiteral("3"), QStringLiteral("--greedy")});
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY2(text.out.startsWith("Once upon a"), text.out.constData());
 }
 
 void TestCli::convert()

@@ -12,10 +12,8 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/regex.h"
 #include "util/sha256.h"
-
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -42,38 +40,6 @@ void reportDone(const CurateProgress& progress, const std::string& phase)
     if (progress)
         progress(phase, 1);
 }
-
-class Regex {
-public:
-    explicit Regex(const std::string& pattern)
-    {
-        int error = 0;
-        PCRE2_SIZE offset = 0;
-        m_code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                               PCRE2_UTF, &error, &offset, nullptr);
-        if (!m_code) {
-            PCRE2_UCHAR message[256];
-            pcre2_get_error_message(error, message, sizeof message);
-            fail("regex \"", pattern, "\": ", reinterpret_cast<const char*>(message), " at offset ",
-                 offset);
-        }
-        m_match = pcre2_match_data_create_from_pattern(m_code, nullptr);
-    }
-    ~Regex()
-    {
-        pcre2_match_data_free(m_match);
-        pcre2_code_free(m_code);
-    }
-    bool search(const std::string& text) const
-    {
-        return pcre2_match(m_code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, 0,
-                           m_match, nullptr) >= 0;
-    }
-
-private:
-    pcre2_code* m_code = nullptr;
-    pcre2_match_data* m_match = nullptr;
-};
 
 // Forwards to a tokenizer and remembers, for one record at a time, the ids of each text it encoded:
 // the rendered training text and the per-field counts share texts (a response is both a segment and
@@ -234,9 +200,16 @@ FilterReport filterRecords(DataStore& store, const FilterOptions& options, bool 
             else if (options.maxTokens && r.tokenCount > *options.maxTokens)
                 reason = "too_long";
         }
-        if (reason.empty() && regex &&
-            regex->search(recordText(r.kind, r.fields)) != options.regexKeeps)
-            reason = "regex";
+        if (reason.empty() && regex) {
+            // Undecided is never "no match": a filter would remove records that match.
+            std::string why;
+            const std::optional<bool> found = regex->search(recordText(r.kind, r.fields), &why);
+            if (!found)
+                fail("regex \"", options.regex, "\" on record ", r.id, ": ", why,
+                     " (nothing changed; simplify the pattern, e.g. without nested repeats)");
+            if (*found != options.regexKeeps)
+                reason = "regex";
+        }
         if (!reason.empty()) {
             ++report.byReason[reason];
             ++report.matched;
@@ -353,9 +326,13 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
                         DataStore::TokenCount& c = counts[k];
                         memo.nextRecord();
                         c.recordId = r.id;
-                        c.total = int64_t(
-                            tokenizeExample(memo, recordToExample(r.kind, r.fields), options)
-                                .ids.size());
+                        c.total =
+                            int64_t(tokenizeExample(memo,
+                                                    recordToExample(r.kind, r.fields,
+                                                                    store.path() + ": record " +
+                                                                        std::to_string(r.id)),
+                                                    options)
+                                        .ids.size());
                         c.perField = json::object();
                         for (const auto& [field, text] : recordFieldTexts(r.kind, r.fields))
                             c.perField[field] = int64_t(memo.encode(text, false).size());

@@ -3,6 +3,7 @@
 #include "data/curate/entity_match.h"
 
 #include "util/error.h"
+#include "util/json_depth.h"
 
 #include <algorithm>
 #include <cctype>
@@ -190,6 +191,7 @@ std::vector<EntityRecord> readEntityRecords(const std::string& path, const std::
     for (int64_t number = 1; std::getline(in, line); ++number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos)
             continue;
+        checkJsonDepth(line, path + ":" + std::to_string(number));
         json row;
         try {
             row = json::parse(line);

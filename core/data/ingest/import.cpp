@@ -5,6 +5,7 @@
 #include "data/ingest/csv_reader.h"
 #include "data/record.h"
 #include "util/error.h"
+#include "util/json_depth.h"
 #include "util/utf8.h"
 
 #include <algorithm>
@@ -178,6 +179,8 @@ public:
     // Fills record.kind and record.fields, or returns why the row is rejected.
     std::optional<std::string> take(std::string_view text, ImportedRecord& record)
     {
+        if (jsonTooDeep(text))
+            return cat("JSON nested deeper than ", kMaxJsonDepth, " levels");
         json row;
         try {
             row = json::parse(text);

@@ -1,6 +1,7 @@
 // Snapshots: select, freeze (lines stored in the store itself), hash, list, read back and export.
 #include "data/store/snapshot.h"
 
+#include "data/record.h"
 #include "data/store/pairs_store.h"
 #include "data/store/snapshot_line.h"
 #include "data/store/sqlite.h"
@@ -98,6 +99,11 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
             continue;  // the snapshot fails below; only the count is wanted
         const int64_t recordId = read.int64(0);
         const std::string kind = read.text(1);
+        // A record edited into a shape training cannot read is not frozen into a snapshot.
+        if (const auto problem = validateRecord(kind, json::parse(read.text(2))))
+            fail(store.path(), ": record ", recordId, " (", kind,
+                 ") cannot be trained on: ", *problem,
+                 "; fix it (data edit) or remove it before the snapshot");
         line = snapshotLine(read.text(2), recordId);
         insert.bind(1, id).bind(2, picked).bind(3, recordId).bind(4, kind).bind(5, line);
         insert.run();
@@ -243,7 +249,13 @@ std::vector<SnapshotRecord> snapshotRecords(const DataStore& store, const std::s
     forEachLine(
         store, id,
         [&](const sql::Statement& row, std::string_view line) {
-            json fields = json::parse(line);
+            json fields;
+            try {
+                fields = json::parse(line);
+            } catch (const json::exception&) {
+                fail(store.path(), ": snapshot ", id, ", record ", row.int64(0),
+                     ": its frozen line is not JSON: the store was modified outside Tunebench");
+            }
             fields.erase("record_id");
             records.push_back(SnapshotRecord{row.int64(0), row.text(1), std::move(fields)});
         },

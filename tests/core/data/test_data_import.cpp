@@ -249,6 +249,21 @@ void TestDataImport::detectsChat()
              std::string("messages[2].role is \"bot\"; expected system, user or assistant"));
     QCOMPARE(got.summary.rejected[1].line, int64_t(3));
     QCOMPARE(got.summary.rejected[1].reason, std::string("empty conversation"));
+
+    // A row nested 100,000 levels deep (200 KB) is rejected by its line; the rows around it stay.
+    const std::string deep = writeText(m_dir, "deep.jsonl",
+                                       R"({"instruction": "a", "output": "b"})"
+                                       "\n"
+                                       R"({"instruction": "x", "output": "y", "extra": )" +
+                                           std::string(100000, '[') + std::string(100000, ']') +
+                                           "}\n"
+                                           R"({"instruction": "c", "output": "d"})"
+                                           "\n");
+    const Imported kept = importAll(deep);
+    QCOMPARE(kept.records.size(), size_t(2));
+    QCOMPARE(kept.summary.rejected.size(), size_t(1));
+    QCOMPARE(kept.summary.rejected[0].line, int64_t(2));
+    QCOMPARE(kept.summary.rejected[0].reason, std::string("JSON nested deeper than 512 levels"));
 }
 
 void TestDataImport::detectsShareGpt()

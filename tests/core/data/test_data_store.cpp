@@ -392,6 +392,26 @@ private Q_SLOTS:
         sqlite3_close(db);
         QVERIFY(contains(errorOf([&] { tb::snapshotRecords(*store, "train-v1"); }),
                          "does not match its SHA-256"));
+        // A line that is not JSON any more names the snapshot and the record, not the parser.
+        sqlite3_open(store->path().c_str(), &db);
+        sqlite3_exec(db,
+                     "UPDATE snapshot_records SET line = 'not json' WHERE snapshot_id = "
+                     "'train-v2' AND position = 1",
+                     nullptr, nullptr, nullptr);
+        sqlite3_close(db);
+        const std::string broken = errorOf([&] { tb::snapshotRecords(*store, "train-v2"); });
+        QVERIFY2(contains(broken, "snapshot train-v2, record " + std::to_string(ids[2]) +
+                                      ": its frozen line is not JSON"),
+                 broken.c_str());
+
+        // A record edited into a shape training cannot read is not frozen, and is named.
+        store->editField(ids[3], "instruction", json{{"a", 1}}, "ana");
+        tb::SnapshotOptions val;
+        val.split = "validation";
+        const std::string refused = errorOf([&] { tb::createSnapshot(*store, val); });
+        QVERIFY2(contains(refused, "record " + std::to_string(ids[3]) +
+                                       " (alpaca) cannot be trained on: field \"instruction\""),
+                 refused.c_str());
     }
 
     // A writer killed with SIGKILL at an arbitrary instant: every acknowledged edit survives, the

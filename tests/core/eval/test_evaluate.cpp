@@ -331,6 +331,20 @@ void TestEvaluate::suiteChecks()
     QVERIFY(!checkAnswer(suite[1], "4 2", 2, true).passed);
     QVERIFY(checkAnswer(suite[2], "Yes.", 1, true).passed);
     QCOMPARE(checkAnswer(suite[2], "No.", 1, true).failures.size(), size_t(2));
+    // A pattern with nested repeats ends at PCRE2's match limit (std::regex ran for hours): the
+    // check fails and says why.
+    SuiteCase nested;
+    nested.id = "nested";
+    nested.checks.push_back(SuiteCheck{});
+    nested.checks.back().kind = "regex";
+    nested.checks.back().value = "(a+)+$";
+    const CaseOutcome limit = checkAnswer(nested, std::string(40, 'a') + "b", 41, true);
+    QVERIFY(!limit.passed);
+    QCOMPARE(limit.failures.size(), size_t(1));
+    QVERIFY2(limit.failures[0].find("cannot be matched against /(a+)+$/ (match limit") !=
+                 std::string::npos,
+             limit.failures[0].c_str());
+    QVERIFY(checkAnswer(nested, std::string(40, 'a'), 40, true).passed);
 
     // Regressions and required cases gate; a case that failed on the base too does not.
     const std::vector<CaseOutcome> base{checkAnswer(suite[0], "Oh hi", 2, true),

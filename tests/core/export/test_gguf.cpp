@@ -155,6 +155,31 @@ void TestGguf::headerReaderRefusesHostileSizes()
          file("huge-array.gguf", 0, 1,
               Bytes().str("k").put(uint32_t(9)).put(uint32_t(10)).put(uint64_t(1) << 62)),
          "truncated"},
+        {"zero-dim.gguf", file("zero-dim.gguf", 1, 0, tensor({}, {4, 0}, 0)),
+         "tensor 't' has a dimension of 0"},
+        {"unknown-type.gguf",
+         file("unknown-type.gguf", 1, 0,
+              Bytes()
+                  .str("t")
+                  .put(uint32_t(1))
+                  .put(uint64_t(4))
+                  .put(uint32_t(999))
+                  .put(uint64_t(0))),
+         "tensor 't' has type 999, which is no ggml tensor type"},
+        {"overlap.gguf",
+         file("overlap.gguf", 2, 0,
+              Bytes()
+                  .str("a")
+                  .put(uint32_t(1))
+                  .put(uint64_t(8))
+                  .put(uint32_t(0))
+                  .put(uint64_t(0))
+                  .str("b")
+                  .put(uint32_t(1))
+                  .put(uint64_t(4))
+                  .put(uint32_t(0))
+                  .put(uint64_t(0))),
+         "tensors 'a' and 'b' overlap in the data section"},
     };
     for (const Case& c : cases) {
         const std::string e = errorOf([&] { tb::readGgufSummary(c.path); });

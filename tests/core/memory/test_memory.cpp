@@ -659,6 +659,10 @@ void TestMemory::badInputs()
         [&] { tb::estimateMemory(load("gpt2.json"), method(tb::Method::Full), cpu(1, 2048)); },
         {"seq", "n_positions"});
     expectError([] { tb::loadModelConfig(kData + "missing.json"); }, {"missing.json"});
+    // Shapes whose bytes pass 64 bits are refused (before: negative activations and logits).
+    expectError(
+        [&] { tb::estimateMemory(c, method(tb::Method::Full), cpu(int64_t(1000000000000), 1000)); },
+        {"batch 1000000000000", "more than 2^60 bytes"});
 }
 
 void TestMemory::byteSizes()
@@ -771,6 +775,8 @@ void TestMemory::cliTableAndErrors()
     const std::vector<Bad> bad = {
         {{"--method", "qlora"}, "--method"},
         {{"--method", "lora", "--lora-rank", "0"}, "--lora-rank"},
+        {{"--method", "lora", "--lora-rank", "4294967297"}, "--lora-rank is 4294967297 (at most"},
+        {{"--method", "prompt", "--prompt-tokens", "4294967312"}, "--prompt-tokens"},
         {{"--method", "full", "--batch", "-1"}, "--batch"},
         {{"--method", "full", "--batch", "0"}, "--batch"},
         {{"--method", "full", "--lora-rank", "4"}, "--lora-rank"},

@@ -110,6 +110,23 @@ void TestConfig::badConfigs()
         "not divisible");
     expectError(R"({"model_type":"gpt2","vocab_size":10,"n_embd":8,"n_layer":1,"n_head":2})",
                 "'n_positions'");
+    // Sizes far past any model's are refused before a byte is allocated; so are epsilons, rotary
+    // bases and factors that are not positive, and token ids outside the vocabulary.
+    const std::string llama = R"({"model_type":"llama","vocab_size":10,"intermediate_size":16,)";
+    expectError(llama +
+                    R"("hidden_size":1000000000000,"num_hidden_layers":1,"num_attention_heads":2})",
+                "key 'hidden_size' is 1000000000000, more than the 262144 any model has");
+    expectError(llama + R"("hidden_size":8,"num_hidden_layers":1000000,"num_attention_heads":2})",
+                "key 'num_hidden_layers' is 1000000");
+    const std::string ok =
+        llama + R"("hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,)";
+    expectError(ok + R"("rms_norm_eps":-1.0})", "key 'rms_norm_eps' must be a positive number");
+    expectError(ok + R"("rope_theta":0})", "key 'rope_theta' must be a positive number");
+    expectError(ok + R"("rope_scaling":{"type":"linear","factor":0}})",
+                "key 'factor' must be a positive number");
+    expectError(ok + R"("bos_token_id":99999})",
+                "key 'bos_token_id' holds token id 99999, outside vocab_size 10");
+    expectError(ok + R"("eos_token_id":[2,-7]})", "key 'eos_token_id' holds token id -7");
     try {
         tb::loadModelConfig("/nonexistent/model");
         QFAIL("missing folder accepted");

@@ -10,10 +10,14 @@
 
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+
 #include "test_util.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 namespace {
 
@@ -185,6 +189,25 @@ void TestModel::samplingControls()
     o.topK = 0;
     o.topP = 1e-6;
     QCOMPARE(model->generate(prompt, o).tokens, g.tokens);
+    // A temperature near 0 samples as greedy does (before: +inf logits, a NaN softmax).
+    o.topP = 1.0;
+    o.temperature = 1e-45;
+    QCOMPARE(model->generate(prompt, o).tokens, g.tokens);
+    // Settings outside their range are refused with the setting named.
+    const auto refused = [&](const std::function<void(tb::GenerateOptions&)>& set,
+                             const std::string& fragment) {
+        tb::GenerateOptions bad = o;
+        bad.temperature = 1.0;
+        set(bad);
+        const std::string e = errorOf([&] { model->generate(prompt, bad); });
+        QVERIFY2(e.find(fragment) != std::string::npos, e.c_str());
+    };
+    refused([](auto& x) { x.temperature = -1; }, "temperature must be 0 (greedy) or positive");
+    refused([](auto& x) { x.temperature = std::numeric_limits<double>::quiet_NaN(); },
+            "temperature must be");
+    refused([](auto& x) { x.topK = -5; }, "top-k must be 0 (off) or positive, found -5");
+    refused([](auto& x) { x.topP = 0; }, "top-p must be in (0, 1]");
+    refused([](auto& x) { x.repetitionPenalty = 0; }, "repetition penalty must be positive");
     // A strong repetition penalty changes greedy text (stories repeat "Lily", "park", ...).
     greedy.repetitionPenalty = 5.0;
     auto penalised = model->generate(prompt, greedy);
@@ -350,6 +373,20 @@ void TestModel::brokenFolders()
     msg = errorOf([&] { tb::Model::load(shape); });
     QVERIFY2(msg.find("'model.norm.weight' has shape [32] but the config implies [64]") !=
                  std::string::npos,
+             msg.c_str());
+
+    // A config that describes far more than the weights hold (here 4,096 layers over the
+    // bundled model's 5) is named before the layers are allocated.
+    auto layers = makeFolder(QStringLiteral("layers"), [](auto&) {});
+    {
+        auto config = nlohmann::json::parse(tb::readFile(layers + "/config.json"));
+        config["num_hidden_layers"] = 4096;
+        tb::writeFileAtomic(layers + "/config.json", config.dump());
+    }
+    msg = errorOf([&] { tb::Model::load(layers); });
+    QVERIFY2(msg.find(layers + "/config.json describes ") != std::string::npos &&
+                 msg.find(" holds 260032 values: the config does not belong to these weights") !=
+                     std::string::npos,
              msg.c_str());
 
     auto dtype = makeFolder(QStringLiteral("dtype"), [](auto& b) {

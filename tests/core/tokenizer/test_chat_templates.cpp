@@ -12,6 +12,8 @@
 #include <QDir>
 #include <QtTest>
 
+#include <tuple>
+
 #include <filesystem>
 
 using tb::ChatMessage;
@@ -339,6 +341,23 @@ private Q_SLOTS:
         std::string error = tbtest::errorOf(
             [&] { ChatTemplate::fromModel(dir.filePath(QStringLiteral("bad")).toStdString()); });
         QVERIFY2(tbtest::contains(error, bad), error.c_str());
+
+        // A chat_template key of the wrong shape is named, not taken for a missing template.
+        for (const auto& [name, text, fragment] :
+             std::vector<std::tuple<const char*, const char*, const char*>>{
+                 {"number", R"({"chat_template": 5})",
+                  "key 'chat_template' must be a string or a list of {name, template}, found "
+                  "number"},
+                 {"nodefault", R"({"chat_template": [{"name": "tool_use", "template": "T"}]})",
+                  "key 'chat_template' is a list without a"},
+                 {"array", "[]", "expected a JSON object, found array"}}) {
+            QDir(dir.path()).mkpath(QLatin1String(name));
+            const std::string file =
+                tbtest::writeText(dir, std::string(name) + "/tokenizer_config.json", text);
+            error = tbtest::errorOf(
+                [&] { ChatTemplate::fromModel(dir.filePath(QLatin1String(name)).toStdString()); });
+            QVERIFY2(tbtest::contains(error, file + ": " + fragment), error.c_str());
+        }
 
         QDir(dir.path()).mkpath(QStringLiteral("broken"));
         tbtest::writeText(dir, "broken/tokenizer_config.json",

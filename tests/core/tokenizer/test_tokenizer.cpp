@@ -276,6 +276,19 @@ void TestTokenizer::malformedFilesNameFileAndKey()
     j["model"]["type"] = "WordPiece";
     expectError(j.dump(), "WordPiece");
 
+    // Ids are read whole: 2^40 and 2^32 - 1 are refused, not cut to 0 and -1 (or an allocation
+    // of 2^31 entries).
+    for (const nlohmann::json& id :
+         {nlohmann::json(int64_t(1) << 40), nlohmann::json(uint64_t(4294967295u)),
+          nlohmann::json(int64_t(2147483647)), nlohmann::json(uint64_t(18446744073709551615u))}) {
+        j = tinyTokenizer();
+        j["added_tokens"] = {{{"id", id}, {"content", "<x>"}, {"special", true}}};
+        expectError(j.dump(), "added_tokens[0].id " + id.dump() + " is not a valid id");
+        j = tinyTokenizer();
+        j["model"]["vocab"]["zz"] = id;
+        expectError(j.dump(), "model.vocab['zz'] is not a valid id");
+    }
+
     j = tinyTokenizer();
     j["model"]["type"] = "Unigram";
     expectError(j.dump(), "Unigram");

@@ -6,6 +6,7 @@
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/heap.h"
+#include "util/json_depth.h"
 #include "util/json_write.h"
 #include "util/sha256.h"
 #include "util/staged_folder.h"
@@ -171,6 +172,45 @@ private Q_SLOTS:
         };
         for (const json& v : cases)
             QCOMPARE(tb::toJson(v), v.dump());
+    }
+
+    // JSON nesting is counted before a parse: 512 levels pass, 513 name the place and the byte;
+    // brackets inside strings (escaped quotes included) do not count. Parsed, copied and printed,
+    // 100,000 levels (the rejected case) would overflow the stack.
+    void jsonDepthBounded()
+    {
+        const auto nested = [](int levels, const std::string& inner = "1") {
+            std::string s;
+            for (int i = 0; i < levels; ++i)
+                s += i % 2 ? "{\"k\":" : "[";
+            s += inner;
+            for (int i = levels - 1; i >= 0; --i)
+                s += i % 2 ? "}" : "]";
+            return s;
+        };
+        const std::string ok = nested(tb::kMaxJsonDepth);
+        QVERIFY(!tb::jsonTooDeep(ok));
+        tb::checkJsonDepth(ok, "ok.json");
+        QCOMPARE(json::parse(ok).dump(), ok);
+        const std::string deep = nested(tb::kMaxJsonDepth + 1);
+        QVERIFY(tb::jsonTooDeep(deep));
+        size_t at = 0;  // the 513th opening bracket
+        for (int level = 0; level <= tb::kMaxJsonDepth; ++level)
+            at = deep.find_first_of("[{", level == 0 ? 0 : at + 1);
+        std::string message;
+        try {
+            tb::checkJsonDepth(deep, "rows.jsonl:7");
+        } catch (const tb::Error& e) {
+            message = e.what();
+        }
+        QCOMPARE(message, "rows.jsonl:7: JSON nested deeper than 512 levels (at byte " +
+                              std::to_string(at) + ")");
+        QVERIFY(tb::jsonTooDeep(nested(100000)));
+        // Brackets in strings are text.
+        const std::string text = "[\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') +
+                                 "\", {\"a\": \"]]]\"}]";
+        QVERIFY(!tb::jsonTooDeep(text));
+        QCOMPARE(json::parse(text).size(), size_t(2));
     }
 
     void jsonWriterRandomDocuments()
