@@ -77,9 +77,10 @@ EvalCases loadEvalCases(const EvalDataSource& s)
         const auto store = DataStore::open(s.store, false);
         SnapshotInfo info;
         for (const SnapshotRecord& r : snapshotRecords(*store, s.snapshot, &info)) {
-            examples.push_back(recordToExample(r.kind, r.fields));
-            examples.back().source =
+            const std::string source =
                 s.store + "#" + s.snapshot + ":record " + std::to_string(r.recordId);
+            examples.push_back(recordToExample(r.kind, r.fields, source));
+            examples.back().source = source;
         }
         out.data["source"] = s.store + "#" + s.snapshot;
         out.data["snapshot_sha256"] = info.sha256;

@@ -215,9 +215,10 @@ void PreferenceRecipe::setUpReference()
             return;  // the policy with its method switched off (referenceLogps)
         [[fallthrough]];
     case ReferenceKind::Copy: {
-        m_reference = createCausalLM(loadModelConfig(m_config.model));
+        const Checkpoint checkpoint = Checkpoint::open(m_config.model);
+        m_reference = createCausalLM(loadModelConfig(m_config.model), checkpoint);
         m_reference->setQuantization(m_config.quant);  // the base as the policy holds it
-        m_reference->loadWeights(Checkpoint::open(m_config.model), torch::kFloat32, m_model.device);
+        m_reference->loadWeights(checkpoint, torch::kFloat32, m_model.device);
         for (auto& p : m_reference->parameters())
             p.set_requires_grad(false);
         m_reference->eval();

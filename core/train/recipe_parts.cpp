@@ -20,7 +20,13 @@ std::unique_ptr<RunStore> openRunStore(const TrainConfig& config, const std::str
 std::optional<CheckpointLoad> resumeCheckpoint(const RunStore& store, bool writes,
                                                std::string* restart)
 {
-    std::optional<CheckpointLoad> checkpoint = store.loadLatestCheckpoint();
+    std::string skipped;
+    std::optional<CheckpointLoad> checkpoint = store.loadLatestCheckpoint(&skipped);
+    // A step-N folder appears whole (renamed into place once written): one that does not load
+    // was damaged afterwards, and starting again would overwrite the run's metrics and it.
+    if (!checkpoint && !skipped.empty())
+        fail(store.dir(), ": no checkpoint can be resumed and nothing was changed: ", skipped,
+             ". Restore the files, or remove checkpoints/ to train the run again from step 0");
     if (!checkpoint) {
         *restart = store.dir() + ": no complete checkpoint yet (the run stopped before its first): "
                                  "starting it again from step 0 with its run.json";

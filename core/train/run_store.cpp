@@ -4,6 +4,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 #include "util/sha256.h"
 #include "util/staged_folder.h"
 
@@ -224,6 +225,7 @@ nlohmann::json RunStore::readRunInfo() const
     if (!fileExists(path))
         fail(path, ": not found");
     const std::string text = readFile(path);
+    checkJsonDepth(text, path);
     json info;
     try {
         info = json::parse(text);
@@ -436,7 +438,7 @@ std::vector<int64_t> RunStore::checkpointSteps() const
     return out;
 }
 
-std::optional<CheckpointLoad> RunStore::loadLatestCheckpoint() const
+std::optional<CheckpointLoad> RunStore::loadLatestCheckpoint(std::string* skipped) const
 {
     CheckpointLoad load;
     for (const auto& [step, folder] : stepFolders(joinPath(m_dir, "checkpoints"))) {
@@ -449,6 +451,11 @@ std::optional<CheckpointLoad> RunStore::loadLatestCheckpoint() const
             load.warnings.push_back(folder + " is incomplete or corrupt (" + e.what() +
                                     "): skipped");
         }
+    }
+    if (skipped) {
+        skipped->clear();
+        for (const std::string& w : load.warnings)
+            *skipped += (skipped->empty() ? "" : "; ") + w;
     }
     return std::nullopt;
 }

@@ -76,8 +76,9 @@ public:
     std::vector<int64_t> checkpointSteps() const;
 
     // Loads the newest checkpoint whose files match its manifest (size and SHA-256); corrupt or
-    // incomplete ones are skipped with a warning. nullopt when none is usable.
-    std::optional<CheckpointLoad> loadLatestCheckpoint() const;
+    // incomplete ones are skipped with a warning. nullopt when none is usable; then `skipped`
+    // (when given) says why each one was not ("" when there was none).
+    std::optional<CheckpointLoad> loadLatestCheckpoint(std::string* skipped = nullptr) const;
 
 private:
     void ensureFolder(const std::string& folder) const;

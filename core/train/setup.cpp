@@ -65,18 +65,29 @@ PreparedModel prepareModel(const TrainConfig& config)
 {
     PreparedModel m;
     ModelConfig modelConfig = loadModelConfig(config.model);
+    // Learned positions (GPT-2) end at n_positions: a longer sequence cannot be embedded.
+    const int64_t positions =
+        config.data.maxLength + (config.method == Method::Prompt ? config.prompt.numTokens : 0);
+    if (modelConfig.architecture == Architecture::Gpt2 && positions > modelConfig.maxPositions)
+        fail(config.sourcePath, ": key 'data.max_length' is ", config.data.maxLength,
+             config.method == Method::Prompt
+                 ? cat(" (", positions, " positions with prompt.num_tokens)")
+                 : std::string(),
+             ", but ", config.model, " has ", modelConfig.maxPositions,
+             " learned positions (n_positions)");
     m.device = runDevice(config);
     if (config.precision == Precision::Fp16 && !m.device.is_cuda())
         fail(config.sourcePath,
              ": key 'precision' fp16 needs a CUDA device (use bf16 or fp32 on the CPU)");
-    m.module = createCausalLM(modelConfig);
+    const Checkpoint checkpoint = Checkpoint::open(config.model);
+    m.module = createCausalLM(modelConfig, checkpoint);
     if (config.quant.head && modelConfig.tieWordEmbeddings)
         fail(config.sourcePath, ": key 'quant_head' needs an untied head, but ", config.model,
              " ties its head to the token embedding (embeddings are never quantised)");
     // The frozen base weights quantised tensor by tensor as they load (QLoRA), before the method
     // adds what trains on top of them.
     m.module->setQuantization(config.quant);
-    m.module->loadWeights(Checkpoint::open(config.model), torch::kFloat32, m.device);
+    m.module->loadWeights(checkpoint, torch::kFloat32, m.device);
     m.tokenizer = loadTokenizer(config.model);
     applyMethod(*m.module, config, m.tokenizer.get(), config.seed);
     m.module->setGradientCheckpointing(config.gradientCheckpointing);
@@ -151,9 +162,10 @@ RunExamples runExamples(const TrainConfig& c)
         const std::vector<SnapshotRecord> records = snapshotRecords(*store, id, &info);
         std::vector<Example> examples;
         for (const SnapshotRecord& r : records) {
-            examples.push_back(recordToExample(r.kind, r.fields));
-            examples.back().source =
+            const std::string source =
                 store->path() + "#" + id + ":record " + std::to_string(r.recordId);
+            examples.push_back(recordToExample(r.kind, r.fields, source));
+            examples.back().source = source;
         }
         d.snapshots[role] = {{"id", info.id}, {"sha256", info.sha256}, {"records", info.records}};
         hashInput += info.sha256;
@@ -209,6 +221,24 @@ PreparedData prepareData(const TrainConfig& c, const Tokenizer& tokenizer)
     d.general = tokenizeAll(examples.general, tokenizer, options);
     if (d.train.sequences.empty())
         fail(examples.dataName, ": no sequences after tokenization");
+    // A sequence whose loss mask is empty (its response cut away at max_length) teaches nothing:
+    // a run of only such would report a loss of 0 and change no weight.
+    const auto learns = [](const Sequence& s) {
+        return std::any_of(s.labels.begin(), s.labels.end(), [](int32_t l) { return l >= 0; });
+    };
+    const auto silent =
+        static_cast<int64_t>(std::count_if(d.train.sequences.begin(), d.train.sequences.end(),
+                                           [&](const Sequence& s) { return !learns(s); }));
+    if (silent == static_cast<int64_t>(d.train.sequences.size()))
+        fail(examples.dataName, ": no training sequence keeps a token to learn from at max_length ",
+             c.data.maxLength,
+             " (the responses are cut away, or the loss covers nothing); raise data.max_length or "
+             "check data.train_on");
+    if (silent > 0)
+        d.warnings.push_back(std::to_string(silent) + " of " +
+                             std::to_string(d.train.sequences.size()) +
+                             " training sequences keep no token to learn from at max_length " +
+                             std::to_string(c.data.maxLength) + ": they add nothing");
     if (d.train.truncated > 0)
         d.warnings.push_back(
             std::to_string(d.train.truncated) + " of " + std::to_string(d.train.examples) +
@@ -327,9 +357,11 @@ LoadedRun loadRun(const std::string& runDir, const std::string& device, const ch
     r.config.device = device;
     if (!quantizedBase)
         r.config.quant = {};
-    auto checkpoint = store.loadLatestCheckpoint();
+    std::string skipped;
+    auto checkpoint = store.loadLatestCheckpoint(&skipped);
     if (!checkpoint)
-        fail(runDir, ": no complete checkpoint to ", purpose);
+        fail(runDir, ": no complete checkpoint to ", purpose,
+             skipped.empty() ? std::string() : ": " + skipped);
     r.checkpoint = std::move(*checkpoint);
     r.model = prepareModel(r.config);
     loadTrainableTensors(trainableParameters(*r.model.module),

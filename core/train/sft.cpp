@@ -172,7 +172,8 @@ void SftRecipe::setUp()
     if (!m_data.general.sequences.empty())
         m_position.generalBase = meanLoss(m_data.general);
     if (!m_data.val.sequences.empty())
-        m_position.initialValLoss = evaluate(0).valLoss;
+        if (const std::optional<EvalMetrics> e = evaluate(0))
+            m_position.initialValLoss = e->valLoss;
 }
 
 void SftRecipe::restore(const CheckpointLoad& checkpoint)
@@ -349,18 +350,25 @@ void SftRecipe::emitStep(double loss, double lr, double gradNorm, int64_t tokens
         m_events->onStep(m);
 }
 
-EvalMetrics SftRecipe::evaluate(int64_t step)
+std::optional<EvalMetrics> SftRecipe::evaluate(int64_t step)
 {
     EvalMetrics e;
     e.step = step;
+    if (m_data.val.sequences.empty() && m_data.general.sequences.empty())
+        return std::nullopt;  // nothing held out (a loss of 0 would read as one)
     resetMemoryPeak(m_device);
     if (!m_data.val.sequences.empty()) {
-        e.valLoss = meanLoss(m_data.val);
+        const std::optional<double> loss = meanLoss(m_data.val);
+        if (!loss)
+            return std::nullopt;
+        e.valLoss = *loss;
         e.valPerplexity = std::exp(e.valLoss);
         m_lastValLoss = e.valLoss;
     }
     if (!m_data.general.sequences.empty()) {
         e.generalLoss = meanLoss(m_data.general);
+        if (!e.generalLoss)
+            return std::nullopt;
         e.generalLossBase = m_position.generalBase;
     }
     e.memoryPeak = memorySnapshot(m_device).peak;
@@ -371,7 +379,7 @@ EvalMetrics SftRecipe::evaluate(int64_t step)
 }
 
 // Mean loss per loss-carrying token over a whole set, in eval mode and the run's precision.
-double SftRecipe::meanLoss(const SequenceSet& set)
+std::optional<double> SftRecipe::meanLoss(const SequenceSet& set)
 {
     torch::NoGradGuard noGrad;
     auto& model = *m_model.module;
@@ -381,11 +389,20 @@ double SftRecipe::meanLoss(const SequenceSet& set)
     const int32_t pad = m_model.tokenizer->eosId().value_or(0);
     double sum = 0;
     int64_t tokens = 0;
-    forEachEvalBatch(set, m_config.batchSize, pad, -1, [&](const TokenBatch& b) {
-        const BatchTensors t = toTensors(b, m_model.device);
-        sum += batchLoss(model, t.ids, t.labels, 1.0, m_config, t.packedRows()).item<double>();
-        tokens += b.lossTokens;
-    });
+    struct Stopped {};
+    try {
+        forEachEvalBatch(set, m_config.batchSize, pad, -1, [&](const TokenBatch& b) {
+            if (m_control.stopRequested())
+                throw Stopped{};
+            const BatchTensors t = toTensors(b, m_model.device);
+            sum += batchLoss(model, t.ids, t.labels, 1.0, m_config, t.packedRows()).item<double>();
+            tokens += b.lossTokens;
+        });
+    } catch (const Stopped&) {
+        if (wasTraining)
+            model.train();
+        return std::nullopt;
+    }
     if (wasTraining)
         model.train();
     return tokens > 0 ? sum / static_cast<double>(tokens) : 0.0;

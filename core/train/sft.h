@@ -43,8 +43,12 @@ private:
     };
     Accumulated accumulateGradients();
     void emitStep(double loss, double lr, double gradNorm, int64_t tokens, double seconds);
-    EvalMetrics evaluate(int64_t step);
-    double meanLoss(const SequenceSet& set);
+    // The held-out losses at `step`, recorded; nullopt (nothing recorded) when there is nothing
+    // held out or a Stop came while they were computed.
+    std::optional<EvalMetrics> evaluate(int64_t step);
+    // Mean loss per loss-carrying token; nullopt when a Stop came between two of its batches
+    // (a whole validation set can take minutes).
+    std::optional<double> meanLoss(const SequenceSet& set);
     void save();
     void measureStops();  // the summary's stop rate on held-out conversations
     // eval.generate_every: the metrics of greedy answers on the fixed sample of validation cases.

@@ -6,6 +6,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/json_depth.h"
 #include "util/paths.h"
 
 #include <algorithm>
@@ -451,7 +452,7 @@ std::string resolvePath(const std::string& path, const std::string& sourcePath)
 void parseLora(const Section& s, LoraOptions& o)
 {
     s.checkKeys(kLoraKeys);
-    o.rank = s.intValue("rank", o.rank, 1);
+    o.rank = static_cast<int>(s.integer("rank", o.rank, 1, 1 << 16));
     o.alpha = s.number("alpha", o.alpha);
     s.above("alpha", o.alpha, 0);
     o.dropout = s.number("dropout", o.dropout);
@@ -488,7 +489,7 @@ void parseAdapter(const Section& s, AdapterOptions& o)
 {
     s.checkKeys(kAdapterKeys);
     o.kind = s.choice("kind", o.kind, kAdapterKinds, adapterKindName, parseAdapterKind);
-    o.size = s.intValue("size", o.size, 0);
+    o.size = static_cast<int>(s.integer("size", o.size, 0, 1 << 20));
     o.reductionFactor = s.intValue("reduction_factor", o.reductionFactor, 1);
     o.activation = s.choice("activation", o.activation, kActivations, adapterActivationName,
                             parseAdapterActivation);
@@ -497,7 +498,7 @@ void parseAdapter(const Section& s, AdapterOptions& o)
 void parsePrompt(const Section& s, PromptOptions& o)
 {
     s.checkKeys(kPromptKeys);
-    o.numTokens = s.intValue("num_tokens", o.numTokens, 1);
+    o.numTokens = static_cast<int>(s.integer("num_tokens", o.numTokens, 1, 1 << 20));
     o.initText = s.string("init_text", o.initText);
 }
 
@@ -850,6 +851,10 @@ TrainConfig parseTrainConfig(const nlohmann::json& json, const std::string& sour
     parseOptim(optim, c.optim);
 
     c.model = resolvePath(c.model, sourcePath);
+    // A model's config.json names its folder (the weights and the tokenizer are beside it).
+    if (std::filesystem::path(c.model).filename() == "config.json" && fileExists(c.model) &&
+        !isDirectory(c.model))
+        c.model = std::filesystem::path(c.model).parent_path().string();
     // A bundled example's runs go to the user's data folder when installed (util/paths.h).
     c.outputDir = userOutputPath(resolvePath(c.outputDir, sourcePath));
     c.data.store = resolvePath(c.data.store, sourcePath);
@@ -864,6 +869,7 @@ TrainConfig loadTrainConfig(const std::string& path, const std::vector<std::stri
     if (isDirectory(path))
         fail(path, ": is a folder, expected a run config file (JSON)");
     const std::string text = readFile(path);
+    checkJsonDepth(text, path);
     json j;
     try {
         j = json::parse(text);
@@ -908,6 +914,7 @@ void applyOverride(nlohmann::json& json, const std::string& keyEqualsValue)
             fail("override '", keyEqualsValue, "': '", key.substr(0, start == 0 ? 0 : start - 1),
                  "' is not an object");
         if (dot == std::string::npos) {
+            checkJsonDepth(value, "override '" + key + "'");
             nlohmann::json parsed = json::parse(value, nullptr, false);
             (*node)[part] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
             return;

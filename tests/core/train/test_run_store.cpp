@@ -229,7 +229,11 @@ void TestRunStore::corruptNewestSkipped()
     // corrupt the older one as well: nothing usable
     const std::string older = store.dir() + "/checkpoints/step-10/state.json";
     tb::writeFileAtomic(older, "{}");
-    QVERIFY(!store.loadLatestCheckpoint().has_value());
+    std::string skipped;
+    QVERIFY(!store.loadLatestCheckpoint(&skipped).has_value());
+    QVERIFY2(skipped.find("step-20") != std::string::npos &&
+                 skipped.find("step-10") != std::string::npos,
+             skipped.c_str());
 }
 
 void TestRunStore::missingManifestSkipped()

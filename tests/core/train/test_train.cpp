@@ -11,6 +11,7 @@
 #include "train/train_config.h"
 #include "train/tuned_model.h"
 #include "util/error.h"
+#include "util/file_util.h"
 
 #include "../../test_util.h"
 
@@ -260,6 +261,27 @@ void TestTrain::resumeIsBitExact()
                  (w.find("step-2") != std::string::npos && w.find("skipped") != std::string::npos);
     QVERIFY(warned);
     QCOMPARE(s4.steps, int64_t(8));
+
+    // When every checkpoint is damaged, resuming stops and names why; starting again from step 0
+    // would have cut metrics.jsonl and overwritten the checkpoint.
+    auto c5 = config("lora-tiny.json", m_dir.path(), "resume-all-corrupt",
+                     {"max_steps=2", "save_every=2"});
+    auto s5 = train(c5);
+    const std::string only = s5.runDir + "/checkpoints/step-2/trainable.safetensors";
+    {
+        std::fstream f(only, std::ios::in | std::ios::out | std::ios::binary);
+        QVERIFY(f.good());
+        f.seekp(-3, std::ios::end);
+        f.put('\x7f');
+    }
+    const std::string metrics = tb::readFile(s5.runDir + "/metrics.jsonl");
+    const std::string damaged = tb::readFile(only);
+    const std::string e = tbtest::errorOf([&] { train(c5, nullptr, s5.runDir); });
+    QVERIFY2(tbtest::contains(e, "no checkpoint can be resumed") && tbtest::contains(e, "step-2") &&
+                 tbtest::contains(e, "trainable.safetensors SHA-256 mismatch"),
+             e.c_str());
+    QCOMPARE(tb::readFile(s5.runDir + "/metrics.jsonl"), metrics);
+    QCOMPARE(tb::readFile(only), damaged);
 }
 
 void TestTrain::accumulationEqualsLargerBatch()
@@ -321,6 +343,20 @@ void TestTrain::pauseAndStopBetweenSteps()
     QVERIFY(job.summary().stopped);
     QVERIFY(job.summary().steps < 40);
     QVERIFY(!events.checkpoints.empty());  // stopping saves where it stopped
+
+    // A Stop during the held-out losses (minutes on a large validation set) ends them at the
+    // next batch: nothing is recorded for them, no step runs.
+    tb::TrainingJob early(config("lora-tiny.json", m_dir.path(), "stop-in-eval", {"max_steps=40"}),
+                          nullptr);
+    early.stop();
+    early.runHere();
+    QCOMPARE(early.state(), tb::JobState::Finished);
+    QVERIFY(early.summary().stopped);
+    QCOMPARE(early.summary().steps, int64_t(0));
+    int evals = 0;
+    for (const auto& line : tb::RunStore(early.summary().runDir).readMetrics())
+        evals += line.value("type", "") == "eval";
+    QCOMPARE(evals, 0);
 }
 
 void TestTrain::divergenceGuardPauses()
@@ -368,7 +404,23 @@ void TestTrain::badConfigsStopEarly()
     expect({"batch_size=\"eight\""}, "batch_size");
     expect({"batch_size=70000"}, "key 'batch_size' must be <= 65536");
     expect({"grad_accum=70000"}, "key 'grad_accum' must be <= 65536");
+    // Every response cut away at max_length: nothing to learn, refused instead of a loss of 0.
+    expect({"data.max_length=8"},
+           "no training sequence keeps a token to learn from at max_length 8");
     QVERIFY(!QFileInfo::exists(m_dir.filePath(QStringLiteral("bad/checkpoints/step-1"))));
+
+    // Nothing held out: no evaluation is recorded (before, "val loss 0.0000" at each one).
+    auto c = config("lora-tiny.json", m_dir.path(), "no-holdout",
+                    {"data.val_file=\"\"", "data.general_file=\"\"", "data.val_ratio=0",
+                     "max_steps=2", "eval_every=1"});
+    const auto s = train(c);
+    int evals = 0, steps = 0;
+    for (const auto& line : tb::RunStore(s.runDir).readMetrics()) {
+        evals += line.value("type", "") == "eval";
+        steps += line.value("type", "") == "step";
+    }
+    QCOMPARE(steps, 2);
+    QCOMPARE(evals, 0);
 }
 
 void TestTrain::mergedExportShardsAndRefusesNoChange()
@@ -517,6 +569,18 @@ void TestTrain::tokensOutsideTheEmbeddingAreNamed()
     QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("small/checkpoints/step-1"))));
     const auto [fits, why] = run(resized, "resized");
     QVERIFY2(fits == tb::JobState::Finished, why.c_str());
+
+    // Sequences longer than GPT-2's learned positions are refused naming the key, not failed in
+    // the embedding.
+    auto o = common;
+    o.push_back("model=" + resized);
+    o.push_back("data.max_length=200");
+    tb::TrainingJob longer(config("full-tiny.json", dir.path(), "longer", o), nullptr);
+    longer.runHere();
+    QCOMPARE(longer.state(), tb::JobState::Failed);
+    QVERIFY2(tbtest::contains(longer.error(), "key 'data.max_length' is 200, but " + resized +
+                                                  " has 128 learned positions (n_positions)"),
+             longer.error().c_str());
 }
 
 void TestTrain::badRunJsonIsNamed()

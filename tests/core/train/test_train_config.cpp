@@ -328,7 +328,8 @@ void TestTrainConfig::ranges_data()
     row("partial.trainable_blocks=-1", "key 'partial.trainable_blocks' must be >= 0");
     row("adapter.reduction_factor=0", "key 'adapter.reduction_factor' must be >= 1");
     row("adapter.size=-1", "key 'adapter.size' must be >= 0");
-    row("lora.rank=3000000000", "key 'lora.rank' must be <= 2147483647");
+    row("lora.rank=3000000000", "key 'lora.rank' must be <= 65536");
+    row("adapter.size=100000000", "key 'adapter.size' must be <= 1048576");
     row("name=a/b", "key 'name' must be a non-empty folder name");
     row("output_dir=\"\"", "key 'output_dir' must not be empty");
 }
@@ -578,6 +579,12 @@ void TestTrainConfig::relativePaths()
     // run.json written to another folder and read back resolves to the same paths
     writeText(root + "/elsewhere/run.json", tb::toJson(c).dump(2));
     QVERIFY(tb::loadTrainConfig(root + "/elsewhere/run.json").data.trainFile == c.data.trainFile);
+    // A model's config.json stands for its folder (not read as weights).
+    writeText(root + "/models/tiny/config.json", "{}");
+    QCOMPARE(tb::loadTrainConfig(cfgDir + "/run.json",
+                                 {"data.general_file=\"\"", "model=\"../models/tiny/config.json\""})
+                 .model,
+             root + "/models/tiny");
 
     // a missing train_file is reported with the key name
     writeText(cfgDir + "/missing.json", R"({"model": "m", "data": {"train_file": "nope.jsonl"}})");
