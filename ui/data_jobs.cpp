@@ -1,6 +1,7 @@
 // DataJobs: QtConcurrent workers with their own store connection; progress, results and reads come
 // back through one EventBuffer and finish on the GUI thread.
 #include "data_jobs.h"
+#include "job_pool.h"
 
 #include "data/store/store.h"
 
@@ -49,8 +50,8 @@ bool DataJobs::run(const QString& what, Work work)
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     const std::string path = m_storePath.toStdString();
     Q_EMIT started(what);
-    m_job =
-        QtConcurrent::run([cancel = m_cancel, path, work = std::move(work), events = &m_events] {
+    m_job = QtConcurrent::run(
+        longJobPool(), [cancel = m_cancel, path, work = std::move(work), events = &m_events] {
             const CurateProgress progress = [cancel, events](const std::string& phase,
                                                              double fraction) {
                 const QString p = QString::fromStdString(phase);

@@ -5,6 +5,7 @@
 #include "data_jobs.h"
 #include "data_panels.h"
 #include "import_dialog.h"
+#include "job_pool.h"
 #include "pairs_view.h"
 #include "record_editor.h"
 #include "record_table_model.h"
@@ -551,7 +552,7 @@ void DataPage::openBundledStore(const QString& requested)
         }
         openStore(path);
     });
-    watcher->setFuture(QtConcurrent::run(createBundledStore, path));
+    watcher->setFuture(QtConcurrent::run(longJobPool(), createBundledStore, path));
 }
 
 void DataPage::showEvent(QShowEvent* event)

@@ -2,6 +2,7 @@
 // runs a regression suite (runSuiteOnRun), writes the results folder as the CLI does, and reports
 // through an EventBuffer; the drain stores the outcome and tells the page.
 #include "eval_controller.h"
+#include "job_pool.h"
 
 #include "eval/terminology.h"
 #include "tokenizer/model_template.h"
@@ -153,7 +154,8 @@ bool EvalController::launch(Task task, std::function<void(const std::atomic<bool
     m_events.discard();
     m_task = task;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
-    m_future = QtConcurrent::run([work = std::move(work), cancel = m_cancel] { work(*cancel); });
+    m_future = QtConcurrent::run(longJobPool(),
+                                 [work = std::move(work), cancel = m_cancel] { work(*cancel); });
     return true;
 }
 

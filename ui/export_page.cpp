@@ -2,6 +2,7 @@
 // checks' results; a reward-model run offers only its transformers classifier folder.
 #include "export_page.h"
 
+#include "job_pool.h"
 #include "studio_state.h"
 
 #include "export/export.h"
@@ -389,8 +390,8 @@ void ExportPage::exportSelected()
     m_export->setEnabled(false);
     m_results->removeRows(0, m_results->rowCount());
     m_status->setText(tr("Exporting…"));
-    m_watcher.setFuture(
-        QtConcurrent::run(runExport, m_run->currentData().toString(), options, reward));
+    m_watcher.setFuture(QtConcurrent::run(longJobPool(), runExport, m_run->currentData().toString(),
+                                          options, reward));
 }
 
 void ExportPage::showOutcome()

@@ -1,6 +1,7 @@
 // GenerationController: a QtConcurrent worker that loads (or reuses) the models and streams their
 // tokens into an EventBuffer; the drain caches the loaded models and hands the pages one batch.
 #include "generation_controller.h"
+#include "job_pool.h"
 
 #include "tokenizer/model_template.h"
 #include "tokenizer/tokenizer.h"
@@ -236,9 +237,10 @@ bool GenerationController::start(const GenerationRequest& request)
     models.tuned = m_tunedModelRun == request.runDir ? m_tunedModel : nullptr;
     if (m_quantizedModelPath == request.modelPath && m_quantizedModelOptions == request.baseQuant)
         models.quantized = m_quantizedModel;
-    m_future = QtConcurrent::run([request, models, cancel = m_cancel, events = &m_events] {
-        runGeneration(request, models, cancel, events);
-    });
+    m_future =
+        QtConcurrent::run(longJobPool(), [request, models, cancel = m_cancel, events = &m_events] {
+            runGeneration(request, models, cancel, events);
+        });
     return true;
 }
 
@@ -253,9 +255,10 @@ bool GenerationController::startBestOfN(const BestOfNRequest& request)
     const GenerationRequest& g = request.generation;
     std::shared_ptr<Model> base = m_baseModelPath == g.modelPath ? m_baseModel : nullptr;
     std::shared_ptr<Model> tuned = m_tunedModelRun == g.runDir ? m_tunedModel : nullptr;
-    m_future = QtConcurrent::run([request, base, tuned, cancel = m_cancel, events = &m_events] {
-        runBestOfN(request, base, tuned, cancel, events);
-    });
+    m_future = QtConcurrent::run(longJobPool(),
+                                 [request, base, tuned, cancel = m_cancel, events = &m_events] {
+                                     runBestOfN(request, base, tuned, cancel, events);
+                                 });
     return true;
 }
 

@@ -2,6 +2,7 @@
 // importIntoStore.
 #include "import_dialog.h"
 
+#include "job_pool.h"
 #include "record_table_model.h"
 
 #include "data/ingest/csv_reader.h"
@@ -253,6 +254,10 @@ ImportDialog::~ImportDialog()
     if (m_cancelFlag)
         *m_cancelFlag = true;          // a running import rolls back at its next progress report
     m_importWorker.waitForFinished();  // it reports into m_events: it must end before the buffer
+    // An import past its last progress report when the dialog closed has committed: its outcome
+    // still reaches the page (which refreshes), rather than being dropped with the buffer.
+    if (m_running)
+        m_events.drainNow();
 }
 
 void ImportDialog::setFile(const QString& path)
@@ -420,7 +425,7 @@ bool ImportDialog::startImport()
     const std::string store = m_storePath.toStdString(), file = path.toStdString(),
                       who = m_who.toStdString(), modelDir = m_modelDir.toStdString(),
                       split = m_split->currentText().toStdString();
-    m_importWorker = QtConcurrent::run([=]() {
+    m_importWorker = QtConcurrent::run(longJobPool(), [=]() {
         ImportOutcome out;
         try {
             // SQLite connections belong to their thread: the import writes through a connection of

@@ -140,6 +140,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         if (m_closeAfterStop)
             close();
     });
+    connect(m_exportPage, &ExportPage::exportFinished, this, [this] {
+        if (m_closeAfterExport)
+            close();
+    });
 
     const QString device = QString::fromStdString(defaultDevice());
     m_device = new QLabel(tr("Device: %1").arg(device), this);
@@ -375,6 +379,14 @@ void MainWindow::closeEvent(QCloseEvent* event)
             statusBar()->showMessage(tr("Stopping the run before closing…"));
         }
         event->ignore();  // closes again when the job has ended and freed its memory
+        return;
+    }
+    // An export cannot stop halfway (its folder appears whole or not at all): the window closes
+    // when it is written, instead of the page's destructor holding the GUI thread until then.
+    if (m_exportPage->busy()) {
+        m_closeAfterExport = true;
+        statusBar()->showMessage(tr("Closing when the export being written is complete…"));
+        event->ignore();
         return;
     }
     QSettings settings;

@@ -96,6 +96,7 @@ private:
     QString m_projectPath;
     std::function<bool()> m_askClose;
     bool m_closeAfterStop = false;
+    bool m_closeAfterExport = false;  // a close came while an export was being written
 };
 
 }  // namespace tb

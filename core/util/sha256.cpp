@@ -200,7 +200,7 @@ std::string sha256Hex(const std::string& bytes)
     return hash.hex();
 }
 
-std::string sha256File(const std::string& path)
+std::string sha256File(const std::string& path, const std::atomic<bool>* stop)
 {
     std::ifstream in(path, std::ios::binary);
     if (!in)
@@ -208,6 +208,8 @@ std::string sha256File(const std::string& path)
     Sha256 hash;
     std::vector<char> buffer(1 << 20);
     while (in) {
+        if (stop && stop->load())
+            return "";
         in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
         hash.update(buffer.data(), static_cast<size_t>(in.gcount()));
     }

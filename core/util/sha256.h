@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,7 +37,8 @@ private:
 };
 
 std::string sha256Hex(const std::string& bytes);
-std::string
-sha256File(const std::string& path);  // throws tb::Error naming the file when unreadable
+// Throws tb::Error naming the file when unreadable. With `stop`, gives up (returns "") once it is
+// set: a reader that no longer wants the hash need not wait for a whole multi-GB file.
+std::string sha256File(const std::string& path, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace tb

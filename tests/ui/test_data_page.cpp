@@ -467,15 +467,24 @@ private Q_SLOTS:
                             .arg(i)
                             .toUtf8());
         }
+        int outcomes = 0;
+        QString error;
         {
             tb::ImportDialog dialog(store, QStringLiteral("tester"), QString());
             QSignalSpy previewed(&dialog, &tb::ImportDialog::previewReady);
+            connect(&dialog, &tb::ImportDialog::imported, this, [&](const tb::ImportOutcome& o) {
+                ++outcomes;
+                error = o.error;
+            });
             dialog.setFile(file);
             QVERIFY(previewed.wait(10000));
             QVERIFY(dialog.startImport());
             QVERIFY(dialog.running());
         }  // destroyed at once, mid-import
         QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(0));
+        // The page still hears how it ended (here: rolled back), and refreshes on it.
+        QCOMPARE(outcomes, 1);
+        QVERIFY2(error.contains(QStringLiteral("cancel")), qPrintable(error));
     }
 
     // Scan, chunking and snapshots through the page, each checked in the store.

@@ -555,6 +555,24 @@ private Q_SLOTS:
             (args.at(0).toInt() == 0 ? base : tuned) = true;
         QVERIFY(base && tuned);
         QVERIFY(!play->baseText().isEmpty() && !play->tunedText().isEmpty());
+
+        // Closing while an export is written waits for it (the page cannot drop a half-written
+        // folder), without holding the GUI thread: the window closes when it is complete.
+        exported.clear();
+        w->showPage(QStringLiteral("Export"));
+        w->exportPage()->setFormat(QStringLiteral("merged"));
+        w->exportPage()->setOutputDir(runs.path() + QStringLiteral("/merged-on-close"));
+        w->exportPage()->exportSelected();
+        if (w->exportPage()->busy()) {
+            QVERIFY(!w->close());
+            QVERIFY(w->isVisible());
+            QVERIFY(w->statusBar()->currentMessage().contains(QStringLiteral("export")));
+            QVERIFY(exported.wait(60000));
+            QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 10000);
+        } else {  // finished before the close could meet it: the close goes through at once
+            QVERIFY(w->close());
+        }
+        QVERIFY(QFileInfo::exists(runs.path() + QStringLiteral("/merged-on-close/config.json")));
     }
     // The Train page reads a snapshot of the project's store; the finished run records its id and
     // hash.

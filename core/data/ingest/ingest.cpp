@@ -6,10 +6,12 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -82,7 +84,15 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path,
     StoreImportReport report;
     // The file's SHA-256 on a second core while the rows are parsed and inserted; it goes into the
     // source row, with the counts, once both are done.
-    std::future<std::string> sha256 = std::async(std::launch::async, sha256File, path);
+    auto stopHash = std::make_shared<std::atomic<bool>>(false);
+    std::future<std::string> sha256 = std::async(
+        std::launch::async, [path, stopHash] { return sha256File(path, stopHash.get()); });
+    // Declared after the future, so destroyed first: an import that fails or is cancelled stops
+    // the hash instead of waiting in the future's destructor for the rest of the file.
+    struct StopHash {
+        std::atomic<bool>& stop;
+        ~StopHash() { stop = true; }
+    } stopHashOnExit{*stopHash};
     // The source row, its records and its counts in one transaction: a kill at any instant leaves
     // the store without the import or with all of it.
     store.inTransaction([&] {

@@ -164,12 +164,12 @@ bool Statement::isNull(int column) const
     return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
 }
 
-Transaction::Transaction(Database& db) : m_db(db)
+Transaction::Transaction(Database& db, Kind kind) : m_db(db)
 {
     // Inside another transaction, a savepoint: its commit keeps its changes for the outer one's,
     // its rollback undoes only them.
     m_nested = sqlite3_get_autocommit(m_db.handle()) == 0;
-    m_db.exec(m_nested ? "SAVEPOINT tb_nested" : "BEGIN IMMEDIATE");
+    m_db.exec(m_nested ? "SAVEPOINT tb_nested" : kind == Kind::Write ? "BEGIN IMMEDIATE" : "BEGIN");
 }
 
 Transaction::~Transaction()

@@ -101,7 +101,10 @@ private:
 // transaction it is a savepoint (commit releases it into the outer one, destruction undoes it).
 class Transaction {
 public:
-    explicit Transaction(Database& db);
+    // Write: BEGIN IMMEDIATE, the write lock from the start (no upgrade that can fail midway).
+    // Read: a deferred BEGIN, one consistent snapshot that takes no lock a writer waits for.
+    enum class Kind { Write, Read };
+    explicit Transaction(Database& db, Kind kind = Kind::Write);
     ~Transaction();
     Transaction(const Transaction&) = delete;
     Transaction& operator=(const Transaction&) = delete;

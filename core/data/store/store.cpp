@@ -716,7 +716,18 @@ void DataStore::updateTokenCounts(
 {
     if (batch < 1)
         fail(m_path, ": token counts are read in batches of at least 1 record, not ", batch);
-    sql::Transaction tx(*m_db);
+    // Counts stored for this tokenizer on every live record: the pass only reads them (the
+    // studio re-summarises on each max-length edit), so it takes no write lock that reviews and
+    // imports would wait for.
+    bool writes = this->tokenizerId() != tokenizerId;
+    if (!writes) {
+        sql::Statement uncounted(*m_db, "SELECT EXISTS (SELECT 1 FROM record_state WHERE "
+                                        "removed = 0 AND token_count < 0)");
+        uncounted.step();
+        writes = uncounted.int64(0) != 0;
+    }
+    sql::Transaction tx(*m_db,
+                        writes ? sql::Transaction::Kind::Write : sql::Transaction::Kind::Read);
     // Each batch is read to its end before its counts are written, so no read runs across the
     // updates of the rows it visits.
     sql::Statement read(*m_db,
@@ -746,7 +757,8 @@ void DataStore::updateTokenCounts(
         if (int64_t(rows.size()) < batch)
             break;
     }
-    storeTokenizerId(*m_db, tokenizerId);
+    if (writes)
+        storeTokenizerId(*m_db, tokenizerId);
     tx.commit();
 }
 

@@ -247,6 +247,17 @@ private Q_SLOTS:
         QVERIFY(contains(errorOf([&] { tb::filterRecords(*store, o, false, "ana"); }), "regex"));
         store->undo(r.operationId, "ana");
         QCOMPARE(store->count(), int64_t(4));
+        // A pattern PCRE2 cannot decide on a record (its match limit) stops the filter, naming the
+        // record: read as "no match", --keep-matches would remove the records it does match.
+        const int64_t hard =
+            store->addRecords({alpaca(std::string(40, 'a') + "b", "answer")}, 0, "ana").at(0);
+        o = {};
+        o.regex = "(a+)+$";
+        o.regexKeeps = true;
+        const std::string e = errorOf([&] { tb::filterRecords(*store, o, true, "ana"); });
+        QVERIFY2(contains(e, "record " + std::to_string(hard)) && contains(e, "match limit"),
+                 e.c_str());
+        QCOMPARE(store->count(), int64_t(5));
     }
 
     void scanFlagsRecordsWithMaskedMatches()
@@ -352,6 +363,16 @@ private Q_SLOTS:
         store->editField(1, "output", "changed", "ana");
         QCOMPARE(tb::tokenStats(*store, kModel, 40, "alpaca").counted, int64_t(1));
         QCOMPARE(tb::tokenStats(*store, kModel, 40, "plain").counted, int64_t(500));
+
+        // With every count stored, a new max length only reads them: it runs while another
+        // connection holds the write lock (before, it waited 10 s for it and failed).
+        tb::sql::Database writer(store->path(), false);
+        writer.exec("BEGIN IMMEDIATE");
+        const tb::TokenStatsReport again = tb::tokenStats(*store, kModel, 30, "plain");
+        QCOMPARE(again.counted, int64_t(0));
+        QCOMPARE(again.records, int64_t(500));
+        QCOMPARE(again.maxLength, int64_t(30));
+        writer.exec("ROLLBACK");
     }
 
     // The streamed count: every live record once, in id order, over several batches (removed
