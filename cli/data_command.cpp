@@ -219,12 +219,22 @@ RecordQuery queryFromArgs(const Args& args)
                  "' (allowed: pending, accepted, rejected, needs-adjudication)");
         q.status = s;
     }
-    if (args.has("split"))
-        q.split = args.value("split");
+    if (args.has("split")) {
+        const std::string split = args.value("split");
+        if (split != "train" && split != "validation" && split != "general")
+            fail("option --split '", split, "' (allowed: train, validation, general)");
+        q.split = split;
+    }
     q.flaggedOnly = args.flag("flagged");
     q.contains = args.value("contains", "");
     q.offset = args.integer("offset", 0);
-    q.limit = args.integer("limit", -1);
+    if (q.offset < 0)
+        fail("option --offset is ", q.offset, " (must be at least 0)");
+    if (args.has("limit")) {
+        q.limit = args.integer("limit", -1);
+        if (q.limit < 1)
+            fail("option --limit is ", q.limit, " (must be at least 1; leave it out for all)");
+    }
     return q;
 }
 
@@ -508,6 +518,8 @@ int cmdHistory(const Args& args, std::ostream& out)
     json j = json::object();
     std::string text;
     if (args.has("id")) {
+        if (args.integer("id", 0) < 1)
+            fail("option --id is ", args.integer("id", 0), " (record ids start at 1)");
         json entries = json::array();
         for (const auto& h : store->history(args.integer("id", 0))) {
             entries.push_back({{"operation_id", h.operationId},

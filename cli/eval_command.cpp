@@ -77,6 +77,8 @@ EvalDataSource dataSource(const Args& args, const std::string& run)
     d.snapshot = args.value("snapshot", "");
     d.run = run;
     d.limit = args.integer("limit", 0);
+    if (args.has("limit") && d.limit < 1)
+        fail("option --limit is ", d.limit, " (must be at least 1; leave it out for every case)");
     if (!d.file.empty() && !d.store.empty())
         fail("eval: give --data or --store, not both");
     if (!d.snapshot.empty() && d.store.empty())

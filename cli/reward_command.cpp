@@ -78,6 +78,11 @@ int cmdReward(const Args& args, std::ostream& out, std::ostream& err)
             std::vector<std::string> answers;
             const json& r =
                 row.contains("responses") ? row["responses"] : json::array({row["response"]});
+            if (!r.is_array() || r.empty()) {
+                err << "skipped " << where
+                    << ": \"responses\" must be a non-empty list of strings\n";
+                continue;
+            }
             for (const json& a : r) {
                 if (!a.is_string())
                     fail(where, ": responses must be strings");

@@ -103,6 +103,7 @@ public:
             fail(m_path, ": cannot flush to disk (", std::strerror(errno), ")");
         if (::rename(m_tmp.c_str(), m_path.c_str()) != 0)
             fail(m_path, ": cannot replace (", std::strerror(errno), ")");
+        syncParentFolder(m_path);
         m_committed = true;
     }
 

@@ -13,6 +13,30 @@
 
 namespace tb {
 
+void syncPath(const std::string& path, bool directory)
+{
+    const int fd =
+        ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        fail(path, ": cannot open to flush (", std::strerror(errno), ")");
+    const int rc = ::fsync(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0)
+        fail(path, ": cannot flush to disk (", std::strerror(err), ")");
+}
+
+void syncParentFolder(const std::string& path)
+{
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    const int fd =
+        ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
 std::string readFile(const std::string& path)
 {
     std::ifstream in(path, std::ios::binary);
@@ -84,6 +108,7 @@ void AtomicFileWriter::commit()
         ::unlink(m_tmp.c_str());
         fail(m_path, ": cannot replace (", std::strerror(err), ")");
     }
+    syncParentFolder(m_path);
 }
 
 void writeFileAtomic(const std::string& path, std::string_view bytes)

@@ -15,6 +15,12 @@ std::string readFile(const std::string& path);
 // one.
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
+// Flushes a file, or a folder's entries, to disk; throws tb::Error naming the path.
+void syncPath(const std::string& path, bool directory);
+// After a rename into `path`'s folder: flushes the folder's entries, so a power cut cannot undo
+// the rename (best effort: a file system that cannot flush a folder is left as it is).
+void syncParentFolder(const std::string& path);
+
 // The same for bytes written in pieces (buffered): a temp file beside `path` that commit() flushes
 // to disk and renames over it; without commit() (an error on the way) it is removed.
 class AtomicFileWriter {

@@ -29,19 +29,6 @@ std::pair<std::string, std::string> parentAndName(const std::string& target)
 
 }  // namespace
 
-void syncPath(const std::string& path, bool directory)
-{
-    const int fd =
-        ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0)
-        fail(path, ": cannot open to flush (", std::strerror(errno), ")");
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0)
-        fail(path, ": cannot flush to disk (", std::strerror(err), ")");
-}
-
 bool isStaleWork(const std::string& name, const std::string& prefix)
 {
     if (name.rfind(prefix, 0) != 0)

@@ -2,13 +2,12 @@
 // which is swapped in at the end, so a kill at any instant leaves the old folder or the new one.
 #pragma once
 
+#include "util/file_util.h"  // syncPath
+
 #include <functional>
 #include <string>
 
 namespace tb {
-
-// Flushes a file, or a folder's entries, to disk; throws tb::Error naming the path.
-void syncPath(const std::string& path, bool directory);
 
 // Whether `name` (an entry of a folder) is staging work "<prefix>*.tmp-PID" or "<prefix>*.old-PID"
 // whose writer is gone: no process with that id, or this process (an attempt that failed earlier).

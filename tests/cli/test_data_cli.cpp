@@ -2,6 +2,8 @@
 // the bad inputs of the Datasets issue (non-UTF-8, empty, 50 MB line, JSON array as JSONL) as clear
 // one-line errors, and a training run that reads a snapshot and records its id and SHA-256 in
 // run.json.
+#include "data/store/store.h"
+
 #include <QCryptographicHash>
 #include <QtTest>
 
@@ -347,6 +349,26 @@ private Q_SLOTS:
                        QStringLiteral("--store"), notStore});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("unknown subcommand 'frobnicate'"), r.err.constData());
+
+        // Options outside their range are refused by name (they listed nothing, with status 0).
+        const QString store = dir.filePath(QStringLiteral("s.tbstore"));
+        tb::DataStore::open(store.toStdString(), true);
+        const std::vector<std::pair<QStringList, const char*>> bad{
+            {{QStringLiteral("list"), QStringLiteral("--limit"), QStringLiteral("-1")},
+             "option --limit is -1"},
+            {{QStringLiteral("list"), QStringLiteral("--offset"), QStringLiteral("-5")},
+             "option --offset is -5"},
+            {{QStringLiteral("list"), QStringLiteral("--split"), QStringLiteral("bogus")},
+             "option --split 'bogus' (allowed: train, validation, general)"},
+            {{QStringLiteral("history"), QStringLiteral("--id"), QStringLiteral("-5")},
+             "option --id is -5"}};
+        for (const auto& [argv, fragment] : bad) {
+            QStringList full{QStringLiteral("data")};
+            full << argv << QStringLiteral("--store") << store;
+            r = tunebench(full);
+            QCOMPARE(r.exitCode, 1);
+            QVERIFY2(r.err.contains(fragment), r.err.constData());
+        }
     }
 };
 
