@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 namespace tb {
 namespace {
@@ -464,11 +466,10 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
     if (!header.problem.empty())
         fail(path, ":", header.line, ": header row: ", header.problem);
     const std::vector<std::string>& names = header.fields;
-    for (size_t i = 0; i < names.size(); ++i)
-        for (size_t k = 0; k < i; ++k)
-            if (!names[i].empty() && names[i] == names[k])
-                fail(path, ":", header.line, ": column \"", names[i],
-                     "\" appears twice in the header");
+    std::unordered_set<std::string_view> seen;  // linear in the columns (a header may hold 10^5)
+    for (const std::string& name : names)
+        if (!name.empty() && !seen.insert(name).second)
+            fail(path, ":", header.line, ": column \"", name, "\" appears twice in the header");
 
     // field -> column index
     std::map<std::string, size_t> mapped;
