@@ -515,6 +515,15 @@ void TestDataImport::fileErrors()
     QCOMPARE(importError(emptyCsv), emptyCsv + ": file is empty");
     const std::string headerOnly = writeText(m_dir, "header.csv", "\xEF\xBB\xBFtext,label\r\n\r\n");
     QCOMPARE(importError(headerOnly), headerOnly + ": no rows after the header");
+    // A header naming a column twice is refused by its name (empty names may repeat); so among
+    // 20,000 columns.
+    const std::string twice = writeText(m_dir, "twice.csv", "text,,,label,text\nx,,,1,y\n");
+    QCOMPARE(importError(twice), twice + ":1: column \"text\" appears twice in the header");
+    std::string wide;
+    for (int i = 0; i < 20000; ++i)
+        wide += tbtest::numbered("c", i) + ",";
+    const std::string wideTwice = writeText(m_dir, "wide.csv", wide + "text,c7\n" + wide + "a,b\n");
+    QCOMPARE(importError(wideTwice), wideTwice + ":1: column \"c7\" appears twice in the header");
     const std::string missing = m_dir.filePath(QStringLiteral("missing.jsonl")).toStdString();
     QVERIFY(importError(missing).rfind(missing + ": cannot open", 0) == 0);
     const std::string dir = m_dir.path().toStdString();
