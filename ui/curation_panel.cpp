@@ -322,9 +322,10 @@ bool CurationPanel::previewChunks()
     const std::string modelDir = m_ctx.modelDir().toStdString();
     return m_ctx.jobs->run(
         tr("Chunk preview"),
-        [this, o, modelDir](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+        [this, o, modelDir](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
             const std::unique_ptr<Tokenizer> tokenizer = loadTokenizer(modelDir);
-            const ChunkReport r = chunkStoreRecords(store, *tokenizer, o, false, "studio");
+            const ChunkReport r =
+                chunkStoreRecords(store, *tokenizer, o, false, "studio", progress);
             return [this, r, o] {
                 m_chunkPreviewed = r.records > 0;
                 m_chunkSummary->setText(
@@ -349,9 +350,11 @@ bool CurationPanel::applyChunks()
     const std::string modelDir = m_ctx.modelDir().toStdString();
     return m_ctx.jobs->run(
         tr("Chunk"),
-        [this, o, modelDir, who](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
+        [this, o, modelDir, who](DataStore& store,
+                                 const CurateProgress& progress) -> DataJobs::Finish {
             const std::unique_ptr<Tokenizer> tokenizer = loadTokenizer(modelDir);
-            const ChunkReport r = chunkStoreRecords(store, *tokenizer, o, true, who.toStdString());
+            const ChunkReport r =
+                chunkStoreRecords(store, *tokenizer, o, true, who.toStdString(), progress);
             return [this, r] {
                 m_chunkOp = r.operationId;
                 m_chunkPreviewed = false;

@@ -156,14 +156,25 @@ StoreImportReport importIntoStore(DataStore& store, const std::string& path,
     return report;
 }
 
-ChunkReport chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer,
-                              const ChunkOptions& options, bool apply, const std::string& who)
+ChunkReport
+chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer, const ChunkOptions& options,
+                  bool apply, const std::string& who,
+                  const std::function<bool(const std::string& phase, double fraction)>& progress)
 {
     validateChunkOptions(options);
+    const auto heard = [&](double fraction) {
+        if (progress && !progress("chunk", fraction))
+            fail("data chunk: cancelled");
+    };
+    heard(0);
+    const double total = double(std::max<int64_t>(1, store.count(RecordQuery{})));
+    int64_t seen = 0;
     ChunkReport report;
     std::vector<StoredRecord> originals;
     std::vector<NewRecord> chunks;
     store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
+        if (++seen % 64 == 0)
+            heard(0.9 * double(seen) / total);
         if (r.kind != "text" || !r.fields.contains("text") || !r.fields["text"].is_string())
             return true;
         const std::string text = r.fields["text"].get<std::string>();
@@ -188,6 +199,7 @@ ChunkReport chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer,
         return true;
     });
     report.chunks = int64_t(chunks.size());
+    heard(0.95);  // the last moment a cancel leaves the store as it was
     if (!apply || originals.empty())
         return report;
     // Chunk indices count within each original.

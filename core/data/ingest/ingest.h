@@ -33,8 +33,11 @@ struct ChunkReport {
 };
 // Replaces each live "text" record longer than options.maxTokens by its chunks (new records that
 // keep the original's source, line and offset, with chunk index and overlap). With apply=false only
-// counts.
-ChunkReport chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer,
-                              const ChunkOptions& options, bool apply, const std::string& who);
+// counts. `progress` (phase "chunk", fraction) hears a cancel (false) as it tokenizes, and once
+// more before anything is written: then tb::Error "data chunk: cancelled" and the store as it was.
+ChunkReport chunkStoreRecords(
+    DataStore& store, const Tokenizer& tokenizer, const ChunkOptions& options, bool apply,
+    const std::string& who,
+    const std::function<bool(const std::string& phase, double fraction)>& progress = {});
 
 }  // namespace tb

@@ -514,7 +514,19 @@ private Q_SLOTS:
         QCOMPARE(dry.records, int64_t(1));
         QVERIFY(dry.chunks > 4);
         QCOMPARE(store->count(), int64_t(2));
-        const tb::ChunkReport r = tb::chunkStoreRecords(*store, *tokenizer, o, true, "ana");
+        // A cancel heard before the write leaves the store as it was.
+        const auto cancelAt = [](double from) {
+            return
+                [from](const std::string& phase, double f) { return phase != "chunk" || f < from; };
+        };
+        QVERIFY(contains(errorOf([&] {
+                             tb::chunkStoreRecords(*store, *tokenizer, o, true, "ana",
+                                                   cancelAt(0.95));
+                         }),
+                         "data chunk: cancelled"));
+        QCOMPARE(store->count(), int64_t(2));
+        const tb::ChunkReport r =
+            tb::chunkStoreRecords(*store, *tokenizer, o, true, "ana", cancelAt(2.0));
         QCOMPARE(store->count(), int64_t(1 + r.chunks));
         int index = 0;
         for (const auto& rec : store->records()) {
