@@ -65,6 +65,14 @@ long long Args::integer(const std::string& name, long long fallback) const
     }
 }
 
+uint64_t Args::seed(uint64_t fallback) const
+{
+    const long long v = integer("seed", static_cast<long long>(fallback));
+    if (v < 0)
+        fail("option --seed is ", v, " (must be at least 0)");
+    return static_cast<uint64_t>(v);
+}
+
 double Args::number(const std::string& name, double fallback) const
 {
     auto it = m_values.find(name);

@@ -1,6 +1,7 @@
 // A small command-line parser for the tunebench CLI: `--key value`, `--flag`, positional words.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -19,6 +20,8 @@ public:
     std::string value(const std::string& name) const;  // required
     std::string value(const std::string& name, const std::string& fallback) const;
     long long integer(const std::string& name, long long fallback) const;
+    // --seed: a non-negative integer (a negative one would wrap to a huge unsigned seed).
+    uint64_t seed(uint64_t fallback) const;
     double number(const std::string& name, double fallback) const;
     const std::vector<std::string>& positional() const { return m_positional; }
     // Throws when an option was given that the command does not know.

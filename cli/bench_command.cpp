@@ -25,6 +25,12 @@ namespace {
 json benchOne(const std::string& name, const Model& model, int promptTokens, int newTokens,
               int repeats)
 {
+    // Within the context, as bench train checks its --seq: a longer prompt measures nothing the
+    // model is for, and a prefill of 10^5 tokens holds an attention matrix past any memory.
+    const int64_t context = model.config().maxPositions;
+    if (int64_t(promptTokens) + newTokens > context)
+        fail("bench generate: --prompt-tokens ", promptTokens, " + --new-tokens ", newTokens,
+             " exceed ", name, "'s context (", context, ")");
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> pick(3,
                                                 static_cast<int32_t>(model.config().vocabSize) - 1);

@@ -408,9 +408,8 @@ int cmdSplit(const Args& args, std::ostream& out)
 {
     args.allowOnly({"store", "validation", "seed", "label-field", "who", "json"});
     auto store = openStore(args);
-    const SplitReport r =
-        splitRecords(*store, args.number("validation", 0.1), uint64_t(args.integer("seed", 0)),
-                     args.value("label-field", ""), dataUser(args));
+    const SplitReport r = splitRecords(*store, args.number("validation", 0.1), args.seed(0),
+                                       args.value("label-field", ""), dataUser(args));
     json byLabel = json::object();
     for (const auto& [label, counts] : r.byLabel)
         byLabel[label] = {{"train", counts.first}, {"validation", counts.second}};
@@ -428,8 +427,8 @@ int cmdRehearsal(const Args& args, std::ostream& out)
 {
     args.allowOnly({"store", "ratio", "seed", "who", "json"});
     auto store = openStore(args);
-    const RehearsalReport r = mixRehearsal(*store, args.number("ratio", 0.1),
-                                           uint64_t(args.integer("seed", 0)), dataUser(args));
+    const RehearsalReport r =
+        mixRehearsal(*store, args.number("ratio", 0.1), args.seed(0), dataUser(args));
     printResult(out, args,
                 json{{"task", r.task},
                      {"added", r.added},
@@ -573,7 +572,7 @@ int cmdEntityPairs(const Args& args, std::ostream& out)
     EntityPairOptions o;
     o.negativesPerPositive = int(args.integer("negatives", 1));
     o.maxPositivesPerEntity = int(args.integer("max-positives", 10));
-    o.seed = uint64_t(args.integer("seed", 1));
+    o.seed = args.seed(1);
     o.question = args.value("question", o.question);
     const auto pairs = entityPairs(records, o);
     std::vector<NewRecord> rows;

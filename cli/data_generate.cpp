@@ -51,7 +51,7 @@ int synth(const Args& args, std::ostream& out, std::ostream& err)
     o.generate.maxNewTokens = int(args.integer("max-new-tokens", 64));
     o.generate.temperature = args.number("temperature", 0.8);
     o.generate.topP = args.number("top-p", 0.95);
-    o.generate.seed = uint64_t(args.integer("seed", 0));
+    o.generate.seed = args.seed(0);
     o.who = dataUser(args);
     const SynthReport r =
         generateSynthetic(*store, *model, *tokenizer, seeds, o, [&](int64_t done, int64_t total) {
@@ -85,7 +85,7 @@ int rankGenerated(const Args& args, std::ostream& out)
     o.chatTemplate = family ? chatTemplateName(*family) : chat;  // generateRanking names a bad one
     o.generate.maxNewTokens = int(args.integer("max-new-tokens", 64));
     o.generate.temperature = args.number("temperature", 0.8);
-    o.generate.seed = uint64_t(args.integer("seed", 0));
+    o.generate.seed = args.seed(0);
     o.who = dataUser(args);
     const int k = int(args.integer("k", 4));
     const int64_t id = generateRanking(*store, *model, *tokenizer, {{"user", c.rest[1]}}, k, o);

@@ -96,7 +96,7 @@ int cmdRenderPacked(const Args& args, std::ostream& out)
     o.maxLength = int(args.integer("max-length", 256));
     if (o.maxLength < 8)
         fail("option --max-length must be >= 8 (got ", o.maxLength, ")");
-    const auto seed = uint64_t(args.integer("seed", 0));
+    const auto seed = args.seed(0);
 
     // Exactly the trainer's path: tokenize with the template, cut at max_length, pack (seeded).
     std::vector<TokenizedExample> tokenized;

@@ -38,7 +38,7 @@ int cmdEvalBlind(const Args& args, std::ostream& out)
     set.name = args.value("set", x.name + "-vs-" + y.name);
     set.sourceX = x.name.empty() ? "a" : x.name;
     set.sourceY = y.name.empty() ? "b" : y.name;
-    set.seed = static_cast<uint64_t>(args.integer("seed", 0));
+    set.seed = args.seed(0);
     for (size_t i = 0; i < x.predictions.size(); ++i) {
         const eval::EvalPrediction& p = x.predictions[i];
         set.prompts.push_back(p.input.source.empty() && !p.input.prompt.empty()

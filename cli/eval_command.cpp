@@ -46,7 +46,7 @@ eval::EvalSettings evalSettings(const Args& args)
     s.resamples = static_cast<int>(args.integer("resamples", s.resamples));
     if (s.resamples < 0)
         fail("option --resamples must not be negative");
-    s.seed = static_cast<uint64_t>(args.integer("seed", 0));
+    s.seed = args.seed(0);
     GenerateOptions& g = s.generation;
     g.maxNewTokens = static_cast<int>(args.integer("max-new-tokens", g.maxNewTokens));
     if (g.maxNewTokens < 1)

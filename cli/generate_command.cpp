@@ -38,7 +38,7 @@ GenerateOptions generateOptions(const Args& args)
     o.topK = static_cast<int>(args.integer("top-k", 0));
     o.topP = args.number("top-p", 1.0);
     o.repetitionPenalty = args.number("repetition-penalty", 1.0);
-    o.seed = static_cast<uint64_t>(args.integer("seed", 0));
+    o.seed = args.seed(0);
     if (args.has("stop"))
         o.stopStrings.push_back(args.value("stop"));
     if (o.maxNewTokens < 0)

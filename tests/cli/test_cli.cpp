@@ -169,6 +169,19 @@ void TestCli::bench()
                          QStringLiteral("--prompts"), prompts});
     QCOMPARE(bad.exitCode, 1);
     QVERIFY2(bad.err.contains("prompts.jsonl:2: expected {\"ids\""), bad.err.constData());
+    // A negative seed is refused (it wrapped to 2^64 - 1).
+    bad = tunebench({QStringLiteral("generate"), QStringLiteral("--prompt"), QStringLiteral("Once"),
+                     QStringLiteral("--seed"), QStringLiteral("-1")});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.contains("option --seed is -1 (must be at least 0)"), bad.err.constData());
+    // A prompt past the context is refused (a prefill of 10^5 tokens never ended).
+    bad = tunebench({QStringLiteral("bench"), QStringLiteral("generate"), QStringLiteral("--model"),
+                     kBundled, QStringLiteral("--prompt-tokens"), QStringLiteral("100000"),
+                     QStringLiteral("--new-tokens"), QStringLiteral("2")});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.contains("--prompt-tokens 100000 + --new-tokens 2 exceed") &&
+                 bad.err.contains("context (512)"),
+             bad.err.constData());
 }
 
 void TestCli::trainResumeExport()
