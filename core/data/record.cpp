@@ -126,17 +126,15 @@ std::optional<std::string> validateRecord(const std::string& kind, const json& f
                "\"; expected alpaca, chat, prompt-completion or text");
 }
 
+Example recordToExample(const std::string& kind, const json& fields)
+{
+    return recordToExample(kind, fields, "record");
+}
+
 Example recordToExample(const std::string& kind, const json& fields, const std::string& where)
 {
     if (const std::optional<std::string> problem = validateRecord(kind, fields))
         fail(where, " (", kind, "): ", *problem);
-    return recordToExample(kind, fields);
-}
-
-Example recordToExample(const std::string& kind, const json& fields)
-{
-    if (const std::optional<std::string> problem = validateRecord(kind, fields))
-        fail("record (", kind, "): ", *problem);
     Example ex;
     if (kind == "alpaca") {
         const std::string instruction = text(fields, "instruction");

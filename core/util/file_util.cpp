@@ -29,12 +29,11 @@ void syncPath(const std::string& path, bool directory)
 void syncParentFolder(const std::string& path)
 {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    const int fd =
-        ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ::fsync(fd);
-    ::close(fd);
+    try {
+        syncPath(parent.empty() ? std::string(".") : parent.string(), true);
+    } catch (const Error&) {
+        // best effort: the file is in place whether or not its folder could be flushed
+    }
 }
 
 std::string readFile(const std::string& path)
