@@ -11,6 +11,7 @@
 #include "util/paths.h"
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -78,7 +79,18 @@ std::vector<std::vector<int32_t>> readPrompts(const std::string& path, const std
             fail(path, ":", number, ": not a JSON object (", e.what(), ")");
         }
         if (j.is_object() && j.contains("ids") && j["ids"].is_array()) {
-            prompts.push_back(j["ids"].get<std::vector<int32_t>>());
+            std::vector<int32_t> ids;
+            for (const auto& id : j["ids"]) {
+                // 1.5 became 1 and "a" a bare JSON type error: a prompt is token ids as integers.
+                if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+                    id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+                    fail(path, ":", number, ": 'ids' holds ", id.dump(),
+                         "; token ids are integers >= 0");
+                ids.push_back(id.get<int32_t>());
+            }
+            if (ids.empty())
+                fail(path, ":", number, ": 'ids' is empty; a prompt needs at least one token");
+            prompts.push_back(std::move(ids));
         } else if (j.is_object() && j.contains("text") && j["text"].is_string()) {
             if (!tokenizer)
                 tokenizer = loadTokenizer(modelDir);

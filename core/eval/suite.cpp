@@ -11,6 +11,7 @@
 #include "util/regex.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 namespace tb::eval {
@@ -23,12 +24,29 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
 {
     if (!j.is_object())
         fail(where, ": each item of 'checks' must be an object such as {\"contains\": \"x\"}");
+    // One check per object: {"contains": "a", "regex": "b"} would otherwise check only the first.
+    std::vector<std::string> kinds;
+    for (const auto& [k, v] : j.items())
+        if (std::find(kTextChecks.begin(), kTextChecks.end(), k) != kTextChecks.end() ||
+            k == "max_tokens" || k == "metric")
+            kinds.push_back(k);
+    if (kinds.size() > 1)
+        fail(where, ": a check names one kind, this one names ", kinds.size(), " (", kinds[0],
+             ", ", kinds[1], "); write each as its own item of 'checks'");
+    const auto onlyKeys = [&](std::initializer_list<const char*> allowed) {
+        for (const auto& [k, v] : j.items())
+            if (std::none_of(allowed.begin(), allowed.end(),
+                             [&](const char* a) { return k == a; }))
+                fail(where, ": check '", kinds.empty() ? k : kinds[0], "' has unknown key '", k,
+                     "'");
+    };
     SuiteCheck c;
     for (const std::string& kind : kTextChecks) {
         if (!j.contains(kind))
             continue;
         if (!j[kind].is_string())
             fail(where, ": check '", kind, "' takes a string");
+        onlyKeys({kind.c_str()});
         c.kind = kind;
         c.value = j[kind].get<std::string>();
         if (kind == "regex") {
@@ -43,6 +61,7 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
     if (j.contains("max_tokens")) {
         if (!j["max_tokens"].is_number_integer() || j["max_tokens"].get<int64_t>() < 0)
             fail(where, ": check 'max_tokens' takes an integer >= 0");
+        onlyKeys({"max_tokens"});
         c.kind = "max_tokens";
         c.limit = j["max_tokens"].get<int64_t>();
         return c;
@@ -50,6 +69,7 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
     if (j.contains("metric")) {
         if (!j["metric"].is_string())
             fail(where, ": check 'metric' takes a metric name");
+        onlyKeys({"metric", "reference", "references", "min"});
         c.kind = "metric";
         c.metric = j["metric"].get<std::string>();
         try {
@@ -57,13 +77,19 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
         } catch (const Error& e) {
             fail(where, ": ", e.what());
         }
-        if (j.contains("references") && j["references"].is_array()) {
+        if (j.contains("references") && j.contains("reference"))
+            fail(where, ": check 'metric' takes 'reference' or 'references', not both");
+        if (j.contains("references")) {
+            if (!j["references"].is_array())
+                fail(where, ": check 'metric': 'references' must be a list of strings");
             for (const auto& r : j["references"]) {
                 if (!r.is_string())
                     fail(where, ": check 'metric': 'references' must be strings");
                 c.references.push_back(r.get<std::string>());
             }
-        } else if (j.contains("reference") && j["reference"].is_string()) {
+        } else if (j.contains("reference")) {
+            if (!j["reference"].is_string())
+                fail(where, ": check 'metric': 'reference' must be a string");
             c.references = {j["reference"].get<std::string>()};
         }
         if (c.references.empty() && makeMetric(c.metric)->needsReferences())
@@ -85,6 +111,7 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
 std::vector<SuiteCase> readSuite(const std::string& path)
 {
     std::vector<SuiteCase> out;
+    std::map<std::string, std::string> seenIds;  // id -> where it first appeared
     forEachJsonLine(path, [&](const nlohmann::json& row, const std::string& where) {
         for (const auto& [key, value] : row.items())
             if (key != "id" && key != "prompt" && key != "checks" && key != "required" &&
@@ -96,6 +123,12 @@ std::vector<SuiteCase> readSuite(const std::string& path)
         c.id = row.contains("id") && row["id"].is_string() ? row["id"].get<std::string>()
                : row.contains("id")                        ? row["id"].dump()
                                                            : where;
+        if (row.contains("id")) {
+            const auto [first, fresh] = seenIds.emplace(c.id, where);
+            if (!fresh)
+                fail(where, ": case id ", c.id, " is already used at ", first->second,
+                     " (each case's result is kept by its id)");
+        }
         if (!row.contains("prompt"))
             fail(where, ": missing key 'prompt'");
         c.prompt = messagesFromJson(row["prompt"], where);
@@ -109,9 +142,10 @@ std::vector<SuiteCase> readSuite(const std::string& path)
             c.required = row["required"].get<bool>();
         }
         if (row.contains("max_new_tokens")) {
-            if (!row["max_new_tokens"].is_number_integer() || row["max_new_tokens"].get<int>() < 1)
-                fail(where, ": key 'max_new_tokens' must be an integer >= 1");
-            c.maxNewTokens = row["max_new_tokens"].get<int>();
+            const auto& m = row["max_new_tokens"];
+            if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > (1 << 20))
+                fail(where, ": key 'max_new_tokens' must be an integer from 1 to 1048576");
+            c.maxNewTokens = m.get<int>();
         }
         out.push_back(std::move(c));
     });

@@ -169,6 +169,15 @@ void TestCli::bench()
                          QStringLiteral("--prompts"), prompts});
     QCOMPARE(bad.exitCode, 1);
     QVERIFY2(bad.err.contains("prompts.jsonl:2: expected {\"ids\""), bad.err.constData());
+    // Token ids are integers: 1.5 was read as 1, a string gave a bare JSON type error.
+    for (const char* ids : {"[1, 1.5]", "[\"a\"]", "[]"}) {
+        tb::writeFileAtomic(prompts.toStdString(),
+                            "{\"ids\": [1]}\n{\"ids\": " + std::string(ids) + "}\n");
+        bad = tunebench({QStringLiteral("bench"), QStringLiteral("generate"),
+                         QStringLiteral("--prompts"), prompts});
+        QCOMPARE(bad.exitCode, 1);
+        QVERIFY2(bad.err.contains("prompts.jsonl:2: 'ids'"), bad.err.constData());
+    }
     // A negative seed is refused (it wrapped to 2^64 - 1).
     bad = tunebench({QStringLiteral("generate"), QStringLiteral("--prompt"), QStringLiteral("Once"),
                      QStringLiteral("--seed"), QStringLiteral("-1")});

@@ -394,6 +394,26 @@ void TestEvaluate::suiteErrors()
          "requird"},
         {"s_noprompt.jsonl", "{\"checks\": [{\"exact\": \"a\"}]}\n", "prompt"},
         {"s_nochecks.jsonl", "{\"prompt\": \"a\", \"checks\": []}\n", "checks"},
+        // Two kinds in one check: the second was ignored.
+        {"s_twokinds.jsonl",
+         "{\"prompt\": \"a\", \"checks\": [{\"contains\": \"a\", \"regex\": \"b\"}]}\n",
+         "names 2"},
+        {"s_extrakey.jsonl",
+         "{\"prompt\": \"a\", \"checks\": [{\"max_tokens\": 3, \"min\": 1}]}\n",
+         "unknown key 'min'"},
+        {"s_refs.jsonl",
+         "{\"prompt\": \"a\", \"checks\": [{\"metric\": \"chrf\", \"references\": \"a\", "
+         "\"min\": 1}]}\n",
+         "list of strings"},
+        // A case id used twice: the second case's result would overwrite the first's.
+        {"s_dupid.jsonl",
+         "{\"id\": \"x\", \"prompt\": \"a\", \"checks\": [{\"exact\": \"a\"}]}\n"
+         "{\"id\": \"x\", \"prompt\": \"b\", \"checks\": [{\"exact\": \"b\"}]}\n",
+         "s_dupid.jsonl:1"},
+        {"s_budget.jsonl",
+         "{\"prompt\": \"a\", \"checks\": [{\"exact\": \"a\"}], \"max_new_tokens\": "
+         "4294967297}\n",
+         "max_new_tokens"},
     };
     for (const Bad& b : bad) {
         const std::string e = errorOf([&] { readSuite(writeText(m_dir, b.name, b.text)); });
