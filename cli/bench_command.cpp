@@ -11,8 +11,8 @@
 #include "util/paths.h"
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>

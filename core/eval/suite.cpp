@@ -31,12 +31,11 @@ SuiteCheck checkFrom(const nlohmann::json& j, const std::string& where)
             k == "max_tokens" || k == "metric")
             kinds.push_back(k);
     if (kinds.size() > 1)
-        fail(where, ": a check names one kind, this one names ", kinds.size(), " (", kinds[0],
-             ", ", kinds[1], "); write each as its own item of 'checks'");
+        fail(where, ": a check names one kind, this one names ", kinds.size(), " (", kinds[0], ", ",
+             kinds[1], "); write each as its own item of 'checks'");
     const auto onlyKeys = [&](std::initializer_list<const char*> allowed) {
         for (const auto& [k, v] : j.items())
-            if (std::none_of(allowed.begin(), allowed.end(),
-                             [&](const char* a) { return k == a; }))
+            if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }))
                 fail(where, ": check '", kinds.empty() ? k : kinds[0], "' has unknown key '", k,
                      "'");
     };

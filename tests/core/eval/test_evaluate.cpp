@@ -396,10 +396,8 @@ void TestEvaluate::suiteErrors()
         {"s_nochecks.jsonl", "{\"prompt\": \"a\", \"checks\": []}\n", "checks"},
         // Two kinds in one check: the second was ignored.
         {"s_twokinds.jsonl",
-         "{\"prompt\": \"a\", \"checks\": [{\"contains\": \"a\", \"regex\": \"b\"}]}\n",
-         "names 2"},
-        {"s_extrakey.jsonl",
-         "{\"prompt\": \"a\", \"checks\": [{\"max_tokens\": 3, \"min\": 1}]}\n",
+         "{\"prompt\": \"a\", \"checks\": [{\"contains\": \"a\", \"regex\": \"b\"}]}\n", "names 2"},
+        {"s_extrakey.jsonl", "{\"prompt\": \"a\", \"checks\": [{\"max_tokens\": 3, \"min\": 1}]}\n",
          "unknown key 'min'"},
         {"s_refs.jsonl",
          "{\"prompt\": \"a\", \"checks\": [{\"metric\": \"chrf\", \"references\": \"a\", "
