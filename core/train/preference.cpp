@@ -388,6 +388,8 @@ bool PreferenceRecipe::step()
     for (int i = 0; i < m_config.gradAccum; ++i) {
         micro.push_back(nextMicroBatch());
         pairs += static_cast<int64_t>(micro.back().size());
+        if (epochEnded(m_position, m_order))
+            break;
     }
     double lossValue = 0;
     int64_t tokens = 0, width = 0;

@@ -35,6 +35,14 @@ std::vector<int64_t>
 nextMicroBatch(TrainerPosition& position, std::vector<int64_t>& order, int batchSize,
                const std::function<std::vector<int64_t>(int64_t)>& orderOfEpoch);
 
+// Whether the micro-batch just taken was the epoch's last: the optimizer step ends there, with
+// fewer than grad_accum micro-batches, so `epochs: N` reads every sequence exactly N times (a
+// step that ran on into the next epoch read up to grad_accum - 1 micro-batches too many per epoch).
+inline bool epochEnded(const TrainerPosition& position, const std::vector<int64_t>& order)
+{
+    return position.cursor >= static_cast<int64_t>(order.size());
+}
+
 // Tensor memory after each phase of a step (bytes), as StepMetrics names them.
 struct StepPhases {
     int64_t afterLoad = 0, afterForward = 0, afterBackward = 0, afterOptimizer = 0, peak = 0;

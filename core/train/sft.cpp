@@ -130,6 +130,8 @@ void SftRecipe::setUp()
     TrainConfig global = m_config;  // a step reads world x batch_size sequences per micro-batch
     global.batchSize *= worldSize();
     m_totalSteps = plannedSteps(global, sequences);
+    if (m_orderBatch == 0)
+        m_orderBatch = global.batchSize;
     setUpOptimizer();
     m_order = orderOfEpoch(0);
 
@@ -209,6 +211,8 @@ SftRecipe::Accumulated SftRecipe::accumulateGradients()
         micro.push_back(indices.empty() ? std::nullopt
                                         : std::optional(makeBatch(m_data.train, indices, pad)));
         lossTokens += micro.back() ? micro.back()->lossTokens : 0;
+        if (epochEnded(m_position, m_order))
+            break;
     }
     if (m_group) {  // the loss is normalised over the global step's loss tokens
         torch::Tensor counts = torch::tensor({lossTokens, tokens}, torch::kInt64);
@@ -503,7 +507,7 @@ std::vector<int64_t> SftRecipe::orderOfEpoch(int64_t epoch) const
     lengths.reserve(m_data.train.sequences.size());
     for (const Sequence& seq : m_data.train.sequences)
         lengths.push_back(seq.length);
-    return lengthGroupedOrder(lengths, m_config.batchSize, m_config.seed, epoch);
+    return lengthGroupedOrder(lengths, m_orderBatch, m_config.seed, epoch);
 }
 
 int64_t SftRecipe::memoryNow() const

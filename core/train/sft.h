@@ -91,6 +91,9 @@ private:
     DivergenceGuard m_guard;
     TrainerPosition m_position;
     std::vector<int64_t> m_order;  // this epoch's sequence order
+    // The global micro-batch the run's length-grouped order is cut for: world x batch_size when
+    // it started, kept when it resumes on another world size, so the order stays the same one.
+    int64_t m_orderBatch = 0;
     int64_t m_totalSteps = 0;
     std::optional<double> m_lastValLoss;
     std::string m_device;  // for memory snapshots: "cpu", "cuda:0"

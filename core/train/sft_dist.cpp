@@ -44,6 +44,7 @@ void SftRecipe::keepGlobalBatch(const nlohmann::json& runInfo)
     if (before == now)
         return;
     const int64_t global = int64_t(before) * m_config.batchSize;
+    m_orderBatch = global;  // the epoch's length-grouped order as the run started it
     if (global % now != 0) {
         warn("resumed on " + std::to_string(now) + " rank(s) where the run had " +
              std::to_string(before) + ": its global batch of " + std::to_string(global) +

@@ -133,6 +133,7 @@ private Q_SLOTS:
     void tunedModelsStop();
     void resumeIsBitExact();
     void accumulationEqualsLargerBatch();
+    void epochsEndStepsWithAccumulation();
     void pauseAndStopBetweenSteps();
     void divergenceGuardPauses();
     void badConfigsStopEarly();
@@ -314,6 +315,30 @@ void TestTrain::accumulationEqualsLargerBatch()
     auto other = train(
         config("full-tiny.json", m_dir.path(), "accum-3", with({"batch_size=4", "grad_accum=1"})));
     QVERIFY(maxDiff(tunedLogits(one.runDir), tunedLogits(other.runDir)) > 1e-3);
+}
+
+// 500 sequences in micro-batches of 64 are 8 a epoch; with grad_accum 3 the third step of an
+// epoch takes the last 2, so `epochs: 2` reads every sequence exactly twice in 6 steps. (A step
+// ran on into the next epoch before: 9 micro-batches an epoch's worth of steps, 2.25 epochs.)
+void TestTrain::epochsEndStepsWithAccumulation()
+{
+    const auto summary = train(config("full-tiny.json", m_dir.path(), "epochs-accum",
+                                      {"max_steps=0", "epochs=2", "batch_size=64", "grad_accum=3",
+                                       "log_every=1", "eval_every=0"}));
+    std::vector<double> epochs;
+    std::vector<int64_t> seen;
+    std::ifstream metrics(summary.runDir + "/metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.contains("epoch") && j.contains("tokens_seen")) {
+            epochs.push_back(j["epoch"].get<double>());
+            seen.push_back(j["tokens_seen"].get<int64_t>());
+        }
+    }
+    QCOMPARE(epochs.size(), size_t(6));
+    QCOMPARE(epochs[2], 1.0);
+    QCOMPARE(epochs[5], 2.0);
+    QCOMPARE(seen[5], 2 * seen[2]);  // the same sequences, once each per epoch
 }
 
 void TestTrain::pauseAndStopBetweenSteps()
