@@ -133,7 +133,8 @@ struct BlockTraining {
     bool norms = false;          // the norm weights
     std::set<std::string> lora;  // targets with a LoRA branch
     int64_t loraRank = 0;
-    int adapters = 0;  // bottleneck adapters (houlsby 2, pfeiffer 1)
+    bool loraDropout = false;  // each LoRA branch keeps its own dropped input and the mask
+    int adapters = 0;          // bottleneck adapters (houlsby 2, pfeiffer 1)
     int64_t adapterWidth = 0;
     bool adapterKeepsInput = false;  // gelu/silu save their input as well as the output
 };
@@ -193,6 +194,8 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     // gradient.
     const auto linears = blockLinears(c);
     std::vector<bool> outGrad(linears.size());
+    // LoRA dropout (dropout(x) * mask): each branch's A keeps its own dropped input, not the
+    // shared one, and the multiplication keeps the mask, in x's dtype, when x needs a gradient.
     auto group = [&](Input input, bool inGrad, bool inputKept, const std::string& label) {
         int calls = 0, lora = 0;
         for (size_t j = 0; j < linears.size(); ++j) {
@@ -200,7 +203,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
             if (l.input != input)
                 continue;
             const bool hasLora = t.lora.count(l.target) > 0;
-            calls += (t.weights ? 1 : 0) + (hasLora ? 1 : 0);
+            calls += (t.weights ? 1 : 0) + (hasLora && !t.loraDropout ? 1 : 0);
             lora += hasLora ? 1 : 0;
             outGrad[j] = inGrad || t.weights || hasLora;
             if (p.autocast) {
@@ -223,6 +226,17 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
                   cat(norm ? rb : cb, size == h   ? "h"
                                       : size == q ? "q"
                                                   : "i"));
+        if (t.loraDropout && lora > 0) {
+            // x as the branch gets it: a 16-bit cast of a norm's fp32 output under autocast
+            // (stacked products share one; each other matmul casts the dropped input itself).
+            const int64_t xb = norm && p.autocast && stacked ? cb : norm ? rb : cb;
+            const int64_t kept = norm && p.autocast && !stacked ? cb : xb;
+            b.add(cat(label, " LoRA dropout"), lora * (kept + (inGrad ? xb : 0)) * size,
+                  cat(lora, "x(", kept, inGrad ? cat("+", xb) : std::string(),
+                      size == h   ? ")h"
+                      : size == q ? ")q"
+                                  : ")i"));
+        }
         b.add(cat(label, " LoRA"), lora * t.loraRank * cb, cat(lora, "x", cb, "r"));
     };
     // Bottleneck adapter (trainable): keeps its input, and the activation's input and/or output;
@@ -458,6 +472,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
                 frozenBlock.lora.insert(t);
         }
         frozenBlock.loraRank = run.lora.rank;
+        frozenBlock.loraDropout = run.lora.dropout > 0;
         break;
     case Method::Adapter:
         frozenBlock.adapters = run.adapter.kind == AdapterKind::Pfeiffer ? 1 : 2;
@@ -617,6 +632,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         e.activationsHead = headCk;
     e.activations =
         o.gradientCheckpointing ? e.activationsCheckpointing : e.activationsNoCheckpointing;
+    e.activationsStored = o.gradientCheckpointing ? storedCk : e.activationsNoCheckpointing;
     e.activationsWeightCopies =
         o.gradientCheckpointing ? headCopies(true) + recomputeCopies : copiesNo;
     const bool chunked = o.loss == "chunked";

@@ -81,6 +81,10 @@ struct MemoryEstimate {
     int64_t optimizerStates = 0;
     int64_t masterWeights = 0;  // 0 in Tunebench: the fp32 weights are the master copy
     int64_t activations = 0;    // the one that applies (with or without checkpointing)
+    // Of `activations`, what the forward pass leaves for backward: with checkpointing the blocks'
+    // inputs and the head, not the block that backward recomputes (the first step's measured
+    // "activations" is this moment).
+    int64_t activationsStored = 0;
     int64_t activationsPerBlock =
         0;  // one block's saved tensors for the micro-batch, no checkpointing
     int64_t activationsCheckpoint = 0;    // one block's checkpoint (its input) for the micro-batch

@@ -55,8 +55,8 @@ MemoryReport compareWithEstimate(CausalLM& model, const TrainConfig& config,
     }
     // activations: the tensors alive after the forward pass beyond those after loading, against
     // the same moment of the estimate (saved activations, the log-softmax the loss saved and the
-    // log-probabilities), not backward's start
-    r.items.push_back({"activations", e.activations + e.logitsSaved + e.logprobs,
+    // log-probabilities), not backward's start nor, with checkpointing, the recomputed block
+    r.items.push_back({"activations", e.activationsStored + e.logitsSaved + e.logprobs,
                        measured.afterForward - measured.afterLoad, false});
     r.items.push_back({"total", e.total, measured.peak, false});
     return r;
