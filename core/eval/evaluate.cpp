@@ -9,6 +9,7 @@
 #include "util/file_util.h"
 #include "util/json_depth.h"
 #include "util/sha256.h"
+#include "util/staged_folder.h"
 
 #include <algorithm>
 #include <chrono>
@@ -243,12 +244,36 @@ nlohmann::json toJson(const EvalResult& r)
 
 void writeEvalResult(const EvalResult& result, const std::string& dir)
 {
-    makeDirectories(dir);
     std::string lines;
     for (const EvalPrediction& p : result.predictions)
         lines += toJson(p).dump() + "\n";
+    nlohmann::json results = toJson(result);
+    // The pair belongs together: readEvalResult refuses predictions another evaluation wrote.
+    results["predictions_sha256"] = sha256Hex(lines);
+    const std::string text = results.dump(2) + "\n";
+    // A folder of this evaluation's own files is replaced whole (a kill leaves the old pair or
+    // the new one); a folder holding other files too gets the two files one after the other.
+    const auto ours = [](const std::string& name) {
+        return name == "predictions.jsonl" || name == "results.json" ||
+               name.rfind("predictions.jsonl.tmp.", 0) == 0 ||
+               name.rfind("results.json.tmp.", 0) == 0;
+    };
+    bool whole = true;
+    try {
+        checkReplaceableFolder(dir, ours, "evaluation");
+    } catch (const Error&) {
+        whole = false;
+    }
+    if (whole) {
+        StagedFolder staged(dir);
+        writeFileAtomic(joinPath(staged.path(), "predictions.jsonl"), lines);
+        writeFileAtomic(joinPath(staged.path(), "results.json"), text);
+        staged.commit();
+        return;
+    }
+    makeDirectories(dir);
     writeFileAtomic(joinPath(dir, "predictions.jsonl"), lines);
-    writeFileAtomic(joinPath(dir, "results.json"), toJson(result).dump(2) + "\n");
+    writeFileAtomic(joinPath(dir, "results.json"), text);
 }
 
 nlohmann::json messagesToJson(const std::vector<ChatMessage>& messages)
@@ -362,7 +387,13 @@ EvalResult readEvalResult(const std::string& dir)
         const auto ci = m.value("ci", std::vector<double>{0, 0});
         r.metrics[name] = CorpusScore{m.value("score", 0.0), Interval{ci.at(0), ci.at(1)}};
     }
-    r.predictions = readPredictions(joinPath(dir, "predictions.jsonl"));
+    const std::string predictionsPath = joinPath(dir, "predictions.jsonl");
+    if (j.contains("predictions_sha256") && j["predictions_sha256"].is_string() &&
+        sha256File(predictionsPath) != j["predictions_sha256"].get<std::string>())
+        fail(predictionsPath, ": does not belong to ", resultsPath,
+             " (another evaluation wrote it, or one was stopped between its two files); run the "
+             "evaluation again");
+    r.predictions = readPredictions(predictionsPath);
     return r;
 }
 

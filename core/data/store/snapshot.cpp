@@ -281,6 +281,15 @@ std::string exportSnapshot(const DataStore& store, const std::string& id, const 
     if (ec)
         fail(dir, ": cannot create the export folder: ", ec.message());
     const std::string path = joinPath(dir, id + ".jsonl");
+    const std::string manifest = joinPath(dir, id + ".manifest.json");
+    // A previous export's manifest goes first: a kill between the two files then leaves the
+    // JSONL without a manifest, never beside one that describes other records.
+    if (fileExists(manifest)) {
+        std::filesystem::remove(manifest, ec);
+        if (ec)
+            fail(manifest, ": cannot replace: ", ec.message());
+        syncPath(dir, true);
+    }
     // Streamed to a temp file that replaces the export only once the hash has checked out.
     AtomicFileWriter out(path);
     SnapshotInfo info;
@@ -292,7 +301,7 @@ std::string exportSnapshot(const DataStore& store, const std::string& id, const 
         },
         &info);
     out.commit();
-    writeFileAtomic(joinPath(dir, id + ".manifest.json"), info.manifest.dump(2) + "\n");
+    writeFileAtomic(manifest, info.manifest.dump(2) + "\n");
     return path;
 }
 

@@ -135,6 +135,15 @@ private Q_SLOTS:
                  s.sha256);
         QCOMPARE(s.manifest["sha256"], json(s.sha256));
         QCOMPARE(QDir(dir.filePath("out")).entryList(QDir::Files).size(), qsizetype(2));  // no temp
+        // An export over another that does not get through leaves no manifest of the old one
+        // beside whatever JSONL is there (the JSONL's place is a folder here, so it fails).
+        const QString again = dir.filePath("again");
+        QVERIFY(QDir().mkpath(again + "/" + QString::fromStdString(s.id) + ".jsonl"));
+        const std::string oldManifest =
+            (again + "/" + QString::fromStdString(s.id) + ".manifest.json").toStdString();
+        tb::writeFileAtomic(oldManifest, "{\"records\": 1}\n");
+        QVERIFY(!errorOf([&] { tb::exportSnapshot(*store, s.id, again.toStdString()); }).empty());
+        QVERIFY(!tb::fileExists(oldManifest));
         const auto frozen = tb::snapshotRecords(*store, s.id);
         QCOMPARE(frozen.size(), records.size() - 1);
         QCOMPARE(frozen[2].fields, records[3].fields);

@@ -187,10 +187,27 @@ void TestEvaluate::scoresAndFiles()
     QCOMPARE(back.predictions[2].scores.at("exact_match"), 1.0);
     QCOMPARE(back.metrics.at("exact_match").score, 0.5);
     QCOMPARE(back.data["sha256"], r.data["sha256"]);
+    // The two files are one result: predictions another evaluation left beside it (one stopped
+    // between its two files) are refused, not read with the other's scores.
+    const std::string predictions = joinPath(dir, "predictions.jsonl");
+    const std::string whole = readFile(predictions);
+    writeFileAtomic(predictions, whole.substr(0, whole.find('\n') + 1));
+    std::string e = errorOf([&] { readEvalResult(dir); });
+    QVERIFY2(contains(e, "predictions.jsonl: does not belong to"), e.c_str());
+    // A folder of its own files (a stale temporary too) is replaced whole; one holding the
+    // user's other files keeps them.
+    writeFileAtomic(joinPath(dir, "results.json.tmp.999999"), "x");
+    writeEvalResult(r, dir);
+    QCOMPARE(readEvalResult(dir).predictions.size(), size_t(4));
+    QVERIFY(!fileExists(joinPath(dir, "results.json.tmp.999999")));
+    writeFileAtomic(joinPath(dir, "notes.txt"), "mine");
+    writeEvalResult(r, dir);
+    QCOMPARE(readEvalResult(dir).predictions.size(), size_t(4));
+    QCOMPARE(readFile(joinPath(dir, "notes.txt")), std::string("mine"));
 
     // Unknown metrics are named with the known ones.
     settings.metrics = {"bleu4"};
-    const std::string e = errorOf([&] { scorePredictions(r, settings); });
+    e = errorOf([&] { scorePredictions(r, settings); });
     QVERIFY2(contains(e, "bleu4") && contains(e, "exact_match"), e.c_str());
 }
 
