@@ -58,6 +58,7 @@ public:
     explicit AtomicFile(std::string path)
         : m_path(std::move(path)), m_tmp(m_path + ".tmp." + std::to_string(::getpid()))
     {
+        removeStaleTemporaries(m_path);
         m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (m_fd < 0)
             fail(m_path, ": cannot create (", std::strerror(errno), ")");

@@ -4,6 +4,7 @@
 #include "util/error.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -47,9 +48,34 @@ std::string readFile(const std::string& path)
     return bytes;
 }
 
+void removeStaleTemporaries(const std::string& path)
+{
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    const std::string prefix = target.filename().string() + ".tmp.";
+    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::error_code ec;
+    for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0)
+            continue;
+        const std::string digits = name.substr(prefix.size());
+        if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
+            continue;
+        const long pid = std::stol(digits);
+        if (pid <= 0 || pid == static_cast<long>(::getpid()))
+            continue;  // this process's own is truncated and reused by its writer
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            std::error_code removed;
+            fs::remove(it->path(), removed);
+        }
+    }
+}
+
 AtomicFileWriter::AtomicFileWriter(const std::string& path)
     : m_path(path), m_tmp(path + ".tmp." + std::to_string(::getpid()))
 {
+    removeStaleTemporaries(path);
     m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (m_fd < 0)
         fail(m_tmp, ": cannot create (", std::strerror(errno), ")");

@@ -281,6 +281,23 @@ private Q_SLOTS:
         QSKIP("the heap setting applies to glibc's malloc only");
 #endif
     }
+    void staleTemporariesCleared()
+    {
+        // A writer killed mid-write left "f.tmp.PID"; the next write of f removes it, and keeps
+        // a live process's temporary and files that only look alike.
+        QTemporaryDir dir;
+        const std::string f = dir.filePath(QStringLiteral("f.gguf")).toStdString();
+        const std::string dead = f + ".tmp.999999999";  // above any pid_max
+        const std::string live = f + ".tmp." + std::to_string(::getppid());
+        const std::string other = f + ".tmp.notes";
+        for (const std::string& p : {dead, live, other})
+            tb::writeFileAtomic(p, "partial");
+        tb::writeFileAtomic(f, "whole");
+        QVERIFY(!tb::fileExists(dead));
+        QVERIFY(tb::fileExists(live));
+        QVERIFY(tb::fileExists(other));
+        QCOMPARE(tb::readFile(f), std::string("whole"));
+    }
     void stagedFolderWholeOrNothing()
     {
         namespace fs = std::filesystem;
