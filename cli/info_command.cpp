@@ -86,7 +86,11 @@ int cmdInfo(const Args& args, std::ostream& out)
         << "heads         " << c.numHeads << " (kv " << c.numKvHeads << ", head dim " << c.headDim
         << ")\n"
         << "vocab size    " << c.vocabSize << "\n"
-        << "context       " << c.maxPositions << "\n"
+        << "context       " << c.contextLength()
+        << (c.contextLength() < c.maxPositions ? " (its sliding window; max_position_embeddings " +
+                                                     std::to_string(c.maxPositions) + ")"
+                                               : std::string())
+        << "\n"
         << "dtype         " << c.torchDtype << "\n"
         << "tied head     " << (c.tieWordEmbeddings ? "yes" : "no") << "\n";
     return 0;

@@ -464,7 +464,11 @@ private:
                 continue;
             ranks[r].running = false;
             int code = 0;
-            if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 130 && m_interrupts > 0) {
+                // Stopped by the Ctrl-C this launcher forwarded: a stop, not a failure.
+                if (!m_failed)
+                    m_status = 130;
+            } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
                 code = WEXITSTATUS(status);
                 m_err << "[launch] rank " << r << " exited with status " << code << "\n";
             } else if (WIFSIGNALED(status)) {

@@ -57,15 +57,21 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
     if (job.state() == JobState::Failed)
         fail(job.error());
     const TrainSummary& s = job.summary();
+    // Ctrl-C (the only way the CLI's run stops early): the shell's status for an interrupted
+    // command, so a script tells a stopped run from a finished one.
+    const int status = events.diverged ? 2 : s.stopped ? 130 : 0;
     if (!speaks)
-        return events.diverged ? 2 : 0;
+        return status;
     if (args.flag("json")) {
         out << toJson(s).dump() << "\n";
     } else {
-        out << "run " << s.runDir << ": " << s.steps << " steps, loss " << s.initialLoss << " -> "
-            << s.finalLoss;
+        out << "run " << s.runDir << ": ";
+        if (s.stopped)
+            out << "stopped after step " << s.steps << " (checkpoint saved; continue with "
+                << "tunebench train --resume " << s.runDir << "), ";
+        out << s.steps << " steps, loss " << s.initialLoss << " -> " << s.finalLoss;
         if (s.valLoss)
-            out << ", val loss " << *s.valLoss;
+            out << ", val loss " << *s.valLoss << " (step " << s.valLossStep << ")";
         out << ", " << s.trainableParameters << " of " << s.totalParameters
             << " parameters trained";
         if (s.stopPrompts > 0)
@@ -76,7 +82,7 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
         if (s.packing)
             out << formatPacking(*s.packing) << "\n";
     }
-    return events.diverged ? 2 : 0;
+    return status;
 }
 
 }  // namespace tb

@@ -195,7 +195,10 @@ void LaunchedRun::onFinished(int exitCode, QProcess::ExitStatus status)
     m_poll.stop();
     // SIGINT before the launcher's handler is in place (no rank started yet) ends it by the
     // signal: a stop like any other.
-    const bool stoppedEarly = status == QProcess::CrashExit && m_stops == 1;
+    // A stopped run's launcher exits 130 (the shell's status for Ctrl-C).
+    const bool stoppedEarly =
+        (status == QProcess::CrashExit || (status == QProcess::NormalExit && exitCode == 130)) &&
+        m_stops == 1;
     if ((status == QProcess::NormalExit && exitCode == 0) || stoppedEarly) {
         const TrainSummary s = summary();
         m_events->add([&](JobEventBatch& b) { b.finished = s; });

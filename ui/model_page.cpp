@@ -91,7 +91,7 @@ ModelSummary summarizeModel(const QString& path)
         s.layers = c.numLayers;
         s.hiddenSize = c.hiddenSize;
         s.vocabSize = c.vocabSize;
-        s.context = c.maxPositions;
+        s.context = c.contextLength();
         s.heads = c.numHeads;
         s.kvHeads = c.numKvHeads;
         s.dtype = QString::fromStdString(c.torchDtype);

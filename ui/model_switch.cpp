@@ -69,11 +69,12 @@ std::vector<ConfigReset> resetForModel(TrainConfig& config, const ModelConfig& m
          templateText(config.data.chatTemplate), templateText(chat));
     config.data.chatTemplate = chat;
 
-    const bool tooLong = model.maxPositions > 0 && config.data.maxLength > model.maxPositions;
+    const int64_t context = model.contextLength();  // a sliding window shorter than positions
+    const bool tooLong = context > 0 && config.data.maxLength > context;
     note(tooLong, QObject::tr("max length"), QString::number(config.data.maxLength),
-         QObject::tr("%1 (its context)").arg(model.maxPositions));
+         QObject::tr("%1 (its context)").arg(context));
     if (tooLong)
-        config.data.maxLength = static_cast<int>(model.maxPositions);
+        config.data.maxLength = static_cast<int>(context);
     return resets;
 }
 

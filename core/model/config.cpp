@@ -221,6 +221,14 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
                  ")");
         c.headDim = c.hiddenSize / c.numHeads;
         c.qkvBias = c.oBias = c.mlpBias = true;
+        // Attention scores are scaled by 1/sqrt(head_dim), GPT-2's own; the variants would give
+        // other logits without a word.
+        if (!r.boolean("scale_attn_weights", true))
+            fail(path, ": key 'scale_attn_weights' false (unscaled attention scores) is not "
+                       "supported: attention is scaled by 1/sqrt(head_dim)");
+        if (r.boolean("scale_attn_by_inverse_layer_idx", false))
+            fail(path, ": key 'scale_attn_by_inverse_layer_idx' true (scores divided by the layer "
+                       "number too) is not supported: attention is scaled by 1/sqrt(head_dim)");
         return c;
     }
 
@@ -257,14 +265,21 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.mlpBias = r.boolean("mlp_bias", false);
         break;
     case Architecture::Mistral:
-        c.slidingWindow = r.has("sliding_window") ? r.positive("sliding_window", kMaxPositions) : 0;
+        c.slidingWindow = r.positiveOr("sliding_window", 0, kMaxPositions);
         break;
     case Architecture::Qwen2:
-        c.qkvBias = true;
-        break;
     case Architecture::Qwen3:
-        c.qkvBias = c.oBias = r.boolean("attention_bias", false);
-        c.qkNorm = true;
+        if (c.architecture == Architecture::Qwen2) {
+            c.qkvBias = true;
+        } else {
+            c.qkvBias = c.oBias = r.boolean("attention_bias", false);
+            c.qkNorm = true;
+        }
+        // transformers gives layers from max_window_layers on the window when use_sliding_window
+        // is true (the released Qwen2.5 and Qwen3 configs set it false).
+        if (r.boolean("use_sliding_window", false) && r.has("sliding_window") &&
+            (!r.has("max_window_layers") || r.integer("max_window_layers") < c.numLayers))
+            c.slidingWindow = r.positive("sliding_window", kMaxPositions);
         break;
     case Architecture::Gpt2:
         break;

@@ -43,8 +43,16 @@ struct ModelConfig {
     bool qkvBias = false;  // qwen2, llama attention_bias
     bool oBias = false;    // llama attention_bias
     bool mlpBias = false;
-    bool qkNorm = false;        // qwen3
-    int64_t slidingWindow = 0;  // mistral; 0 = none
+    bool qkNorm = false;  // qwen3
+    // Mistral's sliding_window, Qwen2/3's when use_sliding_window applies it to a layer; 0 =
+    // none. Attention spans whole sequences here, which equals the window's only up to its length,
+    // so a window shorter than max_position_embeddings is the context (contextLength()).
+    int64_t slidingWindow = 0;
+
+    int64_t contextLength() const
+    {
+        return slidingWindow > 0 ? std::min(maxPositions, slidingWindow) : maxPositions;
+    }
 
     std::string torchDtype = "float32";
     std::vector<int64_t> bosTokenIds;

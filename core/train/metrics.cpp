@@ -197,6 +197,8 @@ json toJson(const TrainSummary& s)
             {"initial_loss", s.initialLoss},
             {"final_loss", s.finalLoss},
             {"val_loss", jsonOrNull(s.valLoss)},
+            {"val_loss_step", s.valLoss ? json(s.valLossStep) : json()},
+            {"stopped", s.stopped},
             {"trainable_parameters", s.trainableParameters},
             {"tokens_per_second", s.tokensPerSecond},
             {"peak_memory_bytes", s.peakMemoryBytes},

@@ -143,6 +143,7 @@ struct TrainSummary {
     double initialLoss = 0;
     double finalLoss = 0;
     std::optional<double> valLoss;
+    int64_t valLossStep = 0;  // the step valLoss was measured at (before the stop, when stopped)
     std::optional<double> initialValLoss;  // the base model's (method at init) validation loss
     int64_t trainableParameters = 0;
     int64_t totalParameters = 0;

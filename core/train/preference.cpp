@@ -102,6 +102,7 @@ TrainSummary PreferenceRecipe::run()
     s.initialLoss = m_position.initialLoss.value_or(0.0);
     s.finalLoss = m_position.lastLoss;
     s.valLoss = m_lastValLoss;
+    s.valLossStep = m_lastValStep;
     s.initialValLoss = m_position.initialValLoss;
     s.valAccuracy = m_lastValAccuracy;
     s.tokensPerSecond =
@@ -477,6 +478,7 @@ EvalMetrics PreferenceRecipe::evaluate(int64_t step)
         e.valLoss = sum / static_cast<double>(n);
         e.preference = stats;
         m_lastValLoss = e.valLoss;
+        m_lastValStep = e.step;
         m_lastValAccuracy = stats.rewardsAccuracies;
     }
     e.memoryPeak = memorySnapshot(m_device).peak;

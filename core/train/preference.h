@@ -78,6 +78,7 @@ private:
     int64_t m_memoryAfterLoad = 0, m_memoryAfterForward = 0, m_memoryAfterBackward = 0,
             m_memoryAfterOptimizer = 0, m_memoryPeak = 0, m_gradientBytes = 0;
     std::optional<double> m_lastValLoss;
+    int64_t m_lastValStep = 0;
     std::optional<double> m_lastValAccuracy;
     TrainSummary m_summary;
     double m_trainSeconds = 0;

@@ -73,6 +73,7 @@ TrainSummary SftRecipe::run()
     s.initialLoss = m_position.initialLoss.value_or(0.0);
     s.finalLoss = m_position.lastLoss;
     s.valLoss = m_lastValLoss;
+    s.valLossStep = m_lastValStep;
     s.initialValLoss = m_position.initialValLoss;
     s.tokensPerSecond =
         m_trainSeconds > 0 ? static_cast<double>(m_trainTokens) / m_trainSeconds : 0;
@@ -368,6 +369,7 @@ std::optional<EvalMetrics> SftRecipe::evaluate(int64_t step)
         e.valLoss = *loss;
         e.valPerplexity = std::exp(e.valLoss);
         m_lastValLoss = e.valLoss;
+        m_lastValStep = step;
     }
     if (!m_data.general.sequences.empty()) {
         e.generalLoss = meanLoss(m_data.general);

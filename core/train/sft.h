@@ -96,6 +96,7 @@ private:
     int64_t m_orderBatch = 0;
     int64_t m_totalSteps = 0;
     std::optional<double> m_lastValLoss;
+    int64_t m_lastValStep = 0;
     std::string m_device;  // for memory snapshots: "cpu", "cuda:0"
     // Tensor memory (bytes) after loading and after each phase of the first micro-batch of a step,
     // named as in StepMetrics.

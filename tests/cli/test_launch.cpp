@@ -335,6 +335,15 @@ void TestLaunch::interruptForwarded()
     QCOMPARE(lineSet(l.out), (std::multiset<std::string>{"stopping 0", "[rank 1] stopping 1"}));
     QVERIFY2(tbtest::contains(l.err, "[launch] Ctrl-C"), l.err.c_str());
     QCOMPARE(g_testInterrupts.load(), 0);
+    // Ranks that stop on the Ctrl-C exit 130 (as `tunebench train` does): the launcher's status
+    // too, and no rank is reported as failed.
+    std::thread again(interruptWhenPresent, std::vector<std::string>{ready + "2.0", ready + "2.1"});
+    Launched stopped = launchShell(2, "trap 'exit 130' INT; touch " + ready +
+                                          "2.$RANK; i=0; while [ $i -lt 300 ]; do sleep 0.1; "
+                                          "i=$((i+1)); done; exit 9");
+    again.join();
+    QCOMPARE(stopped.status, 130);
+    QVERIFY2(!tbtest::contains(stopped.err, "exited with status"), stopped.err.c_str());
     sigaction(SIGINT, nullptr, &after);
     QVERIFY(after.sa_handler == countInterrupt);
     kill(getpid(), SIGINT);  // reaches the test's handler again

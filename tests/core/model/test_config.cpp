@@ -1,5 +1,7 @@
 // config.json parsing: exact parameter counts of real models, and clear errors for bad configs.
+#include "model/causal_lm.h"
 #include "model/config.h"
+#include "model/registry.h"
 #include "util/error.h"
 
 #include <QtTest>
@@ -75,6 +77,34 @@ void TestConfig::fields()
         "v5.json");
     QCOMPARE(v5.ropeScaling.type, std::string("linear"));
     QCOMPARE(v5.ropeTheta, 1000.0);
+    // A sliding window shorter than the positions is the context: Mistral's always, Qwen's when
+    // use_sliding_window gives it to a layer (from max_window_layers on).
+    const std::string small =
+        R"("vocab_size":10,"hidden_size":8,"intermediate_size":16,"num_hidden_layers":2,
+        "num_attention_heads":2,"max_position_embeddings":64,"sliding_window":6)";
+    const auto config = [&](const std::string& type, const std::string& more) {
+        return tb::parseModelConfig("{\"model_type\":\"" + type + "\"," + small + more + "}",
+                                    "c.json");
+    };
+    QCOMPARE(config("mistral", "").contextLength(), int64_t(6));
+    QCOMPARE(config("qwen2", "").contextLength(), int64_t(64));  // use_sliding_window false
+    QCOMPARE(config("qwen3", R"(,"use_sliding_window":true,"max_window_layers":0)").contextLength(),
+             int64_t(6));
+    QCOMPARE(config("qwen2", R"(,"use_sliding_window":true,"max_window_layers":2)").contextLength(),
+             int64_t(64));  // no layer from 2 on
+    // A longer sequence is refused by name, not attended in full without a word.
+    const auto model = tb::createCausalLM(config("mistral", ""));
+    torch::NoGradGuard noGrad;
+    QCOMPARE(model->forwardHidden(torch::arange(1, 7).view({1, 6})).size(1), int64_t(6));
+    try {
+        model->forwardHidden(torch::arange(1, 8).view({1, 7}));
+        QFAIL("a sequence past the sliding window was accepted");
+    } catch (const tb::Error& e) {
+        QVERIFY2(std::string(e.what()).find("a sequence of 7 tokens is longer than the model's "
+                                            "sliding window (sliding_window 6)") !=
+                     std::string::npos,
+                 e.what());
+    }
     // A folder path finds its config.json.
     auto bundled = tb::loadModelConfig(TB_SOURCE_DIR "/datasets/models/stories260k");
     QCOMPARE(tb::parameterCount(bundled), int64_t(260032));
@@ -110,6 +140,12 @@ void TestConfig::badConfigs()
         "not divisible");
     expectError(R"({"model_type":"gpt2","vocab_size":10,"n_embd":8,"n_layer":1,"n_head":2})",
                 "'n_positions'");
+    // GPT-2's attention-scaling variants gave other logits without a word.
+    const std::string gpt2 =
+        R"({"model_type":"gpt2","vocab_size":10,"n_embd":8,"n_layer":1,"n_head":2,"n_positions":4,)";
+    expectError(gpt2 + R"("scale_attn_by_inverse_layer_idx":true})",
+                "'scale_attn_by_inverse_layer_idx' true");
+    expectError(gpt2 + R"("scale_attn_weights":false})", "'scale_attn_weights' false");
     // Sizes far past any model's are refused before a byte is allocated; so are epsilons, rotary
     // bases and factors that are not positive, and token ids outside the vocabulary.
     const std::string llama = R"({"model_type":"llama","vocab_size":10,"intermediate_size":16,)";
