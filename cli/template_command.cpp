@@ -91,9 +91,18 @@ int cmdTemplate(const Args& args, std::ostream& out)
     options.maxLength = 0;
     TokenizedExample t;
     std::string text;
+    // A conversation whose loss a training run could not place (the template rewrites earlier
+    // turns) still renders: the text and ids, with the mask's reason instead of the mask.
+    std::string noMask;
     if (chat->isModel()) {
-        t = tokenizeMessages(*tokenizer, messages, tools, options);
         text = chat->render(messages, prompt, tools);
+        try {
+            t = tokenizeMessages(*tokenizer, messages, tools, options);
+        } catch (const Error& e) {
+            noMask = e.what();
+            t.ids = tokenizer->encode(prompt ? text : chat->render(messages, false, tools), false);
+            t.lossMask.assign(t.ids.size(), 0);
+        }
     } else {
         Example example;
         example.messages = plainMessages(messages, path);
@@ -111,14 +120,23 @@ int cmdTemplate(const Args& args, std::ostream& out)
         t.lossMask = mask;
     }
     if (args.flag("json")) {
-        out << Value{{"text", text}, {"ids", t.ids}, {"loss_mask", t.lossMask}}.dump() << "\n";
+        Value j{{"text", text}, {"ids", t.ids}, {"loss_mask", t.lossMask}};
+        if (!noMask.empty()) {
+            j["loss_mask"] = nullptr;
+            j["loss_mask_error"] = noMask;
+        }
+        out << j.dump() << "\n";
         return 0;
     }
     int64_t loss = 0;
     for (uint8_t m : t.lossMask)
         loss += m;
     out << text << (text.ends_with("\n") ? "" : "\n") << "(" << chat->name() << " template, "
-        << t.ids.size() << " tokens, " << loss << " carry loss)\n";
+        << t.ids.size() << " tokens, ";
+    if (noMask.empty())
+        out << loss << " carry loss)\n";
+    else
+        out << "no loss mask: " << noMask << ")\n";
     return 0;
 }
 

@@ -517,6 +517,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     if (reward)
         headTrains = false;
     e.gradients = (e.trainableParameters - unusedHead) * p.grad;
+    const int64_t wholeGradients = e.gradients;  // before ZeRO-2 shares them
     if (o.zero >= 2)
         e.gradients = shard(e.gradients);
     e.optimizerStates = (e.trainableParameters - unusedHead) * statesPerParam * p.state;
@@ -716,7 +717,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         if (o.zero >= 1)
             e.stepWorkspace = shard(e.stepWorkspace);
     }
-    const int64_t held = o.gradAccum > 1 ? e.gradients : 0;
+    // ZeRO-2 reduce-scatters in the step's last backward only (dist/grad_sync.h): the earlier
+    // micro-batches' gradients are held whole on every rank.
+    const bool zero2 = o.zero >= 2 && gpus > 1;
+    const int64_t held = o.gradAccum > 1 ? (zero2 ? wholeGradients : e.gradients) : 0;
     const int64_t vh = v * h * p.grad;
     auto phase = [&e](const char* name, int64_t bytes, std::string what) {
         e.phases.push_back({name, bytes, std::move(what)});
@@ -759,6 +763,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
                   " more [vocab, hidden] gradients of the tied embedding (head's, embedding's",
                   extra > 1 ? ", their sum)" : ")"));
     }
+    // ZeRO-2's last backward: each bucket's whole gradient stays until every reduce-scatter of
+    // the step has finished, beside the shards they fill.
+    if (zero2)
+        phase("end of backward", wholeGradients + e.gradients,
+              "backward's end under ZeRO-2: every bucket's whole gradient, reduce-scattered, "
+              "beside this GPU's shards (the whole ones are freed when the reductions finish)");
     phase("optimizer step", e.gradients + e.stepWorkspace,
           cat("the optimizer step: gradients + temporaries of the largest tensor (",
               formatBytes(e.stepWorkspace), ")"));

@@ -253,21 +253,28 @@ struct FusedHeadCrossEntropyFn : public torch::autograd::Function<FusedHeadCross
                 continue;
             const torch::Tensor gc = g.to(compute);
             g = torch::Tensor();
+            // fp16 cannot hold the products with the 1/loss-tokens scale (from about 10^4 loss
+            // tokens a step they fall among its subnormals or to 0, before the loss scaler's
+            // factor arrives in backward): under fp16 they are formed in fp32.
+            const bool wide = compute == torch::kHalf;
             const torch::Tensor gRows = rows ? gc.index_select(1, rowIds) : torch::Tensor();
             if (wantHidden) {
                 torch::Tensor gH = gc.mm(w);  // [n, hidden]
                 if (gRows.defined())
                     gH.addmm_(gRows, d);
+                if (wide)
+                    gH = gH.to(torch::kFloat);
                 gH.mul_(scale);
                 if (all)
                     gradHidden.narrow(0, start, n).copy_(gH);
                 else
                     gradHidden.index_copy_(0, idx, gH.to(hidden.scalar_type()));
             }
-            const torch::Tensor hs = h.mul(scale);  // the scale on the thin factor
+            // the scale on the thin factor
+            const torch::Tensor hs = wide ? h.to(torch::kFloat).mul_(scale) : h.mul(scale);
             // sum += g^T @ hs, in fp32: [vocab, hidden] for the weight, [k, hidden] for the rows
-            auto accumulate = [&hs](torch::Tensor& sum, const torch::Tensor& gT) {
-                torch::Tensor part = gT.mm(hs);
+            auto accumulate = [&hs, wide](torch::Tensor& sum, const torch::Tensor& gT) {
+                torch::Tensor part = (wide ? gT.to(torch::kFloat) : gT).mm(hs);
                 if (sum.defined())
                     sum.add_(part);
                 else

@@ -395,6 +395,34 @@ void TestCli::templateRender()
     QVERIFY(
         jsonOf(prompt)["text"].get<std::string>().ends_with("<|im_end|>\n<|im_start|>assistant\n"));
 
+    // Qwen3's template renders an earlier answer differently once a user turn follows, so no
+    // loss mask can be placed: the conversation still renders (it stopped with the mask's error).
+    const QString qwen3 = m_dir.filePath(QStringLiteral("qwen3-like"));
+    QDir().mkpath(qwen3);
+    json config3 = json::parse(tb::readFile(
+        TB_SOURCE_DIR "/tests/data/chat_templates/Qwen--Qwen3-0.6B/tokenizer_config.json"));
+    config3.erase("template_special_tokens");
+    tb::writeFileAtomic((qwen3 + QStringLiteral("/tokenizer.json")).toStdString(),
+                        tbtest::chatmlGpt2TokenizerJson());
+    tb::writeFileAtomic((qwen3 + QStringLiteral("/tokenizer_config.json")).toStdString(),
+                        config3.dump());
+    const QString multi = m_dir.filePath(QStringLiteral("multi.json"));
+    tb::writeFileAtomic(multi.toStdString(),
+                        R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": )"
+                        R"("Hello"}, {"role": "user", "content": "How are you?"}])");
+    Run open = tunebench({QStringLiteral("template"), QStringLiteral("render"),
+                          QStringLiteral("--model"), qwen3, QStringLiteral("--messages"), multi,
+                          QStringLiteral("--add-generation-prompt"), QStringLiteral("--json")});
+    QVERIFY2(open.exitCode == 0, open.err.constData());
+    const json o = jsonOf(open);
+    QVERIFY(o["text"].get<std::string>().ends_with(
+        "<|im_start|>user\nHow are you?<|im_end|>\n<|im_start|>assistant\n"));
+    QCOMPARE(o["ids"].get<std::vector<int32_t>>(),
+             tb::loadTokenizer(qwen3.toStdString())->encode(o["text"], false));
+    QVERIFY(o["loss_mask"].is_null());
+    QVERIFY2(o["loss_mask_error"].get<std::string>().find("carries loss") != std::string::npos,
+             o.dump().c_str());
+
     // A family on the bundled model: its EOS ends the assistant turn and carries loss.
     Run alpaca = tunebench({QStringLiteral("template"), QStringLiteral("render"),
                             QStringLiteral("--messages"), messages, QStringLiteral("--template"),

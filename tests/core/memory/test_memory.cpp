@@ -495,6 +495,24 @@ void TestMemory::zeroShares()
         QCOMPARE(e.logits, base.logits);
         QVERIFY(z == 0 ? e.total == base.total : e.total < base.total);
     }
+    // ZeRO-2 as training runs it (dist/grad_sync.h): whole gradients at the end of the last
+    // backward, beside the shards, and held whole across accumulation (the shares applied only
+    // after the step's reductions).
+    const auto phase = [](const tb::MemoryEstimate& e, const std::string& name) {
+        int64_t bytes = -1;
+        for (const auto& p : e.phases)
+            if (p.name == name)
+                bytes = std::max(bytes, p.bytes);
+        return bytes;
+    };
+    o.zero = 2;
+    QCOMPARE(phase(tb::estimateMemory(c, method(tb::Method::Full), o), "end of backward"),
+             base.gradients + base.gradients / 4);
+    o.gradAccum = 4;
+    const auto two = tb::estimateMemory(c, method(tb::Method::Full), o);
+    o.zero = 1;
+    QCOMPARE(phase(two, "backward"),
+             phase(tb::estimateMemory(c, method(tb::Method::Full), o), "backward"));
 }
 
 void TestMemory::checkpointingLowersActivations()

@@ -196,6 +196,7 @@ private Q_SLOTS:
     void nonContiguousHidden();
     void onlyRequestedGradients();
     void fusedUnderAutocast();
+    void fusedHalfKeepsSmallScales();
     void fusedWithoutGradients();
     void softmaxRowsEachIsa_data();
     void softmaxRowsEachIsa();
@@ -365,6 +366,42 @@ void TestChunkedLoss::onlyRequestedGradients()
     QVERIFY(std::abs(loss.item<double>() -
                      plainCrossEntropy(hidden, weightRef, labels).item<double>()) <=
             1e-5 * loss.item<double>());
+}
+
+void TestChunkedLoss::fusedHalfKeepsSmallScales()
+{
+    // fp16 autocast (CUDA's fp16 training; here on the CPU) with the scale of a step of 10^6
+    // loss tokens: the gradients, times 10^6, equal fp32's to fp16's rounding of the logits. They
+    // were formed in fp16 at 10^-6 of their size, among its subnormals: errors of several percent.
+    torch::manual_seed(22);
+    const torch::Tensor hiddenInit = torch::randn({70, 48});
+    const torch::Tensor weightInit = torch::randn({300, 48}) * (2.0 / std::sqrt(48.0));
+    const torch::Tensor labels = makeLabels(70, 300, 9, 0, 0);
+    const double scale = 1e-6;
+    auto run = [&](bool half, torch::Tensor& gh, torch::Tensor& gw) {
+        torch::Tensor hidden = hiddenInit.clone().requires_grad_(true);
+        torch::Tensor weight = weightInit.clone().requires_grad_(true);
+        at::autocast::set_autocast_dtype(at::kCPU, at::kHalf);
+        at::autocast::set_autocast_enabled(at::kCPU, half);
+        const torch::Tensor loss = tb::fusedHeadCrossEntropy(hidden, weight, labels, scale);
+        at::autocast::set_autocast_enabled(at::kCPU, false);
+        at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+        at::autocast::clear_cache();
+        loss.backward();
+        gh = hidden.grad() / scale;
+        gw = weight.grad() / scale;
+    };
+    torch::Tensor wantH, wantW, gotH, gotW;
+    run(false, wantH, wantW);
+    run(true, gotH, gotW);
+    for (const auto& [g, w, name] :
+         {std::tuple{gotH, wantH, "grad hidden"}, std::tuple{gotW, wantW, "grad weight"}}) {
+        const double diff = maxAbs(g - w), size = maxAbs(w);
+        QVERIFY2(diff <= 5e-3 * size, qPrintable(QStringLiteral("%1: max |diff| %2 of %3")
+                                                     .arg(QString::fromLatin1(name))
+                                                     .arg(diff)
+                                                     .arg(size)));
+    }
 }
 
 void TestChunkedLoss::fusedUnderAutocast()

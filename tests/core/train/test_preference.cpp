@@ -234,6 +234,25 @@ private Q_SLOTS:
         QCOMPARE(*r.summary.valAccuracy, r.evals[1]["rewards/accuracies"].get<double>());
     }
 
+    // 12 training pairs in micro-batches of 2 with grad_accum 4: an epoch is a step of 4 and one
+    // of 2, so `epochs: 2` reads every pair exactly twice in 4 steps (2.67 epochs before).
+    void epochsEndSteps()
+    {
+        QTemporaryDir dir;
+        const std::string pairs = writePairs(dir, "pairs.jsonl", 16);
+        QString error;
+        json config = baseConfig(dir, "epochs", pairs);
+        config["batch_size"] = 2;
+        config["grad_accum"] = 4;
+        config["max_steps"] = 0;
+        config["epochs"] = 2;
+        const Run r = train(config, &error);
+        QVERIFY2(!r.dir.empty(), qPrintable(error));
+        QCOMPARE(r.steps.size(), size_t(4));
+        QCOMPARE(r.steps[1]["epoch"].get<double>(), 1.0);
+        QCOMPARE(r.steps[3]["epoch"].get<double>(), 2.0);
+    }
+
     // A reward run: the scorer loads its head and gives the scores the trainer's evaluation saw
     // (its accuracy on the validation pairs).
     void rewardScorerMatchesTraining()
