@@ -36,6 +36,8 @@ void readConversation(const std::string& path, Value* messages, Value* tools)
     }
     if (!messages->is_array())
         fail(path, ": 'messages' must be an array of {role, content} objects");
+    if (messages->empty())  // as apply_chat_template refuses it
+        fail(path, ": 'messages' is empty: there is no conversation to render");
     for (size_t i = 0; i < messages->size(); ++i) {
         const Value& m = (*messages)[i];
         if (!m.is_object() || !m.contains("role") || !m["role"].is_string())

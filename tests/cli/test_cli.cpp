@@ -471,6 +471,11 @@ void TestCli::errors_data()
         << QStringList{QStringLiteral("template"), QStringLiteral("render"),
                        QStringLiteral("--messages"), noRole}
         << QStringLiteral("norole.json: message 1 needs a string 'role'");
+    const QString none = write(QStringLiteral("none.json"), R"({"messages": []})");
+    QTest::newRow("template without messages")
+        << QStringList{QStringLiteral("template"), QStringLiteral("render"),
+                       QStringLiteral("--messages"), none}
+        << QStringLiteral("none.json: 'messages' is empty");
     const QString chat =
         write(QStringLiteral("chat.json"), R"([{"role": "user", "content": "Hi"}])");
     QTest::newRow("model without a template")

@@ -231,8 +231,16 @@ void TestTrainParts::summaryJsonContract()
         tb::toJson(s).dump(),
         std::string(
             R"({"final_loss":3.0,"initial_loss":4.0,"initial_val_accuracy":null,"packing":null,)"
-            R"("peak_memory_bytes":7,"run_dir":"runs/a","steps":3,"stop_rate":null,)"
-            R"("tokens_per_second":2.0,"trainable_parameters":10,"val_accuracy":null,"val_loss":null})"));
+            R"("peak_memory_bytes":7,"run_dir":"runs/a","steps":3,"stop_rate":null,"stopped":false,)"
+            R"("tokens_per_second":2.0,"trainable_parameters":10,"val_accuracy":null,"val_loss":null,)"
+            R"("val_loss_step":null})"));
+    s.valLoss = 2.5;
+    s.valLossStep = 3;
+    s.stopped = true;
+    QCOMPARE(tb::toJson(s)["val_loss_step"].get<int64_t>(), int64_t(3));
+    QCOMPARE(tb::toJson(s)["stopped"].get<bool>(), true);
+    s.valLoss.reset();
+    s.stopped = false;
     s.valAccuracy = 0.75;
     QCOMPARE(tb::toJson(s)["val_accuracy"].get<double>(), 0.75);
     s.packing = tb::PackingStats{2, 6, 39, 40};
