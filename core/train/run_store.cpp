@@ -222,8 +222,13 @@ void checkRunInfo(const json& info, const std::string& path)
 nlohmann::json RunStore::readRunInfo() const
 {
     const std::string path = joinPath(m_dir, "run.json");
-    if (!fileExists(path))
+    if (!fileExists(path)) {
+        // A run stopped while it wrote its first file has its folder and nothing to resume.
+        if (isDirectory(joinPath(m_dir, "checkpoints")))
+            fail(path, ": not found: the run stopped before it recorded its configuration, so "
+                       "there is nothing to resume; start it again with tunebench train --config");
         fail(path, ": not found");
+    }
     const std::string text = readFile(path);
     checkJsonDepth(text, path);
     json info;
