@@ -10,9 +10,11 @@ namespace tb {
 namespace {
 
 std::atomic<TrainingJob*> g_activeJob{nullptr};
+std::atomic<bool> g_received{false};
 
 void onInterrupt(int)
 {
+    g_received = true;
     if (TrainingJob* job = g_activeJob.load())
         job->stop();  // the loop ends after the current step and saves a checkpoint
 }
@@ -23,6 +25,11 @@ InterruptGuard::InterruptGuard(TrainingJob& job)
 {
     g_activeJob = &job;
     m_previous = std::signal(SIGINT, onInterrupt);
+}
+
+bool InterruptGuard::received()
+{
+    return g_received.load();
 }
 
 InterruptGuard::~InterruptGuard()

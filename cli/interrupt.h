@@ -12,6 +12,9 @@ public:
     ~InterruptGuard();
     InterruptGuard(const InterruptGuard&) = delete;
     InterruptGuard& operator=(const InterruptGuard&) = delete;
+    // Whether this process got a SIGINT while a guard was in place (a rank that stopped because
+    // another one did got none).
+    static bool received();
 
 private:
     void (*m_previous)(int) = nullptr;

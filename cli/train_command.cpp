@@ -57,9 +57,10 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
     if (job.state() == JobState::Failed)
         fail(job.error());
     const TrainSummary& s = job.summary();
-    // Ctrl-C (the only way the CLI's run stops early): the shell's status for an interrupted
-    // command, so a script tells a stopped run from a finished one.
-    const int status = events.diverged ? 2 : s.stopped ? 130 : 0;
+    // Stopped by this process's Ctrl-C: the shell's status for an interrupted command, so a script
+    // tells a stopped run from a finished one. (A rank that stopped because another one was
+    // interrupted exits 0, as external launchers read any other status as a failure.)
+    const int status = events.diverged ? 2 : s.stopped && InterruptGuard::received() ? 130 : 0;
     if (!speaks)
         return status;
     if (args.flag("json")) {
@@ -67,7 +68,8 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
     } else {
         out << "run " << s.runDir << ": ";
         if (s.stopped)
-            out << "stopped after step " << s.steps << " (checkpoint saved; continue with "
+            out << "stopped after step " << s.steps
+                << (s.steps > 0 ? " (checkpoint saved; continue with " : " (continue with ")
                 << "tunebench train --resume " << s.runDir << "), ";
         out << s.steps << " steps, loss " << s.initialLoss << " -> " << s.finalLoss;
         if (s.valLoss)

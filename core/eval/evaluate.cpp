@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -258,14 +259,19 @@ void writeEvalResult(const EvalResult& result, const std::string& dir)
                name.rfind("predictions.jsonl.tmp.", 0) == 0 ||
                name.rfind("results.json.tmp.", 0) == 0;
     };
-    bool whole = true;
+    // The folder by its real path ("." and a symlinked folder are replaced where they point).
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::weakly_canonical(
+        std::filesystem::absolute(std::filesystem::path(dir)), ec);
+    bool whole = !ec && real.has_filename() && real.has_parent_path() && real != real.root_path();
     try {
-        checkReplaceableFolder(dir, ours, "evaluation");
+        if (whole)
+            checkReplaceableFolder(real.string(), ours, "evaluation");
     } catch (const Error&) {
         whole = false;
     }
     if (whole) {
-        StagedFolder staged(dir);
+        StagedFolder staged(real.string());
         writeFileAtomic(joinPath(staged.path(), "predictions.jsonl"), lines);
         writeFileAtomic(joinPath(staged.path(), "results.json"), text);
         staged.commit();

@@ -134,7 +134,8 @@ struct BlockTraining {
     std::set<std::string> lora;  // targets with a LoRA branch
     int64_t loraRank = 0;
     bool loraDropout = false;  // each LoRA branch keeps its own dropped input and the mask
-    int adapters = 0;          // bottleneck adapters (houlsby 2, pfeiffer 1)
+    bool byteMask = false;  // CUDA's fused dropout keeps a 1-byte mask, the CPU's one of x's dtype
+    int adapters = 0;       // bottleneck adapters (houlsby 2, pfeiffer 1)
     int64_t adapterWidth = 0;
     bool adapterKeepsInput = false;  // gelu/silu save their input as well as the output
 };
@@ -231,8 +232,9 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
             // (stacked products share one; each other matmul casts the dropped input itself).
             const int64_t xb = norm && p.autocast && stacked ? cb : norm ? rb : cb;
             const int64_t kept = norm && p.autocast && !stacked ? cb : xb;
-            b.add(cat(label, " LoRA dropout"), lora * (kept + (inGrad ? xb : 0)) * size,
-                  cat(lora, "x(", kept, inGrad ? cat("+", xb) : std::string(),
+            const int64_t mask = t.byteMask ? 1 : xb;
+            b.add(cat(label, " LoRA dropout"), lora * (kept + (inGrad ? mask : 0)) * size,
+                  cat(lora, "x(", kept, inGrad ? cat("+", mask) : std::string(),
                       size == h   ? ")h"
                       : size == q ? ")q"
                                   : ")i"));
@@ -473,6 +475,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         }
         frozenBlock.loraRank = run.lora.rank;
         frozenBlock.loraDropout = run.lora.dropout > 0;
+        frozenBlock.byteMask = o.cudaOverhead;  // a CUDA device
         break;
     case Method::Adapter:
         frozenBlock.adapters = run.adapter.kind == AdapterKind::Pfeiffer ? 1 : 2;
@@ -750,7 +753,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         // Recomputing the last block, with the head's gradient already made.
         const int64_t headGrad = headTrains && run.method != Method::Lora ? vh : 0;
         phase("recompute",
-              storedCk + recompute + held + (o.zero >= 2 ? shard(headGrad) : headGrad) + dq,
+              storedCk + recompute + held + headGrad + dq,  // whole under ZeRO-2 too
               cat("recomputing the last block: checkpoints + one block's activations",
                   headGrad ? " + the head's gradient" : "", heldWhat, dqWhat));
     }
@@ -758,7 +761,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // for the embedding's, then the two are summed (fp32: into a new tensor) and accumulated.
     if (embeddingsTrain && model.tieWordEmbeddings && !reward) {
         const int64_t extra = (p.compute == 4 ? 2 : 1) + (o.gradAccum > 1 ? 1 : 0);
-        phase("end of backward", e.gradients + extra * (o.zero >= 2 ? shard(vh) : vh),
+        phase("end of backward", e.gradients + extra * vh,  // whole under ZeRO-2 too
               cat("backward's end: gradients + ", extra,
                   " more [vocab, hidden] gradients of the tied embedding (head's, embedding's",
                   extra > 1 ? ", their sum)" : ")"));

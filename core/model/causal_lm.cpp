@@ -202,11 +202,15 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
         h = torch::cat({m_prompt.to(h.scalar_type()).unsqueeze(0).expand({h.size(0), -1, -1}), h},
                        1);
     }
+    if (cache && (real.defined() || cache->valid.defined()))
+        std::tie(positions, mask) =
+            paddedRows(*cache, real, h.size(0), h.size(1), virtualTokens, ids.device());
     // Attention spans whole sequences here: the config's sliding window gives the same result
-    // only up to its length.
+    // only up to its length. Packed and padded rows count their own positions (a padded cache
+    // is as wide as its longest row, virtual tokens included).
     if (const int64_t w = m_config.slidingWindow; w > 0 && past + h.size(1) > w) {
         const int64_t longest =
-            packed ? positions.max().item<int64_t>() + 1 + virtualTokens : past + h.size(1);
+            positions.defined() ? positions.max().item<int64_t>() + 1 : past + h.size(1);
         if (longest > w)
             fail(m_config.sourcePath, ": a sequence of ", longest,
                  " tokens is longer than the model's sliding window (sliding_window ", w,
@@ -214,9 +218,6 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
                  "attention only up to ",
                  w, " tokens");
     }
-    if (cache && (real.defined() || cache->valid.defined()))
-        std::tie(positions, mask) =
-            paddedRows(*cache, real, h.size(0), h.size(1), virtualTokens, ids.device());
     h = addPositions(h, past, positions);
     BlockContext ctx = blockContext(past, h.size(1), h, positions);
     ctx.mask = mask;

@@ -159,7 +159,8 @@ void SftRecipe::setUp()
         if (m_group)
             info["dist"] = {{"world_size", m_group->size()},
                             {"backend", m_group->backendName()},
-                            {"zero", m_config.dist.zero}};
+                            {"zero", m_config.dist.zero},
+                            {"order_batch", m_orderBatch}};
         if (writer())
             m_store->writeRunInfo(info);
     }

@@ -40,11 +40,19 @@ void SftRecipe::keepGlobalBatch(const nlohmann::json& runInfo)
     // RunStore::readRunInfo checked world_size: a whole number from 1 to 65536.
     const int before =
         dist != runInfo.end() && dist->is_object() ? dist->value("world_size", 1) : 1;
+    // The batch the run's length-grouped order is cut for, as it started: recorded by launched
+    // runs; else the batch_size it had (one process: the global batch; a launched run from before
+    // order_batch was recorded cut it for the per-rank batch).
+    const nlohmann::json recorded = dist != runInfo.end() && dist->is_object()
+                                        ? dist->value("order_batch", nlohmann::json())
+                                        : nlohmann::json();
+    m_orderBatch = recorded.is_number_integer() && recorded.get<int64_t>() > 0
+                       ? recorded.get<int64_t>()
+                       : m_config.batchSize;
     const int now = worldSize();
     if (before == now)
         return;
     const int64_t global = int64_t(before) * m_config.batchSize;
-    m_orderBatch = global;  // the epoch's length-grouped order as the run started it
     if (global % now != 0) {
         warn("resumed on " + std::to_string(now) + " rank(s) where the run had " +
              std::to_string(before) + ": its global batch of " + std::to_string(global) +

@@ -4,6 +4,7 @@
 #include "util/error.h"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -65,6 +66,11 @@ void removeStaleTemporaries(const std::string& path)
         const long pid = std::stol(digits);
         if (pid <= 0 || pid == static_cast<long>(::getpid()))
             continue;  // this process's own is truncated and reused by its writer
+        // Untouched for two minutes too: a writer in another PID namespace (a container on a
+        // shared volume) has a pid this process cannot see, but its temporary keeps growing.
+        const auto age = fs::file_time_type::clock::now() - it->last_write_time(ec);
+        if (ec || age < std::chrono::minutes(2))
+            continue;
         if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
             std::error_code removed;
             fs::remove(it->path(), removed);

@@ -42,7 +42,7 @@ private:
 
 // Removes "PATH.tmp.PID" files (AtomicFileWriter's, the GGUF writer's) whose writer is gone: a
 // process killed mid-write leaves its temporary, gigabytes for a model, and the next write of PATH
-// clears it. A temporary of a live process is kept.
+// clears it. A temporary of a live process, or one written in the last two minutes, is kept.
 void removeStaleTemporaries(const std::string& path);
 
 // Creates a folder and its parents (nothing when it exists); throws tb::Error naming it.

@@ -282,14 +282,6 @@ std::string exportSnapshot(const DataStore& store, const std::string& id, const 
         fail(dir, ": cannot create the export folder: ", ec.message());
     const std::string path = joinPath(dir, id + ".jsonl");
     const std::string manifest = joinPath(dir, id + ".manifest.json");
-    // A previous export's manifest goes first: a kill between the two files then leaves the
-    // JSONL without a manifest, never beside one that describes other records.
-    if (fileExists(manifest)) {
-        std::filesystem::remove(manifest, ec);
-        if (ec)
-            fail(manifest, ": cannot replace: ", ec.message());
-        syncPath(dir, true);
-    }
     // Streamed to a temp file that replaces the export only once the hash has checked out.
     AtomicFileWriter out(path);
     SnapshotInfo info;
@@ -300,6 +292,15 @@ std::string exportSnapshot(const DataStore& store, const std::string& id, const 
             out.write("\n");
         },
         &info);
+    // The hash checked out: a previous export's manifest goes before the new JSONL takes its
+    // place, so a kill between the two files leaves the JSONL without a manifest, never beside
+    // one that describes other records (and a failed export leaves the previous one whole).
+    if (fileExists(manifest)) {
+        std::filesystem::remove(manifest, ec);
+        if (ec)
+            fail(manifest, ": cannot replace: ", ec.message());
+        syncPath(dir, true);
+    }
     out.commit();
     writeFileAtomic(manifest, info.manifest.dump(2) + "\n");
     return path;

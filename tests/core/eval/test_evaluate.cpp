@@ -12,6 +12,8 @@
 
 #include <QtTest>
 
+#include <filesystem>
+
 #include <cmath>
 
 using namespace tb;
@@ -204,6 +206,20 @@ void TestEvaluate::scoresAndFiles()
     writeEvalResult(r, dir);
     QCOMPARE(readEvalResult(dir).predictions.size(), size_t(4));
     QCOMPARE(readFile(joinPath(dir, "notes.txt")), std::string("mine"));
+    // A folder given as "." or through a symlink is written where it is (staging "." threw).
+    namespace fs = std::filesystem;
+    const std::string own = m_dir.filePath(QStringLiteral("results/own")).toStdString();
+    writeEvalResult(r, own);
+    const std::string link = m_dir.filePath(QStringLiteral("results/link")).toStdString();
+    fs::create_directory_symlink(own, link);
+    writeEvalResult(r, link);
+    QVERIFY(fs::is_symlink(link));
+    QCOMPARE(readEvalResult(link).predictions.size(), size_t(4));
+    const fs::path before = fs::current_path();
+    fs::current_path(own);
+    writeEvalResult(r, ".");
+    fs::current_path(before);
+    QCOMPARE(readEvalResult(own).predictions.size(), size_t(4));
 
     // Unknown metrics are named with the known ones.
     settings.metrics = {"bleu4"};

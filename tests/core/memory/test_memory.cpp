@@ -117,6 +117,7 @@ private Q_SLOTS:
     void peftMethods();
     void trainableTokensItemised();
     void zeroShares();
+    void loraDropoutMask();
     void checkpointingLowersActivations();
     void accumulationKeepsActivations();
     void chunkedLossLowersLogits();
@@ -475,6 +476,25 @@ void TestMemory::trainableTokensItemised()
     auto full = method(tb::Method::Full);
     full.trainableTokens = {};
     QCOMPARE(tb::estimateMemory(load("gpt2.json"), full, cpu()).trainableTokens, int64_t(0));
+}
+
+// LoRA dropout keeps each branch's dropped input and the mask: x's dtype on the CPU (measured in
+// test_measure), 1 byte where CUDA's fused dropout keeps a bool mask.
+void TestMemory::loraDropoutMask()
+{
+    const auto c = load("qwen2.5-0.5b.json");
+    auto run = method(tb::Method::Lora);
+    auto activations = [&](double dropout, bool cuda) {
+        run.lora.dropout = dropout;
+        auto o = cpu();
+        o.cudaOverhead = cuda;
+        return tb::estimateMemory(c, run, o).activations;
+    };
+    const int64_t onCpu = activations(0.1, false) - activations(0.0, false);
+    const int64_t onCuda = activations(0.1, true) - activations(0.0, true);
+    QVERIFY2(onCuda > 0 && onCuda < onCpu,
+             qPrintable(QStringLiteral("%1 vs %2").arg(onCuda).arg(onCpu)));
+    QCOMPARE((onCpu - onCuda) % 3, int64_t(0));  // 4-byte masks against 1-byte ones
 }
 
 void TestMemory::zeroShares()

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -290,10 +291,15 @@ private Q_SLOTS:
         const std::string dead = f + ".tmp.999999999";  // above any pid_max
         const std::string live = f + ".tmp." + std::to_string(::getppid());
         const std::string other = f + ".tmp.notes";
-        for (const std::string& p : {dead, live, other})
+        const std::string recent = f + ".tmp.999999998";  // gone, but written a moment ago
+        for (const std::string& p : {dead, live, other, recent})
             tb::writeFileAtomic(p, "partial");
+        for (const std::string& p : {dead, live, other})
+            std::filesystem::last_write_time(p, std::filesystem::file_time_type::clock::now() -
+                                                    std::chrono::minutes(5));
         tb::writeFileAtomic(f, "whole");
         QVERIFY(!tb::fileExists(dead));
+        QVERIFY(tb::fileExists(recent));  // perhaps a writer this process cannot see
         QVERIFY(tb::fileExists(live));
         QVERIFY(tb::fileExists(other));
         QCOMPARE(tb::readFile(f), std::string("whole"));
