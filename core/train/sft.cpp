@@ -109,6 +109,14 @@ void SftRecipe::setUp()
                   "the pad token (the tokenizer's end of sequence)");
     for (const auto& w : m_data.warnings)
         warn(w);
+    // Held-out sequences whose answers max_length cuts away have no loss to average: their
+    // "validation loss" read 0.0000 at every evaluation.
+    if (!m_data.val.sequences.empty() && m_data.val.lossTokens == 0) {
+        warn("the validation split keeps no answer token at data.max_length " +
+             std::to_string(m_config.data.maxLength) +
+             " (every held-out answer is cut away): no validation loss is reported");
+        m_data.val.sequences.clear();
+    }
     if (m_config.eval.generateEvery > 0) {
         m_evalCases = eval::sampleCases(eval::casesFromExamples(m_data.heldOut),
                                         m_config.eval.sample, m_config.seed);
@@ -435,8 +443,17 @@ void SftRecipe::generationEval(int64_t step)
     settings.batch = std::max(1, m_config.batchSize);
     settings.resamples = 0;  // the plot needs the scores, not their intervals
     const std::unique_ptr<Model> model = modelFacade();
-    const eval::EvalResult r = eval::evaluateModel(
-        *model, *m_model.tokenizer, runChatTemplate(m_config), m_evalCases, settings);
+    eval::EvalResult r;
+    try {
+        r = eval::evaluateModel(*model, *m_model.tokenizer, runChatTemplate(m_config), m_evalCases,
+                                settings);
+    } catch (const Error& e) {
+        // A held-out prompt the model cannot take (past a sliding window, GPT-2's positions):
+        // the run goes on, and its final checkpoint is still saved.
+        m_model.module->train(training);
+        warn("generation evaluation at step " + std::to_string(step) + " was skipped: " + e.what());
+        return;
+    }
     m_model.module->train(training);
     GenerationEvalMetrics g;
     g.step = step;
@@ -456,8 +473,15 @@ void SftRecipe::measureStops()
     const bool training = m_model.module->is_training();
     m_model.module->eval();
     const std::unique_ptr<Model> model = modelFacade();
-    const StopRate r =
-        measureStopRate(*model, *m_model.tokenizer, runChatTemplate(m_config), m_data.stopProbe);
+    StopRate r;
+    try {
+        r = measureStopRate(*model, *m_model.tokenizer, runChatTemplate(m_config),
+                            m_data.stopProbe);
+    } catch (const Error& e) {  // as generationEval: the run has finished and is saved
+        m_model.module->train(training);
+        warn(std::string("the stop rate was not measured: ") + e.what());
+        return;
+    }
     m_summary.stopPrompts = r.prompts;
     m_summary.stopStopped = r.stopped;
     m_model.module->train(training);

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -134,6 +135,7 @@ private Q_SLOTS:
     void resumeIsBitExact();
     void accumulationEqualsLargerBatch();
     void epochsEndStepsWithAccumulation();
+    void heldOutPastTheContextWarns();
     void pauseAndStopBetweenSteps();
     void divergenceGuardPauses();
     void badConfigsStopEarly();
@@ -339,6 +341,46 @@ void TestTrain::epochsEndStepsWithAccumulation()
     QCOMPARE(epochs[2], 1.0);
     QCOMPARE(epochs[5], 2.0);
     QCOMPARE(seen[5], 2 * seen[2]);  // the same sequences, once each per epoch
+}
+
+// The bundled model as a Mistral with a 64-token sliding window, trained at max_length 64 with
+// held-out prompts of 150 tokens: the generation evaluation and the stop rate cannot take them,
+// and say so, and the run finishes with its checkpoint; the held-out answers are all cut away, so
+// no validation loss is reported (it read 0.0000 at every evaluation).
+void TestTrain::heldOutPastTheContextWarns()
+{
+    const std::string model = m_dir.filePath(QStringLiteral("windowed")).toStdString();
+    std::filesystem::create_directories(model);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
+        std::filesystem::copy_file(TB_SOURCE_DIR "/datasets/models/stories260k/" + std::string(f),
+                                   model + "/" + f);
+    auto c = nlohmann::json::parse(tb::readFile(model + "/config.json"));
+    c["model_type"] = "mistral";
+    c["sliding_window"] = 64;
+    tb::writeFileAtomic(model + "/config.json", c.dump());
+    std::string names;
+    for (int i = 0; i < 36; ++i)
+        names += (i ? " and " : "") + std::string(i % 2 ? "Tim" : "Sue");
+    const nlohmann::json row = {
+        {"instruction", "Tell me a story about " + names + "."}, {"input", ""}, {"output", "Yes."}};
+    const std::string val = m_dir.filePath(QStringLiteral("long-val.jsonl")).toStdString();
+    tb::writeFileAtomic(val, row.dump() + "\n" + row.dump() + "\n");
+    Recorder events;
+    const auto summary =
+        train(config("lora-tiny.json", m_dir.path(), "windowed",
+                     {"model=" + model, "data.max_length=64", "data.val_file=" + val, "max_steps=2",
+                      "eval.generate_every=1", "eval_every=0"}),
+              &events);
+    QCOMPARE(summary.steps, int64_t(2));
+    QVERIFY(!summary.valLoss.has_value());
+    std::string all;
+    for (const auto& w : events.warnings)
+        all += w + "\n";
+    for (const char* expected :
+         {"no validation loss is reported", "generation evaluation at step 1 was skipped",
+          "the stop rate was not measured", "longer than the model's sliding window"})
+        QVERIFY2(all.find(expected) != std::string::npos, all.c_str());
+    QVERIFY(std::filesystem::exists(summary.runDir + "/checkpoints/step-2"));
 }
 
 void TestTrain::pauseAndStopBetweenSteps()
