@@ -723,7 +723,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // ZeRO-2 reduce-scatters in the step's last backward only (dist/grad_sync.h): the earlier
     // micro-batches' gradients are held whole on every rank.
     const bool zero2 = o.zero >= 2 && gpus > 1;
-    const int64_t held = o.gradAccum > 1 ? (zero2 ? wholeGradients : e.gradients) : 0;
+    const int64_t held = o.gradAccum > 1 ? wholeGradients : 0;
     const int64_t vh = v * h * p.grad;
     auto phase = [&e](const char* name, int64_t bytes, std::string what) {
         e.phases.push_back({name, bytes, std::move(what)});
