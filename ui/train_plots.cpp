@@ -193,7 +193,8 @@ void TrainPlots::appendEvals(const std::vector<EvalMetrics>& evals)
         return;
     for (const EvalMetrics& e : evals) {
         m_evals.push_back(e);
-        m_lossVal->addData(double(e.step), e.valLoss);
+        if (e.valLoss)  // an evaluation of the general holdout alone has no validation point
+            m_lossVal->addData(double(e.step), *e.valLoss);
     }
     if (m_preference->appendEvals(evals))
         m_preference->show();
@@ -416,8 +417,8 @@ bool TrainPlots::exportCsv(const QString& file) const
         QString val;
         while (e < m_evals.size() && m_evals[e].step < m.step)
             ++e;
-        if (e < m_evals.size() && m_evals[e].step == m.step)
-            val = QString::number(m_evals[e].valLoss, 'g', 8);
+        if (e < m_evals.size() && m_evals[e].step == m.step && m_evals[e].valLoss)
+            val = QString::number(*m_evals[e].valLoss, 'g', 8);
         s << m.step << ',' << QString::number(m.loss, 'g', 8) << ',' << val << ','
           << QString::number(m.lr, 'g', 8) << ',' << QString::number(m.gradNorm, 'g', 8) << ','
           << QString::number(m.tokensPerSecond, 'g', 8) << ',' << m.memoryCurrent << ','

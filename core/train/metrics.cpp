@@ -107,11 +107,11 @@ StepMetrics stepMetricsFromJson(const json& line)
 
 json toJson(const EvalMetrics& e)
 {
-    json line = {{"type", "eval"},
-                 {"step", e.step},
-                 {"val_loss", e.valLoss},
-                 {"val_perplexity", e.valPerplexity},
-                 {"memory_peak_bytes", e.memoryPeak}};
+    json line = {{"type", "eval"}, {"step", e.step}, {"memory_peak_bytes", e.memoryPeak}};
+    if (e.valLoss)
+        line["val_loss"] = *e.valLoss;
+    if (e.valPerplexity)
+        line["val_perplexity"] = *e.valPerplexity;
     if (e.generalLoss)
         line["general_loss"] = *e.generalLoss;
     if (e.generalLossBase)
@@ -127,8 +127,8 @@ EvalMetrics evalMetricsFromJson(const json& line)
         fail("eval metrics line without 'step'");
     EvalMetrics e;
     e.step = line["step"].get<int64_t>();
-    e.valLoss = line.value("val_loss", 0.0);
-    e.valPerplexity = line.value("val_perplexity", 0.0);
+    e.valLoss = optionalNumberAt(line, "val_loss");
+    e.valPerplexity = optionalNumberAt(line, "val_perplexity");
     e.generalLoss = optionalNumberAt(line, "general_loss");
     e.generalLossBase = optionalNumberAt(line, "general_loss_base");
     e.memoryPeak = line.value("memory_peak_bytes", int64_t(0));
@@ -259,17 +259,24 @@ std::string formatEvalLine(const EvalMetrics& e)
         std::snprintf(line, sizeof line,
                       "eval step %" PRId64 ": val loss %.4f  accuracy %.1f%% of %" PRId64
                       " pairs  margin %.3f",
-                      e.step, e.valLoss, 100 * e.preference->rewardsAccuracies, e.preference->pairs,
-                      e.preference->rewardsMargins);
+                      e.step, e.valLoss.value_or(0), 100 * e.preference->rewardsAccuracies,
+                      e.preference->pairs, e.preference->rewardsMargins);
         return line;
     }
-    std::snprintf(line, sizeof line, "eval step %" PRId64 ": val loss %.4f (perplexity %.2f)",
-                  e.step, e.valLoss, e.valPerplexity);
-    std::string out = line;
-    if (e.generalLoss && e.generalLossBase) {
-        std::snprintf(line, sizeof line, "  general holdout %g (base %g)", *e.generalLoss,
-                      *e.generalLossBase);
+    std::string out = "eval step " + std::to_string(e.step) + ":";
+    if (e.valLoss) {
+        std::snprintf(line, sizeof line, " val loss %.4f (perplexity %.2f)", *e.valLoss,
+                      e.valPerplexity.value_or(std::exp(*e.valLoss)));
         out += line;
+    }
+    if (e.generalLoss) {  // only a general holdout: its loss is the line, not a val loss of 0
+        std::snprintf(line, sizeof line, "%sgeneral holdout %g", e.valLoss ? "  " : " ",
+                      *e.generalLoss);
+        out += line;
+        if (e.generalLossBase) {
+            std::snprintf(line, sizeof line, " (base %g)", *e.generalLossBase);
+            out += line;
+        }
     }
     return out;
 }

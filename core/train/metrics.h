@@ -60,18 +60,19 @@ struct StepMetrics {
     std::optional<PreferenceStats> preference;  // preference and reward objectives
 };
 
-// One evaluation. metrics.jsonl: {"type": "eval", "step", "val_loss", "val_perplexity",
-// "memory_peak_bytes", and "general_loss", "general_loss_base" when there is a general holdout}.
+// One evaluation. metrics.jsonl: {"type": "eval", "step", "val_loss", "val_perplexity" (both
+// absent when only a general holdout was evaluated), "memory_peak_bytes", and "general_loss",
+// "general_loss_base" when there is a general holdout}.
 struct EvalMetrics {
     int64_t step = 0;
-    double valLoss = 0;
-    double valPerplexity = 0;
-    std::optional<double> generalLoss;  // tuned model on the general holdout
+    std::optional<double> valLoss;        // unset when there is no validation split
+    std::optional<double> valPerplexity;  // unset with valLoss and for preference objectives
+    std::optional<double> generalLoss;    // tuned model on the general holdout
     std::optional<double>
         generalLossBase;     // base model on the same holdout (forgetting = difference)
     int64_t memoryPeak = 0;  // highest tensor memory during the evaluation, bytes
     // Preference and reward objectives: the validation pairs' statistics (valLoss is then the
-    // objective's mean loss per pair, valPerplexity 0).
+    // objective's mean loss per pair, valPerplexity unset).
     std::optional<PreferenceStats> preference;
 };
 

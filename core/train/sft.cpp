@@ -376,7 +376,7 @@ std::optional<EvalMetrics> SftRecipe::evaluate(int64_t step)
         if (!loss)
             return std::nullopt;
         e.valLoss = *loss;
-        e.valPerplexity = std::exp(e.valLoss);
+        e.valPerplexity = std::exp(*loss);
         m_lastValLoss = e.valLoss;
         m_lastValStep = step;
     }

@@ -184,7 +184,7 @@ private Q_SLOTS:
             QCOMPARE(m->memoryPeak, s.memoryPeak);
         }
         QCOMPARE(b.rankSteps[1].step.memoryCurrent, step(4).memoryCurrent);
-        QCOMPARE(b.evals[0].valLoss, 1.25);
+        QCOMPARE(b.evals[0].valLoss.value_or(0), 1.25);
     }
     void runInfoAsPlan()
     {

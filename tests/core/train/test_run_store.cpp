@@ -421,7 +421,7 @@ void TestRunStore::metricsOfWrongTypesSkipped()
     QCOMPARE(m.steps[0].loss, 2.5);
     QCOMPARE(m.steps[1].step, int64_t(2));
     QCOMPARE(m.evals.size(), size_t(1));
-    QCOMPARE(m.evals[0].valLoss, 1.9);
+    QCOMPARE(m.evals[0].valLoss.value_or(0), 1.9);
     QCOMPARE(m.warnings.size(), size_t(3));
     const std::pair<int, const char*> expected[] = {{3, "type must be number, but is string"},
                                                     {4, "not a JSON object"},

@@ -189,7 +189,7 @@ void TestTrainParts::evalMetricsOneForm()
     e.memoryPeak = 10;
     json j = tb::toJson(e);
     QVERIFY(!j.contains("general_loss"));  // only with a general holdout
-    QCOMPARE(tb::evalMetricsFromJson(j).valLoss, 1.5);
+    QCOMPARE(tb::evalMetricsFromJson(j).valLoss.value_or(0), 1.5);
     QCOMPARE(tb::formatEvalLine(e), std::string("eval step 25: val loss 1.5000 (perplexity 4.48)"));
     e.generalLoss = 3.25;
     e.generalLossBase = 3.0;
@@ -199,6 +199,17 @@ void TestTrainParts::evalMetricsOneForm()
     QCOMPARE(tb::formatEvalLine(e),
              std::string(
                  "eval step 25: val loss 1.5000 (perplexity 4.48)  general holdout 3.25 (base 3)"));
+    // A general holdout without a validation split: no val loss of 0 in the line, the file or
+    // back from it.
+    tb::EvalMetrics general;
+    general.step = 5;
+    general.generalLoss = 3.25;
+    general.generalLossBase = 3.0;
+    j = tb::toJson(general);
+    QVERIFY(!j.contains("val_loss") && !j.contains("val_perplexity"));
+    QVERIFY(!tb::evalMetricsFromJson(j).valLoss.has_value());
+    QCOMPARE(tb::formatEvalLine(general),
+             std::string("eval step 5: general holdout 3.25 (base 3)"));
     // Pair objectives: accuracy and margin instead of a perplexity; the stats round-trip.
     tb::PreferenceStats p;
     p.rewardsAccuracies = 0.9;
