@@ -25,7 +25,26 @@ namespace tb {
 
 namespace {
 const int kClustersShown = 300;
+const int kMembersShown = 50;  // of each cluster shown (one cluster can hold most of a store)
 const int kFlagsShown = 2000;
+
+// The first records of the first clusters as table text (on the job's worker, Cancel checked).
+std::vector<std::vector<QString>> dedupPreviews(const DataStore& store, const DedupReport& r,
+                                                const CurateProgress& progress)
+{
+    std::vector<std::vector<QString>> previews;
+    const size_t clusters = std::min(r.clusterIds.size(), size_t(kClustersShown));
+    for (size_t c = 0; c < clusters; ++c) {
+        if (progress &&
+            !progress("reading the clusters' records", 0.95 + 0.05 * double(c) / double(clusters)))
+            break;  // cancelled: the result stands, fewer clusters are shown
+        previews.emplace_back();
+        const auto& ids = r.clusterIds[c];
+        for (size_t i = 0; i < ids.size() && i < size_t(kMembersShown); ++i)
+            previews.back().push_back(RecordTableModel::previewText(store.record(ids[i]), 120));
+    }
+    return previews;
+}
 }  // namespace
 
 CurationPanel::CurationPanel(DataContext context, QWidget* parent)
@@ -201,6 +220,10 @@ void CurationPanel::showDedup(const DedupReport& r,
                 record->setForeground(RecordTableModel::statusColor(ReviewStatus::Rejected));
             top->appendRow({record, new QStandardItem(previews[c][i])});
         }
+        if (r.clusterIds[c].size() > previews[c].size())
+            top->appendRow({new QStandardItem(tr("… %n more", nullptr,
+                                                 int(r.clusterIds[c].size() - previews[c].size()))),
+                            new QStandardItem()});
     }
     const QString counts = tr("%1 records: %2 exact and %3 near duplicates in %4 clusters")
                                .arg(r.records)
@@ -225,12 +248,7 @@ bool CurationPanel::findDuplicates()
         [this, near, who](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
             DedupReport r =
                 dedupRecords(store, near, false, who.empty() ? "studio" : who, progress);
-            std::vector<std::vector<QString>> previews;
-            for (size_t c = 0; c < r.clusterIds.size() && c < size_t(kClustersShown); ++c) {
-                previews.emplace_back();
-                for (int64_t id : r.clusterIds[c])
-                    previews.back().push_back(RecordTableModel::previewText(store.record(id), 120));
-            }
+            std::vector<std::vector<QString>> previews = dedupPreviews(store, r, progress);
             return [this, r = std::move(r), previews = std::move(previews)] {
                 showDedup(r, previews);
             };
@@ -247,12 +265,7 @@ bool CurationPanel::applyDedup()
         tr("Remove duplicates"),
         [this, near, who](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
             DedupReport r = dedupRecords(store, near, true, who.toStdString(), progress);
-            std::vector<std::vector<QString>> previews;
-            for (size_t c = 0; c < r.clusterIds.size() && c < size_t(kClustersShown); ++c) {
-                previews.emplace_back();
-                for (int64_t id : r.clusterIds[c])
-                    previews.back().push_back(RecordTableModel::previewText(store.record(id), 120));
-            }
+            std::vector<std::vector<QString>> previews = dedupPreviews(store, r, progress);
             return [this, r = std::move(r), previews = std::move(previews)] {
                 m_dedupOp = r.operationId;
                 showDedup(r, previews);

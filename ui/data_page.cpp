@@ -510,11 +510,24 @@ bool DataPage::openStore(const QString& path, bool create, QString* error)
 
 void DataPage::showStore(std::unique_ptr<DataStore> store, const QString& path)
 {
-    saveEdits();  // typed into the store shown until now (nothing when unmodified)
+    // What was typed into the store shown until now is saved first; where it cannot be (a job
+    // holds the store, an invalid JSON field), that store stays and the typed text with it.
+    if (!saveAllEdits()) {
+        setMessage(tr("%1 was not opened: the edits to this store are not saved yet (save or "
+                      "revert them, then open it again)")
+                       .arg(QDir::toNativeSeparators(path)),
+                   true);
+        Q_EMIT storeFailed(tr("%1: not opened, unsaved edits").arg(path));
+        return;
+    }
     m_model->setStore(nullptr);
     m_pairs->setStore(nullptr);
     m_editor->showRecord(std::nullopt, nullptr);
     m_store = std::move(store);
+    // The GUI thread's connection: a key that writes (A, R, a rating, Save) behind another
+    // program's long write (`tunebench data import` on the same store) fails after 0.3 s saying
+    // the store is busy, instead of freezing the window for the default 10 s.
+    m_store->setBusyTimeout(300);
     m_jobs->setStorePath(path);
     m_curation->clear();  // the results and undoable operations were the previous store's
     m_stats->clear();
@@ -761,6 +774,27 @@ bool DataPage::saveEdits()
         showRecordById(*id);
     m_panelDelay->start();
     return true;
+}
+
+bool DataPage::hasUnsavedEdits() const
+{
+    return (m_editor->recordId() && m_editor->modified()) || m_pairs->editChanged();
+}
+
+bool DataPage::saveAllEdits()
+{
+    if (m_editor->recordId() && m_editor->modified() && !saveEdits())
+        return false;
+    if (m_pairs->editChanged() && !m_pairs->saveEdit())
+        return false;
+    m_pairs->cancelEdit();  // an answer opened for editing and left unchanged
+    return true;
+}
+
+void DataPage::discardEdits()
+{
+    m_editor->revert();
+    m_pairs->cancelEdit();
 }
 
 void DataPage::openImportDialog()

@@ -64,6 +64,11 @@ public:
     bool reviewCurrent(const QString& decision, std::optional<int> rating = std::nullopt);
     bool moveCurrent(int delta);  // J: +1, K: -1
     bool saveEdits();
+    // Typed and not saved: a record's fields in the editor or a pair's answer being edited.
+    bool hasUnsavedEdits() const;
+    // Saves both; false when one cannot be saved now (the reason shown, the text kept as typed).
+    bool saveAllEdits();
+    void discardEdits();  // Revert in the record editor, Esc in the pair's answer
     qint64 currentRecordId() const;
     // Shows record `id` in the editor (another page asks: the Evaluate page's store cases).
     void showRecord(qint64 id) { showRecordById(id); }

@@ -36,23 +36,24 @@ std::vector<int32_t> promptIds(const GenerationRequest& request, const Tokenizer
 }
 
 // The models a request needs: the controller's cached ones, the others loaded here (and handed
-// back through `events` for the cache).
+// back through `events` for the cache). Stop is checked between loads (a load itself runs to its
+// end): a stopped request loads no further model.
 struct SideModels {
     std::shared_ptr<Model> base, quantized, tuned;
 };
 
-void loadSides(const GenerationRequest& request, SideModels& m,
+void loadSides(const GenerationRequest& request, SideModels& m, const std::atomic<bool>& cancel,
                EventBuffer<GenerationBatch>* events)
 {
     const std::string path = request.modelPath.toStdString();
-    if (!m.base) {
+    if (!m.base && !cancel) {
         m.base = Model::load(path, {"fp32", "auto", {}});
         events->add([&](GenerationBatch& b) {
             b.baseModel = m.base;
             b.baseModelPath = request.modelPath;
         });
     }
-    if (request.baseQuant.enabled() && !m.quantized) {
+    if (request.baseQuant.enabled() && !m.quantized && !cancel) {
         events->add([&](GenerationBatch& b) {
             b.status = GenerationController::tr("Loading the base in %1…")
                            .arg(QString::fromStdString(quantDescription(request.baseQuant)));
@@ -64,7 +65,7 @@ void loadSides(const GenerationRequest& request, SideModels& m,
             b.quantizedModelOptions = request.baseQuant;
         });
     }
-    if (!request.runDir.isEmpty() && !m.tuned) {
+    if (!request.runDir.isEmpty() && !m.tuned && !cancel) {
         m.tuned = loadTunedModel(request.runDir.toStdString(), {"fp32", "auto", {}});
         events->add([&](GenerationBatch& b) {
             b.tunedModel = m.tuned;
@@ -89,7 +90,12 @@ void runGeneration(const GenerationRequest& request, SideModels models,
                    EventBuffer<GenerationBatch>* events)
 {
     try {
-        loadSides(request, models, events);
+        loadSides(request, models, *cancel, events);
+        if (*cancel) {
+            events->add(
+                [](GenerationBatch& b) { b.finished = GenerationController::tr("Cancelled."); });
+            return;
+        }
         const auto tokenizer = loadTokenizer(request.modelPath.toStdString());
         GenerateOptions options = request.options;
         const std::vector<int32_t> ids = promptIds(request, *tokenizer, options);

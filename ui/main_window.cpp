@@ -1,6 +1,7 @@
 // Main window: sidebar navigation between pages, project menu, status bar, close-during-training.
 #include "main_window.h"
 
+#include "data_jobs.h"
 #include "data_page.h"
 #include "evaluate_page.h"
 #include "export_page.h"
@@ -362,6 +363,25 @@ QString MainWindow::statusText() const
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
+    // A record's fields or a pair's answer typed and not saved: saved, dropped or kept open, as
+    // the user says; never lost without a word.
+    if (m_dataPage->hasUnsavedEdits()) {
+        const int answer =
+            m_askUnsaved ? m_askUnsaved()
+                         : QMessageBox::question(
+                               this, tr("Unsaved edits"),
+                               tr("The Data page has edits that are not saved. Save them before "
+                                  "closing?"),
+                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel,
+                               QMessageBox::Save);
+        if (answer == QMessageBox::Discard) {
+            m_dataPage->discardEdits();
+        } else if (answer != QMessageBox::Save || !m_dataPage->saveAllEdits()) {
+            showPage(tr("Data"));  // where the edits are, and why saving them failed
+            event->ignore();
+            return;
+        }
+    }
     if (m_controller->active()) {
         if (!m_closeAfterStop) {
             const bool stop =
@@ -386,6 +406,29 @@ void MainWindow::closeEvent(QCloseEvent* event)
     if (m_exportPage->busy()) {
         m_closeAfterExport = true;
         statusBar()->showMessage(tr("Closing when the export being written is complete…"));
+        event->ignore();
+        return;
+    }
+    // Generation, evaluation and data jobs stop at their next check (a token, a batch, a row):
+    // the window stays, saying so, until they have, instead of hiding while the process holds
+    // the device's memory and the store for as long as a batch or a model load takes.
+    QStringList running;
+    if (m_playgroundPage->busy()) {
+        m_playgroundPage->cancel();
+        running << tr("generation");
+    }
+    if (m_evaluatePage->busy()) {
+        m_evaluatePage->cancel();
+        running << tr("evaluation");
+    }
+    if (m_dataPage->jobs()->busy()) {
+        m_dataPage->jobs()->cancel();
+        running << m_dataPage->jobs()->current();
+    }
+    if (!running.isEmpty()) {
+        statusBar()->showMessage(
+            tr("Closing when %1 has stopped…").arg(running.join(QStringLiteral(", "))));
+        QTimer::singleShot(100, this, [this] { close(); });  // asks again; closes once all stopped
         event->ignore();
         return;
     }

@@ -67,6 +67,9 @@ public:
     // Asked when closing during training; returns true to stop the run and close (default: a
     // dialog).
     void setCloseQuestion(std::function<bool()> ask) { m_askClose = std::move(ask); }
+    // Asked when closing with unsaved edits on the Data page; returns QMessageBox::Save, Discard
+    // or Cancel (default: a dialog).
+    void setUnsavedEditsQuestion(std::function<int()> ask) { m_askUnsaved = std::move(ask); }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -95,6 +98,7 @@ private:
     QMenu* m_recent = nullptr;
     QString m_projectPath;
     std::function<bool()> m_askClose;
+    std::function<int()> m_askUnsaved;
     bool m_closeAfterStop = false;
     bool m_closeAfterExport = false;  // a close came while an export was being written
 };

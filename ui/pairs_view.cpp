@@ -29,6 +29,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <exception>
 #include <fstream>
 
@@ -57,36 +58,53 @@ QTableWidget* makeTable(const QStringList& headers, QWidget* parent)
     return t;
 }
 
-void fillRejections(QTableWidget* table, const std::vector<PairRejection>& rows)
+// The table lists the first rejected rows (a wrong layout rejects every row of a file that may
+// hold 100,000s); the summary line has the count.
+constexpr size_t kRejectionsShown = 10000;
+
+void fillRejections(QTableWidget* table, const std::vector<PairRejection>& rows, size_t total = 0)
 {
-    table->setRowCount(int(rows.size()));
-    for (int i = 0; i < int(rows.size()); ++i) {
+    total = std::max(total, rows.size());
+    const int shown = int(std::min(rows.size(), kRejectionsShown));
+    const bool more = total > size_t(shown);
+    table->setRowCount(shown + (more ? 1 : 0));
+    for (int i = 0; i < shown; ++i) {
         const PairRejection& r = rows[size_t(i)];
         table->setItem(i, 0, new QTableWidgetItem(QString::fromStdString(r.location)));
         table->setItem(i, 1, new QTableWidgetItem(QString::fromStdString(r.reason)));
     }
+    if (more)
+        table->setItem(
+            shown, 0,
+            new QTableWidgetItem(
+                QObject::tr("… %1 more rows rejected, not listed").arg(total - size_t(shown))));
 }
 
 // The rows of a JSONL pair file that parsePairRow refuses, with their line and reason: what
 // readPairFile reports, for a file it throws on because no row is valid (then importPairs stores
-// nothing and returns no rejections).
-std::vector<PairRejection> jsonlRejections(const std::string& path, PairLayout layout)
+// nothing and returns no rejections). The first kRejectionsShown are kept, all are counted.
+std::vector<PairRejection> jsonlRejections(const std::string& path, PairLayout layout,
+                                           size_t& total)
 {
     std::vector<PairRejection> out;
+    total = 0;
     std::ifstream in(path, std::ios::binary);
     std::string row;
     for (int64_t line = 1; std::getline(in, row); ++line) {
         if (row.find_first_not_of(" \t\r") == std::string::npos)
             continue;
+        std::string reason;
         try {
             checkJsonDepth(row, path + ":" + std::to_string(line));
             parsePairRow(nlohmann::json::parse(row), layout);
+            continue;
         } catch (const nlohmann::json::parse_error& e) {
-            out.push_back(
-                {path + ":" + std::to_string(line), std::string("not JSON: ") + e.what()});
+            reason = std::string("not JSON: ") + e.what();
         } catch (const std::exception& e) {
-            out.push_back({path + ":" + std::to_string(line), e.what()});
+            reason = e.what();
         }
+        if (++total <= kRejectionsShown)
+            out.push_back({path + ":" + std::to_string(line), std::move(reason)});
     }
     return out;
 }
@@ -325,7 +343,7 @@ void PairsView::message(const QString& text) const
 
 void PairsView::setStore(const DataStore* store)
 {
-    m_editSide = -1;
+    cancelEdit();  // the answer box read-only again (the Data page saved what was typed first)
     m_undo.clear();
     m_reselect = 0;
     m_model->setStore(store);
@@ -634,13 +652,14 @@ bool PairsView::importFile(const QString& path, PairLayout layout)
             } catch (const std::exception& e) {
                 // Nothing was stored; a JSONL file's rows are read again to list why.
                 const bool jsonl = !QString::fromStdString(file).endsWith(QLatin1String(".json"));
+                size_t total = 0;
                 const std::vector<PairRejection> rejected =
-                    jsonl ? jsonlRejections(file, layout) : std::vector<PairRejection>{};
+                    jsonl ? jsonlRejections(file, layout, total) : std::vector<PairRejection>{};
                 const QString error = QString::fromUtf8(e.what());
-                return DataJobs::Finish([this, error, rejected] {
+                return DataJobs::Finish([this, error, rejected, total] {
                     m_importSummary->setText(tr("Nothing imported: %1").arg(error));
-                    fillRejections(m_rejections, rejected);
-                    Q_EMIT imported(0, int(rejected.size()));
+                    fillRejections(m_rejections, rejected, total);
+                    Q_EMIT imported(0, int(total));
                     throw Error(error.toStdString());
                 });
             }

@@ -56,10 +56,14 @@ RecordEditor::RecordEditor(QWidget* parent) : QWidget(parent)
     m_save->setEnabled(false);
     m_revert->setEnabled(false);
     connect(m_save, &QPushButton::clicked, this, &RecordEditor::saveRequested);
-    connect(m_revert, &QPushButton::clicked, this, [this] {
-        for (Field& f : m_fields)
+    connect(m_revert, &QPushButton::clicked, this, &RecordEditor::revert);
+}
+
+void RecordEditor::revert()
+{
+    for (Field& f : m_fields)
+        if (f.edit->toPlainText() != f.original)
             f.edit->setPlainText(f.original);
-    });
 }
 
 void RecordEditor::clearFields()
@@ -163,7 +167,7 @@ QStringList RecordEditor::save(DataStore& store, const std::string& who)
     if (!m_record)
         return {};
     // Parse every JSON field first, so a bad one writes nothing.
-    std::vector<std::pair<std::string, nlohmann::json>> changes;
+    std::vector<DataStore::Change> changes;
     for (const Field& f : m_fields) {
         const QString text = f.edit->toPlainText();
         if (text == f.original)
@@ -179,13 +183,27 @@ QStringList RecordEditor::save(DataStore& store, const std::string& who)
         } else {
             value = text.toStdString();
         }
-        changes.emplace_back(f.name.toStdString(), std::move(value));
+        if (f.name.isEmpty())
+            fail(store.path(), ": record ", m_record->id, ": empty field name");
+        changes.push_back({m_record->id, "fields." + f.name.toStdString(), std::move(value)});
     }
+    if (changes.empty())
+        return {};
+    // One operation for all of them: they are written together or not at all, and Undo last
+    // reverses the whole Save.
     QStringList written;
-    for (const auto& [field, value] : changes) {
-        store.editField(m_record->id, field, value, who);
-        written << QString::fromStdString(field);
+    nlohmann::json names = nlohmann::json::array();
+    for (const DataStore::Change& c : changes) {
+        const std::string name = c.field.substr(std::string("fields.").size());
+        names.push_back(name);
+        written << QString::fromStdString(name);
     }
+    nlohmann::json params = {{"record_id", m_record->id}};
+    if (names.size() == 1)
+        params["field"] = names[0];  // as `data edit` records one field
+    else
+        params["fields"] = names;
+    store.applyOperation("edit", who, params, nlohmann::json::object(), changes);
     return written;
 }
 

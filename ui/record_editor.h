@@ -32,6 +32,7 @@ public:
     void focusFirstField();
     QPlainTextEdit* fieldEditor(const QString& field) const;
     void setSaveEnabled(bool enabled);
+    void revert();  // the fields as stored (what Revert does)
 
 Q_SIGNALS:
     void saveRequested();

@@ -385,6 +385,71 @@ private Q_SLOTS:
         QVERIFY(!page->editor()->modified());
     }
 
+    // One Save of several fields is one operation (written together, one Undo reverses it), and
+    // opening another store saves the edits typed into this one first, or when they cannot be
+    // saved (a job holds the store) keeps this store and the typing.
+    void saveIsOneOperationAndSwitchingStoresKeepsEdits()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("save-one-op.tbstore"));
+        const QString other = m_dir.filePath(QStringLiteral("save-one-op-other.tbstore"));
+        makeStore(path.toStdString(), 5);
+        makeStore(other.toStdString(), 3);
+        auto page = openPage(path);
+        QVERIFY(page);
+        page->setAnnotator(QStringLiteral("ann"));
+        auto check = tb::DataStore::open(path.toStdString(), false);
+        page->selectRow(0);
+        const qint64 id = page->currentRecordId();
+        const auto before = check->record(id).fields;
+        page->editor()
+            ->fieldEditor(QStringLiteral("instruction"))
+            ->setPlainText(QStringLiteral("new question"));
+        page->editor()
+            ->fieldEditor(QStringLiteral("output"))
+            ->setPlainText(QStringLiteral("new answer"));
+        const size_t opsBefore = check->operations().size();
+        QVERIFY(page->saveEdits());
+        const std::vector<tb::OperationInfo> ops = check->operations();
+        QCOMPARE(ops.size(), opsBefore + 1);
+        QCOMPARE(ops.back().kind, std::string("edit"));
+        QCOMPARE(ops.back().changes, int64_t(2));
+        QCOMPARE(check->record(id).fields["output"].get<std::string>(), std::string("new answer"));
+        QVERIFY(page->undoLastOperation());
+        QString error;
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QCOMPARE(check->record(id).fields, before);  // both fields back
+
+        page->selectRow(0);
+        QPlainTextEdit* instruction = page->editor()->fieldEditor(QStringLiteral("instruction"));
+        instruction->setPlainText(QStringLiteral("typed, then another store"));
+        QVERIFY(page->hasUnsavedEdits());
+        std::atomic<bool> release{false};
+        QVERIFY(page->jobs()->run(QStringLiteral("Hold"),
+                                  [&release](tb::DataStore&, const tb::CurateProgress&) {
+                                      while (!release)
+                                          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                      return tb::DataJobs::Finish{};
+                                  }));
+        QSignalSpy failed(page.get(), &tb::DataPage::storeFailed);
+        QVERIFY(page->openStore(other));
+        QVERIFY(failed.wait(30000));
+        QCOMPARE(QString::fromStdString(page->store()->path()), path);
+        QVERIFY(page->hasUnsavedEdits());
+        QCOMPARE(page->editor()->fieldEditor(QStringLiteral("instruction"))->toPlainText(),
+                 QStringLiteral("typed, then another store"));
+        QVERIFY(page->message().contains(QStringLiteral("not opened")));
+        release = true;
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+
+        QSignalSpy opened(page.get(), &tb::DataPage::storeOpened);
+        QVERIFY(page->openStore(other));
+        QVERIFY(opened.wait(30000));
+        QCOMPARE(QString::fromStdString(page->store()->path()), other);
+        QVERIFY(!page->hasUnsavedEdits());
+        QCOMPARE(check->record(id).fields["instruction"].get<std::string>(),
+                 std::string("typed, then another store"));
+    }
+
     void importStaysResponsive()
     {
         // 20,000 alpaca rows with three bad ones at known lines.
@@ -667,6 +732,37 @@ private Q_SLOTS:
         QVERIFY(done.wait(60000));
         QVERIFY(dialog.outcome().error.contains(QStringLiteral("cancelled")));
         QCOMPARE(tb::DataStore::open(store.toStdString(), false)->count(), qint64(0));
+    }
+
+    // One cluster can hold most of a store (a templated dataset): the panel reads and shows its
+    // first 50 records and a line for the rest.
+    void dedupShowsTheFirstRecordsOfALargeCluster()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("one-cluster.tbstore"));
+        makeStore(path.toStdString(), 2, 0);
+        {
+            auto store = tb::DataStore::open(path.toStdString(), false);
+            const auto first = store->record(store->recordIds().front());
+            std::vector<tb::NewRecord> copies(59);
+            for (tb::NewRecord& r : copies) {
+                r.kind = first.kind;
+                r.fields = first.fields;
+            }
+            store->addRecords(copies, 0, "test");
+        }
+        auto page = openPage(path);
+        QVERIFY(page);
+        tb::CurationPanel* curation = page->curationPanel();
+        curation->setNearThreshold(0);
+        QVERIFY(curation->findDuplicates());
+        QString error;
+        QVERIFY2(waitJob(*page, &error), qPrintable(error));
+        QCOMPARE(curation->dedupReport()->exactDuplicates, int64_t(59));
+        QCOMPARE(curation->clusterModel()->rowCount(), 1);
+        QStandardItem* cluster = curation->clusterModel()->item(0);
+        QCOMPARE(cluster->rowCount(), 51);
+        QVERIFY2(cluster->child(50)->text().contains(QStringLiteral("10 more")),
+                 qPrintable(cluster->child(50)->text()));
     }
 
     void dedupApplyAndUndo()

@@ -389,6 +389,25 @@ private Q_SLOTS:
         QCOMPARE(r->rowCount(), 2);
         QVERIFY(r->item(1, 0)->text().endsWith(QStringLiteral("bad.jsonl:2")));
         QCOMPARE(int(tb::storedPairs(*check).size()), 5);
+
+        // A wrong layout for a big file rejects every row: the table lists the first 10,000 and
+        // one line for the rest (the count is the file's), not 10,005 rows of widgets.
+        const QString many = m_dir.filePath(QStringLiteral("many.jsonl"));
+        {
+            std::ofstream out(many.toStdString());
+            for (int i = 0; i < 10005; ++i)
+                out << R"({"prompt": "p", "chosen": "c"})" << '\n';
+        }
+        finished.clear();
+        QSignalSpy imported(view, &tb::PairsView::imported);
+        QVERIFY(view->importFile(many, tb::PairLayout::Standard));
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(r->rowCount(), 10001);
+        QVERIFY(r->item(9999, 0)->text().endsWith(QStringLiteral("many.jsonl:10000")));
+        QVERIFY2(r->item(10000, 0)->text().contains(QStringLiteral("5 more rows rejected")),
+                 qPrintable(r->item(10000, 0)->text()));
+        QCOMPARE(imported.size(), 1);
+        QCOMPARE(imported.first().at(1).toInt(), 10005);
     }
 
 private:

@@ -6,10 +6,12 @@
 // drain replots once. Last, runs of several processes: the Processes box, a stand-in launcher
 // (known values: plots, per-rank rows, merged log and its filter, stop, failure) and two real
 // ranks of `tunebench train --nproc 2` on the bundled model.
+#include "data_page_util.h"
 #include "gpt2_folder.h"
 #include "stand_in_launcher.h"
 #include "test_util.h"
 
+#include "data_page.h"
 #include "export_page.h"
 #include "generation_controller.h"
 #include "launch_command.h"
@@ -22,6 +24,7 @@
 #include "playground_page.h"
 #include "project.h"
 #include "rank_progress.h"
+#include "record_editor.h"
 #include "studio_state.h"
 #include "train_launch_box.h"
 #include "train_page.h"
@@ -50,6 +53,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
@@ -61,8 +66,11 @@
 #include <QTreeView>
 #include <QtTest>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -678,6 +686,74 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 30000);
         QVERIFY(!w->controller()->active());
         QCOMPARE(w->state()->jobState(), tb::StudioJobState::Finished);
+    }
+    // Closing with a record's fields typed and not saved asks: Cancel keeps the window and the
+    // typing, Save writes them to the store and closes, Discard closes without writing.
+    void closingWithUnsavedEditsAsks()
+    {
+        QTemporaryDir runs;
+        auto w = openWindow(runs.path());
+        QVERIFY(w);
+        const QString path = runs.filePath(QStringLiteral("edits.tbstore"));
+        tbtest::makeStore(path.toStdString(), 3);
+        QString error;
+        QVERIFY2(tbtest::openStoreAndWait(*w->dataPage(), path, false, &error), qPrintable(error));
+        QVERIFY(tbtest::waitIds(*w->dataPage()));
+        w->dataPage()->setAnnotator(QStringLiteral("ann"));
+        w->show();
+        int asked = 0;
+        int answer = QMessageBox::Cancel;
+        w->setUnsavedEditsQuestion([&] {
+            ++asked;
+            return answer;
+        });
+        QVERIFY(w->close());  // nothing typed: no question
+        QCOMPARE(asked, 0);
+        w->show();
+        const auto check = tb::DataStore::open(path.toStdString(), false);
+        const auto typeInto = [&](int row, const QString& text) {
+            w->dataPage()->selectRow(row);
+            w->dataPage()->editor()->fieldEditor(QStringLiteral("output"))->setPlainText(text);
+            return w->dataPage()->currentRecordId();
+        };
+        const qint64 first = typeInto(0, QStringLiteral("typed before closing"));
+        QVERIFY(!w->close());
+        QCOMPARE(asked, 1);
+        QVERIFY(w->isVisible());
+        QVERIFY(w->dataPage()->hasUnsavedEdits());
+        answer = QMessageBox::Save;
+        QVERIFY(w->close());
+        QCOMPARE(asked, 2);
+        QCOMPARE(check->record(first).fields["output"].get<std::string>(),
+                 std::string("typed before closing"));
+
+        w->show();
+        const qint64 second = typeInto(1, QStringLiteral("typed and dropped"));
+        const auto kept = check->record(second).fields["output"];
+        answer = QMessageBox::Discard;
+        QVERIFY(w->close());
+        QCOMPARE(asked, 3);
+        QVERIFY(!w->dataPage()->hasUnsavedEdits());
+        QCOMPARE(check->record(second).fields["output"], kept);
+
+        // A data job running: the close cancels it and the window stays, saying so, until the
+        // job has stopped (it would otherwise hide while the process kept the store).
+        w->show();
+        std::atomic<int> checks{0};
+        QVERIFY(w->dataPage()->jobs()->run(
+            QStringLiteral("Hold"), [&checks](tb::DataStore&, const tb::CurateProgress& progress) {
+                while (progress("holding", 0.5))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                ++checks;
+                return tb::DataJobs::Finish{};
+            }));
+        QVERIFY(!w->close());
+        QVERIFY(w->isVisible());
+        QVERIFY2(w->statusBar()->currentMessage().contains(QStringLiteral("Closing when Hold")),
+                 qPrintable(w->statusBar()->currentMessage()));
+        QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 10000);
+        QCOMPARE(checks.load(), 1);
+        QVERIFY(!w->dataPage()->jobs()->busy());
     }
     // One owner, no echo: the Train page's own change reaches the state (configChanged, origin: the
     // form) but the form does not rewrite its widgets, so an edit in progress elsewhere on it

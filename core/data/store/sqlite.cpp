@@ -43,14 +43,37 @@ Statement& Database::cached(std::string_view sql)
     return *it->second;
 }
 
+namespace {
+
+// SQLite's own words, with what they mean for a store and what to do where a user can act.
+std::string explain(int rc, const std::string& message)
+{
+    switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+        return "not a Tunebench dataset store (the file is not an SQLite database)";
+    case SQLITE_CORRUPT:
+        return "the store file is corrupt (" + message + ")";
+    case SQLITE_READONLY:
+        return "the store cannot be written: the file or its folder is read-only for this user, "
+               "or on a read-only disk (" +
+               message + ")";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return "the store is busy: another job or program is writing to it (" + message +
+               "); try again when it has finished";
+    case SQLITE_FULL:
+        return "the disk holding the store is full (" + message + "); nothing was written";
+    default:
+        return message;
+    }
+}
+
+}  // namespace
+
 void Database::fail(std::string_view what, int rc) const
 {
-    std::string message = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
-    if ((rc & 0xff) == SQLITE_NOTADB)
-        message = "not a Tunebench dataset store (the file is not an SQLite database)";
-    else if ((rc & 0xff) == SQLITE_CORRUPT)
-        message = "the store file is corrupt (" + message + ")";
-    tb::fail(m_path, ": ", what, ": ", message);
+    tb::fail(m_path, ": ", what, ": ",
+             explain(rc, m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc)));
 }
 
 void Database::exec(std::string_view sql)
@@ -59,11 +82,9 @@ void Database::exec(std::string_view sql)
     const std::string text(sql);
     const int rc = sqlite3_exec(m_db, text.c_str(), nullptr, nullptr, &error);
     if (rc != SQLITE_OK) {
-        std::string message = error ? error : sqlite3_errstr(rc);
+        const std::string message = error ? error : sqlite3_errstr(rc);
         sqlite3_free(error);
-        if ((rc & 0xff) == SQLITE_NOTADB)
-            message = "not a Tunebench dataset store (the file is not an SQLite database)";
-        tb::fail(m_path, ": ", message);
+        tb::fail(m_path, ": ", explain(rc, message));
     }
 }
 

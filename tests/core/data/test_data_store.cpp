@@ -304,10 +304,31 @@ private Q_SLOTS:
             waited = clock.elapsed();
         });
         QVERIFY2(contains(error, "database is locked"), error.c_str());
+        QVERIFY2(contains(error, "the store is busy: another job or program is writing to it"),
+                 error.c_str());
         QVERIFY2(waited < 5000, qPrintable(QString::number(waited)));
         QCOMPARE(gui->notes(ids[0]).size(), size_t(1));  // the writer's, committed
         gui->addNote(ids[0], "gui", "after");            // the lock is free again
         QCOMPARE(writer->notes(ids[0]).size(), size_t(2));
+    }
+
+    void readOnlyStoreSaysWhy()
+    {
+        // A change to a store that cannot be written fails naming the file and why (SQLite says
+        // only "attempt to write a readonly database"). query_only gives SQLite's read-only
+        // error for root too, who writes through a read-only file's permissions.
+        QTemporaryDir dir;
+        const std::string path = tempPath(dir, "s.tbstore");
+        DataStore::open(path)->addRecords({alpaca("a", "1")}, 0, "importer");
+        tb::sql::Database db(path, false);
+        db.exec("PRAGMA query_only = ON");
+        for (const std::string& error :
+             {errorOf([&] { db.exec("DELETE FROM records"); }),
+              errorOf([&] { tb::sql::Statement(db, "DELETE FROM records").run(); })})
+            QVERIFY2(contains(error, path) && contains(error, "the store cannot be written") &&
+                         contains(error, "read-only") && contains(error, "readonly database"),
+                     error.c_str());
+        QCOMPARE(DataStore::open(path, false)->recordIds({}).size(), size_t(1));
     }
 
     void severalCallsInOneTransaction()
