@@ -143,6 +143,7 @@ private:
     QCPItemStraightLine* m_cutoff = nullptr;
     QCPItemText* m_cutoffLabel = nullptr;
     std::optional<TokenStatsReport> m_report;
+    QString m_reportModel, m_reportTemplate;  // what m_report was counted with
 };
 
 class HistoryPanel : public QWidget {

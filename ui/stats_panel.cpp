@@ -66,13 +66,22 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent)
     layout->addWidget(m_plot, 1);
 
     connect(compute, &QPushButton::clicked, this, &StatsPanel::compute);
-    // A new max length only re-summarises: the stored counts are reused, so this is quick.
+    // A new max length counts the truncated records again from the report's lengths, on the
+    // spot; another model or template since the report counts the store again on the worker.
     auto* debounce = new QTimer(this);
     debounce->setSingleShot(true);
     debounce->setInterval(400);
     connect(debounce, &QTimer::timeout, this, [this] {
-        if (m_report)
+        if (!m_report)
+            return;
+        const QString tmpl = m_ctx.chatTemplate ? m_ctx.chatTemplate() : QStringLiteral("auto");
+        if (m_ctx.modelDir() != m_reportModel || tmpl != m_reportTemplate) {
             this->compute();
+            return;
+        }
+        m_report->maxLength = m_maxLength->value();
+        m_report->truncated = m_report->lengths.countOver(m_report->maxLength);
+        showReport();
     });
     connect(m_maxLength, &QSpinBox::valueChanged, this, [this, debounce](int v) {
         Q_EMIT maxLengthChanged(v);
@@ -104,17 +113,20 @@ int StatsPanel::maxLength() const
 
 bool StatsPanel::compute()
 {
-    const std::string modelDir = m_ctx.modelDir().toStdString();
+    const QString model = m_ctx.modelDir();
+    const QString tmpl = m_ctx.chatTemplate ? m_ctx.chatTemplate() : QStringLiteral("auto");
+    const std::string modelDir = model.toStdString();
     const int64_t maxLength = m_maxLength->value();
-    const std::string chatTemplate =
-        m_ctx.chatTemplate ? m_ctx.chatTemplate().toStdString() : std::string("auto");
+    const std::string chatTemplate = tmpl.toStdString();
     return m_ctx.jobs->run(
         tr("Token statistics"),
-        [this, modelDir, maxLength,
-         chatTemplate](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
+        [this, modelDir, maxLength, chatTemplate, model,
+         tmpl](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
             TokenStatsReport r = tokenStats(store, modelDir, maxLength, chatTemplate, 20, progress);
-            return [this, r = std::move(r)] {
+            return [this, r = std::move(r), model, tmpl] {
                 m_report = r;
+                m_reportModel = model;
+                m_reportTemplate = tmpl;
                 showReport();
                 if (r.counted > 0)
                     m_ctx.changed();  // the table's token column

@@ -941,6 +941,21 @@ private Q_SLOTS:
         });
         QCOMPARE(report->truncated, over);
         QVERIFY(page.statsPanel()->truncatedText().contains(QString::number(over)));
+        // Another max length (the Memory page's slider, the run config) recounts the truncated
+        // records from the report on the spot: no job reads the whole store again.
+        QSignalSpy started(page.jobs(), &tb::DataJobs::started);
+        page.statsPanel()->setMaxLength(25);
+        QTRY_COMPARE(report->maxLength, int64_t(25));
+        int64_t over25 = 0;
+        check->forEach({}, [&](const tb::StoredRecord& r) {
+            over25 += r.tokenCount > 25;
+            return true;
+        });
+        QVERIFY(over25 > over);
+        QCOMPARE(report->truncated, over25);
+        QCOMPARE(page.statsPanel()->cutoffLineAt(), std::optional<double>(25));
+        QCOMPARE(started.size(), 0);
+        QVERIFY(!page.jobs()->busy());
         // The table shows the counts now.
         QVERIFY(page.model()
                     ->data(page.model()->index(0, tb::RecordTableModel::ColTokens))

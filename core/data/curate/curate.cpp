@@ -370,6 +370,7 @@ TokenStatsReport tokenStats(DataStore& store, const std::string& modelDir, int64
     report.tokens = totals.stats();
     report.truncated = totals.countOver(maxLength);
     report.histograms["total"] = totals.histogram(bins);
+    report.lengths = std::move(totals);
     for (const auto& [field, values] : perField) {
         report.perField[field] = values.stats();
         report.histograms[field] = values.histogram(bins);

@@ -69,6 +69,9 @@ struct TokenStatsReport {
     std::map<std::string, LengthStats> perField;
     std::map<std::string, Histogram> histograms;  // "total" and each field
     int64_t counted = 0;  // records whose counts were (re)computed in this call
+    // Every record's length, each distinct value once: `truncated` for another max length
+    // without reading the store again (a few thousand entries at 1M records).
+    LengthTally lengths;
 };
 // Counts tokens with the model folder's tokenizer (stored per record, reused while the tokenizer is
 // the same) and summarises them. chatTemplate "auto": the model's, else plain.
