@@ -257,27 +257,40 @@ QColor RecordTableModel::statusColor(ReviewStatus status)
 
 QString RecordTableModel::previewText(const StoredRecord& r, int maxChars)
 {
-    // The record's first text field(s) on one line: what an annotator scans for.
+    // The record's first text field(s) on one line: what an annotator scans for. Only the first
+    // maxChars * 4 bytes are read (cut at a UTF-8 boundary): a 500 KB text record costs no more
+    // per repaint than a short one.
     std::string text;
+    const size_t limit = size_t(std::max(maxChars, 1)) * 4;
+    bool cut = false;
+    const auto append = [&](const std::string& piece) {
+        if (piece.empty())
+            return;
+        if (text.size() >= limit) {
+            cut = true;
+            return;
+        }
+        if (!text.empty())
+            text += " → ";
+        size_t n = std::min(piece.size(), limit - std::min(limit, text.size()));
+        while (n < piece.size() && n > 0 && (static_cast<unsigned char>(piece[n]) & 0xC0) == 0x80)
+            --n;  // not inside a character
+        cut = cut || n < piece.size();
+        text.append(piece, 0, n);
+    };
     const auto& f = r.fields;
     auto take = [&](const char* key) {
-        if (f.contains(key) && f[key].is_string() &&
-            !f[key].get_ref<const std::string&>().empty()) {
-            if (!text.empty())
-                text += " → ";
-            text += f[key].get<std::string>();
-        }
+        if (f.contains(key) && f[key].is_string())
+            append(f[key].get_ref<const std::string&>());
     };
     if (r.kind == "chat" && f.contains("messages") && f["messages"].is_array()) {
-        for (const auto& m : f["messages"])
+        for (const auto& m : f["messages"]) {
+            if (text.size() >= limit)
+                break;
             if (m.is_object() && m.contains("content") && m["content"].is_string() &&
-                m.value("role", "") != "system") {
-                if (!text.empty())
-                    text += " → ";
-                text += m["content"].get<std::string>();
-                if (text.size() > size_t(maxChars) * 4)
-                    break;
-            }
+                m.value("role", "") != "system")
+                append(m["content"].get_ref<const std::string&>());
+        }
     } else {
         for (const char* key : {"instruction", "input", "output", "prompt", "completion", "text"})
             take(key);
@@ -285,6 +298,8 @@ QString RecordTableModel::previewText(const StoredRecord& r, int maxChars)
     QString s = QString::fromStdString(text).simplified();
     if (s.size() > maxChars)
         s = s.left(maxChars - 1) + QChar(0x2026);
+    else if (cut)
+        s += QChar(0x2026);
     return s;
 }
 

@@ -128,6 +128,40 @@ private Q_SLOTS:
     // With an id loader the answers come later and in any order: only the latest request's ids
     // apply, a sort requested while a filter is on its way applies as a reset (the rows differ),
     // and a plain re-sort keeps the selected record selected at its new row.
+    // The Text column reads only the start of a long record (a repaint converts 120 characters,
+    // not a 300 KB field), cut inside no UTF-8 character, with an ellipsis when cut.
+    void previewTextReadsOnlyTheStart()
+    {
+        tb::StoredRecord r;
+        r.kind = "text";
+        std::string long_;
+        for (int i = 0; i < 100000; ++i)
+            long_ += "é ";  // 3 bytes a pair: cuts land inside characters
+        r.fields = {{"text", long_}};
+        const QString s = tb::RecordTableModel::previewText(r, 120);
+        QCOMPARE(s.size(), qsizetype(120));
+        QVERIFY(s.endsWith(QChar(0x2026)));
+        QVERIFY(!s.contains(QChar(0xFFFD)));
+        QVERIFY(s.startsWith(QStringLiteral("é é é")));
+        // Whitespace that simplifies away still marks the cut.
+        r.fields = {{"text", "short " + std::string(2000, ' ') + "tail"}};
+        const QString spaced = tb::RecordTableModel::previewText(r, 120);
+        QVERIFY2(spaced.endsWith(QChar(0x2026)) && !spaced.contains(QStringLiteral("tail")),
+                 qPrintable(spaced));
+        r.kind = "chat";
+        r.fields = {{"messages",
+                     {{{"role", "system"}, {"content", "sys"}},
+                      {{"role", "user"}, {"content", long_}},
+                      {{"role", "assistant"}, {"content", "answer"}}}}};
+        const QString chat = tb::RecordTableModel::previewText(r, 120);
+        QCOMPARE(chat.size(), qsizetype(120));
+        QVERIFY(!chat.contains(QStringLiteral("sys")) && !chat.contains(QStringLiteral("answer")));
+        r.fields = {
+            {"messages",
+             {{{"role", "user"}, {"content", "q"}}, {{"role", "assistant"}, {"content", "a"}}}}};
+        QCOMPARE(tb::RecordTableModel::previewText(r, 120), QStringLiteral("q → a"));
+    }
+
     void tableModelLoadsIdsAsynchronously()
     {
         auto store = tb::DataStore::open(m_big.toStdString(), false);
