@@ -1,4 +1,4 @@
-// PairTableModel: ordered ids from storedPairs, rows from storedPair page by page.
+// PairTableModel: ordered ids from storedPairIds, rows from storedPair page by page.
 #include "pair_table_model.h"
 
 #include "data/store/store.h"
@@ -59,8 +59,7 @@ void PairTableModel::refresh()
     if (!m_loader) {
         std::vector<int64_t> ids;
         try {
-            for (const StoredPair& p : storedPairs(*m_store))
-                ids.push_back(p.id);
+            ids = storedPairIds(*m_store);
         } catch (const std::exception&) {
             ids.clear();  // an unreadable store shows as empty; the page reports the error
         }

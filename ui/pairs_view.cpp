@@ -125,9 +125,7 @@ PairsView::PairsView(DataContext context, QWidget* parent)
     m_model = new PairTableModel(this);
     m_model->setIdLoader([this](std::function<void(std::vector<int64_t>)> deliver) {
         m_ctx.jobs->read(m_model, [deliver](DataStore& s, const CurateProgress&) {
-            std::vector<int64_t> ids;
-            for (const StoredPair& p : storedPairs(s))
-                ids.push_back(p.id);
+            std::vector<int64_t> ids = storedPairIds(s);
             return DataJobs::Finish([deliver, ids = std::move(ids)] { deliver(ids); });
         });
     });

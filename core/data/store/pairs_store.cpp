@@ -362,6 +362,15 @@ std::vector<StoredPair> storedPairs(const DataStore& store, bool includeRemoved)
     return out;
 }
 
+std::vector<int64_t> storedPairIds(const DataStore& store)
+{
+    sql::Statement st(store.database(), "SELECT id FROM pairs WHERE removed = 0 ORDER BY id");
+    std::vector<int64_t> out;
+    while (st.step())
+        out.push_back(st.int64(0));
+    return out;
+}
+
 StoredPair storedPair(const DataStore& store, int64_t pairId)
 {
     sql::Statement st(store.database(), cat("SELECT ", kPairColumns, " FROM pairs WHERE id = ?"));

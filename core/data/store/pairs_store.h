@@ -113,6 +113,9 @@ int64_t adjudicatePair(DataStore& store, int64_t pairId, const std::string& choi
                        const std::string& who);
 
 std::vector<StoredPair> storedPairs(const DataStore& store, bool includeRemoved = false);
+// The ids of the stored pairs that are not removed, in id order (what storedPairs lists, without
+// reading each pair's texts and choices: the review table's row order).
+std::vector<int64_t> storedPairIds(const DataStore& store);
 StoredPair storedPair(const DataStore& store, int64_t pairId);  // throws for an unknown id
 // The pairs of `ids` in that order (a table's page), each looked up by id; an id the store does
 // not hold comes back as a removed pair with that id.

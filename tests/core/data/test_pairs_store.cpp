@@ -481,6 +481,12 @@ void TestPairsStore::pagesByIdEqualTheWholeRead()
     for (auto& p : tb::storedPairs(*store, true))
         whole[p.id] = std::move(p);
     QCOMPARE(whole.size(), size_t(300));
+    // The table's ids: the live pairs in id order, as the whole read lists them.
+    std::vector<int64_t> live;
+    for (const tb::StoredPair& p : tb::storedPairs(*store))
+        live.push_back(p.id);
+    QCOMPARE(live.size(), size_t(299));
+    QCOMPARE(tb::storedPairIds(*store), live);
     const std::vector<int64_t> page{ids[299], ids[1], 987654, ids[0], ids[150]};
     const auto byId = tb::storedPairsById(*store, page);
     QCOMPARE(byId.size(), page.size());
