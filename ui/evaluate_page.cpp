@@ -7,6 +7,7 @@
 #include "eval_report.h"
 #include "eval_settings_panel.h"
 #include "example_table_model.h"
+#include "job_pool.h"
 #include "metric_units.h"
 #include "score_chart.h"
 #include "scorecard_model.h"
@@ -21,6 +22,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFrame>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -35,6 +37,7 @@
 #include <QTableView>
 #include <QTextBrowser>
 #include <QVBoxLayout>
+#include <QtConcurrent>
 
 #include <exception>
 
@@ -108,7 +111,12 @@ EvaluatePage::EvaluatePage(StudioState* state, QWidget* parent)
             &EvaluatePage::onEvaluationFinished);
     connect(m_controller, &EvalController::suiteFinished, this, &EvaluatePage::onSuiteFinished);
     connect(m_state, &StudioState::runsChanged, this, &EvaluatePage::refreshSuiteRuns);
-    connect(m_state, &StudioState::configChanged, this, &EvaluatePage::refreshSuiteRuns);
+    // A config change lists the runs again only when it moved the output folder (a slider or spin
+    // box changes the config many times a second; each list stats every run folder).
+    connect(m_state, &StudioState::configChanged, this, [this] {
+        if (QString::fromStdString(m_state->config().outputDir) != m_runsListedFrom)
+            refreshSuiteRuns();
+    });
     refreshSuiteRuns();
     updateButtons();
 }
@@ -263,6 +271,7 @@ void EvaluatePage::cancel()
 
 void EvaluatePage::refreshSuiteRuns()
 {
+    m_runsListedFrom = QString::fromStdString(m_state->config().outputDir);
     m_settings->refreshRuns();
     const QString keep = m_suiteRun->currentData().toString();
     const QSignalBlocker block(m_suiteRun);
@@ -406,9 +415,15 @@ bool EvaluatePage::exportReport(const QString& path, ReportFormat format, QStrin
             *error = tr("Nothing to export: run an evaluation first.");
         return false;
     }
-    const QString text = format == ReportFormat::Markdown ? reportMarkdown(*o)
-                         : format == ReportFormat::Html   ? reportHtml(*o)
-                                                          : examplesCsv(*o);
+    return writeReport(*o, path, format, error);
+}
+
+bool EvaluatePage::writeReport(const EvalOutcome& o, const QString& path, ReportFormat format,
+                               QString* error)
+{
+    const QString text = format == ReportFormat::Markdown ? reportMarkdown(o)
+                         : format == ReportFormat::Html   ? reportHtml(o)
+                                                          : examplesCsv(o);
     return writeTextFile(path, text, error);
 }
 
@@ -421,11 +436,34 @@ void EvaluatePage::exportWithDialog(ReportFormat format)
             ? std::pair{QStringLiteral("evaluation.html"), tr("HTML (*.html)")}
             : std::pair{QStringLiteral("examples.csv"), tr("CSV (*.csv)")};
     const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), name, filter);
-    if (path.isEmpty())
+    if (!path.isEmpty())
+        exportReportInBackground(path, format);
+}
+
+void EvaluatePage::exportReportInBackground(const QString& path, ReportFormat format)
+{
+    const std::shared_ptr<const EvalOutcome> o = outcome();
+    if (!o) {
+        setStatus(tr("Nothing to export: run an evaluation first."));
+        Q_EMIT reportWritten(path, tr("Nothing to export: run an evaluation first."));
         return;
-    QString error;
-    setStatus(exportReport(path, format, &error) ? tr("Wrote %1").arg(path)
-                                                 : tr("Could not write %1: %2").arg(path, error));
+    }
+    // Built and written on a worker: thousands of cases times every system's answers make tens
+    // of megabytes of escaped text. The outcome is immutable and shared, so the page may start
+    // another evaluation meanwhile.
+    setStatus(tr("Writing %1…").arg(path));
+    auto* watcher = new QFutureWatcher<QString>(this);
+    connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, path] {
+        watcher->deleteLater();
+        const QString error = watcher->result();
+        setStatus(error.isEmpty() ? tr("Wrote %1").arg(path)
+                                  : tr("Could not write %1: %2").arg(path, error));
+        Q_EMIT reportWritten(path, error);
+    });
+    watcher->setFuture(QtConcurrent::run(longJobPool(), [o, path, format] {
+        QString error;
+        return writeReport(*o, path, format, &error) ? QString() : error;
+    }));
 }
 
 void EvaluatePage::updateButtons()

@@ -51,6 +51,9 @@ public:
     bool runSuite(const QString& suiteFile = {}, const QString& runDir = {});
     // Writes the last evaluation's report; false with the reason in *error.
     bool exportReport(const QString& path, ReportFormat format, QString* error = nullptr) const;
+    // The same on a worker (what the Export buttons do): the status line says when it is written,
+    // and reportWritten comes.
+    void exportReportInBackground(const QString& path, ReportFormat format);
     // The Blind comparison tab: a comparison set of the base model's and system `system`'s
     // answers of the last evaluation, in the project's store.
     bool startBlindComparison(int system = 1);
@@ -79,6 +82,8 @@ public:
     CompareView* compareView() const { return m_compare; }
 
 Q_SIGNALS:
+    // exportReportInBackground's file is written (error empty) or could not be.
+    void reportWritten(const QString& path, const QString& error);
     void evaluationFinished(bool ok, bool cancelled, const QString& message);
     void suiteFinished(bool ok, bool cancelled, const QString& message);
     // A per-example row of a store case was double-clicked: the main window shows the record.
@@ -98,6 +103,8 @@ private:
     void updateButtons();
     void refreshSuiteRuns();
     void setStatus(const QString& text);
+    static bool writeReport(const EvalOutcome& o, const QString& path, ReportFormat format,
+                            QString* error);
     void exportWithDialog(ReportFormat format);
 
     StudioState* m_state;
@@ -130,6 +137,7 @@ private:
     CompareView* m_compare = nullptr;         // made on the first blind comparison
     std::unique_ptr<DataStore> m_blindStore;  // the project's store, this page's connection
     QString m_blindStorePath;
+    QString m_runsListedFrom;  // the output folder the run lists were read from
     QList<QPushButton*> m_exportButtons;
 };
 

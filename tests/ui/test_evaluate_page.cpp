@@ -445,6 +445,25 @@ void TestEvaluatePage::comparisonMatchesCore()
     const auto rows = parseCsv(QString::fromUtf8(c.readAll()));
     QCOMPARE(rows.size(), size_t(5));
     QCOMPARE(rows[1][2], QStringLiteral("Write about Sue, a pig and the river."));
+
+    // The Export buttons write on a worker; the file is the same.
+    const QString html = m_dir->filePath(QStringLiteral("report.html"));
+    QVERIFY(page()->exportReport(html, tb::EvaluatePage::ReportFormat::Html, &error));
+    const QString background = m_dir->filePath(QStringLiteral("report-worker.html"));
+    QSignalSpy written(page(), &tb::EvaluatePage::reportWritten);
+    page()->exportReportInBackground(background, tb::EvaluatePage::ReportFormat::Html);
+    QVERIFY(written.wait(30000));
+    QCOMPARE(written.first().at(1).toString(), QString());
+    QVERIFY(page()->statusText().contains(QStringLiteral("Wrote")));
+    QFile h1(html), h2(background);
+    QVERIFY(h1.open(QIODevice::ReadOnly) && h2.open(QIODevice::ReadOnly));
+    QCOMPARE(h2.readAll(), h1.readAll());
+    written.clear();
+    page()->exportReportInBackground(m_dir->filePath(QStringLiteral("no/such/folder/r.html")),
+                                     tb::EvaluatePage::ReportFormat::Html);
+    QVERIFY(written.wait(30000));
+    QVERIFY(!written.first().at(1).toString().isEmpty());
+    QVERIFY(page()->statusText().contains(QStringLiteral("Could not write")));
 }
 
 // Cancel during an evaluation of all 80 cases: the worker stops after its batch, nothing is kept,
