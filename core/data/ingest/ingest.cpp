@@ -170,7 +170,9 @@ chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer, const ChunkOptio
     const double total = double(std::max<int64_t>(1, store.count(RecordQuery{})));
     int64_t seen = 0;
     ChunkReport report;
-    std::vector<StoredRecord> originals;
+    // A preview only counts: the chunks (a copy of each long record's text) are kept only to be
+    // applied, and of an original only its id.
+    std::vector<int64_t> originals;
     std::vector<NewRecord> chunks;
     store.forEach(RecordQuery{}, [&](const StoredRecord& r) {
         if (++seen % 64 == 0)
@@ -181,7 +183,11 @@ chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer, const ChunkOptio
         if (int64_t(tokenizer.encode(text, false).size()) <= options.maxTokens)
             return true;
         ++report.records;
-        for (const TextChunk& c : chunkText(tokenizer, text, options)) {
+        const std::vector<TextChunk> pieces = chunkText(tokenizer, text, options);
+        report.chunks += int64_t(pieces.size());
+        if (!apply)
+            return true;
+        for (const TextChunk& c : pieces) {
             NewRecord n;
             n.kind = "text";
             n.fields = r.fields;
@@ -195,10 +201,9 @@ chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer, const ChunkOptio
             n.synthetic = r.synthetic;
             chunks.push_back(std::move(n));
         }
-        originals.push_back(r);
+        originals.push_back(r.id);
         return true;
     });
-    report.chunks = int64_t(chunks.size());
     heard(0.95);  // the last moment a cancel leaves the store as it was
     if (!apply || originals.empty())
         return report;
@@ -212,8 +217,8 @@ chunkStoreRecords(DataStore& store, const Tokenizer& tokenizer, const ChunkOptio
         c.chunkIndex = index;
     }
     std::vector<DataStore::Change> removals;
-    for (const auto& r : originals)
-        removals.push_back({r.id, "removed", true});
+    for (const int64_t id : originals)
+        removals.push_back({id, "removed", true});
     // One operation: the chunks come in and their originals leave together; undo reverses both.
     report.operationId = store.addRecordsWithChanges(
         chunks, who, "chunk",
