@@ -88,11 +88,23 @@ std::vector<uint8_t> bytesOf(const std::string& s)
     return {s.begin(), s.end()};
 }
 
+// c10d logs a warning with a 20-frame C++ backtrace when a peer's socket closes (a rank killed,
+// the store gone), before the call throws; the throw reaches the user as this group's one message
+// naming the lost rank. So c10's warnings are off for the process unless TORCH_CPP_LOG_LEVEL
+// (LibTorch's own setting) asks for them; errors still print.
+void quietLibraryWarnings()
+{
+    const char* level = std::getenv("TORCH_CPP_LOG_LEVEL");
+    if ((level == nullptr || *level == '\0') && FLAGS_caffe2_log_level < c10::GLOG_ERROR)
+        FLAGS_caffe2_log_level = c10::GLOG_ERROR;
+}
+
 }  // namespace
 
 DistGroup::DistGroup(const DistEnv& env, const torch::Device& device, int timeoutSeconds)
     : m_env(env), m_device(device), m_timeoutSeconds(timeoutSeconds)
 {
+    quietLibraryWarnings();
     const milliseconds timeout(int64_t(timeoutSeconds) * 1000);
     m_store = connectStore(env, env.rank == 0, timeoutSeconds);
     m_heartbeatStore = connectStore(env, false, timeoutSeconds);
