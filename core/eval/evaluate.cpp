@@ -116,8 +116,12 @@ std::vector<std::unique_ptr<Metric>> buildMetrics(const std::vector<std::string>
             }(),
             ")");
     std::vector<std::unique_ptr<Metric>> out;
-    for (const std::string& name : names)
-        out.push_back(makeMetric(name, options));
+    for (size_t i = 0; i < names.size(); ++i) {
+        if (std::find(names.begin(), names.begin() + ptrdiff_t(i), names[i]) !=
+            names.begin() + ptrdiff_t(i))
+            fail("metric '", names[i], "' is listed twice");
+        out.push_back(makeMetric(names[i], options));
+    }
     return out;
 }
 
@@ -187,8 +191,12 @@ void scorePredictions(EvalResult& result, const EvalSettings& settings)
                 fail(p.input.id, ": metric '", metric->name(),
                      "' needs a reference, and this prediction has none");
             const MetricInput in = metricInput(p);
-            stats.push_back(metric->stats(in));
-            p.scores[metric->name()] = metric->exampleScore(in);
+            try {
+                stats.push_back(metric->stats(in));
+                p.scores[metric->name()] = metric->exampleScore(in);
+            } catch (const Error& e) {  // which example (its id, or file:line when it has none)
+                fail(p.input.id, ": ", e.what());
+            }
         }
         if (settings.resamples > 0) {
             result.metrics[metric->name()] =
@@ -331,6 +339,43 @@ void forEachJsonLine(
     }
 }
 
+namespace {
+
+// An optional key of a predictions row: absent or null is the default; another type, or a count
+// out of range, is refused naming the line and the key.
+const nlohmann::json* optionalKey(const nlohmann::json& row, const char* key)
+{
+    const auto it = row.find(key);
+    return it == row.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string optionalString(const nlohmann::json& row, const char* key, const std::string& where,
+                           const std::string& fallback = {})
+{
+    const nlohmann::json* v = optionalKey(row, key);
+    if (!v)
+        return fallback;
+    if (!v->is_string())
+        fail(where, ": '", key, "' must be a string, not ", v->type_name());
+    return v->get<std::string>();
+}
+
+int64_t optionalCount(const nlohmann::json& row, const char* key, const std::string& where)
+{
+    const nlohmann::json* v = optionalKey(row, key);
+    if (!v)
+        return 0;
+    constexpr int64_t kMax = int64_t(1) << 40;
+    if (!v->is_number_integer() || (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(kMax)))
+        fail(where, ": '", key, "' must be a whole number from 0 to 2^40, not ", v->dump());
+    const int64_t n = v->get<int64_t>();
+    if (n < 0 || n > kMax)
+        fail(where, ": '", key, "' must be a whole number from 0 to 2^40, not ", n);
+    return n;
+}
+
+}  // namespace
+
 std::vector<EvalPrediction> readPredictions(const std::string& path)
 {
     std::vector<EvalPrediction> out;
@@ -339,32 +384,54 @@ std::vector<EvalPrediction> readPredictions(const std::string& path)
             fail(where, ": missing string 'prediction'");
         EvalPrediction p;
         p.prediction = row["prediction"].get<std::string>();
-        p.input.id = row.value("id", where);
-        if (row.contains("references") && !row["references"].is_null()) {
-            const auto& refs = row["references"];
-            if (!refs.is_array() ||
-                std::any_of(refs.begin(), refs.end(), [](const auto& v) { return !v.is_string(); }))
+        if (const nlohmann::json* id = optionalKey(row, "id"))
+            p.input.id = id->is_number_integer() ? std::to_string(id->get<int64_t>())
+                                                 : optionalString(row, "id", where);
+        else
+            p.input.id = where;
+        const nlohmann::json* references = optionalKey(row, "references");
+        const nlohmann::json* reference = optionalKey(row, "reference");
+        if (references) {
+            if (!references->is_array() ||
+                std::any_of(references->begin(), references->end(),
+                            [](const auto& v) { return !v.is_string(); }))
                 fail(where, ": 'references' must be a list of strings");
-            for (const auto& v : refs)
+            for (const auto& v : *references)
                 p.input.references.push_back(v.get<std::string>());
-        } else if (row.contains("reference") && !row["reference"].is_null()) {
-            if (!row["reference"].is_string())
+        }
+        if (reference) {
+            if (!reference->is_string())
                 fail(where, ": 'reference' must be a string");
-            p.input.references = {row["reference"].get<std::string>()};
+            const std::string one = reference->get<std::string>();
+            // Both keys: 'reference' must be one of 'references' (Tunebench writes the first),
+            // or empty beside an empty list; anything else is two answers to one question.
+            if (!references)
+                p.input.references = {one};
+            else if (p.input.references.empty()
+                         ? !one.empty()
+                         : std::find(p.input.references.begin(), p.input.references.end(), one) ==
+                               p.input.references.end())
+                fail(where, ": 'reference' \"", one,
+                     "\" is not among 'references': give one of the two keys");
         }
         if (row.contains("prompt"))
             p.input.prompt = messagesFromJson(row["prompt"], where);
-        p.input.source = row.contains("source") && row["source"].is_string()
-                             ? row["source"].get<std::string>()
-                             : lastUserTurn(p.input.prompt);
-        p.input.recordId = row.value("record_id", int64_t{0});
-        p.stopped = row.value("stopped", false);
-        p.stopReason = row.value("stop_reason", std::string());
-        p.answerTokens = row.value("answer_tokens", int64_t{0});
-        if (row.contains("scores") && row["scores"].is_object())
-            for (const auto& [name, v] : row["scores"].items())
+        p.input.source = optionalString(row, "source", where, lastUserTurn(p.input.prompt));
+        p.input.recordId = optionalCount(row, "record_id", where);
+        if (const nlohmann::json* stopped = optionalKey(row, "stopped")) {
+            if (!stopped->is_boolean())
+                fail(where, ": 'stopped' must be true or false, not ", stopped->dump());
+            p.stopped = stopped->get<bool>();
+        }
+        p.stopReason = optionalString(row, "stop_reason", where);
+        p.answerTokens = optionalCount(row, "answer_tokens", where);
+        if (const nlohmann::json* scores = optionalKey(row, "scores")) {
+            if (!scores->is_object())
+                fail(where, ": 'scores' must be an object of numbers");
+            for (const auto& [name, v] : scores->items())
                 if (v.is_number())
                     p.scores[name] = v.get<double>();
+        }
         out.push_back(std::move(p));
     });
     if (out.empty())

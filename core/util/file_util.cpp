@@ -40,6 +40,9 @@ void syncParentFolder(const std::string& path)
 
 std::string readFile(const std::string& path)
 {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        fail(path, ": is a folder, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in)
         fail(path, ": cannot open (", std::strerror(errno), ")");

@@ -239,6 +239,18 @@ void TestEvaluate::predictionErrors()
     QCOMPARE(rows.size(), size_t(2));
     QCOMPARE(rows[1].input.references.size(), size_t(2));
     QCOMPARE(rows[1].input.id, std::string("x"));
+    // What Tunebench writes reads back: both keys (the first reference repeated), numeric ids,
+    // nulls as absent.
+    const auto written = readPredictions(path(
+        "written.jsonl",
+        "{\"prediction\": \"b\", \"reference\": \"c\", \"references\": [\"c\", \"b\"], \"id\": 7, "
+        "\"stopped\": true, \"answer_tokens\": 12, \"stop_reason\": null, \"source\": null}\n"
+        "{\"prediction\": \"b\", \"reference\": \"\", \"references\": []}\n"));
+    QCOMPARE(written[0].input.references.size(), size_t(2));
+    QCOMPARE(written[0].input.id, std::string("7"));
+    QVERIFY(written[0].stopped);
+    QCOMPARE(written[0].answerTokens, int64_t(12));
+    QVERIFY(written[1].input.references.empty());
 
     struct Bad {
         const char* name;
@@ -250,6 +262,23 @@ void TestEvaluate::predictionErrors()
         {"json.jsonl", "{\"prediction\": \"a\", \"reference\": \"a\"}\n{oops\n", "json.jsonl:2"},
         {"nopred.jsonl", "{\"reference\": \"a\"}\n", "prediction"},
         {"refs.jsonl", "{\"prediction\": \"a\", \"references\": [1]}\n", "references"},
+        // Optional keys of another type, or counts out of range, are named with their line (the
+        // count was cast unchecked: 1e30 answer tokens made a length of -4.6e18).
+        {"huge.jsonl", "{\"prediction\": \"a\", \"answer_tokens\": 1e30}\n",
+         "huge.jsonl:1: 'answer_tokens' must be a whole number"},
+        {"negative.jsonl", "{\"prediction\": \"a\", \"answer_tokens\": -3}\n", "answer_tokens"},
+        {"half.jsonl", "{\"prediction\": \"a\", \"answer_tokens\": 1.5}\n", "answer_tokens"},
+        {"stopped.jsonl", "{\"prediction\": \"a\", \"stopped\": \"yes\"}\n",
+         "stopped.jsonl:1: 'stopped' must be true or false"},
+        {"id.jsonl", "{\"prediction\": \"a\", \"id\": [1]}\n", "id.jsonl:1: 'id' must be a string"},
+        {"source.jsonl", "{\"prediction\": \"a\", \"source\": 5}\n",
+         "source.jsonl:1: 'source' must be a string"},
+        {"scores.jsonl", "{\"prediction\": \"a\", \"scores\": 3}\n", "scores"},
+        // Two answers to one question: 'reference' outside 'references'.
+        {"both.jsonl", "{\"prediction\": \"a\", \"reference\": \"a\", \"references\": [\"b\"]}\n",
+         "both.jsonl:1: 'reference' \"a\" is not among 'references'"},
+        {"bothempty.jsonl", "{\"prediction\": \"a\", \"reference\": \"x\", \"references\": []}\n",
+         "not among"},
     };
     for (const Bad& b : bad) {
         const std::string e = errorOf([&] { readPredictions(path(b.name, b.text)); });
@@ -265,6 +294,20 @@ void TestEvaluate::predictionErrors()
     settings.metrics = {"stop_rate"};
     scorePredictions(r, settings);
     QCOMPARE(r.metrics.at("stop_rate").score, 0.0);
+    // A metric's own complaint names the example it is about; a metric twice is refused.
+    r.predictions = readPredictions(
+        path("labels.jsonl", "{\"prediction\": \"yes\", \"reference\": \"no\"}\n"
+                             "{\"prediction\": \"yes\", \"reference\": \"positive\"}\n"));
+    settings.metrics = {"match_f1"};
+    const std::string label = errorOf([&] { scorePredictions(r, settings); });
+    QVERIFY2(contains(label, "labels.jsonl:2: match_f1") && contains(label, "positive"),
+             label.c_str());
+    settings.metrics = {"bleu", "bleu"};
+    const std::string twice = errorOf([&] { scorePredictions(r, settings); });
+    QVERIFY2(contains(twice, "metric 'bleu' is listed twice"), twice.c_str());
+    // A folder given as the file.
+    const std::string folder = errorOf([&] { readPredictions(m_dir.path().toStdString()); });
+    QVERIFY2(contains(folder, "is a folder, not a file"), folder.c_str());
 }
 
 void TestEvaluate::scorecardDeltas()
