@@ -643,11 +643,15 @@ bool PairsView::importFile(const QString& path, PairLayout layout)
     const bool started =
         m_ctx.jobs->run(tr("Import pairs"), [this, file, layout,
                                              who](DataStore& s, const CurateProgress& progress) {
-            progress("reading pairs", 0.0);
             PairImportReport report;
             try {
-                report = importPairs(s, file, layout, who);
+                report = importPairs(s, file, layout, who, progress);
             } catch (const std::exception& e) {
+                if (!progress("reading pairs", 0.0))  // Cancel: nothing stored, nothing to list
+                    return DataJobs::Finish([this] {
+                        m_importSummary->setText(tr("Import cancelled: nothing imported."));
+                        throw Error("pairs import: cancelled");
+                    });
                 // Nothing was stored; a JSONL file's rows are read again to list why.
                 const bool jsonl = !QString::fromStdString(file).endsWith(QLatin1String(".json"));
                 size_t total = 0;

@@ -129,10 +129,17 @@ int64_t lineOf(const std::string& location)
 
 }  // namespace
 
-PairImportReport importPairs(DataStore& store, const std::string& path, PairLayout layout,
-                             const std::string& who)
+PairImportReport
+importPairs(DataStore& store, const std::string& path, PairLayout layout, const std::string& who,
+            const std::function<bool(const std::string& phase, double fraction)>& progress)
 {
+    const auto heard = [&](const char* phase, double fraction) {
+        if (progress && !progress(phase, fraction))
+            fail("pairs import: cancelled");  // inside the operation: rolled back, nothing stored
+    };
+    heard("reading pairs", 0.0);
     const PairFile file = readPairFile(path, layout);
+    heard("reading pairs", 0.4);
     const std::string sha = sha256File(path);
     PairImportReport report;
     report.rejected = file.rejected;
@@ -146,7 +153,10 @@ PairImportReport importPairs(DataStore& store, const std::string& path, PairLayo
             store.setSource(report.sourceId, format, report.imported,
                             int64_t(report.rejected.size()));
             std::vector<DataStore::Change> changes;
+            const double n = double(std::max<size_t>(file.pairs.size(), 1));
             for (const PairExample& p : file.pairs) {
+                if (changes.size() % 256 == 0)
+                    heard("storing pairs", 0.5 + 0.5 * double(changes.size()) / n);
                 PairOrigin origin;
                 origin.origin = "import";
                 origin.sourceId = report.sourceId;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,9 +68,11 @@ struct PairImportReport {
     int64_t operationId = 0;  // DataStore::undo(operationId) takes the pairs out again
 };
 // Reads a pair file (readPairFile) and stores its valid pairs as one "import-pairs" operation.
-// Throws tb::Error (nothing stored) when the file is unreadable or holds no valid pair.
-PairImportReport importPairs(DataStore& store, const std::string& path, PairLayout layout,
-                             const std::string& who);
+// Throws tb::Error (nothing stored) when the file is unreadable or holds no valid pair, or when
+// `progress` (phase, fraction) returns false: "pairs import: cancelled", nothing stored.
+PairImportReport
+importPairs(DataStore& store, const std::string& path, PairLayout layout, const std::string& who,
+            const std::function<bool(const std::string& phase, double fraction)>& progress = {});
 
 struct FromComparisonsReport {
     int64_t added = 0;

@@ -157,6 +157,24 @@ void TestPairsStore::importIsOneUndoableOperation()
     QVERIFY(contains(errorOf([&] { tb::importPairs(*store, bad, tb::PairLayout::Auto, "a"); }),
                      "no valid preference pair"));
     QCOMPARE(store->operations().size(), before);
+    // Cancelled while storing (the studio's Cancel): nothing stored, no source, no operation.
+    std::string rows;
+    for (int i = 0; i < 600; ++i)
+        rows += plainRow("q" + std::to_string(i), "good", "bad");
+    const std::string many = tbtest::writeText(dir, "many.jsonl", rows);
+    const size_t sources = store->sources().size();
+    int calls = 0;
+    const std::string cancelled = errorOf([&] {
+        tb::importPairs(*store, many, tb::PairLayout::Auto, "a",
+                        [&](const std::string& phase, double) {
+                            ++calls;
+                            return phase != "storing pairs" || calls < 4;
+                        });
+    });
+    QVERIFY2(contains(cancelled, "pairs import: cancelled"), cancelled.c_str());
+    QCOMPARE(store->operations().size(), before);
+    QCOMPARE(store->sources().size(), sources);
+    QCOMPARE(tb::storedPairs(*store, true).size(), size_t(2));
 }
 
 void TestPairsStore::pairsFromComparisonVerdicts()
