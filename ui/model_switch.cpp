@@ -69,12 +69,20 @@ std::vector<ConfigReset> resetForModel(TrainConfig& config, const ModelConfig& m
          templateText(config.data.chatTemplate), templateText(chat));
     config.data.chatTemplate = chat;
 
-    const int64_t context = model.contextLength();  // a sliding window shorter than positions
-    const bool tooLong = context > 0 && config.data.maxLength > context;
+    // A sliding window shorter than positions is the context; prompt tuning's virtual tokens take
+    // their places in it before the text (training refuses max_length + num_tokens past it).
+    const int64_t context = model.contextLength();
+    const int64_t virtualTokens = config.method == Method::Prompt ? config.prompt.numTokens : 0;
+    const int64_t room = context - virtualTokens;
+    const bool tooLong = context > 0 && room > 0 && config.data.maxLength > room;
     note(tooLong, QObject::tr("max length"), QString::number(config.data.maxLength),
-         QObject::tr("%1 (its context)").arg(context));
+         virtualTokens > 0 ? QObject::tr("%1 (its context of %2 less %3 virtual tokens)")
+                                 .arg(room)
+                                 .arg(context)
+                                 .arg(virtualTokens)
+                           : QObject::tr("%1 (its context)").arg(context));
     if (tooLong)
-        config.data.maxLength = static_cast<int>(context);
+        config.data.maxLength = static_cast<int>(room);
     return resets;
 }
 

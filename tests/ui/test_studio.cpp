@@ -442,6 +442,20 @@ private Q_SLOTS:
         QVERIFY(!c.data.chatTemplate);
         QCOMPARE(tb::modelSwitchNote(QStringLiteral("m"), llama, {}),
                  QStringLiteral("Opened m (Llama): every option already fits it, nothing reset"));
+        // Prompt tuning's virtual tokens take places in the context before the text: the max
+        // length left is the context less them (what training accepts).
+        tb::ModelConfig small = llama;
+        small.maxPositions = 64;
+        QCOMPARE(small.contextLength(), int64_t(64));
+        c.method = tb::Method::Prompt;
+        c.prompt.numTokens = 20;
+        c.data.maxLength = 64;
+        const auto prompt = tb::resetForModel(c, small, true, std::nullopt);
+        QCOMPARE(prompt.size(), size_t(1));
+        QCOMPARE(prompt[0].after, QStringLiteral("44 (its context of 64 less 20 virtual tokens)"));
+        QCOMPARE(c.data.maxLength, 44);
+        c.method = tb::Method::Lora;
+        QVERIFY(tb::resetForModel(c, small, true, std::nullopt).empty());  // 44 fits 64
     }
     void wholeFlow()
     {
