@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -84,28 +86,46 @@ bool needsTokenizer(const TrainableTokensOptions& o)
 
 std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir)
 {
+    // The last few folders asked for (the studio's model, a run's base being exported, a model
+    // opened on a worker), each loaded once, outside the lock: a thread asking for one folder
+    // never waits for another folder's load, and a worker's folder does not evict the model the
+    // GUI thread's estimates keep asking about. A tokenizer that does not load fails again,
+    // unread, until its files change.
+    using Loaded = std::shared_future<std::shared_ptr<const Tokenizer>>;
     static std::mutex mutex;
-    static std::string cachedKey;
-    static std::shared_ptr<const Tokenizer> cached;
-    static std::exception_ptr failed;  // a tokenizer that does not load fails again, unread
+    static std::deque<std::pair<std::string, Loaded>> cache;  // most recent first
+    constexpr size_t kFolders = 4;
     const std::string key =
         folderKey(dir, {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"});
-    std::lock_guard lock(mutex);
-    if (key != cachedKey) {
-        cachedKey = key;
-        cached.reset();
-        failed = nullptr;
+    Loaded loaded;
+    std::promise<std::shared_ptr<const Tokenizer>> load;
+    bool loading = false;
+    {
+        std::lock_guard lock(mutex);
+        const auto it = std::find_if(cache.begin(), cache.end(),
+                                     [&](const auto& entry) { return entry.first == key; });
+        if (it != cache.end()) {
+            loaded = it->second;
+            cache.erase(it);
+        } else {
+            loaded = load.get_future().share();
+            loading = true;
+        }
+        cache.emplace_front(key, loaded);
+        if (cache.size() > kFolders)
+            cache.pop_back();
+    }
+    if (loading) {
         try {
-            if (fileExists(joinPath(dir, "tokenizer.model")) ||
-                fileExists(joinPath(dir, "tokenizer.json")))
-                cached = loadTokenizer(dir);
+            load.set_value(fileExists(joinPath(dir, "tokenizer.model")) ||
+                                   fileExists(joinPath(dir, "tokenizer.json"))
+                               ? std::shared_ptr<const Tokenizer>(loadTokenizer(dir))
+                               : nullptr);
         } catch (...) {
-            failed = std::current_exception();
+            load.set_exception(std::current_exception());
         }
     }
-    if (failed)
-        std::rethrow_exception(failed);
-    return cached;
+    return loaded.get();  // waits for a load in progress on another thread; rethrows its error
 }
 
 std::vector<std::string> folderEndOfTurnTokens(const std::string& dir)

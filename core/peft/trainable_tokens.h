@@ -47,7 +47,8 @@ std::vector<int64_t> trainableTokenIds(const ModelConfig& model, const MethodOpt
 // end-of-turn tokens of the folder's own chat template (none when it has none or it does not
 // parse), each read once per folder and its files' modification times and kept for the next call:
 // the method and memory pages ask for counts on every edit, and reading a 128k vocabulary takes
-// seconds, so the studio's worker that opens a model reads them first. Thread-safe.
+// seconds, so the studio's worker that opens a model reads them first. The tokenizers of the last
+// four folders are kept, each loaded once outside the cache's lock. Thread-safe.
 std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir);
 std::vector<std::string> folderEndOfTurnTokens(const std::string& dir);
 

@@ -45,6 +45,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -168,6 +170,33 @@ private Q_SLOTS:
         std::filesystem::last_write_time(file.toStdString(), time + std::chrono::seconds(5));
         const std::string e = tbtest::errorOf([&] { tb::folderTokenizer(folder); });
         QVERIFY2(e.find("tokenizer.model") != std::string::npos, e.c_str());
+    }
+
+    // The cache holds the last few folders: another folder asked for in between (a worker
+    // exporting a run trained on another base) does not evict the studio's model, and threads
+    // asking for one folder at once share one load.
+    void tokenizerCacheKeepsSeveralFolders()
+    {
+        QTemporaryDir a, b, c;
+        const QString bundled = QString::fromStdString(tb::bundledModelDir());
+        for (QTemporaryDir* dir : {&a, &b, &c})
+            for (const char* f : {"config.json", "tokenizer.model", "tokenizer_config.json"})
+                QVERIFY(QFile::copy(bundled + QLatin1Char('/') + QLatin1String(f),
+                                    dir->filePath(QLatin1String(f))));
+        const auto first = tb::folderTokenizer(a.path().toStdString());
+        QVERIFY(first);
+        const auto other = tb::folderTokenizer(b.path().toStdString());
+        QVERIFY(other && other.get() != first.get());
+        QCOMPARE(tb::folderTokenizer(a.path().toStdString()).get(), first.get());
+        std::shared_ptr<const tb::Tokenizer> seen[4];
+        std::vector<std::thread> threads;
+        for (auto& s : seen)
+            threads.emplace_back([&s, &c] { s = tb::folderTokenizer(c.path().toStdString()); });
+        for (auto& t : threads)
+            t.join();
+        for (const auto& s : seen)
+            QCOMPARE(s.get(), seen[0].get());
+        QVERIFY(seen[0] && seen[0].get() != first.get());
     }
 
     // A folder with config.json alone: the Model page shows the architecture, the count and the
