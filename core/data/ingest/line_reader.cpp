@@ -16,6 +16,15 @@ BlockReader::BlockReader(const std::string& path, ImportProgress progress, size_
 {
     if (isDirectory(path))
         fail(path, ": is a directory, not a file");
+    // A pipe (`<(cat f)`, /dev/stdin) or a device reads once: an import reads its file more than
+    // once (the format from the first bytes, the rows, the SHA-256 beside them), and the later
+    // readers would get what the first left, silently.
+    std::error_code kind;
+    const auto status = std::filesystem::status(path, kind);
+    if (!kind && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        fail(path,
+             ": not a regular file (a pipe or a device), which can be read only once; save it to "
+             "a file first");
     m_in.open(path, std::ios::binary);
     if (!m_in)
         fail(path, ": cannot open (", std::strerror(errno), ")");

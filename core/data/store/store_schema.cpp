@@ -225,6 +225,9 @@ int DataStore::schemaVersion() const
 void DataStore::migrate(int target)
 {
     const auto refuseNewer = [&](int version) {
+        if (version < 0)  // PRAGMA user_version is any 32-bit number: ours count up from 0
+            tb::fail(m_path, ": schema version ", version, " is not one of Tunebench's (0 to ",
+                     kSchemaVersion, "): not a Tunebench dataset store, or a damaged one");
         if (version > kSchemaVersion)
             tb::fail(m_path, ": the store has schema version ", version,
                      ", newer than this Tunebench understands (", kSchemaVersion,
@@ -270,7 +273,16 @@ void DataStore::migrate(int target)
         }
         if (v == 0)
             refuseForeign();
-        m_db->exec(kMigrations[v]);
+        try {
+            m_db->exec(kMigrations[v]);
+        } catch (const Error& e) {
+            // A step that finds its own tables already there: the version number and the
+            // tables disagree (set by hand, or another program's database).
+            tb::fail(m_path, ": migrating the store from schema version ", v, " to ", v + 1,
+                     " failed (", e.what(),
+                     "): its tables do not match its version number; the store is left as it "
+                     "was (damaged, or not a Tunebench store)");
+        }
         {
             sql::Statement check(*m_db, "PRAGMA foreign_key_check");
             if (check.step())

@@ -113,6 +113,20 @@ private Q_SLOTS:
         e = errorOf([&] { DataStore::open(newer); });
         QVERIFY2(contains(e, newer) && contains(e, "schema version 99") && contains(e, "newer"),
                  e.c_str());
+        // A version number set by hand: negative (it crashed, indexing the migrations with it),
+        // or lower than the tables (a migration step finds its tables there).
+        for (const auto& [version, expect] :
+             {std::pair<const char*, const char*>{"-2147483648",
+                                                  "schema version -2147483648 is not"},
+              {"-1", "schema version -1 is not"},
+              {"1", "its tables do not match its version number"}}) {
+            sqlite3_open(newer.c_str(), &db);
+            sqlite3_exec(db, (std::string("PRAGMA user_version = ") + version).c_str(), nullptr,
+                         nullptr, nullptr);
+            sqlite3_close(db);
+            e = errorOf([&] { DataStore::open(newer); });
+            QVERIFY2(contains(e, newer) && contains(e, expect), e.c_str());
+        }
 
         e = errorOf([&] { DataStore::open(tempPath(dir, "missing.tbstore"), false); });
         QVERIFY2(contains(e, "missing.tbstore"), e.c_str());
