@@ -2,15 +2,44 @@
 #include "cli/args.h"
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace tb {
 
+namespace {
+
+// Words go into stores, run files and JSON output, which hold text: a word that is not UTF-8 (an
+// annotator name typed in a Latin-1 terminal, a file name from an old archive) is refused here,
+// by its option, instead of being stored and failing every later --json of the store.
+void requireUtf8(const std::string& word, const std::string& option)
+{
+    const std::ptrdiff_t at = invalidUtf8At(word);
+    if (at < 0)
+        return;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(word[size_t(at)]));
+    fail(option.empty() ? std::string("argument") : "option --" + option,
+         " is not valid UTF-8 (byte ", byte, " at ", at,
+         "); a file name that is not UTF-8 needs renaming first");
+}
+
+}  // namespace
+
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& flags)
 {
+    const auto setValue = [this](const std::string& name, const std::string& value) {
+        requireUtf8(value, name);
+        const auto [it, added] = m_values.emplace(name, value);
+        if (!added && it->second != value)
+            fail("option --", name, " is given twice (", it->second, ", then ", value,
+                 "): give it once");
+    };
     for (size_t i = 0; i < argv.size(); ++i) {
         const std::string& a = argv[i];
+        requireUtf8(a, "");
         if (a.rfind("--", 0) != 0 || a.size() == 2) {
             m_positional.push_back(a);
             m_words.push_back({"", {a}});
@@ -19,7 +48,7 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
         std::string name = a.substr(2);
         auto eq = name.find('=');
         if (eq != std::string::npos) {
-            m_values[name.substr(0, eq)] = name.substr(eq + 1);
+            setValue(name.substr(0, eq), name.substr(eq + 1));
             m_words.push_back({name.substr(0, eq), {a}});
             continue;
         }
@@ -30,7 +59,8 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
         }
         if (i + 1 >= argv.size())
             fail("option --", name, " needs a value");
-        m_values[name] = argv[++i];
+        setValue(name, argv[i + 1]);
+        ++i;
         m_words.push_back({name, {a, argv[i]}});
     }
 }

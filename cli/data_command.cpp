@@ -527,8 +527,9 @@ int cmdHistory(const Args& args, std::ostream& out)
                                {"field", h.field},
                                {"old", h.oldValue},
                                {"new", h.newValue}});
-            text += h.at + " " + h.who + " " + h.field + ": " + h.oldValue.dump() + " -> " +
-                    h.newValue.dump() + "\n";
+            text += h.at + " " + h.who + " " + h.field + ": " +
+                    h.oldValue.dump(-1, ' ', false, json::error_handler_t::replace) + " -> " +
+                    h.newValue.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
         }
         j["history"] = entries;
     } else {
@@ -543,7 +544,8 @@ int cmdHistory(const Args& args, std::ostream& out)
                            {"changes", o.changes},
                            {"undone", o.undone}});
             text += std::to_string(o.id) + "  " + o.at + "  " + o.kind + " by " + o.who + "  " +
-                    o.summary.dump() + (o.undone ? "  (undone)" : "") + "\n";
+                    o.summary.dump(-1, ' ', false, json::error_handler_t::replace) +
+                    (o.undone ? "  (undone)" : "") + "\n";
         }
         j["operations"] = ops;
     }

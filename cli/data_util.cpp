@@ -5,6 +5,7 @@
 #include "data/store/store.h"
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/utf8.h"
 
 #include <cstdlib>
 
@@ -14,8 +15,9 @@ std::string dataUser(const Args& args)
 {
     if (args.has("who"))
         return args.value("who");
+    // The login name, when it is text (the history and --json hold text).
     const char* user = std::getenv("USER");
-    return user && *user ? user : "tunebench";
+    return user && *user && invalidUtf8At(user) < 0 ? user : "tunebench";
 }
 
 std::unique_ptr<DataStore> openExistingStore(const std::string& path, const std::string& hint)
@@ -28,8 +30,10 @@ std::unique_ptr<DataStore> openExistingStore(const std::string& path, const std:
 void printResult(std::ostream& out, const Args& args, const nlohmann::json& j,
                  const std::string& text)
 {
+    // Bytes that are not UTF-8 (a stored value from before arguments were checked, a reason
+    // quoting a file's raw bytes) print as U+FFFD rather than failing after the work is done.
     if (args.flag("json"))
-        out << j.dump() << "\n";
+        out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
         out << text;
 }

@@ -358,6 +358,9 @@ private Q_SLOTS:
              "option --limit is -1"},
             {{QStringLiteral("list"), QStringLiteral("--offset"), QStringLiteral("-5")},
              "option --offset is -5"},
+            {{QStringLiteral("list"), QStringLiteral("--limit"), QStringLiteral("1"),
+              QStringLiteral("--limit"), QStringLiteral("2")},
+             "option --limit is given twice (1, then 2): give it once"},
             {{QStringLiteral("list"), QStringLiteral("--split"), QStringLiteral("bogus")},
              "option --split 'bogus' (allowed: train, validation, general)"},
             {{QStringLiteral("history"), QStringLiteral("--id"), QStringLiteral("-5")},
@@ -369,6 +372,19 @@ private Q_SLOTS:
             QCOMPARE(r.exitCode, 1);
             QVERIFY2(r.err.contains(fragment), r.err.constData());
         }
+        // A word that is not UTF-8 (a name typed in a Latin-1 terminal) is refused by its option
+        // before it reaches the store, where it made every later --json of the store fail.
+        QProcess sh;
+        sh.start(QStringLiteral("/bin/sh"),
+                 {QStringLiteral("-c"),
+                  QStringLiteral("exec \"$0\" data review --store \"$1\" --id 1 --decision "
+                                 "accept --annotator \"$(printf 'a\\377')\""),
+                  QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), store});
+        QVERIFY(sh.waitForFinished(60000));
+        QCOMPARE(sh.exitCode(), 1);
+        const QByteArray err = sh.readAllStandardError();
+        QVERIFY2(err.contains("option --annotator is not valid UTF-8 (byte 0xFF at 1)"),
+                 err.constData());
     }
 };
 
