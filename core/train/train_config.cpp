@@ -876,8 +876,30 @@ TrainConfig loadTrainConfig(const std::string& path, const std::vector<std::stri
     } catch (const json::parse_error& e) {
         fail(path, ": invalid JSON (", e.what(), ")");
     }
-    for (const auto& o : overrides)
+    // A path typed on the command line is relative to where it was typed (the shell's working
+    // folder), as every command's paths are; the file's own paths stay relative to the file.
+    const auto pathKey = [](const std::string& key) {
+        return key == "model" || key == "output_dir" || key == "data.store" ||
+               key == "data.train_file" || key == "data.val_file" || key == "data.general_file";
+    };
+    for (const auto& o : overrides) {
+        const size_t eq = o.find('=');
+        if (eq != std::string::npos && pathKey(o.substr(0, eq))) {
+            json value = json::parse(o.substr(eq + 1), nullptr, false);
+            if (value.is_discarded())
+                value = o.substr(eq + 1);
+            if (value.is_string() && !value.get<std::string>().empty() &&
+                std::filesystem::path(value.get<std::string>()).is_relative()) {
+                std::error_code ec;
+                const auto absolute = std::filesystem::absolute(value.get<std::string>(), ec);
+                if (!ec) {
+                    applyOverride(j, o.substr(0, eq + 1) + json(absolute.string()).dump());
+                    continue;
+                }
+            }
+        }
         applyOverride(j, o);
+    }
     TrainConfig c = parseTrainConfig(j, path);
     // Data files are read later, but naming the key now saves a model load before the failure.
     const std::pair<const char*, const std::string*> files[] = {

@@ -581,10 +581,18 @@ void TestTrainConfig::relativePaths()
     QVERIFY(tb::loadTrainConfig(root + "/elsewhere/run.json").data.trainFile == c.data.trainFile);
     // A model's config.json stands for its folder (not read as weights).
     writeText(root + "/models/tiny/config.json", "{}");
+    // A path given as an override is relative to the working folder (where it was typed).
+    const QString before = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(QString::fromStdString(root)));
     QCOMPARE(tb::loadTrainConfig(cfgDir + "/run.json",
-                                 {"data.general_file=\"\"", "model=\"../models/tiny/config.json\""})
+                                 {"data.general_file=\"\"", "model=\"models/tiny/config.json\""})
                  .model,
              root + "/models/tiny");
+    QCOMPARE(
+        tb::loadTrainConfig(cfgDir + "/run.json", {"data.general_file=\"\"", "output_dir=runs"})
+            .outputDir,
+        root + "/runs");
+    QVERIFY(QDir::setCurrent(before));
 
     // a missing train_file is reported with the key name
     writeText(cfgDir + "/missing.json", R"({"model": "m", "data": {"train_file": "nope.jsonl"}})");
