@@ -14,6 +14,7 @@
 #include "data/store/store.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "train/train_config.h"
 #include "util/error.h"
 #include "util/file_util.h"
 #include "util/json_depth.h"
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cinttypes>
+#include <climits>
 #include <cstdio>
 
 namespace tb {
@@ -520,7 +522,10 @@ int cmdHistory(const Args& args, std::ostream& out)
         if (args.integer("id", 0) < 1)
             fail("option --id is ", args.integer("id", 0), " (record ids start at 1)");
         json entries = json::array();
-        for (const auto& h : store->history(args.integer("id", 0))) {
+        const std::vector<HistoryEntry> history = store->history(args.integer("id", 0));
+        if (history.empty())
+            (void)store->record(args.integer("id", 0));  // no history: is there such a record?
+        for (const auto& h : history) {
             entries.push_back({{"operation_id", h.operationId},
                                {"who", h.who},
                                {"at", h.at},
@@ -679,12 +684,27 @@ int cmdSnapshot(const Args& args, std::ostream& out)
     o.minTokens = optionalInt(args, "min-tokens");
     o.maxTokens = optionalInt(args, "max-tokens");
     o.who = dataUser(args);
-    if (args.has("chat-template"))
-        o.templateInfo["chat_template"] = args.value("chat-template");
-    if (args.has("loss"))
-        o.templateInfo["loss"] = args.value("loss");
-    if (args.has("max-length"))
-        o.templateInfo["max_length"] = args.integer("max-length", 0);
+    // What the snapshot is made for, recorded in its manifest: checked as a run config checks the
+    // same keys, so a manifest never names a template, loss or length no run could use.
+    if (args.has("chat-template")) {
+        const std::string name = args.value("chat-template");
+        if (name != "model" && !parseChatTemplateName(name))
+            fail("option --chat-template '", name,
+                 "' (allowed: model, chatml, llama3, inst, alpaca, plain)");
+        o.templateInfo["chat_template"] = name;
+    }
+    if (args.has("loss")) {
+        const std::string loss = args.value("loss");
+        if (!parseLossKind(loss))
+            fail("option --loss '", loss, "' (allowed: full, chunked)");
+        o.templateInfo["loss"] = loss;
+    }
+    if (args.has("max-length")) {
+        const long long length = args.integer("max-length", 0);
+        if (length < 8 || length > INT_MAX)
+            fail("option --max-length is ", length, " (data.max_length: at least 8)");
+        o.templateInfo["max_length"] = length;
+    }
     const SnapshotInfo s = createSnapshot(*store, o);
     std::string file;
     if (args.has("out"))

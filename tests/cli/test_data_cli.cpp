@@ -364,7 +364,16 @@ private Q_SLOTS:
             {{QStringLiteral("list"), QStringLiteral("--split"), QStringLiteral("bogus")},
              "option --split 'bogus' (allowed: train, validation, general)"},
             {{QStringLiteral("history"), QStringLiteral("--id"), QStringLiteral("-5")},
-             "option --id is -5"}};
+             "option --id is -5"},
+            {{QStringLiteral("history"), QStringLiteral("--id"), QStringLiteral("99999")}, "99999"},
+            // A snapshot's manifest names what it is for: only what a run could use.
+            {{QStringLiteral("snapshot"), QStringLiteral("--chat-template"),
+              QStringLiteral("bogus")},
+             "option --chat-template 'bogus' (allowed: model, chatml"},
+            {{QStringLiteral("snapshot"), QStringLiteral("--loss"), QStringLiteral("bogus")},
+             "option --loss 'bogus' (allowed: full, chunked)"},
+            {{QStringLiteral("snapshot"), QStringLiteral("--max-length"), QStringLiteral("-1")},
+             "option --max-length is -1"}};
         for (const auto& [argv, fragment] : bad) {
             QStringList full{QStringLiteral("data")};
             full << argv << QStringLiteral("--store") << store;
