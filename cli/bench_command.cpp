@@ -193,7 +193,8 @@ int cmdBenchBatch(const Args& args, std::ostream& out)
 int cmdBenchTrain(const Args& args, std::ostream& out)
 {
     args.allowOnly({"model", "method", "batch", "seq", "steps", "warmup", "device", "precision",
-                    "quant", "quant-double", "json", "profile", "clip", "lr", "unfused-loss"});
+                    "quant", "quant-double", "json", "profile", "clip", "lr", "unfused-loss",
+                    "grad-checkpointing"});
     TrainBenchOptions o;
     o.model = args.value("model", bundledModelDir());
     o.method = args.value("method", "lora");
@@ -211,6 +212,7 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
     o.quant.doubleQuant = args.flag("quant-double");
     o.profile = args.flag("profile");
     o.unfusedLoss = args.flag("unfused-loss");
+    o.gradientCheckpointing = args.flag("grad-checkpointing");
     o.clipNorm = args.number("clip", 1.0);
     o.lr = args.number("lr", 1e-4);
     if (o.clipNorm < 0)
@@ -220,6 +222,7 @@ int cmdBenchTrain(const Args& args, std::ostream& out)
               {"method", r.method},
               {"quant", quantKindName(o.quant.kind)},
               {"quant_double", o.quant.doubleQuant},
+              {"gradient_checkpointing", o.gradientCheckpointing},
               {"device", r.device},
               {"threads", r.threads},
               {"parameters", r.parameters},

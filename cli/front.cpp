@@ -38,7 +38,8 @@ commands:
                                                        batched greedy generation, tokens/s (a line:
                                                        {"ids": [...]} or {"text": "..."})
   bench train [--model DIR|random-llama-25m] [--method lora|full|adapter|prompt] [--batch B] [--seq S] [--steps N]
-            [--precision fp32|bf16] [--lr LR] [--clip NORM] [--unfused-loss] [--profile] [--json]
+            [--precision fp32|bf16] [--lr LR] [--clip NORM] [--unfused-loss] [--grad-checkpointing]
+            [--profile] [--json]
                                                        training tokens/s, MFU, peak memory, time per
                                                        phase (--profile: per LibTorch operator, products by shape)
   bench dequant [--rows R] [--cols C] [--repeats N] [--json]

@@ -84,6 +84,7 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
                  : o.method == "adapter" ? Method::Adapter
                                          : Method::Prompt;
     applyMethod(*model, run, nullptr, 0);
+    model->setGradientCheckpointing(o.gradientCheckpointing);
     model->train();
     if (o.precision != "fp32" && o.precision != "bf16")
         fail("bench train: --precision must be fp32 or bf16");

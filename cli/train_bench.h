@@ -30,6 +30,9 @@ struct TrainBenchOptions {
     // The head and cross-entropy as two autograd steps through the full logits (what training did
     // before the fused head loss), to measure what the fusion takes back.
     bool unfusedLoss = false;
+    // Every block checkpointed: forward keeps the blocks' inputs, backward recomputes one block
+    // at a time (what `gradient_checkpointing: true` trains with).
+    bool gradientCheckpointing = false;
 };
 
 // One operator of a profiled run: self time summed over the timed steps, and calls.

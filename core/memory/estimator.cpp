@@ -148,6 +148,10 @@ struct BlockBytes {
     int64_t perSequence = 0;
     int64_t weightCopies = 0;
     int64_t weightCopiesTrainable = 0;
+    // Backward's largest moment inside the block beyond its saved tensors, per token: the MLP's
+    // inner gradients (the product's and its two factors', while the down projection's input is
+    // freed: 2 i; GPT-2's gelu: 1 i), in the compute dtype.
+    int64_t backwardPerToken = 0;
     bool outputNeedsGrad = false;
     bool rotary = false;             // the rotary multiplications kept cos/sin
     std::vector<std::string> terms;  // "label bytes-per-token", for the formula
@@ -308,6 +312,8 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         }
     }
     group(Input::MlpInner, innerGrad, false, "down input");
+    if (y2Grad || innerGrad)
+        b.backwardPerToken = (gpt2 ? 1 : 2) * cb * i;
     bool mGrad = outGrad.back();
     if (t.adapters > 0) {
         adapter(mGrad);
@@ -614,7 +620,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // Checkpointing keeps every block's input, and backward recomputes one block at a time, every
     // block (its input then needs a gradient); autocast caches 16-bit copies of the trainable
     // weights during forward.
-    int64_t recompute = 0, recomputeCopies = 0, cachedCopies = 0;
+    int64_t recompute = 0, recomputeCopies = 0, cachedCopies = 0, recomputeBackward = 0;
     for (const BlockTraining* kind : {&trained, &frozenBlock}) {
         const int64_t count = kind == &trained ? trainedBlocks : layers - trainedBlocks;
         if (count == 0)
@@ -625,6 +631,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
             recompute = blockTotal(b) + b.weightCopies;
             recomputeCopies = b.weightCopies;
         }
+        // Its backward: the gradient arriving at the block's output (residual width) and the
+        // MLP's inner gradients.
+        recomputeBackward = std::max(recomputeBackward,
+                                     (p.residual * model.hiddenSize + b.backwardPerToken) * tokens);
         cachedCopies += count * b.weightCopiesTrainable;
         rotary = rotary || b.rotary;
     }
@@ -753,8 +763,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         // Recomputing the last block, with the head's gradient already made.
         const int64_t headGrad = headTrains && run.method != Method::Lora ? vh : 0;
         phase("recompute",
-              storedCk + recompute + held + headGrad + dq,  // whole under ZeRO-2 too
-              cat("recomputing the last block: checkpoints + one block's activations",
+              storedCk + recompute + recomputeBackward + held + headGrad +
+                  dq,  // whole under ZeRO-2 too
+              cat("recomputing the last block and its backward: checkpoints + one block's "
+                  "activations + the gradients of its output and of its MLP's inner width",
                   headGrad ? " + the head's gradient" : "", heldWhat, dqWhat));
     }
     // Backward's end with a trained tied embedding: the head's gradient waits in autograd's buffer
