@@ -4,6 +4,7 @@
 #include "job_pool.h"
 
 #include "data/store/store.h"
+#include "model/model.h"
 
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -58,6 +59,7 @@ bool DataJobs::run(const QString& what, Work work)
                 events->add([&](Batch& b) { b.progress = std::pair{p, fraction}; });
                 return !cancel->load();
             };
+            const LoadStopGuard stopLoads(cancel.get());  // synth, rank: a model load hears Cancel
             Result r = runWork(path, work, progress);
             events->add([&](Batch& b) { b.done = std::move(r); });
         });

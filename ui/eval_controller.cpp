@@ -5,6 +5,7 @@
 #include "job_pool.h"
 
 #include "eval/terminology.h"
+#include "model/model.h"
 #include "tokenizer/model_template.h"
 #include "util/error.h"
 #include "util/file_util.h"
@@ -154,8 +155,11 @@ bool EvalController::launch(Task task, std::function<void(const std::atomic<bool
     m_events.discard();
     m_task = task;
     m_cancel = std::make_shared<std::atomic<bool>>(false);
-    m_future = QtConcurrent::run(longJobPool(),
-                                 [work = std::move(work), cancel = m_cancel] { work(*cancel); });
+    m_future = QtConcurrent::run(longJobPool(), [work = std::move(work), cancel = m_cancel] {
+        // Cancel or closing stops a model load between tensors.
+        const LoadStopGuard stopLoads(cancel.get());
+        work(*cancel);
+    });
     return true;
 }
 

@@ -127,8 +127,10 @@ void runGeneration(const GenerationRequest& request, SideModels models,
         }
         events->add([&](GenerationBatch& b) { b.finished = summary.trimmed(); });
     } catch (const std::exception& e) {
+        // A load stopped by Stop is a cancel, not an error.
         const QString message =
-            GenerationController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
+            *cancel ? GenerationController::tr("Cancelled.")
+                    : GenerationController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
         events->add([&](GenerationBatch& b) { b.finished = message; });
     }
 }
@@ -210,7 +212,8 @@ void runBestOfN(const BestOfNRequest& request, std::shared_ptr<Model> base,
         });
     } catch (const std::exception& e) {
         const QString message =
-            GenerationController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
+            *cancel ? GenerationController::tr("Cancelled.")
+                    : GenerationController::tr("Error: %1").arg(QString::fromUtf8(e.what()));
         events->add([&](GenerationBatch& b) { b.finished = message; });
     }
 }
@@ -245,6 +248,7 @@ bool GenerationController::start(const GenerationRequest& request)
         models.quantized = m_quantizedModel;
     m_future =
         QtConcurrent::run(longJobPool(), [request, models, cancel = m_cancel, events = &m_events] {
+            const LoadStopGuard stopLoads(cancel.get());  // Stop or closing: no waiting on a load
             runGeneration(request, models, cancel, events);
         });
     return true;
@@ -263,6 +267,7 @@ bool GenerationController::startBestOfN(const BestOfNRequest& request)
     std::shared_ptr<Model> tuned = m_tunedModelRun == g.runDir ? m_tunedModel : nullptr;
     m_future = QtConcurrent::run(longJobPool(),
                                  [request, base, tuned, cancel = m_cancel, events = &m_events] {
+                                     const LoadStopGuard stopLoads(cancel.get());
                                      runBestOfN(request, base, tuned, cancel, events);
                                  });
     return true;

@@ -4,6 +4,7 @@
 #include "model/causal_lm.h"
 
 #include "model/decode_ops.h"
+#include "model/model.h"
 #include "model/safetensors.h"
 #include "model/stacked_linears.h"
 #include "model/train_ops.h"
@@ -331,6 +332,8 @@ void CausalLM::loadWeights(const Checkpoint& checkpoint, torch::Dtype dtype,
         if (layer->quantOnLoad)
             quantizing[prefix + ".weight"] = layer.get();
     for (auto& item : named_parameters(/*recurse=*/true)) {
+        if (loadStopRequested())
+            fail(checkpoint.location(), ": loading stopped");
         const std::string& name = item.key();
         torch::Tensor& param = item.value();
         const Checkpoint::Entry* entry = nullptr;

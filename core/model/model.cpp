@@ -60,6 +60,25 @@ torch::Device parseTorchDevice(const std::string& name)
     fail("unknown device '", name, "' (use cpu, cuda, cuda:N or auto)");
 }
 
+namespace {
+thread_local const std::atomic<bool>* t_loadStop = nullptr;
+}
+
+LoadStopGuard::LoadStopGuard(const std::atomic<bool>* stop) : m_previous(t_loadStop)
+{
+    t_loadStop = stop;
+}
+
+LoadStopGuard::~LoadStopGuard()
+{
+    t_loadStop = m_previous;
+}
+
+bool loadStopRequested()
+{
+    return t_loadStop && t_loadStop->load();
+}
+
 Model::Model(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Model::~Model() = default;
 

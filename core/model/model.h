@@ -5,6 +5,7 @@
 #include "model/config.h"
 #include "quant/quant_format.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +15,23 @@
 namespace tb {
 
 class Tokenizer;
+
+// While a guard lives, every model load on its thread (Model::load, a run's tuned model, a
+// reference copy) stops once *stop is true, checked between tensors, with tb::Error "<folder>:
+// loading stopped": a worker's Cancel, or a window closing, need not wait for a large checkpoint
+// to finish loading. Guards nest; the innermost one counts.
+class LoadStopGuard {
+public:
+    explicit LoadStopGuard(const std::atomic<bool>* stop);
+    ~LoadStopGuard();
+    LoadStopGuard(const LoadStopGuard&) = delete;
+    LoadStopGuard& operator=(const LoadStopGuard&) = delete;
+
+private:
+    const std::atomic<bool>* m_previous;
+};
+// Whether the innermost guard of this thread says stop (false without a guard).
+bool loadStopRequested();
 
 struct LoadOptions {
     std::string dtype = "fp32";   // fp32 | bf16 | fp16

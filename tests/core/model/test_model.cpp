@@ -15,9 +15,11 @@
 #include "test_util.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <thread>
 
 namespace {
 
@@ -74,6 +76,7 @@ private Q_SLOTS:
     void lowerPrecision();
     void brokenFolders();
     void cudaRequestedWithoutDevice();
+    void loadStopsWhenAsked();
 
 private:
     QTemporaryDir m_dir;
@@ -403,6 +406,35 @@ void TestModel::brokenFolders()
     auto model = tb::Model::load(kBundled, {"fp32", "cpu"});
     msg = errorOf([&] { model->logits({1, 600}); });
     QVERIFY2(msg.find("600 is outside the vocabulary") != std::string::npos, msg.c_str());
+}
+
+void TestModel::loadStopsWhenAsked()
+{
+    // A worker's Cancel (or a closing window) stops a load between tensors, naming the folder;
+    // the guard belongs to its thread, and ends with its scope.
+    std::atomic<bool> stop{true};
+    {
+        const tb::LoadStopGuard guard(&stop);
+        QVERIFY(tb::loadStopRequested());
+        const std::string error = errorOf([] { (void)tb::Model::load(kBundled, {"fp32", "cpu"}); });
+        QVERIFY2(error.find("loading stopped") != std::string::npos, error.c_str());
+        QVERIFY2(error.find("stories260k") != std::string::npos, error.c_str());
+        std::string other = "not run";
+        std::thread([&other] {
+            other = errorOf([] { (void)tb::Model::load(kBundled, {"fp32", "cpu"}); });
+        }).join();
+        QCOMPARE(other, std::string());
+        // An inner guard without a stop lets loads run; the outer one counts again after it.
+        std::atomic<bool> go{false};
+        {
+            const tb::LoadStopGuard inner(&go);
+            QVERIFY(!tb::loadStopRequested());
+            QCOMPARE(tb::Model::load(kBundled, {"fp32", "cpu"})->parameterCount(), int64_t(260032));
+        }
+        QVERIFY(tb::loadStopRequested());
+    }
+    QVERIFY(!tb::loadStopRequested());
+    QCOMPARE(tb::Model::load(kBundled, {"fp32", "cpu"})->parameterCount(), int64_t(260032));
 }
 
 QTEST_GUILESS_MAIN(TestModel)
