@@ -149,8 +149,8 @@ struct BlockBytes {
     int64_t weightCopies = 0;
     int64_t weightCopiesTrainable = 0;
     // Backward's largest moment inside the block beyond its saved tensors, per token: the MLP's
-    // inner gradients (the product's and its two factors', while the down projection's input is
-    // freed: 2 i; GPT-2's gelu: 1 i), in the compute dtype.
+    // inner gradients (the product's and its two factors': 3 i, or 2 i as the down projection's
+    // saved input is freed; GPT-2's gelu: 2 i or 1 i), in the compute dtype.
     int64_t backwardPerToken = 0;
     bool outputNeedsGrad = false;
     bool rotary = false;             // the rotary multiplications kept cos/sin
@@ -311,9 +311,15 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
             b.add("silu, up", (uGrad ? cb * i : 0) + (gGrad ? cb * i : 0), cat("2x", cb, "i"));
         }
     }
+    const int64_t beforeDown = b.perToken;
     group(Input::MlpInner, innerGrad, false, "down input");
+    // The product's gradient and its factors' (gelu: its input's): while the down projection's
+    // input is freed when it was kept (full, LoRA or partial training of the down projection),
+    // all of them beside it otherwise (measured on lora-tiny: 2 x 4 B x i x tokens with LoRA on
+    // down_proj, 3 x with q_proj, v_proj only).
+    const bool downInputKept = b.perToken > beforeDown;
     if (y2Grad || innerGrad)
-        b.backwardPerToken = (gpt2 ? 1 : 2) * cb * i;
+        b.backwardPerToken = ((gpt2 ? 1 : 2) + (downInputKept ? 0 : 1)) * cb * i;
     bool mGrad = outGrad.back();
     if (t.adapters > 0) {
         adapter(mGrad);

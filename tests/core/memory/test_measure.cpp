@@ -203,6 +203,54 @@ private Q_SLOTS:
         }
         QFAIL("no activations item");
     }
+    void checkpointedPeak_data()
+    {
+        QTest::addColumn<QStringList>("overrides");
+        // The recompute of the last block and its backward is the step's peak on this model (a
+        // 512-token vocabulary): its MLP's inner gradients, 2 or 3 x i wide as the down
+        // projection keeps its input or not, were missing (9.4 MiB against 11.1 measured).
+        QTest::newRow("every linear") << QStringList{};
+        QTest::newRow("q, v") << QStringList{
+            QStringLiteral("lora.targets=[\"q_proj\",\"v_proj\"]")};
+        QTest::newRow("q, v bf16")
+            << QStringList{QStringLiteral("lora.targets=[\"q_proj\",\"v_proj\"]"),
+                           QStringLiteral("precision=bf16")};
+        QTest::newRow("prompt") << QStringList{QStringLiteral("method=prompt")};
+        QTest::newRow("nf4") << QStringList{QStringLiteral("quant=nf4")};
+    }
+    void checkpointedPeak()
+    {
+        QFETCH(QStringList, overrides);
+        QTemporaryDir dir;
+        class Capture : public tb::JobEvents {
+        public:
+            void onMemoryReport(const tb::MemoryReport& r) override { report = r; }
+            tb::MemoryReport report;
+        } events;
+        std::vector<std::string> o{"max_steps=1",
+                                   "eval_every=0",
+                                   "device=cpu",
+                                   "gradient_checkpointing=true",
+                                   "output_dir=" + dir.path().toStdString(),
+                                   "name=m"};
+        for (const QString& s : overrides)
+            o.push_back(s.toStdString());
+        tb::TrainingJob job(
+            tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json", o), &events);
+        job.runHere();
+        QCOMPARE(job.state(), tb::JobState::Finished);
+        for (const auto& item : events.report.items) {
+            if (item.key != "total")
+                continue;
+            const double ratio = double(item.measured) / double(item.estimated);
+            qInfo("total: estimated %lld, measured %lld (%.3f)",
+                  static_cast<long long>(item.estimated), static_cast<long long>(item.measured),
+                  ratio);
+            QVERIFY2(ratio > 0.95 && ratio < 1.05, qPrintable(QString::number(ratio)));
+            return;
+        }
+        QFAIL("no total item");
+    }
     void bf16KernelsWorkWithTracking()
     {
         // oneDNN's bf16 kernels take raw pointers from the CPU allocator: the tracking allocator
@@ -256,9 +304,8 @@ private Q_SLOTS:
             for (const char* p : {"fp32", "bf16"})
                 QTest::addRow("%s/%s", m, p) << QString::fromLatin1(m) << QString::fromLatin1(p)
                                              << QStringLiteral("none") << 256 << false;
-        // Gradient checkpointing: the peak is the last block's recompute and backward (the
-        // estimate missed its output's gradient and the MLP's inner gradients: 15% under the
-        // measured peak of lora-tiny).
+        // Gradient checkpointing (its recompute phase is checked by checkpointedPeak: here the
+        // 32,000-token vocabulary makes the loss's phases the peak).
         for (const char* m : {"full", "lora", "prompt"})
             for (const char* p : {"fp32", "bf16"})
                 QTest::addRow("%s/%s checkpointing", m, p)
