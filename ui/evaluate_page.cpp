@@ -453,8 +453,10 @@ void EvaluatePage::exportReportInBackground(const QString& path, ReportFormat fo
     // another evaluation meanwhile.
     setStatus(tr("Writing %1…").arg(path));
     auto* watcher = new QFutureWatcher<QString>(this);
+    ++m_reportsWriting;
     connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, path] {
         watcher->deleteLater();
+        --m_reportsWriting;
         const QString error = watcher->result();
         setStatus(error.isEmpty() ? tr("Wrote %1").arg(path)
                                   : tr("Could not write %1: %2").arg(path, error));

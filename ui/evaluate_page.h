@@ -54,6 +54,8 @@ public:
     // The same on a worker (what the Export buttons do): the status line says when it is written,
     // and reportWritten comes.
     void exportReportInBackground(const QString& path, ReportFormat format);
+    // Reports still being written by exportReportInBackground (closing waits for them).
+    bool writingReports() const { return m_reportsWriting > 0; }
     // The Blind comparison tab: a comparison set of the base model's and system `system`'s
     // answers of the last evaluation, in the project's store.
     bool startBlindComparison(int system = 1);
@@ -135,6 +137,7 @@ private:
     QLabel* m_blindStatus = nullptr;
     QVBoxLayout* m_blindLayout = nullptr;
     CompareView* m_compare = nullptr;         // made on the first blind comparison
+    int m_reportsWriting = 0;                 // exportReportInBackground's files not yet written
     std::unique_ptr<DataStore> m_blindStore;  // the project's store, this page's connection
     QString m_blindStorePath;
     QString m_runsListedFrom;  // the output folder the run lists were read from

@@ -363,41 +363,44 @@ QString MainWindow::statusText() const
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
-    // A record's fields or a pair's answer typed and not saved: saved, dropped or kept open, as
-    // the user says; never lost without a word.
-    if (m_dataPage->hasUnsavedEdits()) {
-        const int answer =
-            m_askUnsaved ? m_askUnsaved()
-                         : QMessageBox::question(
-                               this, tr("Unsaved edits"),
-                               tr("The Data page has edits that are not saved. Save them before "
-                                  "closing?"),
-                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel,
-                               QMessageBox::Save);
-        if (answer == QMessageBox::Discard) {
-            m_dataPage->discardEdits();
-        } else if (answer != QMessageBox::Save || !m_dataPage->saveAllEdits()) {
-            showPage(tr("Data"));  // where the edits are, and why saving them failed
+    // Every question first, nothing done before the last answer: a Cancel or a No leaves the
+    // edits, the run and the jobs as they were. The answers hold for this close; the edits are
+    // saved or dropped once nothing else runs (a Data job holds the store a save writes to).
+    // (Asked again when edits were typed after "nothing to ask", while the close waited.)
+    int edits = m_closeEdits;
+    if (m_closeEdits <= 0 && m_dataPage->hasUnsavedEdits()) {
+        // A record's fields or a pair's answer typed and not saved: saved, dropped or kept open,
+        // as the user says; never lost without a word.
+        edits = m_askUnsaved ? m_askUnsaved()
+                             : QMessageBox::question(
+                                   this, tr("Unsaved edits"),
+                                   tr("The Data page has edits that are not saved. Save them "
+                                      "before closing?"),
+                                   QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel,
+                                   QMessageBox::Save);
+        if (edits != QMessageBox::Save && edits != QMessageBox::Discard) {
+            showPage(tr("Data"));
             event->ignore();
             return;
         }
     }
-    if (m_controller->active()) {
-        if (!m_closeAfterStop) {
-            const bool stop =
-                m_askClose ? m_askClose()
-                           : QMessageBox::question(this, tr("Training in progress"),
-                                                   tr("A run is in progress. Stop it (its last "
-                                                      "checkpoint is saved) and close?")) ==
-                                 QMessageBox::Yes;
-            if (!stop) {
-                event->ignore();
-                return;
-            }
-            m_closeAfterStop = true;
-            m_controller->stop();
-            statusBar()->showMessage(tr("Stopping the run before closing…"));
+    if (m_controller->active() && !m_closeAfterStop) {
+        const bool stop =
+            m_askClose
+                ? m_askClose()
+                : QMessageBox::question(this, tr("Training in progress"),
+                                        tr("A run is in progress. Stop it (its last "
+                                           "checkpoint is saved) and close?")) == QMessageBox::Yes;
+        if (!stop) {
+            event->ignore();
+            return;
         }
+        m_closeAfterStop = true;
+        m_controller->stop();
+        statusBar()->showMessage(tr("Stopping the run before closing…"));
+    }
+    m_closeEdits = edits > 0 ? edits : -1;  // -1: answered, nothing to ask
+    if (m_controller->active()) {
         event->ignore();  // closes again when the job has ended and freed its memory
         return;
     }
@@ -425,6 +428,9 @@ void MainWindow::closeEvent(QCloseEvent* event)
         m_dataPage->jobs()->cancel();
         running << m_dataPage->jobs()->current();
     }
+    // A report being written finishes (it is a few files): closing waits for it.
+    if (m_evaluatePage->writingReports())
+        running << tr("the report being written");
     if (!running.isEmpty()) {
         statusBar()->showMessage(
             tr("Closing when %1 has stopped…").arg(running.join(QStringLiteral(", "))));
@@ -432,6 +438,18 @@ void MainWindow::closeEvent(QCloseEvent* event)
         event->ignore();
         return;
     }
+    // Nothing runs: the edits as answered.
+    if (m_closeEdits == QMessageBox::Discard) {
+        m_dataPage->discardEdits();
+    } else if (m_closeEdits == QMessageBox::Save && !m_dataPage->saveAllEdits()) {
+        m_closeEdits = 0;  // the next close asks again
+        m_closeAfterStop = false;
+        m_closeAfterExport = false;
+        showPage(tr("Data"));  // where the edits are, and why saving them failed
+        event->ignore();
+        return;
+    }
+    m_closeEdits = 0;  // a window shown again asks again
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());

@@ -101,6 +101,9 @@ private:
     std::function<int()> m_askUnsaved;
     bool m_closeAfterStop = false;
     bool m_closeAfterExport = false;  // a close came while an export was being written
+    // The unsaved-edits answer of the close under way: 0 not asked, -1 nothing to ask, else
+    // QMessageBox::Save or Discard (applied once nothing else runs).
+    int m_closeEdits = 0;
 };
 
 }  // namespace tb

@@ -683,6 +683,25 @@ private Q_SLOTS:
         w->show();
         QVERIFY(w->trainPage()->startRun());
         QTRY_VERIFY_WITH_TIMEOUT(w->trainPage()->plots()->lossPoints() > 0, 30000);
+        // Edits typed on the Data page: answering Discard, then No to stopping the run, keeps
+        // both (the edits were dropped before the run's question).
+        const QString store = runs.filePath(QStringLiteral("edits.tbstore"));
+        tbtest::makeStore(store.toStdString(), 2);
+        QString error;
+        QVERIFY2(tbtest::openStoreAndWait(*w->dataPage(), store, false, &error), qPrintable(error));
+        QVERIFY(tbtest::waitIds(*w->dataPage()));
+        w->dataPage()->setAnnotator(QStringLiteral("ann"));
+        w->dataPage()->selectRow(0);
+        w->dataPage()
+            ->editor()
+            ->fieldEditor(QStringLiteral("output"))
+            ->setPlainText(QStringLiteral("typed during training"));
+        QVERIFY(w->dataPage()->hasUnsavedEdits());
+        int editsAsked = 0;
+        w->setUnsavedEditsQuestion([&editsAsked] {
+            ++editsAsked;
+            return int(QMessageBox::Discard);
+        });
         int asked = 0;
         w->setCloseQuestion([&asked] {
             ++asked;
@@ -690,7 +709,11 @@ private Q_SLOTS:
         });
         QVERIFY(!w->close());
         QCOMPARE(asked, 1);
+        QCOMPARE(editsAsked, 1);
         QVERIFY(w->controller()->active());
+        QVERIFY(w->dataPage()->hasUnsavedEdits());
+        QCOMPARE(w->dataPage()->editor()->fieldEditor(QStringLiteral("output"))->toPlainText(),
+                 QStringLiteral("typed during training"));
         w->setCloseQuestion([&asked] {
             ++asked;
             return true;
@@ -698,6 +721,8 @@ private Q_SLOTS:
         w->close();
         QCOMPARE(asked, 2);
         QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 30000);
+        QCOMPARE(editsAsked, 2);  // once for this close, not again when the run had stopped
+        QVERIFY(!w->dataPage()->hasUnsavedEdits());
         QVERIFY(!w->controller()->active());
         QCOMPARE(w->state()->jobState(), tb::StudioJobState::Finished);
     }
@@ -768,6 +793,27 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 10000);
         QCOMPARE(checks.load(), 1);
         QVERIFY(!w->dataPage()->jobs()->busy());
+
+        // Save while a data job holds the store: the job is cancelled, and the edits are saved
+        // once it has stopped (saving first was refused while the job ran, so the close never
+        // went through).
+        w->show();
+        const qint64 third = typeInto(2, QStringLiteral("typed while a job ran"));
+        QVERIFY(w->dataPage()->jobs()->run(
+            QStringLiteral("Hold"), [&checks](tb::DataStore&, const tb::CurateProgress& progress) {
+                while (progress("holding", 0.5))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                ++checks;
+                return tb::DataJobs::Finish{};
+            }));
+        answer = QMessageBox::Save;
+        QVERIFY(!w->close());
+        QCOMPARE(asked, 4);
+        QTRY_VERIFY_WITH_TIMEOUT(!w->isVisible(), 10000);
+        QCOMPARE(asked, 4);  // asked once for the whole close
+        QCOMPARE(checks.load(), 2);
+        QCOMPARE(check->record(third).fields["output"].get<std::string>(),
+                 std::string("typed while a job ran"));
     }
     // One owner, no echo: the Train page's own change reaches the state (configChanged, origin: the
     // form) but the form does not rewrite its widgets, so an edit in progress elsewhere on it
