@@ -770,6 +770,7 @@ bool DataPage::saveEdits()
         return false;
     }
     m_model->refreshRecord(*id);
+    m_stats->markStale();  // its token count may have changed
     if (currentRecordId() == *id)
         showRecordById(*id);
     m_panelDelay->start();
@@ -887,6 +888,7 @@ void DataPage::refreshAll()
                           m_table->currentIndex().isValid() ? m_table->currentIndex().row() : 0};
     m_model->refresh();
     m_pairs->refresh();
+    m_stats->markStale();
     refreshVisiblePanel();
 }
 

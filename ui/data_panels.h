@@ -120,6 +120,10 @@ public:
     StatsPanel(DataContext context, QWidget* parent = nullptr);
     bool compute();  // token counts with the model's tokenizer (stored, reused) and the histogram
     void clear();    // another store opened: its numbers are not this one's
+    // The store's records changed (a job, an import, an edit): the next max length counts the
+    // store again instead of recounting the report's lengths.
+    void markStale();
+    bool stale() const { return m_stale; }
     void setMaxLength(int tokens);
     int maxLength() const;
     const std::optional<TokenStatsReport>& report() const { return m_report; }
@@ -144,6 +148,10 @@ private:
     QCPItemText* m_cutoffLabel = nullptr;
     std::optional<TokenStatsReport> m_report;
     QString m_reportModel, m_reportTemplate;  // what m_report was counted with
+    bool m_stale = false;
+    // Set while the report's own job finishes (its refreshes are not changes), until the event
+    // loop turns.
+    bool m_settling = false;
 };
 
 class HistoryPanel : public QWidget {

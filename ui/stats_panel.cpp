@@ -75,7 +75,7 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent)
         if (!m_report)
             return;
         const QString tmpl = m_ctx.chatTemplate ? m_ctx.chatTemplate() : QStringLiteral("auto");
-        if (m_ctx.modelDir() != m_reportModel || tmpl != m_reportTemplate) {
+        if (m_stale || m_ctx.modelDir() != m_reportModel || tmpl != m_reportTemplate) {
             this->compute();
             return;
         }
@@ -89,9 +89,16 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent)
     });
 }
 
+void StatsPanel::markStale()
+{
+    if (m_report && !m_settling)
+        m_stale = true;
+}
+
 void StatsPanel::clear()
 {
     m_report.reset();
+    m_stale = false;
     m_summary->setText(tr("Count tokens to see the length distribution."));
     m_truncated->clear();
     m_bars->data()->clear();
@@ -127,6 +134,10 @@ bool StatsPanel::compute()
                 m_report = r;
                 m_reportModel = model;
                 m_reportTemplate = tmpl;
+                m_stale = false;
+                // The page refreshes after every job, this one included: not a change.
+                m_settling = true;
+                QTimer::singleShot(0, this, [this] { m_settling = false; });
                 showReport();
                 if (r.counted > 0)
                     m_ctx.changed();  // the table's token column

@@ -523,6 +523,12 @@ void parseEval(const Section& s, GenerationEvalOptions& o)
     for (const auto& m : o.metrics)
         if (std::find(known.begin(), known.end(), m) == known.end())
             s.bad("metrics", "items must be among ", joinNames(known, " | "), " (got '", m, "')");
+    // Each metric once: the evaluation refuses a list that names one twice, and a run would
+    // skip every generation evaluation with a warning.
+    for (size_t i = 0; i < o.metrics.size(); ++i)
+        if (std::find(o.metrics.begin(), o.metrics.begin() + long(i), o.metrics[i]) !=
+            o.metrics.begin() + long(i))
+            s.bad("metrics", "names '", o.metrics[i], "' twice");
     if (o.generateEvery > 0 && o.metrics.empty())
         s.bad("metrics", "must name at least one metric when 'eval.generate_every' is set");
     o.maxNewTokens = s.intValue("max_new_tokens", o.maxNewTokens, 1);

@@ -990,6 +990,27 @@ private Q_SLOTS:
         QCOMPARE(page.statsPanel()->cutoffLineAt(), std::optional<double>(25));
         QCOMPARE(started.size(), 0);
         QVERIFY(!page.jobs()->busy());
+        QVERIFY(!page.statsPanel()->stale());
+        // Records changed since the count (ten removed by a job): the next max length counts the
+        // store again, instead of recounting lengths that include the removed ones.
+        QVERIFY(page.jobs()->run(
+            QStringLiteral("Remove ten"),
+            [](tb::DataStore& store, const tb::CurateProgress&) -> tb::DataJobs::Finish {
+                std::vector<tb::DataStore::Change> changes;
+                for (int64_t id = 1; id <= 10; ++id)
+                    changes.push_back({id, "removed", true});
+                store.applyOperation("remove", "test", nlohmann::json::object(),
+                                     nlohmann::json::object(), changes);
+                return {};
+            }));
+        QVERIFY2(waitJob(page, &error), qPrintable(error));
+        QVERIFY(page.statsPanel()->stale());
+        page.statsPanel()->setMaxLength(30);
+        QTRY_COMPARE_WITH_TIMEOUT(started.size(), 2, 10000);  // the removal, then the count
+        QVERIFY2(waitJob(page, &error), qPrintable(error));
+        QCOMPARE(page.statsPanel()->report()->records, int64_t(570));
+        QCOMPARE(page.statsPanel()->report()->maxLength, int64_t(30));
+        QVERIFY(!page.statsPanel()->stale());
         // The table shows the counts now.
         QVERIFY(page.model()
                     ->data(page.model()->index(0, tb::RecordTableModel::ColTokens))

@@ -276,12 +276,19 @@ void DataStore::migrate(int target)
         try {
             m_db->exec(kMigrations[v]);
         } catch (const Error& e) {
-            // A step that finds its own tables already there: the version number and the
-            // tables disagree (set by hand, or another program's database).
+            // A step that finds its own tables already there, or misses the ones it changes:
+            // the version number and the tables disagree (set by hand, or another program's
+            // database). Anything else (a full disk, an I/O error) is said as it is.
+            const std::string what = e.what();
+            const bool mismatch = what.find("already exists") != std::string::npos ||
+                                  what.find("no such table") != std::string::npos ||
+                                  what.find("no such column") != std::string::npos ||
+                                  what.find("duplicate column") != std::string::npos;
             tb::fail(m_path, ": migrating the store from schema version ", v, " to ", v + 1,
-                     " failed (", e.what(),
-                     "): its tables do not match its version number; the store is left as it "
-                     "was (damaged, or not a Tunebench store)");
+                     " failed (", what, ")",
+                     mismatch ? ": its tables do not match its version number; the store is "
+                                "left as it was (damaged, or not a Tunebench store)"
+                              : "; the store is left as it was");
         }
         {
             sql::Statement check(*m_db, "PRAGMA foreign_key_check");

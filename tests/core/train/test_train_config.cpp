@@ -300,6 +300,7 @@ void TestTrainConfig::ranges_data()
     row("eval.sample=0", "key 'eval.sample' must be >= 1");
     row("eval.max_new_tokens=0", "key 'eval.max_new_tokens' must be >= 1");
     row("eval.metrics=[\"blue\"]", "key 'eval.metrics' items must be among exact_match | f1");
+    row("eval.metrics=[\"rougeL\",\"bleu\",\"rougeL\"]", "key 'eval.metrics' names 'rougeL' twice");
     row("log_every=0", "key 'log_every' must be >= 1");
     row("save_every=-1", "key 'save_every' must be >= 0");
     row("keep_checkpoints=-1", "key 'keep_checkpoints' must be >= 0 (got -1)");
@@ -582,7 +583,11 @@ void TestTrainConfig::relativePaths()
     // A model's config.json stands for its folder (not read as weights).
     writeText(root + "/models/tiny/config.json", "{}");
     // A path given as an override is relative to the working folder (where it was typed).
-    const QString before = QDir::currentPath();
+    // (The working folder comes back however the checks end: the later tests use it.)
+    struct Restore {
+        QString before = QDir::currentPath();
+        ~Restore() { QDir::setCurrent(before); }
+    } restore;
     QVERIFY(QDir::setCurrent(QString::fromStdString(root)));
     QCOMPARE(tb::loadTrainConfig(cfgDir + "/run.json",
                                  {"data.general_file=\"\"", "model=\"models/tiny/config.json\""})
@@ -592,7 +597,7 @@ void TestTrainConfig::relativePaths()
         tb::loadTrainConfig(cfgDir + "/run.json", {"data.general_file=\"\"", "output_dir=runs"})
             .outputDir,
         root + "/runs");
-    QVERIFY(QDir::setCurrent(before));
+    QVERIFY(QDir::setCurrent(restore.before));
 
     // a missing train_file is reported with the key name
     writeText(cfgDir + "/missing.json", R"({"model": "m", "data": {"train_file": "nope.jsonl"}})");
