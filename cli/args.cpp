@@ -39,14 +39,15 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
     };
     for (size_t i = 0; i < argv.size(); ++i) {
         const std::string& a = argv[i];
-        requireUtf8(a, "");
         if (a.rfind("--", 0) != 0 || a.size() == 2) {
+            requireUtf8(a, "");
             m_positional.push_back(a);
             m_words.push_back({"", {a}});
             continue;
         }
         std::string name = a.substr(2);
         auto eq = name.find('=');
+        requireUtf8(name.substr(0, eq), "");  // the value is checked with its option's name
         if (eq != std::string::npos) {
             setValue(name.substr(0, eq), name.substr(eq + 1));
             m_words.push_back({name.substr(0, eq), {a}});

@@ -688,7 +688,11 @@ int cmdSnapshot(const Args& args, std::ostream& out)
     // same keys, so a manifest never names a template, loss or length no run could use.
     if (args.has("chat-template")) {
         const std::string name = args.value("chat-template");
-        if (name != "model" && !parseChatTemplateName(name))
+        // The names data.chat_template takes, exactly ("auto": its older spelling of "model").
+        const bool known =
+            name == "model" || name == "auto" ||
+            (parseChatTemplateName(name) && chatTemplateName(*parseChatTemplateName(name)) == name);
+        if (!known)
             fail("option --chat-template '", name,
                  "' (allowed: model, chatml, llama3, inst, alpaca, plain)");
         o.templateInfo["chat_template"] = name;

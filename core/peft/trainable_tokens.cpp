@@ -15,6 +15,7 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <initializer_list>
 #include <memory>
@@ -84,68 +85,79 @@ bool needsTokenizer(const TrainableTokensOptions& o)
 
 }  // namespace
 
+namespace {
+
+// What the last few folders asked for (the studio's model, a run's base being exported, a model
+// opened on a worker) gave, each loaded once, outside the lock: a thread asking for one folder
+// never waits for another folder's load, and a worker's folder does not evict the model the GUI
+// thread's estimates keep asking about. A load that fails fails again, unread, until the key (the
+// folder's files and their times) changes.
+template <typename T> class FolderCache {
+public:
+    T get(const std::string& key, const std::function<T()>& load)
+    {
+        std::shared_future<T> loaded;
+        std::promise<T> promise;
+        bool loading = false;
+        {
+            std::lock_guard lock(m_mutex);
+            const auto it = std::find_if(m_cache.begin(), m_cache.end(),
+                                         [&](const auto& entry) { return entry.first == key; });
+            if (it != m_cache.end()) {
+                loaded = it->second;
+                m_cache.erase(it);
+            } else {
+                loaded = promise.get_future().share();
+                loading = true;
+            }
+            m_cache.emplace_front(key, loaded);  // most recent first
+            if (m_cache.size() > kFolders)
+                m_cache.pop_back();
+        }
+        if (loading) {
+            try {
+                promise.set_value(load());
+            } catch (...) {
+                promise.set_exception(std::current_exception());
+            }
+        }
+        return loaded.get();  // waits for a load in progress on another thread; rethrows its error
+    }
+
+private:
+    static constexpr size_t kFolders = 4;
+    std::mutex m_mutex;
+    std::deque<std::pair<std::string, std::shared_future<T>>> m_cache;
+};
+
+}  // namespace
+
 std::shared_ptr<const Tokenizer> folderTokenizer(const std::string& dir)
 {
-    // The last few folders asked for (the studio's model, a run's base being exported, a model
-    // opened on a worker), each loaded once, outside the lock: a thread asking for one folder
-    // never waits for another folder's load, and a worker's folder does not evict the model the
-    // GUI thread's estimates keep asking about. A tokenizer that does not load fails again,
-    // unread, until its files change.
-    using Loaded = std::shared_future<std::shared_ptr<const Tokenizer>>;
-    static std::mutex mutex;
-    static std::deque<std::pair<std::string, Loaded>> cache;  // most recent first
-    constexpr size_t kFolders = 4;
-    const std::string key =
-        folderKey(dir, {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"});
-    Loaded loaded;
-    std::promise<std::shared_ptr<const Tokenizer>> load;
-    bool loading = false;
-    {
-        std::lock_guard lock(mutex);
-        const auto it = std::find_if(cache.begin(), cache.end(),
-                                     [&](const auto& entry) { return entry.first == key; });
-        if (it != cache.end()) {
-            loaded = it->second;
-            cache.erase(it);
-        } else {
-            loaded = load.get_future().share();
-            loading = true;
-        }
-        cache.emplace_front(key, loaded);
-        if (cache.size() > kFolders)
-            cache.pop_back();
-    }
-    if (loading) {
-        try {
-            load.set_value(fileExists(joinPath(dir, "tokenizer.model")) ||
-                                   fileExists(joinPath(dir, "tokenizer.json"))
-                               ? std::shared_ptr<const Tokenizer>(loadTokenizer(dir))
-                               : nullptr);
-        } catch (...) {
-            load.set_exception(std::current_exception());
-        }
-    }
-    return loaded.get();  // waits for a load in progress on another thread; rethrows its error
+    static FolderCache<std::shared_ptr<const Tokenizer>> cache;
+    return cache.get(folderKey(dir, {"tokenizer.model", "tokenizer.json", "tokenizer_config.json"}),
+                     [&]() -> std::shared_ptr<const Tokenizer> {
+                         if (!fileExists(joinPath(dir, "tokenizer.model")) &&
+                             !fileExists(joinPath(dir, "tokenizer.json")))
+                             return nullptr;
+                         return loadTokenizer(dir);
+                     });
 }
 
 std::vector<std::string> folderEndOfTurnTokens(const std::string& dir)
 {
-    static std::mutex mutex;
-    static std::string cachedKey;
-    static std::vector<std::string> cached;
-    const std::string key = folderKey(dir, {"tokenizer_config.json", "tokenizer.json",
-                                            "chat_template.jinja", "chat_template.json"});
-    std::lock_guard lock(mutex);
-    if (key != cachedKey) {
-        cachedKey = key;
-        cached.clear();
-        try {
-            if (const auto own = ChatTemplate::fromModel(dir))
-                cached = own->endOfTurnTokens();
-        } catch (const Error&) {
-        }
-    }
-    return cached;
+    static FolderCache<std::vector<std::string>> cache;
+    return cache.get(folderKey(dir, {"tokenizer_config.json", "tokenizer.json",
+                                     "chat_template.jinja", "chat_template.json"}),
+                     [&] {
+                         std::vector<std::string> tokens;
+                         try {
+                             if (const auto own = ChatTemplate::fromModel(dir))
+                                 tokens = own->endOfTurnTokens();
+                         } catch (const Error&) {
+                         }
+                         return tokens;
+                     });
 }
 
 bool trainableTokensApply(const ModelConfig& model, const MethodOptions& run)

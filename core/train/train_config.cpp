@@ -888,20 +888,35 @@ TrainConfig loadTrainConfig(const std::string& path, const std::vector<std::stri
         return key == "model" || key == "output_dir" || key == "data.store" ||
                key == "data.train_file" || key == "data.val_file" || key == "data.general_file";
     };
+    const auto absolutize = [](json& value) {
+        if (!value.is_string() || value.get<std::string>().empty() ||
+            !std::filesystem::path(value.get<std::string>()).is_relative())
+            return false;
+        std::error_code ec;
+        const auto absolute = std::filesystem::absolute(value.get<std::string>(), ec);
+        if (ec)
+            return false;
+        value = absolute.string();
+        return true;
+    };
     for (const auto& o : overrides) {
         const size_t eq = o.find('=');
-        if (eq != std::string::npos && pathKey(o.substr(0, eq))) {
+        const std::string key = eq == std::string::npos ? std::string() : o.substr(0, eq);
+        // The path keys alone, or inside a whole "data" object (data={"train_file": ...}).
+        if (pathKey(key) || key == "data") {
             json value = json::parse(o.substr(eq + 1), nullptr, false);
             if (value.is_discarded())
                 value = o.substr(eq + 1);
-            if (value.is_string() && !value.get<std::string>().empty() &&
-                std::filesystem::path(value.get<std::string>()).is_relative()) {
-                std::error_code ec;
-                const auto absolute = std::filesystem::absolute(value.get<std::string>(), ec);
-                if (!ec) {
-                    applyOverride(j, o.substr(0, eq + 1) + json(absolute.string()).dump());
-                    continue;
-                }
+            bool changed = false;
+            if (key != "data")
+                changed = absolutize(value);
+            else if (value.is_object())
+                for (const char* file : {"store", "train_file", "val_file", "general_file"})
+                    if (value.contains(file))
+                        changed = absolutize(value[file]) || changed;
+            if (changed) {
+                applyOverride(j, key + "=" + value.dump());
+                continue;
             }
         }
         applyOverride(j, o);

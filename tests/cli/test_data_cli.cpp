@@ -370,6 +370,9 @@ private Q_SLOTS:
             {{QStringLiteral("snapshot"), QStringLiteral("--chat-template"),
               QStringLiteral("bogus")},
              "option --chat-template 'bogus' (allowed: model, chatml"},
+            {{QStringLiteral("snapshot"), QStringLiteral("--chat-template"),
+              QStringLiteral("Mistral")},
+             "option --chat-template 'Mistral' (allowed: model, chatml"},
             {{QStringLiteral("snapshot"), QStringLiteral("--loss"), QStringLiteral("bogus")},
              "option --loss 'bogus' (allowed: full, chunked)"},
             {{QStringLiteral("snapshot"), QStringLiteral("--max-length"), QStringLiteral("-1")},
@@ -383,17 +386,22 @@ private Q_SLOTS:
         }
         // A word that is not UTF-8 (a name typed in a Latin-1 terminal) is refused by its option
         // before it reaches the store, where it made every later --json of the store fail.
-        QProcess sh;
-        sh.start(QStringLiteral("/bin/sh"),
-                 {QStringLiteral("-c"),
-                  QStringLiteral("exec \"$0\" data review --store \"$1\" --id 1 --decision "
-                                 "accept --annotator \"$(printf 'a\\377')\""),
-                  QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), store});
-        QVERIFY(sh.waitForFinished(60000));
-        QCOMPARE(sh.exitCode(), 1);
-        const QByteArray err = sh.readAllStandardError();
-        QVERIFY2(err.contains("option --annotator is not valid UTF-8 (byte 0xFF at 1)"),
-                 err.constData());
+        // Both spellings: --annotator VALUE and --annotator=VALUE.
+        for (const QString& annotator : {QStringLiteral("--annotator \"$(printf 'a\\377')\""),
+                                         QStringLiteral("--annotator=\"$(printf 'a\\377')\"")}) {
+            QProcess sh;
+            sh.start(QStringLiteral("/bin/sh"),
+                     {QStringLiteral("-c"),
+                      QStringLiteral("exec \"$0\" data review --store \"$1\" --id 1 --decision "
+                                     "accept ") +
+                          annotator,
+                      QStringLiteral(TB_BINARY_DIR "/bin/tunebench"), store});
+            QVERIFY(sh.waitForFinished(60000));
+            QCOMPARE(sh.exitCode(), 1);
+            const QByteArray err = sh.readAllStandardError();
+            QVERIFY2(err.contains("option --annotator is not valid UTF-8 (byte 0xFF at 1)"),
+                     err.constData());
+        }
     }
 };
 

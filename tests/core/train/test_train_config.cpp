@@ -597,6 +597,11 @@ void TestTrainConfig::relativePaths()
         tb::loadTrainConfig(cfgDir + "/run.json", {"data.general_file=\"\"", "output_dir=runs"})
             .outputDir,
         root + "/runs");
+    // ... also inside a whole data object.
+    writeText(root + "/typed.jsonl", "{\"prompt\": \"a\", \"response\": \"b\"}\n");
+    QCOMPARE(tb::loadTrainConfig(cfgDir + "/run.json", {"data={\"train_file\": \"typed.jsonl\"}"})
+                 .data.trainFile,
+             root + "/typed.jsonl");
     QVERIFY(QDir::setCurrent(restore.before));
 
     // a missing train_file is reported with the key name
