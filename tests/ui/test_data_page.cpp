@@ -46,6 +46,16 @@ using tbtest::openPage;
 using tbtest::waitIds;
 using tbtest::waitJob;
 
+// A Data job that holds the store until `release` is set.
+bool holdStore(tb::DataJobs* jobs, const std::atomic<bool>& release)
+{
+    return jobs->run(QStringLiteral("Hold"), [&release](tb::DataStore&, const tb::CurateProgress&) {
+        while (!release)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return tb::DataJobs::Finish{};
+    });
+}
+
 // Store queries by one field (designated initializers would leave the others to -Wextra's warning).
 tb::RecordQuery withStatus(tb::ReviewStatus status)
 {
@@ -394,12 +404,7 @@ private Q_SLOTS:
         // A move while a job holds the store: saving must wait, so the editor keeps the record and
         // the table comes back to it.
         std::atomic<bool> release{false};
-        QVERIFY(page->jobs()->run(QStringLiteral("Hold"),
-                                  [&release](tb::DataStore&, const tb::CurateProgress&) {
-                                      while (!release)
-                                          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                                      return tb::DataJobs::Finish{};
-                                  }));
+        QVERIFY(holdStore(page->jobs(), release));
         QVERIFY(page->moveCurrent(1));
         QTRY_COMPARE(page->currentRecordId(), first);
         QCOMPARE(page->editor()->recordId(), std::optional<int64_t>(first));
@@ -458,12 +463,7 @@ private Q_SLOTS:
         instruction->setPlainText(QStringLiteral("typed, then another store"));
         QVERIFY(page->hasUnsavedEdits());
         std::atomic<bool> release{false};
-        QVERIFY(page->jobs()->run(QStringLiteral("Hold"),
-                                  [&release](tb::DataStore&, const tb::CurateProgress&) {
-                                      while (!release)
-                                          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                                      return tb::DataJobs::Finish{};
-                                  }));
+        QVERIFY(holdStore(page->jobs(), release));
         QSignalSpy failed(page.get(), &tb::DataPage::storeFailed);
         QVERIFY(page->openStore(other));
         QVERIFY(failed.wait(30000));

@@ -155,6 +155,32 @@ std::vector<std::pair<double, double>> memoryOfSteps(const QString& path)
     return out;
 }
 
+// A store of `records` records made at `path` and shown on the window's Data page, with an
+// annotator set so that edits can be saved; empty when it did not open, else the error.
+QString openAnnotatedStore(tb::MainWindow& w, const QString& path, int records)
+{
+    tbtest::makeStore(path.toStdString(), records);
+    QString error;
+    if (!tbtest::openStoreAndWait(*w.dataPage(), path, false, &error))
+        return error.isEmpty() ? QStringLiteral("not opened") : error;
+    if (!tbtest::waitIds(*w.dataPage()))
+        return QStringLiteral("no ids");
+    w.dataPage()->setAnnotator(QStringLiteral("ann"));
+    return {};
+}
+
+// A Data job that holds the store until it is cancelled, then counts itself in `stopped`.
+bool startHoldingJob(tb::DataJobs* jobs, std::atomic<int>& stopped)
+{
+    return jobs->run(QStringLiteral("Hold"),
+                     [&stopped](tb::DataStore&, const tb::CurateProgress& progress) {
+                         while (progress("holding", 0.5))
+                             std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                         ++stopped;
+                         return tb::DataJobs::Finish{};
+                     });
+}
+
 }  // namespace
 
 class TestStudio : public QObject {
@@ -685,12 +711,9 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(w->trainPage()->plots()->lossPoints() > 0, 30000);
         // Edits typed on the Data page: answering Discard, then No to stopping the run, keeps
         // both (the edits were dropped before the run's question).
-        const QString store = runs.filePath(QStringLiteral("edits.tbstore"));
-        tbtest::makeStore(store.toStdString(), 2);
-        QString error;
-        QVERIFY2(tbtest::openStoreAndWait(*w->dataPage(), store, false, &error), qPrintable(error));
-        QVERIFY(tbtest::waitIds(*w->dataPage()));
-        w->dataPage()->setAnnotator(QStringLiteral("ann"));
+        const QString error =
+            openAnnotatedStore(*w, runs.filePath(QStringLiteral("edits.tbstore")), 2);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
         w->dataPage()->selectRow(0);
         w->dataPage()
             ->editor()
@@ -734,11 +757,8 @@ private Q_SLOTS:
         auto w = openWindow(runs.path());
         QVERIFY(w);
         const QString path = runs.filePath(QStringLiteral("edits.tbstore"));
-        tbtest::makeStore(path.toStdString(), 3);
-        QString error;
-        QVERIFY2(tbtest::openStoreAndWait(*w->dataPage(), path, false, &error), qPrintable(error));
-        QVERIFY(tbtest::waitIds(*w->dataPage()));
-        w->dataPage()->setAnnotator(QStringLiteral("ann"));
+        const QString error = openAnnotatedStore(*w, path, 3);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
         w->show();
         int asked = 0;
         int answer = QMessageBox::Cancel;
@@ -779,13 +799,7 @@ private Q_SLOTS:
         // job has stopped (it would otherwise hide while the process kept the store).
         w->show();
         std::atomic<int> checks{0};
-        QVERIFY(w->dataPage()->jobs()->run(
-            QStringLiteral("Hold"), [&checks](tb::DataStore&, const tb::CurateProgress& progress) {
-                while (progress("holding", 0.5))
-                    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                ++checks;
-                return tb::DataJobs::Finish{};
-            }));
+        QVERIFY(startHoldingJob(w->dataPage()->jobs(), checks));
         QVERIFY(!w->close());
         QVERIFY(w->isVisible());
         QVERIFY2(w->statusBar()->currentMessage().contains(QStringLiteral("Closing when Hold")),
@@ -799,13 +813,7 @@ private Q_SLOTS:
         // went through).
         w->show();
         const qint64 third = typeInto(2, QStringLiteral("typed while a job ran"));
-        QVERIFY(w->dataPage()->jobs()->run(
-            QStringLiteral("Hold"), [&checks](tb::DataStore&, const tb::CurateProgress& progress) {
-                while (progress("holding", 0.5))
-                    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                ++checks;
-                return tb::DataJobs::Finish{};
-            }));
+        QVERIFY(startHoldingJob(w->dataPage()->jobs(), checks));
         answer = QMessageBox::Save;
         QVERIFY(!w->close());
         QCOMPARE(asked, 4);

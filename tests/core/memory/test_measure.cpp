@@ -16,6 +16,38 @@
 
 #include <QtTest>
 
+#include <optional>
+
+namespace {
+
+// One step of lora-tiny (batch 16, stories260k) with these overrides: the first step's memory
+// item of this key, estimated and measured.
+std::optional<tb::MemoryReport::Item> firstStepItem(const QStringList& overrides,
+                                                    const std::string& key)
+{
+    QTemporaryDir dir;
+    class Capture : public tb::JobEvents {
+    public:
+        void onMemoryReport(const tb::MemoryReport& r) override { report = r; }
+        tb::MemoryReport report;
+    } events;
+    std::vector<std::string> o{"max_steps=1", "eval_every=0", "device=cpu",
+                               "output_dir=" + dir.path().toStdString(), "name=m"};
+    for (const QString& s : overrides)
+        o.push_back(s.toStdString());
+    tb::TrainingJob job(tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json", o),
+                        &events);
+    job.runHere();
+    if (job.state() != tb::JobState::Finished)
+        qFatal("the lora-tiny step failed: %s", job.error().c_str());
+    for (const auto& item : events.report.items)
+        if (item.key == key)
+            return item;
+    return std::nullopt;
+}
+
+}  // namespace
+
 class TestMeasure : public QObject {
     Q_OBJECT
 private Q_SLOTS:
@@ -173,35 +205,17 @@ private Q_SLOTS:
         // The first step's "activations" item: the growth from load to the end of the forward
         // pass against the estimate of that same moment (lora-tiny, batch 16, stories260k).
         QFETCH(QStringList, overrides);
-        QTemporaryDir dir;
-        class Capture : public tb::JobEvents {
-        public:
-            void onMemoryReport(const tb::MemoryReport& r) override { report = r; }
-            tb::MemoryReport report;
-        } events;
-        std::vector<std::string> o{"max_steps=1", "eval_every=0", "device=cpu",
-                                   "output_dir=" + dir.path().toStdString(), "name=m"};
-        for (const QString& s : overrides)
-            o.push_back(s.toStdString());
-        tb::TrainingJob job(
-            tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json", o), &events);
-        job.runHere();
-        QCOMPARE(job.state(), tb::JobState::Finished);
-        for (const auto& item : events.report.items) {
-            if (item.key != "activations")
-                continue;
-            const double ratio = double(item.measured) / double(item.estimated);
-            qInfo("activations: estimated %lld, measured %lld (%.3f)",
-                  static_cast<long long>(item.estimated), static_cast<long long>(item.measured),
-                  ratio);
-            // Within 2% and 512 KiB: the batch's own tensors (ids, labels) and the loss's small
-            // ones are not items (0.37-0.40 MiB here; 5.7 and 19.7 MiB were the misses).
-            const double miss = std::fabs(double(item.measured - item.estimated));
-            QVERIFY2(miss < 0.02 * double(item.measured) + 512 * 1024,
-                     qPrintable(QString::number(ratio)));
-            return;
-        }
-        QFAIL("no activations item");
+        const auto item = firstStepItem(overrides, "activations");
+        QVERIFY2(item, "no activations item");
+        const double ratio = double(item->measured) / double(item->estimated);
+        qInfo("activations: estimated %lld, measured %lld (%.3f)",
+              static_cast<long long>(item->estimated), static_cast<long long>(item->measured),
+              ratio);
+        // Within 2% and 512 KiB: the batch's own tensors (ids, labels) and the loss's small ones
+        // are not items (0.37-0.40 MiB here; 5.7 and 19.7 MiB were the misses).
+        const double miss = std::fabs(double(item->measured - item->estimated));
+        QVERIFY2(miss < 0.02 * double(item->measured) + 512 * 1024,
+                 qPrintable(QString::number(ratio)));
     }
     void checkpointedPeak_data()
     {
@@ -221,35 +235,14 @@ private Q_SLOTS:
     void checkpointedPeak()
     {
         QFETCH(QStringList, overrides);
-        QTemporaryDir dir;
-        class Capture : public tb::JobEvents {
-        public:
-            void onMemoryReport(const tb::MemoryReport& r) override { report = r; }
-            tb::MemoryReport report;
-        } events;
-        std::vector<std::string> o{"max_steps=1",
-                                   "eval_every=0",
-                                   "device=cpu",
-                                   "gradient_checkpointing=true",
-                                   "output_dir=" + dir.path().toStdString(),
-                                   "name=m"};
-        for (const QString& s : overrides)
-            o.push_back(s.toStdString());
-        tb::TrainingJob job(
-            tb::loadTrainConfig(TB_SOURCE_DIR "/datasets/examples/lora-tiny.json", o), &events);
-        job.runHere();
-        QCOMPARE(job.state(), tb::JobState::Finished);
-        for (const auto& item : events.report.items) {
-            if (item.key != "total")
-                continue;
-            const double ratio = double(item.measured) / double(item.estimated);
-            qInfo("total: estimated %lld, measured %lld (%.3f)",
-                  static_cast<long long>(item.estimated), static_cast<long long>(item.measured),
-                  ratio);
-            QVERIFY2(ratio > 0.95 && ratio < 1.05, qPrintable(QString::number(ratio)));
-            return;
-        }
-        QFAIL("no total item");
+        const auto item =
+            firstStepItem(overrides << QStringLiteral("gradient_checkpointing=true"), "total");
+        QVERIFY2(item, "no total item");
+        const double ratio = double(item->measured) / double(item->estimated);
+        qInfo("total: estimated %lld, measured %lld (%.3f)",
+              static_cast<long long>(item->estimated), static_cast<long long>(item->measured),
+              ratio);
+        QVERIFY2(ratio > 0.95 && ratio < 1.05, qPrintable(QString::number(ratio)));
     }
     void bf16KernelsWorkWithTracking()
     {
