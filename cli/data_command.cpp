@@ -35,7 +35,8 @@ const char* const kDataUsage = R"(usage: tunebench data <subcommand> --store FIL
   import FILE [--format auto|alpaca|chat|sharegpt|prompt-completion|text|csv|documents]
               [--columns field=header,...] [--delimiter C] [--split train|validation|general]
               [--model DIR --max-tokens N --overlap N (documents)]
-  chunk --model DIR [--max-tokens 256] [--overlap 32] [--apply]   split long text records by tokens
+  chunk --model DIR [--max-tokens 256] [--overlap 32, at most max-tokens/8] [--apply]
+                                                             split long text records by tokens
   list [--status S] [--split S] [--flagged] [--contains T] [--offset N] [--limit N]
   edit --id N --field F --value V                  replace a field (JSON value or plain text)
   dedup [--near 0.8] [--apply]                     exact (normalised) and MinHash near duplicates
@@ -70,6 +71,28 @@ const std::set<std::string>& dataCommandFlags()
 }
 
 namespace {
+
+// --max-tokens and --overlap, checked by their names. Without --overlap: 32 tokens, at most an
+// eighth of the chunk (the default of 32 was refused for any --max-tokens up to 64).
+ChunkOptions chunkOptions(const Args& args)
+{
+    ChunkOptions o;
+    const long long maxTokens = args.integer("max-tokens", o.maxTokens);
+    if (maxTokens < 8 || maxTokens > (1 << 20))
+        fail("option --max-tokens is ", maxTokens, " (8 to ", 1 << 20, ")");
+    o.maxTokens = int(maxTokens);
+    const long long most = (maxTokens - 1) / 2;
+    if (!args.has("overlap")) {
+        o.overlapTokens = int(std::min<long long>(32, maxTokens / 8));
+        return o;
+    }
+    const long long overlap = args.integer("overlap", 0);
+    if (overlap < 0 || overlap > most)
+        fail("option --overlap is ", overlap, " (0 to ", most, ": less than half of --max-tokens ",
+             maxTokens, ")");
+    o.overlapTokens = int(overlap);
+    return o;
+}
 
 std::unique_ptr<DataStore> openStore(const Args& args, bool create = false)
 {
@@ -166,8 +189,7 @@ int cmdImport(const Args& args, std::ostream& out)
         tokenizer = loadTokenizer(args.value("model", bundledModelDir()));
         options.tokenizer = tokenizer.get();
     }
-    options.chunk.maxTokens = int(args.integer("max-tokens", options.chunk.maxTokens));
-    options.chunk.overlapTokens = int(args.integer("overlap", options.chunk.overlapTokens));
+    options.chunk = chunkOptions(args);
     auto store = openStore(args, true);
     const StoreImportReport r =
         importIntoStore(*store, file, options, args.value("split", "train"), dataUser(args));
@@ -195,9 +217,7 @@ int cmdChunk(const Args& args, std::ostream& out)
     args.allowOnly({"store", "model", "max-tokens", "overlap", "apply", "who", "json"});
     auto store = openStore(args);
     const auto tokenizer = loadTokenizer(args.value("model", bundledModelDir()));
-    ChunkOptions options;
-    options.maxTokens = int(args.integer("max-tokens", options.maxTokens));
-    options.overlapTokens = int(args.integer("overlap", options.overlapTokens));
+    const ChunkOptions options = chunkOptions(args);
     const ChunkReport r =
         chunkStoreRecords(*store, *tokenizer, options, args.flag("apply"), dataUser(args));
     printResult(out, args,

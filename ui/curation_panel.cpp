@@ -120,6 +120,10 @@ CurationPanel::CurationPanel(DataContext context, QWidget* parent)
     m_chunkOverlap->setRange(0, 1 << 19);
     m_chunkOverlap->setValue(32);
     m_chunkOverlap->setSuffix(tr(" overlap"));
+    m_chunkOverlap->setMaximum((m_chunkMax->value() - 1) / 2);
+    // The overlap stays below half the chunk (a smaller chunk lowers it).
+    connect(m_chunkMax, &QSpinBox::valueChanged, m_chunkOverlap,
+            [this](int tokens) { m_chunkOverlap->setMaximum((tokens - 1) / 2); });
     auto* chunkPreview = new QPushButton(tr("Preview"), chunkBox);
     m_chunkApply = new QPushButton(tr("Apply"), chunkBox);
     m_chunkUndo = new QPushButton(tr("Undo"), chunkBox);

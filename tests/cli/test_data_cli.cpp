@@ -373,6 +373,12 @@ private Q_SLOTS:
             {{QStringLiteral("snapshot"), QStringLiteral("--chat-template"),
               QStringLiteral("Mistral")},
              "option --chat-template 'Mistral' (allowed: model, chatml"},
+            {{QStringLiteral("chunk"), QStringLiteral("--max-tokens"), QStringLiteral("16"),
+              QStringLiteral("--overlap"), QStringLiteral("8")},
+             "option --overlap is 8 (0 to 7: less than half of --max-tokens 16)"},
+            {{QStringLiteral("chunk"), QStringLiteral("--max-tokens"),
+              QStringLiteral("4294967304")},
+             "option --max-tokens is 4294967304 (8 to 1048576)"},
             {{QStringLiteral("snapshot"), QStringLiteral("--loss"), QStringLiteral("bogus")},
              "option --loss 'bogus' (allowed: full, chunked)"},
             {{QStringLiteral("snapshot"), QStringLiteral("--max-length"), QStringLiteral("-1")},
@@ -384,6 +390,18 @@ private Q_SLOTS:
             QCOMPARE(r.exitCode, 1);
             QVERIFY2(r.err.contains(fragment), r.err.constData());
         }
+        // A small chunk without --overlap: the default overlap shrinks with it (32 was refused for
+        // any --max-tokens up to 64).
+        QCOMPARE(tunebench({QStringLiteral("data"), QStringLiteral("import"),
+                            QStringLiteral(TB_SOURCE_DIR "/datasets/tiny/text.jsonl"),
+                            QStringLiteral("--store"), store})
+                     .exitCode,
+                 0);
+        r = tunebench({QStringLiteral("data"), QStringLiteral("chunk"), QStringLiteral("--store"),
+                       store, QStringLiteral("--max-tokens"), QStringLiteral("16"),
+                       QStringLiteral("--json")});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY(jsonOf(r)["chunks"].get<int64_t>() > jsonOf(r)["records"].get<int64_t>());
         // A word that is not UTF-8 (a name typed in a Latin-1 terminal) is refused by its option
         // before it reaches the store, where it made every later --json of the store fail.
         // Both spellings: --annotator VALUE and --annotator=VALUE.
