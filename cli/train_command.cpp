@@ -54,6 +54,12 @@ int cmdTrain(const Args& args, std::ostream& out, std::ostream& err)
         InterruptGuard interrupt(job);
         job.runHere();
     }
+    // Ctrl-C while the model loads: no step, no checkpoint; the interrupted command's status.
+    if (job.state() == JobState::Failed && InterruptGuard::received() &&
+        job.error().starts_with("stopped while loading")) {
+        err << "tunebench: " << job.error() << "\n";
+        return 130;
+    }
     if (job.state() == JobState::Failed)
         fail(job.error());
     const TrainSummary& s = job.summary();

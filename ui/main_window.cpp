@@ -364,9 +364,15 @@ QString MainWindow::statusText() const
 void MainWindow::closeEvent(QCloseEvent* event)
 {
     // Every question first, nothing done before the last answer: a Cancel or a No leaves the
-    // edits, the run and the jobs as they were. The answers hold for this close; the edits are
-    // saved or dropped once nothing else runs (a Data job holds the store a save writes to).
-    // (Asked again when edits were typed after "nothing to ask", while the close waited.)
+    // edits, the run and the jobs as they were, and the next close starts afresh. Discard then
+    // drops the edits at once (edits typed while the close waits are asked about); Save waits
+    // until nothing else runs (a Data job holds the store a save writes to).
+    const auto abandon = [this, event] {
+        m_closeEdits = 0;
+        m_closeAfterStop = false;
+        m_closeAfterExport = false;
+        event->ignore();
+    };
     int edits = m_closeEdits;
     if (m_closeEdits <= 0 && m_dataPage->hasUnsavedEdits()) {
         // A record's fields or a pair's answer typed and not saved: saved, dropped or kept open,
@@ -380,7 +386,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
                                    QMessageBox::Save);
         if (edits != QMessageBox::Save && edits != QMessageBox::Discard) {
             showPage(tr("Data"));
-            event->ignore();
+            abandon();
             return;
         }
     }
@@ -392,14 +398,18 @@ void MainWindow::closeEvent(QCloseEvent* event)
                                         tr("A run is in progress. Stop it (its last "
                                            "checkpoint is saved) and close?")) == QMessageBox::Yes;
         if (!stop) {
-            event->ignore();
+            abandon();
             return;
         }
         m_closeAfterStop = true;
         m_controller->stop();
         statusBar()->showMessage(tr("Stopping the run before closing…"));
     }
-    m_closeEdits = edits > 0 ? edits : -1;  // -1: answered, nothing to ask
+    if (edits == QMessageBox::Discard) {
+        m_dataPage->discardEdits();
+        edits = -1;
+    }
+    m_closeEdits = edits > 0 ? edits : -1;  // Save, or -1: nothing (more) to ask
     if (m_controller->active()) {
         event->ignore();  // closes again when the job has ended and freed its memory
         return;
@@ -438,18 +448,15 @@ void MainWindow::closeEvent(QCloseEvent* event)
         event->ignore();
         return;
     }
-    // Nothing runs: the edits as answered.
-    if (m_closeEdits == QMessageBox::Discard) {
-        m_dataPage->discardEdits();
-    } else if (m_closeEdits == QMessageBox::Save && !m_dataPage->saveAllEdits()) {
-        m_closeEdits = 0;  // the next close asks again
-        m_closeAfterStop = false;
-        m_closeAfterExport = false;
+    // Nothing runs: the edits saved as answered.
+    if (m_closeEdits == QMessageBox::Save && !m_dataPage->saveAllEdits()) {
         showPage(tr("Data"));  // where the edits are, and why saving them failed
-        event->ignore();
+        abandon();             // the next close asks again
         return;
     }
-    m_closeEdits = 0;  // a window shown again asks again
+    m_closeEdits = 0;  // a window shown again starts afresh
+    m_closeAfterStop = false;
+    m_closeAfterExport = false;
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());

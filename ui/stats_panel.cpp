@@ -67,7 +67,8 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent)
 
     connect(compute, &QPushButton::clicked, this, &StatsPanel::compute);
     // A new max length counts the truncated records again from the report's lengths, on the
-    // spot; another model or template since the report counts the store again on the worker.
+    // spot; another model or template, or records changed since the report, counts the store
+    // again on the worker (while a job holds the store, changed records' old lengths stand in).
     auto* debounce = new QTimer(this);
     debounce->setSingleShot(true);
     debounce->setInterval(400);
@@ -75,10 +76,11 @@ StatsPanel::StatsPanel(DataContext context, QWidget* parent)
         if (!m_report)
             return;
         const QString tmpl = m_ctx.chatTemplate ? m_ctx.chatTemplate() : QStringLiteral("auto");
-        if (m_stale || m_ctx.modelDir() != m_reportModel || tmpl != m_reportTemplate) {
-            this->compute();
+        const bool sameCount = m_ctx.modelDir() == m_reportModel && tmpl == m_reportTemplate;
+        if ((m_stale || !sameCount) && this->compute())
             return;
-        }
+        if (!sameCount)
+            return;  // another tokenizer's lengths say nothing; the next count will
         m_report->maxLength = m_maxLength->value();
         m_report->truncated = m_report->lengths.countOver(m_report->maxLength);
         showReport();

@@ -626,7 +626,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // Checkpointing keeps every block's input, and backward recomputes one block at a time, every
     // block (its input then needs a gradient); autocast caches 16-bit copies of the trainable
     // weights during forward.
-    int64_t recompute = 0, recomputeCopies = 0, cachedCopies = 0, recomputeBackward = 0;
+    // recomputeWhole: the largest of one block's recompute and its backward together (a trained
+    // block saves more, a frozen one's MLP gradients can be wider: each kind on its own).
+    int64_t recompute = 0, recomputeCopies = 0, cachedCopies = 0, recomputeWhole = 0;
     for (const BlockTraining* kind : {&trained, &frozenBlock}) {
         const int64_t count = kind == &trained ? trainedBlocks : layers - trainedBlocks;
         if (count == 0)
@@ -639,8 +641,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         }
         // Its backward: the gradient arriving at the block's output (residual width) and the
         // MLP's inner gradients.
-        recomputeBackward = std::max(recomputeBackward,
-                                     (p.residual * model.hiddenSize + b.backwardPerToken) * tokens);
+        recomputeWhole = std::max(
+            recomputeWhole, blockTotal(b) + b.weightCopies +
+                                (p.residual * model.hiddenSize + b.backwardPerToken) * tokens);
         cachedCopies += count * b.weightCopiesTrainable;
         rotary = rotary || b.rotary;
     }
@@ -769,8 +772,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         // Recomputing the last block, with the head's gradient already made.
         const int64_t headGrad = headTrains && run.method != Method::Lora ? vh : 0;
         phase("recompute",
-              storedCk + recompute + recomputeBackward + held + headGrad +
-                  dq,  // whole under ZeRO-2 too
+              storedCk + recomputeWhole + held + headGrad + dq,  // whole under ZeRO-2 too
               cat("recomputing the last block and its backward: checkpoints + one block's "
                   "activations + the gradients of its output and of its MLP's inner width",
                   headGrad ? " + the head's gradient" : "", heldWhat, dqWhat));

@@ -17,6 +17,8 @@ public:
     void resume();
     void stop();  // wakes a paused recipe; the loop ends after the current step
     bool stopRequested() const { return m_stop.load(); }
+    // The flag stop() sets: a LoadStopGuard over it stops the run's model loads too.
+    const std::atomic<bool>* stopFlag() const { return &m_stop; }
 
     // Called by the recipe between steps: returns at once when running, blocks while paused, and
     // returns false once a stop was requested.

@@ -2,6 +2,7 @@
 #include "train/job.h"
 
 #include "dist/dist_env.h"
+#include "model/model.h"
 
 #include "train/preference.h"
 #include "train/sft.h"
@@ -61,6 +62,8 @@ void TrainingJob::run()
 {
     // Grad mode and autocast are thread-local in LibTorch: this thread starts from the defaults.
     torch::AutoGradMode gradMode(true);
+    // A Stop while the base (or a reference copy) loads ends the load at its next tensor.
+    const LoadStopGuard stopLoads(m_control.stopFlag());
     try {
         // The objective picks the recipe: examples (sft) or preference pairs (the others).
         if (trainsOnPairs(m_config.objective)) {
@@ -80,6 +83,8 @@ void TrainingJob::run()
     } catch (const std::exception& e) {
         std::string message = e.what();
         m_error = message.substr(0, message.find('\n'));  // LibTorch appends a backtrace
+        if (m_control.stopRequested() && m_error.ends_with(": loading stopped"))
+            m_error = "stopped while loading the model, before any step (" + m_error + ")";
         m_control.setState(JobState::Failed);
         if (m_events)
             m_events->onFailed(m_error);

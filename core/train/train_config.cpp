@@ -523,12 +523,13 @@ void parseEval(const Section& s, GenerationEvalOptions& o)
     for (const auto& m : o.metrics)
         if (std::find(known.begin(), known.end(), m) == known.end())
             s.bad("metrics", "items must be among ", joinNames(known, " | "), " (got '", m, "')");
-    // Each metric once: the evaluation refuses a list that names one twice, and a run would
-    // skip every generation evaluation with a warning.
-    for (size_t i = 0; i < o.metrics.size(); ++i)
-        if (std::find(o.metrics.begin(), o.metrics.begin() + long(i), o.metrics[i]) !=
-            o.metrics.begin() + long(i))
-            s.bad("metrics", "names '", o.metrics[i], "' twice");
+    // Each metric once: the evaluation refuses a list that names one twice. A config file says
+    // so (loadTrainConfig); a run.json written before that check keeps the first of each.
+    std::vector<std::string> once;
+    for (const auto& m : o.metrics)
+        if (std::find(once.begin(), once.end(), m) == once.end())
+            once.push_back(m);
+    o.metrics = std::move(once);
     if (o.generateEvery > 0 && o.metrics.empty())
         s.bad("metrics", "must name at least one metric when 'eval.generate_every' is set");
     o.maxNewTokens = s.intValue("max_new_tokens", o.maxNewTokens, 1);
@@ -882,6 +883,9 @@ TrainConfig loadTrainConfig(const std::string& path, const std::vector<std::stri
     } catch (const json::parse_error& e) {
         fail(path, ": invalid JSON (", e.what(), ")");
     }
+    if (const std::string key = repeatedJsonKey(text); !key.empty())
+        fail(path, ": key '", key,
+             "' is given twice (JSON keeps only the last; remove the one you do not mean)");
     // A path typed on the command line is relative to where it was typed (the shell's working
     // folder), as every command's paths are; the file's own paths stay relative to the file.
     const auto pathKey = [](const std::string& key) {
@@ -920,6 +924,15 @@ TrainConfig loadTrainConfig(const std::string& path, const std::vector<std::stri
             }
         }
         applyOverride(j, o);
+    }
+    if (const json* eval = j.is_object() && j.contains("eval") ? &j["eval"] : nullptr;
+        eval && eval->is_object() && eval->contains("metrics") && (*eval)["metrics"].is_array()) {
+        const json& metrics = (*eval)["metrics"];
+        for (size_t i = 0; i < metrics.size(); ++i)
+            for (size_t k = 0; k < i; ++k)
+                if (metrics[k] == metrics[i] && metrics[i].is_string())
+                    fail(path, ": key 'eval.metrics' names '", metrics[i].get<std::string>(),
+                         "' twice");
     }
     TrainConfig c = parseTrainConfig(j, path);
     // Data files are read later, but naming the key now saves a model load before the failure.

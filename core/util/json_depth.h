@@ -17,4 +17,10 @@ bool jsonTooDeep(std::string_view text);
 // strings) nest deeper than kMaxJsonDepth; text that is not JSON is left to the parser to name.
 void checkJsonDepth(std::string_view text, const std::string& where);
 
+// The first key an object of the text gives twice, with the keys of the objects around it
+// ("lora.rank"; "" at the top level gives "rank"), or empty when none does. JSON parsers keep one
+// of the two silently (nlohmann the last): a hand-written config's earlier value would be lost
+// without a word. Text that is not JSON: empty (the parser names what is wrong).
+std::string repeatedJsonKey(std::string_view text);
+
 }  // namespace tb

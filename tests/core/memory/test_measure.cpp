@@ -231,6 +231,9 @@ private Q_SLOTS:
                            QStringLiteral("precision=bf16")};
         QTest::newRow("prompt") << QStringList{QStringLiteral("method=prompt")};
         QTest::newRow("nf4") << QStringList{QStringLiteral("quant=nf4")};
+        // Trained and frozen blocks: each kind's recompute with its own backward.
+        QTest::newRow("partial") << QStringList{QStringLiteral("method=partial"),
+                                                QStringLiteral("partial.trainable_blocks=2")};
     }
     void checkpointedPeak()
     {

@@ -412,10 +412,15 @@ void TestTrain::pauseAndStopBetweenSteps()
     QVERIFY(!events.checkpoints.empty());  // stopping saves where it stopped
 
     // A Stop during the held-out losses (minutes on a large validation set) ends them at the
-    // next batch: nothing is recorded for them, no step runs.
+    // next batch: nothing is recorded for them, no step runs. (Stopped once the model has
+    // loaded: a Stop during the load ends the load, below.)
+    struct StopWhenStarted : tb::JobEvents {
+        tb::TrainingJob* job = nullptr;
+        void onStarted(const tb::RunPlan&) override { job->stop(); }
+    } stopper;
     tb::TrainingJob early(config("lora-tiny.json", m_dir.path(), "stop-in-eval", {"max_steps=40"}),
-                          nullptr);
-    early.stop();
+                          &stopper);
+    stopper.job = &early;
     early.runHere();
     QCOMPARE(early.state(), tb::JobState::Finished);
     QVERIFY(early.summary().stopped);
@@ -424,6 +429,16 @@ void TestTrain::pauseAndStopBetweenSteps()
     for (const auto& line : tb::RunStore(early.summary().runDir).readMetrics())
         evals += line.value("type", "") == "eval";
     QCOMPARE(evals, 0);
+
+    // A Stop before the model has loaded (a 7B checkpoint takes a minute) ends the load at its
+    // next tensor: the run stops with that said, instead of loading to the end first.
+    tb::TrainingJob loading(config("lora-tiny.json", m_dir.path(), "stop-in-load", {}), nullptr);
+    loading.stop();
+    loading.runHere();
+    QCOMPARE(loading.state(), tb::JobState::Failed);
+    QVERIFY2(loading.error().starts_with("stopped while loading the model, before any step") &&
+                 loading.error().find("loading stopped") != std::string::npos,
+             loading.error().c_str());
 }
 
 void TestTrain::divergenceGuardPauses()
