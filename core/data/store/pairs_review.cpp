@@ -173,6 +173,17 @@ importPairs(DataStore& store, const std::string& path, PairLayout layout, const 
 FromComparisonsReport pairsFromComparisons(DataStore& store, const std::string& set,
                                            const std::string& who)
 {
+    // A set that is not there (a typo) is named, not read as a set with no verdicts.
+    if (!set.empty()) {
+        const std::vector<std::string> sets = comparisonSets(store);
+        if (std::find(sets.begin(), sets.end(), set) == sets.end()) {
+            std::string names;
+            for (const auto& s : sets)
+                names += (names.empty() ? "" : ", ") + s;
+            fail(store.path(), ": no comparison set '", set, "' (",
+                 sets.empty() ? std::string("the store has none") : "sets: " + names, ")");
+        }
+    }
     FromComparisonsReport report;
     std::vector<std::pair<PreferencePair, PairExample>> todo;
     sql::Statement taken(store.database(),

@@ -81,7 +81,8 @@ struct FromComparisonsReport {
     int64_t operationId = 0;              // 0 when nothing was added
 };
 // Turns the blind-comparison preference pairs of a set (all sets when empty) into stored pairs,
-// skipping verdicts already taken; one "pairs-from-compare" operation.
+// skipping verdicts already taken; one "pairs-from-compare" operation. Throws tb::Error naming
+// the store's sets when `set` is not one of them.
 FromComparisonsReport pairsFromComparisons(DataStore& store, const std::string& set,
                                            const std::string& who);
 

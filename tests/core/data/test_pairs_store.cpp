@@ -212,6 +212,9 @@ void TestPairsStore::pairsFromComparisonVerdicts()
     store->undo(first.operationId, "ann");
     QVERIFY(tb::storedPairs(*store).empty());
     QCOMPARE(tb::pairsFromComparisons(*store, "", "ann").added, int64_t(2));
+    // A set name with a typo is named with the sets there are (it reported "added 0").
+    const std::string error = errorOf([&] { tb::pairsFromComparisons(*store, "S", "ann"); });
+    QVERIFY2(error.find(": no comparison set 'S' (sets: s)") != std::string::npos, error.c_str());
 }
 
 void TestPairsStore::rankingsMakeEveryOrderedPair()
