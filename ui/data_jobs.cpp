@@ -107,6 +107,7 @@ void DataJobs::finishJob(const Result& r)
 {
     const QString what = m_what;
     m_busy = false;
+    m_lastCancelled = m_cancel && m_cancel->load();
     m_cancel.reset();
     // A job on a store that is no longer shown: its changes are in that store, its display is not.
     const QString error = m_jobPath == m_storePath ? finishOf(r) : r.error;

@@ -48,6 +48,9 @@ public:
     void read(QObject* receiver, Work work);
     bool busy() const { return m_busy; }
     const QString& current() const { return m_what; }
+    // Whether the job that finished last was cancelled (its error then says only that it
+    // stopped); read in a `finished` handler.
+    bool lastCancelled() const { return m_lastCancelled; }
     int drains() const { return m_events.drains(); }
 
 Q_SIGNALS:
@@ -87,6 +90,7 @@ private:
     QString m_jobPath;  // the store the running job works on
     QString m_what;
     bool m_busy = false;
+    bool m_lastCancelled = false;
 };
 
 }  // namespace tb

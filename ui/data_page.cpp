@@ -292,7 +292,9 @@ DataPage::DataPage(StudioState* state, QWidget* parent) : QWidget(parent), m_sta
         m_cancel->setVisible(false);
         m_toolbar->setEnabled(true);
         m_editor->setSaveEnabled(true);
-        if (!error.isEmpty())
+        if (!error.isEmpty() && m_jobs->lastCancelled())
+            setMessage(tr("%1: cancelled").arg(what));  // a Cancel, not a failure
+        else if (!error.isEmpty())
             setMessage(tr("%1 failed: %2").arg(what, error), true);
         else if (m_message->text().endsWith(QStringLiteral("…")))
             setMessage(tr("%1: done").arg(what));

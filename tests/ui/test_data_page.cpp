@@ -424,6 +424,34 @@ private Q_SLOTS:
         QVERIFY(!page->editor()->modified());
     }
 
+    // A cancelled job says so in the status line, not as a failure; a job that fails says why.
+    void cancelledJobIsNotAFailure()
+    {
+        const QString path = m_dir.filePath(QStringLiteral("cancelled-job.tbstore"));
+        makeStore(path.toStdString(), 3);
+        auto page = openPage(path);
+        QVERIFY(page);
+        const auto spin = [](tb::DataStore&, const tb::CurateProgress& progress) {
+            while (progress("spinning", 0.5))
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            throw tb::Error("spin: cancelled");  // as the store's own jobs end on a cancel
+            return tb::DataJobs::Finish{};
+        };
+        QVERIFY(page->jobs()->run(QStringLiteral("Spin"), spin));
+        page->jobs()->cancel();
+        QString error;
+        QVERIFY(!waitJob(*page, &error));
+        QCOMPARE(error, QStringLiteral("spin: cancelled"));  // the signal still carries it
+        QCOMPARE(page->message(), QStringLiteral("Spin: cancelled"));
+        QVERIFY(page->jobs()->run(QStringLiteral("Fail"),
+                                  [](tb::DataStore&, const tb::CurateProgress&) {
+                                      throw tb::Error("no good");
+                                      return tb::DataJobs::Finish{};
+                                  }));
+        QVERIFY(!waitJob(*page, &error));
+        QCOMPARE(page->message(), QStringLiteral("Fail failed: no good"));
+    }
+
     // One Save of several fields is one operation (written together, one Undo reverses it), and
     // opening another store saves the edits typed into this one first, or when they cannot be
     // saved (a job holds the store) keeps this store and the typing.
