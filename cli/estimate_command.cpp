@@ -125,6 +125,7 @@ EstimateOptions optionsFromArgs(const Args& args)
     o.seq = intOption(args, "seq", o.seq, 1);
     o.gradAccum = intOption(args, "grad-accum", o.gradAccum, 1);
     o.gradientCheckpointing = args.flag("grad-checkpointing");
+    o.packing = args.flag("packing");
     o.attention = args.value("attention", o.attention);
     o.loss = args.value("loss", o.loss);
     o.lossChunk = intOption(args, "loss-chunk", o.lossChunk, 1);
@@ -205,7 +206,8 @@ void printTable(const ModelConfig& model, const MethodOptions& run, const Estima
         << "\n"
         << o.precision << ", " << o.optimizer << ", micro-batch " << o.batch << " x seq " << o.seq
         << ", accumulation " << o.gradAccum << ", " << o.attention << " attention, " << o.loss
-        << " loss" << (o.gradientCheckpointing ? ", gradient checkpointing" : "");
+        << " loss" << (o.gradientCheckpointing ? ", gradient checkpointing" : "")
+        << (o.packing ? ", packed rows" : "");
     if (o.gpus > 1 || o.zero > 0)
         out << ", " << o.gpus << " GPUs with ZeRO-" << o.zero << " (per GPU)";
     if (e.objective != "sft")
@@ -279,6 +281,7 @@ int cmdEstimate(const Args& args, std::ostream& out)
                     "seq",
                     "grad-accum",
                     "grad-checkpointing",
+                    "packing",
                     "attention",
                     "loss",
                     "loss-chunk",

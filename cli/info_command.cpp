@@ -74,7 +74,8 @@ int cmdInfo(const Args& args, std::ostream& out)
     if (args.flag("json")) {
         out << json{{"architecture", c.modelType}, {"parameters", params},
                     {"layers", c.numLayers},       {"hidden_size", c.hiddenSize},
-                    {"vocab_size", c.vocabSize},   {"dtype", c.torchDtype}}
+                    {"vocab_size", c.vocabSize},   {"dtype", c.torchDtype},
+                    {"context", c.maxPositions},   {"sliding_window", c.slidingWindow}}
                    .dump()
             << "\n";
         return 0;
@@ -86,11 +87,10 @@ int cmdInfo(const Args& args, std::ostream& out)
         << "heads         " << c.numHeads << " (kv " << c.numKvHeads << ", head dim " << c.headDim
         << ")\n"
         << "vocab size    " << c.vocabSize << "\n"
-        << "context       " << c.contextLength()
-        << (c.contextLength() < c.maxPositions ? " (its sliding window; max_position_embeddings " +
-                                                     std::to_string(c.maxPositions) + ")"
-                                               : std::string())
-        << "\n"
+        << "context       " << c.maxPositions << "\n"
+        << (c.slidingWindow > 0 ? "sliding window " + std::to_string(c.slidingWindow) + " (" +
+                                      c.slidingLayerText() + ")\n"
+                                : std::string())
         << "dtype         " << c.torchDtype << "\n"
         << "tied head     " << (c.tieWordEmbeddings ? "yes" : "no") << "\n";
     return 0;

@@ -75,9 +75,8 @@ TrainBenchResult benchTrain(const TrainBenchOptions& o)
         model->loadWeights(Checkpoint::open(o.model), torch::kFloat32, device);
     }
     const ModelConfig& c = model->config();
-    if (o.seq > c.contextLength())
-        fail("bench train: --seq ", o.seq, " exceeds the model's context (", c.contextLength(),
-             ")");
+    if (o.seq > c.maxPositions)
+        fail("bench train: --seq ", o.seq, " exceeds the model's context (", c.maxPositions, ")");
     TrainConfig run;
     run.method = o.method == "full"      ? Method::Full
                  : o.method == "lora"    ? Method::Lora

@@ -91,7 +91,7 @@ ModelSummary summarizeModel(const QString& path)
         s.layers = c.numLayers;
         s.hiddenSize = c.hiddenSize;
         s.vocabSize = c.vocabSize;
-        s.context = c.contextLength();
+        s.context = c.maxPositions;
         s.heads = c.numHeads;
         s.kvHeads = c.numKvHeads;
         s.dtype = QString::fromStdString(c.torchDtype);
@@ -242,6 +242,10 @@ void ModelPage::showSummary(const ModelSummary& s)
     add(tr("Attention heads"), tr("%1 (key/value %2)").arg(s.heads).arg(s.kvHeads));
     add(tr("Vocabulary"), QString::number(s.vocabSize));
     add(tr("Context length"), QString::number(s.context));
+    if (s.config && s.config->slidingWindow > 0)
+        add(tr("Sliding window"), tr("%1 positions, %2")
+                                      .arg(s.config->slidingWindow)
+                                      .arg(QString::fromStdString(s.config->slidingLayerText())));
     add(tr("Stored dtype"), s.dtype);
     add(tr("Tokenizer"), s.tokenizer.isEmpty() ? tr("none (the folder has no tokenizer.json or "
                                                     "tokenizer.model)")

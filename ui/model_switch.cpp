@@ -69,9 +69,8 @@ std::vector<ConfigReset> resetForModel(TrainConfig& config, const ModelConfig& m
          templateText(config.data.chatTemplate), templateText(chat));
     config.data.chatTemplate = chat;
 
-    // A sliding window shorter than positions is the context; prompt tuning's virtual tokens take
-    // their places in it before the text (training refuses max_length + num_tokens past it).
-    const int64_t context = model.contextLength();
+    // Prompt tuning's virtual tokens take their places in the context before the text.
+    const int64_t context = model.maxPositions;
     const int64_t virtualTokens = config.method == Method::Prompt ? config.prompt.numTokens : 0;
     const int64_t room = context - virtualTokens;
     const bool tooLong = context > 0 && room > 0 && config.data.maxLength > room;

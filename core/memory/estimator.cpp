@@ -153,7 +153,8 @@ struct BlockBytes {
     // saved input is freed; GPT-2's gelu: 2 i or 1 i), in the compute dtype.
     int64_t backwardPerToken = 0;
     bool outputNeedsGrad = false;
-    bool rotary = false;             // the rotary multiplications kept cos/sin
+    bool rotary = false;     // the rotary multiplications kept cos/sin
+    bool attention = false;  // the attention kept its inputs (and a mask, when there is one)
     std::vector<std::string> terms;  // "label bytes-per-token", for the formula
 
     void add(const std::string& label, int64_t bytes, const std::string& symbolic)
@@ -274,6 +275,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     }
     b.rotary = !gpt2 && (qGrad || kGrad);
     const bool attention = qGrad || kGrad || vGrad;
+    b.attention = attention;
     const int64_t ab = wideAttention ? 4 : cb;  // bytes of what the attention kernel keeps
     if (attention) {
         b.add("q,k,v", 3 * q * ab, cat("3x", ab, "q"));
@@ -564,7 +566,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     int64_t blocksNo = 0, copiesNo = 0;
     // Trainable token rows join the embeddings' output too.
     const bool tokenRows = e.trainableTokens > 0;
-    bool grad = embeddingsTrain || soft || tokenRows, rotary = false;
+    bool grad = embeddingsTrain || soft || tokenRows, rotary = false, attentionKept = false;
     for (int64_t l = 0; l < layers; ++l) {
         const BlockBytes b =
             blockBytes(model, kindOf(l), p, naive, seq, grad, wideAttention, fusedSwiglu, stacked);
@@ -572,6 +574,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         copiesNo += b.weightCopies;
         e.blocksStoring += b.perToken > 0 ? 1 : 0;
         rotary = rotary || b.rotary;
+        attentionKept = attentionKept || b.attention;
         grad = b.outputNeedsGrad;
     }
     const bool lastGrad = grad;
@@ -606,6 +609,16 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         return perToken * tokens + (embeddingsTrain && gpt2 ? 8 * seq : 0);
     };
     const int64_t rotaryTables = 2 * seq * model.headDim * p.residual;
+    // An attention mask, made once per forward and kept by every layer's attention for backward:
+    // packed rows' [batch, seq, seq] (causal within each example), else, where a sliding window
+    // is shorter than the sequence, its band [seq, seq]; additive, in the dtype attention sees
+    // its queries in (model/causal_lm.cpp).
+    const bool windowMask = model.slidingWindow > 0 && seq > model.slidingWindow;
+    const int64_t maskBytes = o.packing || windowMask ? (o.packing ? o.batch : 1) * seq * seq *
+                                                            (wideAttention ? 4 : p.compute)
+                                                      : 0;
+    // (checkpointed blocks keep it as an input of their recompute)
+    const int64_t attentionMask = attentionKept ? maskBytes : 0;
     auto headCopies = [&](bool inGrad) -> int64_t {
         // (a 16-bit head has no copy; the fused loss's copies live only while it runs)
         if (!p.autocast || reward)
@@ -621,8 +634,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const int64_t naiveScores = naive ? 2 * model.numHeads * seq * seq * p.compute * o.batch : 0;
 
     copiesNo += headCopies(lastGrad);
-    e.activationsNoCheckpointing =
-        blocksNo + e.activationsHead + (rotary ? rotaryTables : 0) + naiveScores + copiesNo;
+    e.activationsNoCheckpointing = blocksNo + e.activationsHead + (rotary ? rotaryTables : 0) +
+                                   attentionMask + naiveScores + copiesNo;
     // Checkpointing keeps every block's input, and backward recomputes one block at a time, every
     // block (its input then needs a gradient); autocast caches 16-bit copies of the trainable
     // weights during forward.
@@ -649,7 +662,8 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     }
     const int64_t headCk = headBytes(true);
     const int64_t storedCk = layers * e.activationsCheckpoint + headCk +
-                             (rotary ? rotaryTables : 0) + naiveScores + headCopies(true);
+                             (rotary ? rotaryTables : 0) + maskBytes + naiveScores +
+                             headCopies(true);
     e.activationsCheckpointing = storedCk + recompute;
     if (o.gradientCheckpointing)
         e.activationsHead = headCk;
@@ -933,6 +947,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     if (naiveScores)
         actsFormula += cat("; one layer's scores 2·nh·s²·", p.compute, " B x batch ",
                            groupDigits(naiveScores), " B");
+    if (const int64_t mask = o.gradientCheckpointing ? maskBytes : attentionMask; mask > 0)
+        actsFormula += cat("; the attention mask (",
+                           o.packing ? "packed rows, s² x batch" : "sliding window, s²", ") ",
+                           groupDigits(mask), " B");
     if (p.autocast)
         actsFormula += cat("; autocast's 16-bit weight copies kept for backward 2 B x weights ",
                            groupDigits(e.activationsWeightCopies), " B");

@@ -21,8 +21,10 @@ struct EstimateOptions {
     int64_t gradAccum = 1;            // micro-batches per optimizer step
     bool gradientCheckpointing = false;
     std::string attention = "sdpa";  // sdpa (fused: logsumexp) | naive (stores s x s probabilities)
-    std::string loss = "full";       // full ([tokens, vocab] logits) | chunked
-    int64_t lossChunk = 1024;        // tokens per chunk of the chunked loss
+    // Examples packed into each sequence (data.packing): attention keeps a [batch, seq, seq] mask.
+    bool packing = false;
+    std::string loss = "full";  // full ([tokens, vocab] logits) | chunked
+    int64_t lossChunk = 1024;   // tokens per chunk of the chunked loss
     int64_t gpus = 1;
     int zero = 0;                         // ZeRO stage 0..3: what is sharded over the gpus
     std::optional<int64_t> deviceMemory;  // bytes per device; unset: `fits` stays unknown

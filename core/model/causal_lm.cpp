@@ -13,6 +13,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <unordered_map>
 
@@ -127,6 +128,48 @@ torch::Tensor segmentMask(const torch::Tensor& segments)
     return segments.unsqueeze(2).eq(segments.unsqueeze(1)).logical_and(causal).unsqueeze(1);
 }
 
+// A sliding window of `window` positions over `mask` ([batch, 1, seq, past + seq] bool;
+// undefined: causal): a query keeps the keys less than `window` positions before it. Positions are
+// the cache's columns, or, for packed rows and rows with padding, each row's own: `keyPositions`
+// [batch, past + seq] (a soft prompt before a row's padding is counted up to its text, as when the
+// row runs alone).
+torch::Tensor slidingWindowMask(const torch::Tensor& mask, int64_t past, int64_t seq,
+                                int64_t window, const torch::Device& device,
+                                const torch::Tensor& keyPositions)
+{
+    torch::Tensor band;
+    if (keyPositions.defined()) {
+        const torch::Tensor queries = keyPositions.narrow(1, past, seq);
+        band = (keyPositions.unsqueeze(1) > queries.unsqueeze(2) - window).unsqueeze(1);
+    } else {
+        const auto steps = torch::TensorOptions().dtype(torch::kInt64).device(device);
+        auto cols = torch::arange(past + seq, steps).unsqueeze(0);
+        auto rows = torch::arange(past, past + seq, steps).unsqueeze(1);
+        band = (cols > rows - window).logical_and(cols <= rows).unsqueeze(0).unsqueeze(0);
+    }
+    return mask.defined() ? mask.logical_and(band) : band;
+}
+
+// The dtype training's attention sees its queries in (autocast's, else the hidden states'; fp32
+// where bf16 attention on the CPU runs widened, cachedAttention), for a mask it keeps as is.
+torch::ScalarType trainingMaskDtype(const torch::Tensor& h)
+{
+    const auto type = h.device().type();
+    const torch::ScalarType dtype = at::autocast::is_autocast_enabled(type)
+                                        ? at::autocast::get_autocast_dtype(type)
+                                        : h.scalar_type();
+    const bool widened = dtype == torch::kBFloat16 && h.device().is_cpu() &&
+                         h.size(1) < kFlashAttentionBf16MinQueries;
+    return widened ? torch::kFloat : dtype;
+}
+
+// A bool mask (true = may attend) as the additive one attention forms from it: 0 or -inf.
+torch::Tensor additiveMask(const torch::Tensor& mask, torch::ScalarType dtype)
+{
+    return torch::zeros(mask.sizes(), mask.options().dtype(dtype))
+        .masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
+}
+
 // Rows with padding: extends the cache's record of real positions (KVCache::valid) by this call's
 // `seq` positions (a soft prompt's `virtualTokens` first, all real; then ids' positions, `real` or
 // all real when undefined) and returns each row's positions (its real positions before, from 0;
@@ -206,34 +249,47 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
     if (cache && (real.defined() || cache->valid.defined()))
         std::tie(positions, mask) =
             paddedRows(*cache, real, h.size(0), h.size(1), virtualTokens, ids.device());
-    // Attention spans whole sequences here: the config's sliding window gives the same result
-    // only up to its length. Packed and padded rows count their own positions (a padded cache
-    // is as wide as its longest row, virtual tokens included).
-    if (const int64_t w = m_config.slidingWindow; w > 0 && past + h.size(1) > w) {
-        const int64_t longest =
-            positions.defined() ? positions.max().item<int64_t>() + 1 : past + h.size(1);
-        if (longest > w)
-            fail(m_config.sourcePath, ": a sequence of ", longest,
-                 " tokens is longer than the model's sliding window (sliding_window ", w,
-                 "); Tunebench attends over whole sequences, which equals sliding-window "
-                 "attention only up to ",
-                 w, " tokens");
-    }
     h = addPositions(h, past, positions);
     BlockContext ctx = blockContext(past, h.size(1), h, positions);
     ctx.mask = mask;
+    // Layers with a sliding window, once the keys reach past it, attend through a banded mask.
+    BlockContext windowed;
+    const bool sliding = m_config.slidingWindow > 0 && past + h.size(1) > m_config.slidingWindow;
+    if (sliding) {
+        windowed = ctx;
+        // Each row's positions where they are its own: packed rows', a padded cache's (its
+        // record of real keys counted, padding holds the place of the last real position).
+        torch::Tensor keyPositions;
+        if (packed)
+            keyPositions = positions;
+        else if (cache && cache->valid.defined())
+            keyPositions = cache->valid.to(torch::kInt64).cumsum(1) - 1;
+        windowed.mask = slidingWindowMask(mask, past, h.size(1), m_config.slidingWindow, h.device(),
+                                          keyPositions);
+    }
+    // Training keeps each layer's attention mask for its backward. LibTorch's attention turns a
+    // bool mask into an additive one of the queries' dtype in every layer, which each layer then
+    // keeps ([batch, 1, seq, seq] per layer); made additive here once, the layers share it.
+    if (!cache && torch::GradMode::is_enabled()) {
+        const torch::ScalarType dtype = trainingMaskDtype(h);
+        if (ctx.mask.defined())
+            ctx.mask = additiveMask(ctx.mask, dtype);
+        if (sliding)
+            windowed.mask = additiveMask(windowed.mask, dtype);
+    }
     const bool checkpoint =
         m_checkpointing && is_training() && torch::GradMode::is_enabled() && !cache;
     torch::Tensor dummy;
     if (checkpoint)
         dummy = torch::empty({0}, h.options().requires_grad(true));
     for (size_t i = 0; i < m_blocks.size(); ++i) {
+        const BlockContext& c = sliding && m_config.layerSlides(i) ? windowed : ctx;
         if (checkpoint)
             h = BlockCheckpoint::apply(
                 h, dummy, static_cast<int64_t>(reinterpret_cast<intptr_t>(m_blocks[i].get())),
-                orEmpty(ctx.cos), orEmpty(ctx.sin), orEmpty(ctx.mask));
+                orEmpty(c.cos), orEmpty(c.sin), orEmpty(c.mask));
         else
-            h = m_blocks[i]->forward(h, ctx, cache, i, past);
+            h = m_blocks[i]->forward(h, c, cache, i, past);
     }
     if (cache)
         cache->length = past + h.size(1);

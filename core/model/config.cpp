@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -105,6 +106,44 @@ struct Reader {
         return out;
     }
 };
+
+// Qwen2/3 as transformers reads them: sliding_window (default 4,096) only with use_sliding_window;
+// the layers that slide are those `layer_types` names "sliding_attention", or without that key
+// those from max_window_layers (default 28) on.
+void readQwenWindow(const Reader& r, ModelConfig& c)
+{
+    const bool use = r.boolean("use_sliding_window", false);
+    const int64_t window = use ? r.positiveOr("sliding_window", 4096, kMaxPositions) : 0;
+    std::vector<bool> slides(static_cast<size_t>(c.numLayers), false);
+    if (r.has("layer_types")) {
+        const json& types = r.j.at("layer_types");
+        if (!types.is_array() || static_cast<int64_t>(types.size()) != c.numLayers)
+            fail(r.path, ": key 'layer_types' must list one type per layer (", c.numLayers,
+                 "), found ", types.dump().substr(0, 200));
+        for (size_t i = 0; i < types.size(); ++i) {
+            const json& t = types[i];
+            if (t == "sliding_attention")
+                slides[i] = true;
+            else if (t != "full_attention")
+                fail(r.path, ": key 'layer_types' entry ", i, " is ", t.dump().substr(0, 100),
+                     "; Tunebench reads \"full_attention\" and \"sliding_attention\"");
+        }
+        if (window == 0 && std::find(slides.begin(), slides.end(), true) != slides.end())
+            fail(r.path,
+                 ": key 'layer_types' has sliding_attention layers, but use_sliding_window is "
+                 "not true, so there is no sliding_window for them (transformers refuses this "
+                 "config too)");
+    } else {
+        const int64_t first = r.has("max_window_layers") ? r.integer("max_window_layers") : 28;
+        for (int64_t i = std::max<int64_t>(first, 0); i < c.numLayers; ++i)
+            slides[static_cast<size_t>(i)] = true;
+    }
+    if (window == 0 || std::find(slides.begin(), slides.end(), true) == slides.end())
+        return;
+    c.slidingWindow = window;
+    if (std::find(slides.begin(), slides.end(), false) != slides.end())
+        c.slidingLayers = std::move(slides);
+}
 
 void readRope(const Reader& r, ModelConfig& c)
 {
@@ -265,7 +304,10 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.mlpBias = r.boolean("mlp_bias", false);
         break;
     case Architecture::Mistral:
-        c.slidingWindow = r.positiveOr("sliding_window", 0, kMaxPositions);
+        // As transformers' MistralConfig: a missing key is its default of 4,096, null is none.
+        c.slidingWindow = r.j.contains("sliding_window")
+                              ? r.positiveOr("sliding_window", 0, kMaxPositions)
+                              : std::min<int64_t>(4096, kMaxPositions);
         break;
     case Architecture::Qwen2:
     case Architecture::Qwen3:
@@ -275,16 +317,29 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
             c.qkvBias = c.oBias = r.boolean("attention_bias", false);
             c.qkNorm = true;
         }
-        // transformers gives layers from max_window_layers on the window when use_sliding_window
-        // is true (the released Qwen2.5 and Qwen3 configs set it false).
-        if (r.boolean("use_sliding_window", false) && r.has("sliding_window") &&
-            (!r.has("max_window_layers") || r.integer("max_window_layers") < c.numLayers))
-            c.slidingWindow = r.positive("sliding_window", kMaxPositions);
+        readQwenWindow(r, c);
         break;
     case Architecture::Gpt2:
         break;
     }
     return c;
+}
+
+std::string ModelConfig::slidingLayerText() const
+{
+    if (slidingLayers.empty())
+        return "every layer";
+    std::string text;
+    for (size_t i = 0; i < slidingLayers.size(); ++i) {
+        if (!slidingLayers[i] || (i > 0 && slidingLayers[i - 1]))
+            continue;
+        size_t last = i;
+        while (last + 1 < slidingLayers.size() && slidingLayers[last + 1])
+            ++last;
+        text += (text.empty() ? "" : ", ") + std::to_string(i) +
+                (last > i ? "-" + std::to_string(last) : std::string());
+    }
+    return "layers " + text;
 }
 
 ModelConfig loadModelConfig(const std::string& path)

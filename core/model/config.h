@@ -44,15 +44,20 @@ struct ModelConfig {
     bool oBias = false;    // llama attention_bias
     bool mlpBias = false;
     bool qkNorm = false;  // qwen3
-    // Mistral's sliding_window, Qwen2/3's when use_sliding_window applies it to a layer; 0 =
-    // none. Attention spans whole sequences here, which equals the window's only up to its length,
-    // so a window shorter than max_position_embeddings is the context (contextLength()).
+    // Sliding-window attention: in a layer that slides, a query attends to the `slidingWindow`
+    // latest positions, itself included. Mistral's sliding_window slides every layer; Qwen2/3's
+    // with use_sliding_window the layers `layer_types` marks (by default those from
+    // max_window_layers on). 0 = none; slidingLayers empty = every layer.
     int64_t slidingWindow = 0;
+    std::vector<bool> slidingLayers;
 
-    int64_t contextLength() const
+    bool layerSlides(size_t layer) const
     {
-        return slidingWindow > 0 ? std::min(maxPositions, slidingWindow) : maxPositions;
+        return slidingWindow > 0 &&
+               (slidingLayers.empty() || (layer < slidingLayers.size() && slidingLayers[layer]));
     }
+    // Which layers slide, in words: "every layer" or "layers 1-2, 4" (numbered from 0).
+    std::string slidingLayerText() const;
 
     std::string torchDtype = "float32";
     std::vector<int64_t> bosTokenIds;

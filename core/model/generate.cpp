@@ -28,7 +28,7 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
 
     for (int step = 0; step < o.maxNewTokens; ++step) {
         if (step > 0) {
-            if (cache.length >= cfg.contextLength()) {
+            if (cache.length >= cfg.maxPositions) {
                 result.stopReason = "context_full";
                 break;
             }

@@ -247,7 +247,7 @@ std::vector<GenerateResult> Model::generateBatch(const std::vector<std::vector<i
         padded.ids.numel() * 4 >= realTokens * 5) {
         const int64_t filled = virtualTokens + padded.ids.size(1);
         const int64_t capacity =
-            std::max(filled, std::min<int64_t>(filled + o.maxNewTokens, cfg.contextLength()));
+            std::max(filled, std::min<int64_t>(filled + o.maxNewTokens, cfg.maxPositions));
         logits = prefillInGroups(module, prompts, padded.real, virtualTokens, capacity,
                                  m_impl->device, cache);
     } else {
@@ -259,7 +259,7 @@ std::vector<GenerateResult> Model::generateBatch(const std::vector<std::vector<i
 
     for (int step = 0; step < o.maxNewTokens && b.finished < b.rows.size(); ++step) {
         if (step > 0) {
-            const auto last = b.nextInputs(cache, cfg.contextLength(), m_impl->device);
+            const auto last = b.nextInputs(cache, cfg.maxPositions, m_impl->device);
             if (last.empty())
                 break;
             auto next = torch::tensor(last, torch::kInt64).view({-1, 1}).to(m_impl->device);

@@ -75,14 +75,6 @@ PreparedModel prepareModel(const TrainConfig& config)
                  : std::string(),
              ", but ", config.model, " has ", modelConfig.maxPositions,
              " learned positions (n_positions)");
-    if (modelConfig.slidingWindow > 0 && positions > modelConfig.slidingWindow)
-        fail(config.sourcePath, ": key 'data.max_length' is ", config.data.maxLength,
-             config.method == Method::Prompt
-                 ? cat(" (", positions, " positions with prompt.num_tokens)")
-                 : std::string(),
-             ", but ", config.model, " has a sliding window of ", modelConfig.slidingWindow,
-             " tokens, and Tunebench attends over whole sequences, which equals it only up to "
-             "that length");
     m.device = runDevice(config);
     if (config.precision == Precision::Fp16 && !m.device.is_cuda())
         fail(config.sourcePath,

@@ -448,7 +448,7 @@ void SftRecipe::generationEval(int64_t step)
         r = eval::evaluateModel(*model, *m_model.tokenizer, runChatTemplate(m_config), m_evalCases,
                                 settings);
     } catch (const Error& e) {
-        // A held-out prompt the model cannot take (past a sliding window, GPT-2's positions):
+        // A held-out prompt the model cannot take (past GPT-2's learned positions):
         // the run goes on, and its final checkpoint is still saved.
         m_model.module->train(training);
         warn("generation evaluation at step " + std::to_string(step) + " was skipped: " + e.what());

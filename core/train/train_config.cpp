@@ -1085,6 +1085,7 @@ EstimateOptions estimateOptionsFor(const TrainConfig& run, int64_t seq)
     o.seq = seq;
     o.gradAccum = run.gradAccum;
     o.gradientCheckpointing = run.gradientCheckpointing;
+    o.packing = run.data.packing;
     o.loss = lossKindName(run.loss);
     o.lossChunk = run.lossChunkTokens;
     o.objective = objectiveName(run.objective);

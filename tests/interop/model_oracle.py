@@ -31,7 +31,12 @@ def variants():
         cfg = transformers.LlamaConfig(**common, tie_word_embeddings=True, rope_scaling=rope, rope_theta=500000.0)
     yield "llama3_rope", cfg
     yield "mistral", transformers.MistralConfig(**common, tie_word_embeddings=False, sliding_window=None)
+    # Sliding windows shorter than the 40 reference ids and the 32 greedy positions: Mistral's on every
+    # layer, Qwen2's on the layers from max_window_layers on.
+    yield "mistral_window", transformers.MistralConfig(**common, tie_word_embeddings=False, sliding_window=6)
     yield "qwen2", transformers.Qwen2Config(**common, tie_word_embeddings=True)
+    yield "qwen2_window", transformers.Qwen2Config(**common, tie_word_embeddings=True, use_sliding_window=True,
+                                                   sliding_window=5, max_window_layers=1)
     yield "qwen3", transformers.Qwen3Config(**{**common, "num_key_value_heads": 4}, head_dim=16,
                                             tie_word_embeddings=False)
     gpt = dict(vocab_size=320, n_embd=64, n_layer=3, n_head=4, n_positions=128, initializer_range=0.25,

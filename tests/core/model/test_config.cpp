@@ -4,6 +4,8 @@
 #include "model/registry.h"
 #include "util/error.h"
 
+#include "../../test_util.h"
+
 #include <QtTest>
 
 namespace {
@@ -77,34 +79,86 @@ void TestConfig::fields()
         "v5.json");
     QCOMPARE(v5.ropeScaling.type, std::string("linear"));
     QCOMPARE(v5.ropeTheta, 1000.0);
-    // A sliding window shorter than the positions is the context: Mistral's always, Qwen's when
-    // use_sliding_window gives it to a layer (from max_window_layers on).
+    // Sliding windows as transformers reads them: Mistral's on every layer (a missing key is its
+    // default of 4,096, null none); Qwen's with use_sliding_window, on the layers layer_types names
+    // or from max_window_layers on.
     const std::string small =
-        R"("vocab_size":10,"hidden_size":8,"intermediate_size":16,"num_hidden_layers":2,
-        "num_attention_heads":2,"max_position_embeddings":64,"sliding_window":6)";
+        R"("vocab_size":10,"hidden_size":8,"intermediate_size":16,"num_hidden_layers":3,
+        "num_attention_heads":2,"max_position_embeddings":64)";
     const auto config = [&](const std::string& type, const std::string& more) {
         return tb::parseModelConfig("{\"model_type\":\"" + type + "\"," + small + more + "}",
                                     "c.json");
     };
-    QCOMPARE(config("mistral", "").contextLength(), int64_t(6));
-    QCOMPARE(config("qwen2", "").contextLength(), int64_t(64));  // use_sliding_window false
-    QCOMPARE(config("qwen3", R"(,"use_sliding_window":true,"max_window_layers":0)").contextLength(),
-             int64_t(6));
-    QCOMPARE(config("qwen2", R"(,"use_sliding_window":true,"max_window_layers":2)").contextLength(),
-             int64_t(64));  // no layer from 2 on
-    // A longer sequence is refused by name, not attended in full without a word.
-    const auto model = tb::createCausalLM(config("mistral", ""));
-    torch::NoGradGuard noGrad;
-    QCOMPARE(model->forwardHidden(torch::arange(1, 7).view({1, 6})).size(1), int64_t(6));
-    try {
-        model->forwardHidden(torch::arange(1, 8).view({1, 7}));
-        QFAIL("a sequence past the sliding window was accepted");
-    } catch (const tb::Error& e) {
-        QVERIFY2(std::string(e.what()).find("a sequence of 7 tokens is longer than the model's "
-                                            "sliding window (sliding_window 6)") !=
-                     std::string::npos,
-                 e.what());
+    const auto slides = [](const tb::ModelConfig& c) {
+        std::string s;
+        for (size_t i = 0; i < 3; ++i)
+            s += c.layerSlides(i) ? 'S' : 'F';
+        return s;
+    };
+    const auto mistral = config("mistral", R"(,"sliding_window":6)");
+    QCOMPARE(mistral.slidingWindow, int64_t(6));
+    QCOMPARE(mistral.maxPositions, int64_t(64));  // the window does not shorten the context
+    QCOMPARE(slides(mistral), std::string("SSS"));
+    QCOMPARE(config("mistral", "").slidingWindow, int64_t(4096));
+    QCOMPARE(config("mistral", R"(,"sliding_window":null)").slidingWindow, int64_t(0));
+    QCOMPARE(slides(config("qwen2", R"(,"sliding_window":6,"max_window_layers":0)")),
+             std::string("FFF"));  // use_sliding_window false
+    QCOMPARE(slides(config("qwen3", R"(,"use_sliding_window":true,"max_window_layers":0)")),
+             std::string("SSS"));
+    QCOMPARE(config("qwen3", R"(,"use_sliding_window":true,"max_window_layers":0)").slidingWindow,
+             int64_t(4096));
+    QCOMPARE(slides(config("qwen2", R"(,"use_sliding_window":true,"sliding_window":6,
+             "max_window_layers":1)")),
+             std::string("FSS"));
+    QCOMPARE(slides(config("qwen2", R"(,"use_sliding_window":true,"sliding_window":6)")),
+             std::string("FFF"));  // max_window_layers 28 by default
+    QCOMPARE(slides(config("qwen2", R"(,"use_sliding_window":true,"sliding_window":6,
+             "max_window_layers":0,"layer_types":["sliding_attention","full_attention",
+             "sliding_attention"])")),
+             std::string("SFS"));  // layer_types wins
+    for (const auto& [more, message] : std::vector<std::pair<std::string, std::string>>{
+             {R"(,"layer_types":["sliding_attention","full_attention","full_attention"])",
+              "key 'layer_types' has sliding_attention layers, but use_sliding_window is not "
+              "true"},
+             {R"(,"layer_types":["full_attention"])",
+              "key 'layer_types' must list one type per layer (3)"},
+             {R"(,"layer_types":["full_attention","chunked_attention","full_attention"])",
+              "key 'layer_types' entry 1 is \"chunked_attention\""}}) {
+        try {
+            config("qwen2", more);
+            QFAIL(more.c_str());
+        } catch (const tb::Error& e) {
+            QVERIFY2(tbtest::contains(e.what(), "c.json: " + message), e.what());
+        }
     }
+    // A sequence past the window is attended through it. With one layer, the last of 7 tokens
+    // sees the 6 latest at the same distances as the last of those 6 tokens alone (rotary
+    // attention depends on distance only), so their hidden states agree; attending over all 7
+    // (the same weights without the window) does not.
+    const auto oneLayer = [&](const std::string& window) {
+        return tb::createCausalLM(tb::parseModelConfig(
+            R"({"model_type":"mistral","vocab_size":10,"hidden_size":8,"intermediate_size":16,
+            "num_hidden_layers":1,"num_attention_heads":2,"sliding_window":)" +
+                window + "}",
+            "c.json"));
+    };
+    const auto model = oneLayer("6");
+    const auto full = oneLayer("null");
+    torch::NoGradGuard noGrad;
+    torch::manual_seed(3);
+    for (auto& p : model->named_parameters())
+        p.value().normal_(0, 0.5);  // far from uniform attention
+    const auto weights = model->named_parameters();
+    for (auto& p : full->named_parameters())
+        p.value().copy_(weights[p.key()]);
+    const auto seven = torch::arange(1, 8).view({1, 7});
+    const auto last = model->forwardHidden(seven).select(1, 6);
+    QVERIFY(torch::allclose(last, model->forwardHidden(seven.narrow(1, 1, 6)).select(1, 5), 1e-4,
+                            1e-5));
+    QVERIFY(!torch::allclose(last, full->forwardHidden(seven).select(1, 6), 1e-3, 1e-3));
+    // The first 6 positions are within the window: the same as without it.
+    QVERIFY(torch::allclose(model->forwardHidden(seven).narrow(1, 0, 6),
+                            full->forwardHidden(seven).narrow(1, 0, 6), 1e-5, 1e-6));
     // A folder path finds its config.json.
     auto bundled = tb::loadModelConfig(TB_SOURCE_DIR "/datasets/models/stories260k");
     QCOMPARE(tb::parameterCount(bundled), int64_t(260032));

@@ -41,6 +41,14 @@ tb::ModelConfig smallConfig(tb::Architecture arch)
         c.hiddenAct = "gelu_new";
         c.qkvBias = c.oBias = c.mlpBias = true;
     }
+    // Sliding windows shorter than most prompts: Mistral's on both layers, Qwen2's on the second.
+    if (arch == tb::Architecture::Mistral)
+        c.slidingWindow = 7;
+    if (arch == tb::Architecture::Qwen2) {
+        c.qkvBias = true;
+        c.slidingWindow = 6;
+        c.slidingLayers = {false, true};
+    }
     return c;
 }
 
@@ -189,6 +197,10 @@ void TestGenerateBatch::greedyRowsMatchSingle_data()
     QTest::newRow("gpt2 even lengths") << gpt2 << 8 << 128 << false << true;
     QTest::newRow("qwen3 even lengths")
         << static_cast<int>(tb::Architecture::Qwen3) << 8 << 128 << false << true;
+    const int mistral = static_cast<int>(tb::Architecture::Mistral);
+    const int qwen2 = static_cast<int>(tb::Architecture::Qwen2);
+    QTest::newRow("mistral window batch 8") << mistral << 8 << 128 << false << false;
+    QTest::newRow("qwen2 window batch 3") << qwen2 << 3 << 128 << false << false;
 }
 
 void TestGenerateBatch::greedyRowsMatchSingle()
@@ -361,6 +373,10 @@ void TestGenerateBatch::paddedLogitsMatchSingle_data()
     QTest::newRow("gpt2 soft prompt") << gpt2 << true << false;
     QTest::newRow("llama soft prompt") << llama << true << false;
     QTest::newRow("llama wide head") << llama << false << true;
+    const int mistral = static_cast<int>(tb::Architecture::Mistral);
+    QTest::newRow("mistral window") << mistral << false << false;
+    QTest::newRow("mistral window soft prompt") << mistral << true << false;
+    QTest::newRow("qwen2 window") << static_cast<int>(tb::Architecture::Qwen2) << false << false;
 }
 
 void TestGenerateBatch::paddedLogitsMatchSingle()

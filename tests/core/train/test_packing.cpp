@@ -67,6 +67,8 @@ tb::ModelConfig tinyConfig(tb::Architecture arch)
     c.qkvBias = c.oBias = c.mlpBias = arch == tb::Architecture::Gpt2;
     if (arch == tb::Architecture::Gpt2)
         c.hiddenAct = "gelu_new";
+    if (arch == tb::Architecture::Mistral)
+        c.slidingWindow = 5;  // shorter than most examples: the window and the segments combine
     return c;
 }
 
@@ -270,6 +272,8 @@ void TestPacking::packedMatchesOneByOne_data()
     QTest::newRow("llama checkpointed") << int(tb::Architecture::Llama) << true << false;
     QTest::newRow("gpt2 checkpointed") << int(tb::Architecture::Gpt2) << true << false;
     QTest::newRow("llama chunked loss") << int(tb::Architecture::Llama) << false << true;
+    QTest::newRow("mistral window") << int(tb::Architecture::Mistral) << false << false;
+    QTest::newRow("mistral window checkpointed") << int(tb::Architecture::Mistral) << true << false;
 }
 
 // The packed batch of all bins: one forward and backward. Per-token losses are taken from the full

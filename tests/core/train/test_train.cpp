@@ -343,21 +343,18 @@ void TestTrain::epochsEndStepsWithAccumulation()
     QCOMPARE(seen[5], 2 * seen[2]);  // the same sequences, once each per epoch
 }
 
-// The bundled model as a Mistral with a 64-token sliding window, trained at max_length 64 with
-// held-out prompts of 150 tokens: the generation evaluation and the stop rate cannot take them,
-// and say so, and the run finishes with its checkpoint; the held-out answers are all cut away, so
-// no validation loss is reported (it read 0.0000 at every evaluation).
+// A random GPT-2 of 64 learned positions, trained at max_length 64 with held-out prompts of over
+// 64 tokens: the generation evaluation and the stop rate cannot take them, and say so, and the run
+// finishes with its checkpoint; the held-out answers are all cut away, so no validation loss is
+// reported (it read 0.0000 at every evaluation).
 void TestTrain::heldOutPastTheContextWarns()
 {
-    const std::string model = m_dir.filePath(QStringLiteral("windowed")).toStdString();
-    std::filesystem::create_directories(model);
-    for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
-        std::filesystem::copy_file(TB_SOURCE_DIR "/datasets/models/stories260k/" + std::string(f),
-                                   model + "/" + f);
-    auto c = nlohmann::json::parse(tb::readFile(model + "/config.json"));
-    c["model_type"] = "mistral";
-    c["sliding_window"] = 64;
-    tb::writeFileAtomic(model + "/config.json", c.dump());
+    const std::string model = m_dir.filePath(QStringLiteral("short-context")).toStdString();
+    tb::writeRandomModel(
+        R"({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 16, "n_head": 2,
+        "n_layer": 1, "n_positions": 64, "bos_token_id": 50256, "eos_token_id": 50256,
+        "vocab_size": 50257})",
+        0, TB_SOURCE_DIR "/tests/data/tokenizers/gpt2", model);
     std::string names;
     for (int i = 0; i < 36; ++i)
         names += (i ? " and " : "") + std::string(i % 2 ? "Tim" : "Sue");
@@ -367,7 +364,7 @@ void TestTrain::heldOutPastTheContextWarns()
     tb::writeFileAtomic(val, row.dump() + "\n" + row.dump() + "\n");
     Recorder events;
     const auto summary =
-        train(config("lora-tiny.json", m_dir.path(), "windowed",
+        train(config("full-tiny.json", m_dir.path(), "short-context",
                      {"model=" + model, "data.max_length=64", "data.val_file=" + val, "max_steps=2",
                       "eval.generate_every=1", "eval_every=0"}),
               &events);
@@ -378,7 +375,7 @@ void TestTrain::heldOutPastTheContextWarns()
         all += w + "\n";
     for (const char* expected :
          {"no validation loss is reported", "generation evaluation at step 1 was skipped",
-          "the stop rate was not measured", "longer than the model's sliding window"})
+          "the stop rate was not measured", "exceeds n_positions (64)"})
         QVERIFY2(all.find(expected) != std::string::npos, all.c_str());
     QVERIFY(std::filesystem::exists(summary.runDir + "/checkpoints/step-2"));
 }
