@@ -255,7 +255,10 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
     // Layers with a sliding window, once the keys reach past it, attend through a banded mask.
     BlockContext windowed;
     const bool sliding = m_config.slidingWindow > 0 && past + h.size(1) > m_config.slidingWindow;
-    if (sliding) {
+    if (sliding && h.size(1) == 1 && !mask.defined()) {
+        windowed = ctx;  // a decoding step: its query sees the latest keys, no mask to form
+        windowed.window = m_config.slidingWindow;
+    } else if (sliding) {
         windowed = ctx;
         // Each row's positions where they are its own: packed rows', a padded cache's (its
         // record of real keys counted, padding holds the place of the last real position).
@@ -605,7 +608,7 @@ bool attentionWidensToFp32(const torch::Tensor& q, const torch::Tensor& k, const
 
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer,
-                              int64_t pastLength, const torch::Tensor& mask)
+                              int64_t pastLength, const torch::Tensor& mask, int64_t window)
 {
     const int64_t seq = q.size(2);
     torch::Tensor keys = k;
@@ -621,6 +624,13 @@ torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
         values = cv.narrow(2, 0, needed);
     } else {
         pastLength = 0;
+    }
+    if (window > 0 && keys.size(2) > window) {
+        if (seq != 1 || mask.defined())
+            fail("a sliding window without a mask is for one query per row");
+        keys = keys.narrow(2, keys.size(2) - window, window);
+        values = values.narrow(2, values.size(2) - window, window);
+        pastLength = window - 1;
     }
 
     // A decoding step's few queries on the CPU: one loop over the cached keys (model/decode_ops.h).

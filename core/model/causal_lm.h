@@ -166,6 +166,9 @@ struct BlockContext {
     // [batch, 1, seq, keys] bool, true = may attend (keys: the cached positions, then seq);
     // undefined: causal
     torch::Tensor mask;
+    // A sliding window the keys reach past, for one query per row without a mask: it attends to
+    // the `window` latest keys (elsewhere the mask holds the window's band); 0 = every key.
+    int64_t window = 0;
 };
 
 // One transformer block. Architectures implement forward(); adapters are applied through the two
@@ -363,9 +366,11 @@ void reserveCache(KVCache& cache, size_t layer, int64_t batch, int64_t kvHeads, 
 // pastLength is the cache length before this call. mask: [batch, 1, seq, pastLength + seq] bool
 // over every key (the cached ones first), true where a query may attend, used instead of the
 // causal rule (packed rows; rows with padding). Returns [batch, heads, seq, head_dim].
+// window: BlockContext::window (one query, no mask): only the `window` latest keys.
 torch::Tensor cachedAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, KVCache* cache, size_t layer,
-                              int64_t pastLength, const torch::Tensor& mask = {});
+                              int64_t pastLength, const torch::Tensor& mask = {},
+                              int64_t window = 0);
 
 // Whether cachedAttention runs this attention in fp32 although it is bf16 (as it lies, or under
 // CPU autocast): training on the CPU (no cache, grad mode, an input needing a gradient) with fewer

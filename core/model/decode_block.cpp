@@ -101,7 +101,7 @@ inline float silu(float v)
 
 template <typename T>
 void step(const DecodeBlockParts& p, const T* x, T* out, const T* cos, const T* sin, T* kc, T* vc,
-          int64_t kvStride, int64_t past)
+          int64_t kvStride, int64_t past, int64_t window)
 {
     const int64_t hidden = p.q.inFeatures, hd = p.headDim;
     const int64_t qn = p.heads * hd, kvn = p.kvHeads * hd, inner = p.gate.outFeatures;
@@ -131,16 +131,18 @@ void step(const DecodeBlockParts& p, const T* x, T* out, const T* cos, const T* 
         for (int64_t i = 0; i < hd; ++i)
             vr[i] = static_cast<T>(yv[head * hd + i]);
     }
+    // A sliding window the keys reach past: the `window` latest keys only.
+    const int64_t first = window > 0 ? std::max<int64_t>(0, past + 1 - window) : 0;
     AttentionArgs a;
     a.q = q.data();
     a.qBatch = qn;
     a.qHead = hd;
     a.qSeq = qn;
-    a.k = kc;
+    a.k = kc + first * hd;
     a.kBatch = p.kvHeads * kvStride;
     a.kHead = kvStride;
     a.kPos = hd;
-    a.v = vc;
+    a.v = vc + first * hd;
     a.vBatch = a.kBatch;
     a.vHead = kvStride;
     a.vPos = hd;
@@ -151,7 +153,7 @@ void step(const DecodeBlockParts& p, const T* x, T* out, const T* cos, const T* 
     a.heads = p.heads;
     a.kvHeads = p.kvHeads;
     a.seq = 1;
-    a.keys = past + 1;
+    a.keys = past + 1 - first;
     a.headDim = hd;
     a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     a.bf16 = std::is_same_v<T, c10::BFloat16>;
@@ -243,11 +245,11 @@ torch::Tensor decodeBlockStep(const DecodeBlockParts& p, const torch::Tensor& x,
     if (x.scalar_type() == torch::kBFloat16) {
         using B = c10::BFloat16;
         step<B>(p, dataOf<B>(x), out.mutable_data_ptr<B>(), dataOf<B>(ctx.cos), dataOf<B>(ctx.sin),
-                kc.mutable_data_ptr<B>(), vc.mutable_data_ptr<B>(), kvStride, past);
+                kc.mutable_data_ptr<B>(), vc.mutable_data_ptr<B>(), kvStride, past, ctx.window);
     } else {
         step<float>(p, dataOf<float>(x), out.mutable_data_ptr<float>(), dataOf<float>(ctx.cos),
                     dataOf<float>(ctx.sin), kc.mutable_data_ptr<float>(),
-                    vc.mutable_data_ptr<float>(), kvStride, past);
+                    vc.mutable_data_ptr<float>(), kvStride, past, ctx.window);
     }
     return out;
 }

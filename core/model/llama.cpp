@@ -54,7 +54,8 @@ public:
         q = applyRope(q.transpose(1, 2), ctx.cos, ctx.sin);
         k = applyRope(k.transpose(1, 2), ctx.cos, ctx.sin);
         v = v.transpose(1, 2);
-        auto out = cachedAttention(q, k, v, cache, layer, past, ctx.mask);  // [b, heads, s, hd]
+        auto out = cachedAttention(q, k, v, cache, layer, past, ctx.mask,
+                                   ctx.window);  // [b, heads, s, hd]
         out = out.transpose(1, 2).reshape({b, s, numHeads * headDim});
         return o_proj->forward(out);
     }
