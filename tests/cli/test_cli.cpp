@@ -78,6 +78,20 @@ void TestCli::info()
                        QStringLiteral("--json")});
     QCOMPARE(r.exitCode, 0);
     QCOMPARE(jsonOf(r)["parameters"].get<int64_t>(), int64_t(1100048384));
+    QCOMPARE(jsonOf(r)["context"].get<int64_t>(), int64_t(2048));
+    QCOMPARE(jsonOf(r)["sliding_window"].get<int64_t>(), int64_t(0));
+    // Sliding windows: the layers they apply to, beside the context they do not shorten.
+    auto windowed =
+        nlohmann::json::parse(tb::readFile(TB_SOURCE_DIR "/tests/data/configs/qwen2.5-0.5b.json"));
+    windowed["use_sliding_window"] = true;
+    windowed["sliding_window"] = 512;
+    windowed["max_window_layers"] = 20;
+    const QString file = m_dir.filePath(QStringLiteral("windowed-config.json"));
+    tb::writeFileAtomic(file.toStdString(), windowed.dump());
+    Run text = tunebench({QStringLiteral("info"), QStringLiteral("--model"), file});
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY2(text.out.contains("context       32768\nsliding window 512 (layers 20-23)\n"),
+             text.out.constData());
 }
 
 void TestCli::tokenize()

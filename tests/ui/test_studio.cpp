@@ -245,6 +245,34 @@ private Q_SLOTS:
         QVERIFY(spy.wait(10000));
         QVERIFY(page.summary().error.contains(QStringLiteral("/nonexistent/model")));
     }
+    void showsSlidingWindow()
+    {
+        // A config.json alone of a Qwen2 whose last layers slide: the Model page names the window
+        // and its layers beside the context.
+        QTemporaryDir dir;
+        auto c = nlohmann::json::parse(
+            tb::readFile(TB_SOURCE_DIR "/tests/data/configs/qwen2.5-0.5b.json"));
+        c["use_sliding_window"] = true;
+        c["sliding_window"] = 512;
+        c["max_window_layers"] = 22;
+        const QString file = dir.filePath(QStringLiteral("config.json"));
+        tb::writeFileAtomic(file.toStdString(), c.dump());
+        tb::ModelPage page;
+        QSignalSpy spy(&page, &tb::ModelPage::modelOpened);
+        page.openModel(file);
+        QVERIFY(spy.wait(10000));
+        QVERIFY2(page.summary().error.isEmpty(), qPrintable(page.summary().error));
+        QStringList rows;
+        for (auto* model : page.findChildren<QStandardItemModel*>())
+            for (int r = 0; r < model->rowCount(); ++r)
+                if (model->columnCount() == 2 && model->item(r, 1))
+                    rows << model->item(r, 0)->text() + QStringLiteral(": ") +
+                                model->item(r, 1)->text();
+        QVERIFY2(rows.contains(QStringLiteral("Context length: 32768")),
+                 qPrintable(rows.join('\n')));
+        QVERIFY2(rows.contains(QStringLiteral("Sliding window: 512 positions, layers 22-23")),
+                 qPrintable(rows.join('\n')));
+    }
     void methodCountsComeFromCore()
     {
         QTemporaryDir runs;

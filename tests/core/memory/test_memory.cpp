@@ -118,6 +118,7 @@ private Q_SLOTS:
     void trainableTokensItemised();
     void zeroShares();
     void loraDropoutMask();
+    void attentionMask();
     void checkpointingLowersActivations();
     void accumulationKeepsActivations();
     void chunkedLossLowersLogits();
@@ -495,6 +496,47 @@ void TestMemory::loraDropoutMask()
     QVERIFY2(onCuda > 0 && onCuda < onCpu,
              qPrintable(QStringLiteral("%1 vs %2").arg(onCuda).arg(onCpu)));
     QCOMPARE((onCpu - onCuda) % 3, int64_t(0));  // 4-byte masks against 1-byte ones
+}
+
+void TestMemory::attentionMask()
+{
+    // One additive mask per forward, kept once: packed rows' [batch, seq, seq], a sliding window's
+    // [seq, seq] where it is shorter than the sequence, in the compute dtype (fp32 where CPU bf16
+    // attention runs widened, under 192 queries).
+    auto c = load("tinyllama-1.1b.json");
+    const auto run = method(tb::Method::Full);
+    auto activations = [&](const tb::ModelConfig& model, tb::EstimateOptions o) {
+        return tb::estimateMemory(model, run, o).activations;
+    };
+    auto packed = cpu(4, 256);
+    packed.packing = true;
+    QCOMPARE(activations(c, packed) - activations(c, cpu(4, 256)), int64_t(4 * 256 * 256 * 4));
+    packed.precision = "bf16-mixed";
+    auto bf16 = cpu(4, 256);
+    bf16.precision = "bf16-mixed";
+    QCOMPARE(activations(c, packed) - activations(c, bf16), int64_t(4 * 256 * 256 * 2));
+    packed.seq = bf16.seq = 128;  // widened to fp32
+    QCOMPARE(activations(c, packed) - activations(c, bf16), int64_t(4 * 128 * 128 * 4));
+    packed.gradientCheckpointing = bf16.gradientCheckpointing = true;
+    QCOMPARE(activations(c, packed) - activations(c, bf16), int64_t(4 * 128 * 128 * 4));
+    auto windowed = c;
+    windowed.slidingWindow = 256;
+    QCOMPARE(activations(windowed, cpu(4, 256)), activations(c, cpu(4, 256)));  // within it
+    QCOMPARE(activations(windowed, cpu(4, 512)) - activations(c, cpu(4, 512)),
+             int64_t(512 * 512 * 4));
+    // The CLI's --packing.
+    auto total = [](const std::vector<std::string>& more) {
+        std::vector<std::string> argv{"estimate", "--model", kData + "tinyllama-1.1b.json",
+                                      "--method", "full",    "--batch",
+                                      "4",        "--seq",   "256",
+                                      "--json"};
+        argv.insert(argv.end(), more.begin(), more.end());
+        const auto r = cli(argv);
+        if (r.status != 0)
+            qFatal("%s", r.err.c_str());
+        return nlohmann::json::parse(r.out).at("activations").get<int64_t>();
+    };
+    QCOMPARE(total({"--packing"}) - total({}), int64_t(4 * 256 * 256 * 4));
 }
 
 void TestMemory::zeroShares()
