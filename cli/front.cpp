@@ -146,18 +146,10 @@ const std::set<std::string>& evalCommandFlags()
 
 Args parseCommandLine(const std::vector<std::string>& argv)
 {
-    std::set<std::string> flags{"json",
-                                "greedy",
-                                "no-special",
-                                "force",
-                                "grad-checkpointing",
-                                "quant-double",
-                                "quant-head",
-                                "explain",
-                                "add-generation-prompt",
-                                "chat",
-                                "profile",
-                                "unfused-loss"};
+    std::set<std::string> flags{
+        "json",    "greedy",       "no-special",  "force",   "grad-checkpointing",
+        "packing", "quant-double", "quant-head",  "explain", "add-generation-prompt",
+        "chat",    "profile",      "unfused-loss"};
     flags.insert(dataCommandFlags().begin(), dataCommandFlags().end());
     flags.insert(evalCommandFlags().begin(), evalCommandFlags().end());
     return Args(argv, flags);

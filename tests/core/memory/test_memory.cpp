@@ -534,7 +534,7 @@ void TestMemory::attentionMask()
         const auto r = cli(argv);
         if (r.status != 0)
             qFatal("%s", r.err.c_str());
-        return nlohmann::json::parse(r.out).at("activations").get<int64_t>();
+        return nlohmann::json::parse(r.out).at("bytes").at("activations").get<int64_t>();
     };
     QCOMPARE(total({"--packing"}) - total({}), int64_t(4 * 256 * 256 * 4));
 }
