@@ -377,6 +377,33 @@ void TestEvalMetrics::squadAndRougeSpotChecks()
             std::abs(one.fmeasure - 0.5) < 1e-12);
     // LCS of "a b c d" and "a c e d" is "a c d": P 3/4, R 3/4
     QVERIFY(std::abs(rougeL({"a", "b", "c", "d"}, {"a", "c", "e", "d"}).fmeasure - 0.75) < 1e-12);
+    // The bit-parallel LCS against the dynamic-programming table on random texts: lengths across
+    // the 64-token words (carries between them), alphabets from 2 tokens (long runs) to 40.
+    std::mt19937 rng(11);
+    for (int round = 0; round < 300; ++round) {
+        const int alphabet = 2 + round % 39;
+        auto text = [&](int n) {
+            std::vector<std::string> t(static_cast<size_t>(n));
+            for (auto& w : t)
+                w = tbtest::numbered("w", rng() % static_cast<unsigned>(alphabet));
+            return t;
+        };
+        const auto a = text(static_cast<int>(rng() % 200) + 1);
+        const auto b = text(static_cast<int>(rng() % 200) + 1);
+        std::vector<std::vector<int>> table(a.size() + 1, std::vector<int>(b.size() + 1, 0));
+        for (size_t i = 1; i <= a.size(); ++i)
+            for (size_t j = 1; j <= b.size(); ++j)
+                table[i][j] = a[i - 1] == b[j - 1] ? table[i - 1][j - 1] + 1
+                                                   : std::max(table[i - 1][j], table[i][j - 1]);
+        const double lcs = rougeL(a, b).precision * double(b.size());  // LCS / |prediction|
+        QVERIFY2(std::abs(lcs - table[a.size()][b.size()]) < 1e-6,
+                 qPrintable(QStringLiteral("%1 tokens against %2, alphabet %3: %4 vs %5")
+                                .arg(a.size())
+                                .arg(b.size())
+                                .arg(alphabet)
+                                .arg(lcs)
+                                .arg(table[a.size()][b.size()])));
+    }
     QCOMPARE(makeRougeMetric(1, false)->name(), std::string("rouge1"));
     QCOMPARE(makeRougeMetric(kRougeL, true)->name(), std::string("rougeL"));
     QVERIFY(tbtest::contains(tbtest::errorOf([] { makeRougeMetric(0, false); }), "unknown"));
