@@ -613,10 +613,12 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // packed rows' [batch, seq, seq] (causal within each example), else, where a sliding window
     // is shorter than the sequence, its band [seq, seq]; additive, in the dtype attention sees
     // its queries in (model/causal_lm.cpp).
+    // Packed rows with some layers outside the window keep both: the packed mask and its band.
     const bool windowMask = model.slidingWindow > 0 && seq > model.slidingWindow;
-    const int64_t maskBytes = o.packing || windowMask ? (o.packing ? o.batch : 1) * seq * seq *
-                                                            (wideAttention ? 4 : p.compute)
-                                                      : 0;
+    const bool packedMask = o.packing && (!windowMask || !model.slidingLayers.empty());
+    const int64_t maskBytes =
+        ((packedMask ? o.batch : 0) + (windowMask ? (o.packing ? o.batch : 1) : 0)) * seq * seq *
+        (wideAttention ? 4 : p.compute);
     // (checkpointed blocks keep it as an input of their recompute)
     const int64_t attentionMask = attentionKept ? maskBytes : 0;
     auto headCopies = [&](bool inGrad) -> int64_t {
@@ -948,9 +950,11 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         actsFormula += cat("; one layer's scores 2·nh·s²·", p.compute, " B x batch ",
                            groupDigits(naiveScores), " B");
     if (const int64_t mask = o.gradientCheckpointing ? maskBytes : attentionMask; mask > 0)
-        actsFormula += cat("; the attention mask (",
-                           o.packing ? "packed rows, s² x batch" : "sliding window, s²", ") ",
-                           groupDigits(mask), " B");
+        actsFormula += cat("; the attention mask",
+                           packedMask && windowMask ? "s (packed rows, and their window's band)"
+                           : o.packing              ? " (packed rows, s² x batch)"
+                                                    : " (sliding window, s²)",
+                           " ", groupDigits(mask), " B");
     if (p.autocast)
         actsFormula += cat("; autocast's 16-bit weight copies kept for backward 2 B x weights ",
                            groupDigits(e.activationsWeightCopies), " B");

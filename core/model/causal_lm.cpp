@@ -273,6 +273,9 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
     // Training keeps each layer's attention mask for its backward. LibTorch's attention turns a
     // bool mask into an additive one of the queries' dtype in every layer, which each layer then
     // keeps ([batch, 1, seq, seq] per layer); made additive here once, the layers share it.
+    // (When every layer slides, the unwindowed mask serves none: it is dropped, not converted.)
+    if (sliding && m_config.slidingLayers.empty())
+        ctx.mask = torch::Tensor();
     if (!cache && torch::GradMode::is_enabled()) {
         const torch::ScalarType dtype = trainingMaskDtype(h);
         if (ctx.mask.defined())

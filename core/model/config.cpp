@@ -128,7 +128,7 @@ void readQwenWindow(const Reader& r, ModelConfig& c)
                 fail(r.path, ": key 'layer_types' entry ", i, " is ", t.dump().substr(0, 100),
                      "; Tunebench reads \"full_attention\" and \"sliding_attention\"");
         }
-        if (window == 0 && std::find(slides.begin(), slides.end(), true) != slides.end())
+        if (window == 0 && std::count(slides.begin(), slides.end(), true) > 0)
             fail(r.path,
                  ": key 'layer_types' has sliding_attention layers, but use_sliding_window is "
                  "not true, so there is no sliding_window for them (transformers refuses this "
@@ -138,10 +138,11 @@ void readQwenWindow(const Reader& r, ModelConfig& c)
         for (int64_t i = std::max<int64_t>(first, 0); i < c.numLayers; ++i)
             slides[static_cast<size_t>(i)] = true;
     }
-    if (window == 0 || std::find(slides.begin(), slides.end(), true) == slides.end())
+    const auto sliding = std::count(slides.begin(), slides.end(), true);
+    if (window == 0 || sliding == 0)
         return;
     c.slidingWindow = window;
-    if (std::find(slides.begin(), slides.end(), false) != slides.end())
+    if (sliding < c.numLayers)
         c.slidingLayers = std::move(slides);
 }
 

@@ -524,6 +524,16 @@ void TestMemory::attentionMask()
     QCOMPARE(activations(windowed, cpu(4, 256)), activations(c, cpu(4, 256)));  // within it
     QCOMPARE(activations(windowed, cpu(4, 512)) - activations(c, cpu(4, 512)),
              int64_t(512 * 512 * 4));
+    // Packed rows through a window: one mask on every layer; with some layers outside the window,
+    // the packed mask beside its band.
+    auto packed512 = cpu(4, 512);
+    packed512.packing = true;
+    QCOMPARE(activations(windowed, packed512) - activations(c, cpu(4, 512)),
+             int64_t(4 * 512 * 512 * 4));
+    windowed.slidingLayers.assign(size_t(windowed.numLayers), true);
+    windowed.slidingLayers[0] = false;
+    QCOMPARE(activations(windowed, packed512) - activations(c, cpu(4, 512)),
+             int64_t(2 * 4 * 512 * 512 * 4));
     // The CLI's --packing.
     auto total = [](const std::vector<std::string>& more) {
         std::vector<std::string> argv{"estimate", "--model", kData + "tinyllama-1.1b.json",
