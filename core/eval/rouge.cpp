@@ -43,8 +43,7 @@ std::map<std::vector<std::string>, int64_t> ngramCounts(const std::vector<std::s
 // Length of the longest common subsequence, bit-parallel (Hyyrö 2004): one bit per token of `a`,
 // all set at first; each token t of `b` updates V = (V + (V & M)) | (V & ~M), M the positions of t
 // in `a`, as one addition with carry over 64-bit words. The LCS is the count of bits cleared.
-// O(|a| |b| / 64) instead of the table's O(|a| |b|): 100,000 words against 100,000 (5,000
-// distinct) in 0.9 s instead of 76.
+// O(|a| |b| / 64) instead of the table's O(|a| |b|).
 size_t lcsLength(const std::vector<std::string>& a, const std::vector<std::string>& b)
 {
     if (a.empty() || b.empty())
