@@ -852,17 +852,18 @@ bool DataPage::snapshot(const QString& split, bool acceptedOnly)
         o.templateInfo = {
             {"chat_template", chatTemplateChoiceName(m_state->config().data.chatTemplate)},
             {"max_length", m_state->config().data.maxLength}};
-    return m_jobs->run(tr("Snapshot"),
-                       [this, o](DataStore& store, const CurateProgress&) -> DataJobs::Finish {
-                           const SnapshotInfo s = createSnapshot(store, o);
-                           return [this, s] {
-                               setMessage(tr("Snapshot %1: %2 records, sha256 %3… — train on it "
-                                             "with \"snapshot\": \"%1\"")
-                                              .arg(QString::fromStdString(s.id))
-                                              .arg(s.records)
-                                              .arg(QString::fromStdString(s.sha256).left(12)));
-                           };
-                       });
+    return m_jobs->run(
+        tr("Snapshot"),
+        [this, o](DataStore& store, const CurateProgress& progress) -> DataJobs::Finish {
+            const SnapshotInfo s = createSnapshot(store, o, progress);
+            return [this, s] {
+                setMessage(tr("Snapshot %1: %2 records, sha256 %3… — train on it "
+                              "with \"snapshot\": \"%1\"")
+                               .arg(QString::fromStdString(s.id))
+                               .arg(s.records)
+                               .arg(QString::fromStdString(s.sha256).left(12)));
+            };
+        });
 }
 
 void DataPage::openSynthDialog()

@@ -10,6 +10,7 @@
 #include "util/file_util.h"
 #include "util/sha256.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -38,7 +39,9 @@ const char* const kInfoColumns = "id, version, split, sha256, records, manifest,
 
 }  // namespace
 
-SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
+SnapshotInfo
+createSnapshot(DataStore& store, const SnapshotOptions& options,
+               const std::function<bool(const std::string& phase, double fraction)>& progress)
 {
     if (options.split != "train" && options.split != "validation" && options.split != "general")
         fail(store.path(), ": snapshot split \"", options.split,
@@ -78,11 +81,30 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
     sql::Statement insert(
         db, "INSERT INTO snapshot_records (snapshot_id, position, record_id, kind, line) "
             "VALUES (?, ?, ?, ?, ?)");
+    // Progress by record id: rows come in id order, and ids spread over [first, last] as records
+    // were imported (cheaper than counting the rows first).
+    int64_t idFirst = 0, idLast = 0;
+    if (progress) {
+        sql::Statement range(db, "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM "
+                                 "record_state");
+        range.step();
+        idFirst = range.int64(0);
+        idLast = range.int64(1);
+    }
+    const auto report = [&](const char* phase, double fraction) {
+        if (progress && !progress(phase, std::clamp(fraction, 0.0, 1.0)))
+            fail(store.path(), ": snapshot cancelled; nothing was stored");
+    };
+    report("records", 0.0);
     std::map<std::string, int64_t> byKind, byStatus;
-    int64_t picked = 0, synthetic = 0, uncounted = 0;
+    int64_t picked = 0, synthetic = 0, uncounted = 0, rows = 0;
     Sha256 hash;
     std::string line;
     while (read.step()) {
+        if (progress && ++rows % 2048 == 0)
+            report("records", idLast > idFirst
+                                  ? double(read.int64(0) - idFirst) / double(idLast - idFirst)
+                                  : 0.0);
         if (options.excludeFlagged && read.int64(6) != 0)
             continue;
         if (options.minTokens || options.maxTokens) {
@@ -119,8 +141,10 @@ SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options)
              " records have no token count for the length filter; run `tunebench data "
              "stats --model DIR` first");
     // Preference pairs of the split that training reads (data/store/pairs_store.h).
+    report("pairs", 0.0);
     const std::vector<std::string> pairLines =
         trainingPairLines(store, options.split, options.excludeFlagged);
+    report("pairs", 1.0);
     if (picked == 0 && pairLines.empty())
         fail(store.path(), ": no ", options.acceptedOnly ? "accepted " : "", "records in split \"",
              options.split, "\" pass the snapshot's filters",

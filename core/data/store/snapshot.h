@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,8 +42,12 @@ struct SnapshotRecord {
 };
 
 // Freezes the records that pass the options, in id order, as one transaction. Throws when none
-// pass.
-SnapshotInfo createSnapshot(DataStore& store, const SnapshotOptions& options);
+// pass. progress(phase, fraction in [0, 1]) hears "records" (by record id, every 2,048 records
+// read) and "pairs"; returning false cancels: tb::Error "...: snapshot cancelled", nothing stored
+// (the version number stays free).
+SnapshotInfo
+createSnapshot(DataStore& store, const SnapshotOptions& options,
+               const std::function<bool(const std::string& phase, double fraction)>& progress = {});
 std::vector<SnapshotInfo> listSnapshots(const DataStore& store);
 SnapshotInfo findSnapshot(const DataStore& store,
                           const std::string& id);  // throws naming the known ids

@@ -48,6 +48,19 @@ json variedFields(int i)
     return f;
 }
 
+// n alpaca records of variedFields(0 .. n - 1).
+std::vector<NewRecord> variedRecords(int n)
+{
+    std::vector<NewRecord> records;
+    for (int i = 0; i < n; ++i) {
+        NewRecord r;
+        r.kind = "alpaca";
+        r.fields = variedFields(i);
+        records.push_back(r);
+    }
+    return records;
+}
+
 }  // namespace
 
 class TestDataSnapshot : public QObject {
@@ -107,13 +120,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir;
         auto store = DataStore::open(dir.filePath("many.tbstore").toStdString());
-        std::vector<NewRecord> records;
-        for (int i = 0; i < 3000; ++i) {
-            NewRecord r;
-            r.kind = "alpaca";
-            r.fields = variedFields(i);
-            records.push_back(r);
-        }
+        const std::vector<NewRecord> records = variedRecords(3000);
         const auto ids = store->addRecords(records, 0, "importer");
         store->setSplit(ids[1], "validation", "ana");  // left out of the train snapshot
         tb::SnapshotOptions o;
@@ -199,6 +206,52 @@ private Q_SLOTS:
         QCOMPARE(store->recordFields(ids[3]).fields["output"], json("a"));
         QVERIFY(contains(errorOf([&] { store->setSplit(999999, "train", "ana"); }),
                          "no record with id 999999"));
+    }
+    // Progress climbs by record id to the pairs phase; a cancel anywhere stores nothing and leaves
+    // the version free, and the snapshot made afterwards equals one made without progress.
+    void progressAndCancel()
+    {
+        QTemporaryDir dir;
+        auto store = DataStore::open(dir.filePath("p.tbstore").toStdString());
+        const std::vector<NewRecord> records = variedRecords(10000);
+        store->addRecords(records, 0, "importer");
+        tb::SnapshotOptions o;
+        o.acceptedOnly = false;
+        std::vector<std::pair<std::string, double>> heard;
+        const auto listen = [&heard](const std::string& phase, double fraction) {
+            heard.emplace_back(phase, fraction);
+            return true;
+        };
+        const tb::SnapshotInfo first = tb::createSnapshot(*store, o, listen);
+        QCOMPARE(first.id, std::string("train-v1"));
+        QVERIFY(heard.size() >= 7);  // 0, four of 2,048 rows, the pairs' two
+        QCOMPARE(heard.front().first, std::string("records"));
+        QCOMPARE(heard.front().second, 0.0);
+        QCOMPARE(heard.back(), std::make_pair(std::string("pairs"), 1.0));
+        double last = 0.0;
+        for (const auto& [phase, fraction] : heard) {
+            if (phase == "records") {
+                QVERIFY(fraction >= last && fraction <= 1.0);
+                last = fraction;
+            }
+        }
+        QVERIFY2(last > 0.75 && last < 1.0, qPrintable(QString::number(last)));
+
+        // Cancelled at each report in turn: the error says so and nothing is stored.
+        for (size_t stopAt = 0; stopAt < heard.size(); stopAt += 3) {
+            size_t calls = 0;
+            const std::string error = errorOf([&] {
+                tb::createSnapshot(*store, o,
+                                   [&](const std::string&, double) { return calls++ < stopAt; });
+            });
+            QVERIFY2(contains(error, "snapshot cancelled"), error.c_str());
+            QVERIFY2(contains(error, "p.tbstore"), error.c_str());
+            QCOMPARE(tb::listSnapshots(*store).size(), size_t(1));
+        }
+        const tb::SnapshotInfo second = tb::createSnapshot(*store, o);
+        QCOMPARE(second.id, std::string("train-v2"));
+        QCOMPARE(second.sha256, first.sha256);
+        QCOMPARE(second.records, int64_t(10000));
     }
 };
 
