@@ -7,6 +7,7 @@
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
 #include "util/error.h"
+#include "util/join.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,14 +35,6 @@ std::vector<std::string> splitList(const std::string& text)
         }
     }
     return items;
-}
-
-std::string joinNames(const std::vector<std::string>& names)
-{
-    std::string out;
-    for (const auto& n : names)
-        out += (out.empty() ? "" : ", ") + n;
-    return out;
 }
 
 // An integer option from `least` to `most` (sizes are int in the run config; 2^30 by default).
@@ -299,7 +292,7 @@ int cmdEstimate(const Args& args, std::ostream& out)
     for (const auto& t : run.lora.targets)
         if (std::find(known.begin(), known.end(), t) == known.end())
             fail("option --lora-targets has '", t, "', which matches no layer of this ",
-                 model.modelType, " model (allowed: ", joinNames(known), ")");
+                 model.modelType, " model (allowed: ", join(known), ")");
     const EstimateOptions options = optionsFromArgs(args);
     const MemoryEstimate e = estimateMemory(model, run, options);
     const bool explain = args.flag("explain");

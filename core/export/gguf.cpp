@@ -10,11 +10,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,69 +49,6 @@ uint64_t alignUp(uint64_t n, uint64_t alignment)
 {
     return (n + alignment - 1) / alignment * alignment;
 }
-
-// A temp file written in order and renamed into place; removed when destroyed before commit().
-class AtomicFile {
-public:
-    explicit AtomicFile(std::string path)
-        : m_path(std::move(path)), m_tmp(m_path + ".tmp." + std::to_string(::getpid()))
-    {
-        removeStaleTemporaries(m_path);
-        m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (m_fd < 0)
-            fail(m_path, ": cannot create (", std::strerror(errno), ")");
-    }
-    ~AtomicFile()
-    {
-        if (m_fd >= 0)
-            ::close(m_fd);
-        if (!m_committed)
-            ::unlink(m_tmp.c_str());
-    }
-    AtomicFile(const AtomicFile&) = delete;
-    AtomicFile& operator=(const AtomicFile&) = delete;
-
-    void write(const char* data, size_t size)
-    {
-        size_t done = 0;
-        while (done < size) {
-            const ssize_t n = ::write(m_fd, data + done, size - done);
-            if (n < 0) {
-                if (errno == EINTR)
-                    continue;
-                fail(m_path, ": write failed after ", m_written + done, " bytes (",
-                     std::strerror(errno), ")");
-            }
-            done += static_cast<size_t>(n);
-        }
-        m_written += size;
-    }
-    void write(const std::string& bytes) { write(bytes.data(), bytes.size()); }
-    void pad(uint64_t alignment)
-    {
-        const std::string zeros(alignUp(m_written, alignment) - m_written, '\0');
-        write(zeros);
-    }
-    uint64_t written() const { return m_written; }
-
-    void commit()
-    {
-        const int fd = m_fd;
-        m_fd = -1;
-        if (::fsync(fd) != 0 || ::close(fd) != 0)
-            fail(m_path, ": cannot flush to disk (", std::strerror(errno), ")");
-        if (::rename(m_tmp.c_str(), m_path.c_str()) != 0)
-            fail(m_path, ": cannot replace (", std::strerror(errno), ")");
-        syncParentFolder(m_path);
-        m_committed = true;
-    }
-
-private:
-    std::string m_path, m_tmp;
-    int m_fd = -1;
-    uint64_t m_written = 0;
-    bool m_committed = false;
-};
 
 }  // namespace
 
@@ -297,17 +232,25 @@ void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadat
         std::filesystem::create_directories(parent, ec);
     if (ec)
         fail(path, ": cannot create folder ", parent.string(), " (", ec.message(), ")");
-    AtomicFile file(path);
-    file.write(head);
-    file.pad(alignment);
+    AtomicFileWriter file(path);
+    uint64_t written = 0;
+    const auto write = [&file, &written](std::string_view bytes) {
+        file.write(bytes);
+        written += bytes.size();
+    };
+    const auto pad = [&write, &written, alignment] {
+        write(std::string(alignUp(written, alignment) - written, '\0'));
+    };
+    write(head);
+    pad();
     for (size_t i = 0; i < tensors.size(); ++i) {
         const std::string bytes = tensors[i].data ? tensors[i].data() : std::string();
         if (bytes.size() != sizes[i])
             fail(path, ": tensor '", tensors[i].name, "' has ", bytes.size(),
                  " bytes, its shape and type need ", sizes[i]);
-        file.write(bytes);
+        write(bytes);
         if (i + 1 < tensors.size())
-            file.pad(alignment);
+            pad();
     }
     file.commit();
 }

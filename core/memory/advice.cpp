@@ -3,6 +3,7 @@
 
 #include "peft/trainable_count.h"
 #include "util/error.h"
+#include "util/join.h"
 
 #include <algorithm>
 #include <cctype>
@@ -25,14 +26,6 @@ MethodOptions loraInstead(const MethodOptions& method)
     lora.method = Method::Lora;
     lora.lora = LoraOptions{};  // r=8 on the default targets
     return lora;
-}
-
-std::string joined(const std::vector<std::string>& names)
-{
-    std::string out;
-    for (const auto& n : names)
-        out += (out.empty() ? "" : ",") + n;
-    return out;
 }
 
 }  // namespace
@@ -106,7 +99,7 @@ std::vector<std::string> memoryAdvice(const ModelConfig& model, const MethodOpti
         const int64_t t = totalOf(model, lora, asLora(options));
         if (fits(t))
             advice.push_back(cat("Train LoRA r=8 on ",
-                                 joined(resolvedLoraTargets(model, lora.lora)), " instead of ",
+                                 join(resolvedLoraTargets(model, lora.lora), ","), " instead of ",
                                  methodName(method.method), " fine-tuning (--method lora",
                                  copied ? " --reference off" : "", ")",
                                  copied ? cat(", the reference being the policy with its LoRA "

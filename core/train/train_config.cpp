@@ -1,3 +1,4 @@
+
 // Run config parsing and validation (keys, types, ranges, closed choices read into their enums),
 // the names of those enums, overrides, run.json (toJson) and the estimate options of a run.
 #include "train/train_config.h"
@@ -6,6 +7,7 @@
 
 #include "util/error.h"
 #include "util/file_util.h"
+#include "util/join.h"
 #include "util/json_depth.h"
 #include "util/paths.h"
 
@@ -141,14 +143,6 @@ const Names kOptimKeys{"optimizer",    "lr",       "weight_decay", "beta1",    "
                        "eps",          "momentum", "l2",           "schedule", "warmup_steps",
                        "warmup_ratio", "min_lr",   "clip_norm"};
 
-std::string joinNames(const Names& names, const char* separator = ", ")
-{
-    std::string out;
-    for (const auto& n : names)
-        out += (out.empty() ? "" : separator) + n;
-    return out;
-}
-
 // A value as it appears in messages, with its JSON type: `string "abc"`, `number 4.5`, `array
 // [1,2]`.
 std::string describe(const json& value)
@@ -221,7 +215,7 @@ public:
                 }
             fail(m_source, ": unknown key '", key(name), "'", hint, "; allowed keys of ",
                  m_prefix.empty() ? std::string("the top level") : "'" + m_prefix + "'", ": ",
-                 joinNames(allowed));
+                 join(allowed));
         }
     }
 
@@ -302,7 +296,7 @@ public:
     {
         std::string out = string(name, fallback);
         if (std::find(allowed.begin(), allowed.end(), out) == allowed.end())
-            bad(name, "must be one of ", joinNames(allowed, " | "), " (got '", out, "')");
+            bad(name, "must be one of ", join(allowed, " | "), " (got '", out, "')");
         return out;
     }
 
@@ -509,8 +503,8 @@ void parsePartial(const Section& s, PartialOptions& o)
     o.modules = s.list("modules", o.modules);
     for (const auto& m : o.modules)
         if (std::find(kPartialModules.begin(), kPartialModules.end(), m) == kPartialModules.end())
-            s.bad("modules", "items must be among ", joinNames(kPartialModules, " | "), " (got '",
-                  m, "')");
+            s.bad("modules", "items must be among ", join(kPartialModules, " | "), " (got '", m,
+                  "')");
 }
 
 void parseEval(const Section& s, GenerationEvalOptions& o)
@@ -522,7 +516,7 @@ void parseEval(const Section& s, GenerationEvalOptions& o)
     const auto& known = eval::metricNames();
     for (const auto& m : o.metrics)
         if (std::find(known.begin(), known.end(), m) == known.end())
-            s.bad("metrics", "items must be among ", joinNames(known, " | "), " (got '", m, "')");
+            s.bad("metrics", "items must be among ", join(known, " | "), " (got '", m, "')");
     // Each metric once: the evaluation refuses a list that names one twice. A config file says
     // so (loadTrainConfig); a run.json written before that check keeps the first of each.
     std::vector<std::string> once;

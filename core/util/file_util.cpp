@@ -74,11 +74,16 @@ void removeStaleTemporaries(const std::string& path)
         const auto age = fs::file_time_type::clock::now() - it->last_write_time(ec);
         if (ec || age < std::chrono::minutes(2))
             continue;
-        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+        if (processGone(pid)) {
             std::error_code removed;
             fs::remove(it->path(), removed);
         }
     }
+}
+
+bool processGone(long pid)
+{
+    return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 AtomicFileWriter::AtomicFileWriter(const std::string& path)

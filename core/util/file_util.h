@@ -44,6 +44,9 @@ private:
 // process killed mid-write leaves its temporary, gigabytes for a model, and the next write of PATH
 // clears it. A temporary of a live process, or one written in the last two minutes, is kept.
 void removeStaleTemporaries(const std::string& path);
+// Whether process `pid` is gone (no such process here; a pid in another PID namespace, which this
+// process cannot see, also reads as gone: callers that can, check the file's age too).
+bool processGone(long pid);
 
 // Creates a folder and its parents (nothing when it exists); throws tb::Error naming it.
 void makeDirectories(const std::string& path);

@@ -5,7 +5,6 @@
 #include "util/file_util.h"
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -46,7 +45,7 @@ bool isStaleWork(const std::string& name, const std::string& prefix)
     }
     if (pid <= 0 || pid == static_cast<long>(::getpid()))
         return true;
-    return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    return processGone(pid);
 }
 
 void replaceFolder(const std::string& staging, const std::string& target)

@@ -5,6 +5,7 @@
 #include "data/ingest/csv_reader.h"
 #include "data/record.h"
 #include "util/error.h"
+#include "util/join.h"
 #include "util/json_depth.h"
 #include "util/utf8.h"
 
@@ -436,14 +437,6 @@ const std::vector<CsvKind> kCsvKinds = {
     {"text", {"text"}, {}},
 };
 
-std::string joinQuoted(const std::vector<std::string>& names)
-{
-    std::string out;
-    for (size_t i = 0; i < names.size(); ++i)
-        out += cat(i ? ", " : "", "\"", names[i], "\"");
-    return out;
-}
-
 std::string trimmedLower(const std::string& s)
 {
     const size_t b = s.find_first_not_of(" \t");
@@ -488,7 +481,7 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
             const auto at = std::find(names.begin(), names.end(), column);
             if (at == names.end())
                 fail(path, ": no column \"", column, "\" (mapped to field \"", field,
-                     "\"); the header has ", joinQuoted(names));
+                     "\"); the header has ", join(names, ", ", "\""));
             mapped[field] = static_cast<size_t>(at - names.begin());
         }
         for (const CsvKind& k : kCsvKinds) {
@@ -525,7 +518,7 @@ ImportSummary importCsv(BlockReader& blocks, const ImportOptions& options, char 
             fail(path, ":", header.line,
                  ": no columns named instruction and output, prompt and "
                  "completion, or text; the header has ",
-                 joinQuoted(names), " (map columns to fields to import this file)");
+                 join(names, ", ", "\""), " (map columns to fields to import this file)");
     }
 
     // Columns that hold no field are kept as extra string fields under their header.
