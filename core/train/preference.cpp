@@ -501,8 +501,11 @@ void PreferenceRecipe::reportMemory(int64_t seq)
     const StepMemory measured{m_memoryAfterLoad, m_memoryAfterForward, m_memoryPeak,
                               m_gradientBytes, m_optimizer->stateBytes()};
     MemoryReport r;
+    // Estimated for the precision the run took: bf16 on a CPU without bf16 instructions ran fp32.
+    TrainConfig ran = m_config;
+    ran.precision = m_model.precision.precision;
     try {
-        r = compareWithEstimate(*m_model.module, m_config, measured, m_position.step + 1, seq,
+        r = compareWithEstimate(*m_model.module, ran, measured, m_position.step + 1, seq,
                                 m_model.device.is_cuda(), m_reference.get());
     } catch (const std::exception& error) {
         warn(std::string("memory estimate unavailable: ") + error.what());
