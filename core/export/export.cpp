@@ -281,6 +281,10 @@ void rewardConfig(json& config, const RewardExport& reward)
     for (const char* suffix : {"ForCausalLM", "LMHeadModel"})
         if (const size_t at = arch.rfind(suffix); at != std::string::npos)
             arch = arch.substr(0, at);
+    // Gemma 3's text-only class has a name of its own (Gemma3ForSequenceClassification is the
+    // image-and-text model's).
+    if (config.value("model_type", std::string()) == "gemma3_text")
+        arch = "Gemma3Text";
     config["architectures"] = {arch + "ForSequenceClassification"};
     config["num_labels"] = 1;
     config["id2label"] = {{"0", "LABEL_0"}};

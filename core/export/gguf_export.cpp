@@ -120,6 +120,8 @@ std::string ggufArchitecture(const ModelConfig& c)
         return "qwen3";
     case Architecture::Gpt2:
         return "gpt2";
+    case Architecture::Gemma3:
+        return "gemma3";  // not exported yet: checkGgufExport refuses it
     case Architecture::Llama:
     case Architecture::Mistral:
         break;

@@ -7,6 +7,7 @@
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
 #include "util/error.h"
+#include "util/join.h"
 
 #include <algorithm>
 #include <cmath>
@@ -291,6 +292,9 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     group(Input::AttnOut, attention, attention && !naive && !wideAttention, "attention output");
     const size_t oIndex = gpt2 ? 1 : 3;
     bool aGrad = outGrad[oIndex];
+    const bool gemma = c.architecture == Architecture::Gemma3;
+    if (gemma)  // Gemma 3's norm after the attention, before the residual
+        aGrad = norm(aGrad, "post-attention norm");
     if (t.adapters == 2) {
         adapter(aGrad);
         aGrad = true;
@@ -309,8 +313,9 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         if (fusedSwiglu) {  // one op keeps gate and up, silu recomputed (model/train_ops.h)
             b.add("gate, up", innerGrad ? 2 * cb * i : 0, cat("2x", cb, "i"));
         } else {
-            b.add("gate", gGrad ? cb * i : 0, cat(cb, "i"));  // silu's input
-            b.add("silu, up", (uGrad ? cb * i : 0) + (gGrad ? cb * i : 0), cat("2x", cb, "i"));
+            b.add("gate", gGrad ? cb * i : 0, cat(cb, "i"));  // silu's (gelu's) input
+            b.add(gemma ? "gelu, up" : "silu, up", (uGrad ? cb * i : 0) + (gGrad ? cb * i : 0),
+                  cat("2x", cb, "i"));
         }
     }
     const int64_t beforeDown = b.perToken;
@@ -323,6 +328,8 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     if (y2Grad || innerGrad)
         b.backwardPerToken = ((gpt2 ? 1 : 2) + (downInputKept ? 0 : 1)) * cb * i;
     bool mGrad = outGrad.back();
+    if (gemma)  // and after the MLP
+        mGrad = norm(mGrad, "post-feedforward norm");
     if (t.adapters > 0) {
         adapter(mGrad);
         mGrad = true;
@@ -379,14 +386,6 @@ int64_t largestTrainableTensor(const ModelConfig& c, const MethodOptions& run, i
 bool contains(const std::vector<std::string>& list, const std::string& item)
 {
     return std::find(list.begin(), list.end(), item) != list.end();
-}
-
-std::string joinTerms(const std::vector<std::string>& terms)
-{
-    std::string out;
-    for (const auto& t : terms)
-        out += (out.empty() ? "" : " + ") + t;
-    return out;
 }
 
 // 4.127 bits: three decimals.
@@ -552,7 +551,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     // bf16 attention over fewer than 192 queries runs in fp32 (model/attention_width.h).
     const bool wideAttention = cpuBf16 && !naive && seq < kFlashAttentionBf16MinQueries;
     // bf16 SwiGLU over more rows than a decoding step's runs as one op (model/train_ops.h).
-    const bool fusedSwiglu = cpuBf16 && !gpt2 && o.batch * seq > kSwigluFewRows;
+    // (Gemma 3's GELU-tanh gating is not that op.)
+    const bool fusedSwiglu = cpuBf16 && !gpt2 && model.architecture != Architecture::Gemma3 &&
+                             o.batch * seq > kSwigluFewRows;
     // Under CPU bf16 autocast q, k, v and gate, up run as stacked products over one bf16 cast of
     // their input (model/stacked_linears.h); quantised weights keep each layer's own.
     const bool stacked =
@@ -608,7 +609,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
         // GPT-2's learned positions keep their int64 indices, [seq].
         return perToken * tokens + (embeddingsTrain && gpt2 ? 8 * seq : 0);
     };
-    const int64_t rotaryTables = 2 * seq * model.headDim * p.residual;
+    // (Gemma 3's sliding layers keep tables of their own.)
+    const int64_t rotaryTables = (model.ropeThetaSliding > 0 && model.slidingWindow > 0 ? 2 : 1) *
+                                 2 * seq * model.headDim * p.residual;
     // An attention mask, made once per forward and kept by every layer's attention for backward:
     // packed rows' [batch, seq, seq] (causal within each example), else, where a sliding window
     // is shorter than the sequence, its band [seq, seq]; additive, in the dtype attention sees
@@ -931,10 +934,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
                               " plus the head; with gradient checkpointing: ",
                               formatBytes(e.activationsCheckpointing), "."));
     std::string actsFormula = cat(
-        "per token per block: ", joinTerms(mainBlock.terms), " = ", groupDigits(mainBlock.perToken),
-        " B (h=", h, ", q=", model.numHeads * model.headDim, ", i=", model.intermediateSize,
-        ", nh=", model.numHeads, "); x ", groupDigits(tokens), " tokens (batch ",
-        rowsWords(objective), " x seq ", seq,
+        "per token per block: ", join(mainBlock.terms, " + "), " = ",
+        groupDigits(mainBlock.perToken), " B (h=", h, ", q=", model.numHeads * model.headDim,
+        ", i=", model.intermediateSize, ", nh=", model.numHeads, "); x ", groupDigits(tokens),
+        " tokens (batch ", rowsWords(objective), " x seq ", seq,
         virtualTokens ? cat(" incl. ", virtualTokens, " virtual") : "", ")",
         mainBlock.perSequence ? cat(" + ", groupDigits(mainBlock.perSequence), " B x batch") : "",
         " = ", groupDigits(e.activationsPerBlock), " B per block");

@@ -252,14 +252,16 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
     h = addPositions(h, past, positions);
     BlockContext ctx = blockContext(past, h.size(1), h, positions);
     ctx.mask = mask;
-    // Layers with a sliding window, once the keys reach past it, attend through a banded mask.
-    BlockContext windowed;
+    // The layers that slide get `windowed`: their own rotary tables where the architecture has
+    // them, and once the keys reach past the window, a banded mask.
+    BlockContext windowed = ctx;
+    if (m_config.slidingWindow > 0)
+        slidingLayerTables(windowed, past, h.size(1), h, positions);
     const bool sliding = m_config.slidingWindow > 0 && past + h.size(1) > m_config.slidingWindow;
     if (sliding && h.size(1) == 1 && !mask.defined()) {
-        windowed = ctx;  // a decoding step: its query sees the latest keys, no mask to form
+        // a decoding step: its query sees the latest keys, no mask to form
         windowed.window = m_config.slidingWindow;
     } else if (sliding) {
-        windowed = ctx;
         // Each row's positions where they are its own: packed rows', a padded cache's (its
         // record of real keys counted, padding holds the place of the last real position).
         torch::Tensor keyPositions;
@@ -283,13 +285,15 @@ torch::Tensor CausalLM::runBlocks(const torch::Tensor& ids, KVCache* cache,
         if (sliding)
             windowed.mask = additiveMask(windowed.mask, dtype);
     }
+    if (!sliding)
+        windowed.mask = ctx.mask;  // the same mask (made additive once)
     const bool checkpoint =
         m_checkpointing && is_training() && torch::GradMode::is_enabled() && !cache;
     torch::Tensor dummy;
     if (checkpoint)
         dummy = torch::empty({0}, h.options().requires_grad(true));
     for (size_t i = 0; i < m_blocks.size(); ++i) {
-        const BlockContext& c = sliding && m_config.layerSlides(i) ? windowed : ctx;
+        const BlockContext& c = m_config.layerSlides(i) ? windowed : ctx;
         if (checkpoint)
             h = BlockCheckpoint::apply(
                 h, dummy, static_cast<int64_t>(reinterpret_cast<intptr_t>(m_blocks[i].get())),
@@ -537,12 +541,15 @@ void CausalLM::initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device
             layer->quantize(layer->quantOptions);
 }
 
-torch::Tensor ropeInvFreq(const ModelConfig& c)
+torch::Tensor ropeInvFreq(const ModelConfig& c, double theta)
 {
     const int64_t dim = c.headDim;
     auto exponents =
         torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(dim);
-    auto invFreq = 1.0 / torch::pow(torch::tensor(c.ropeTheta, torch::kFloat32), exponents);
+    auto invFreq = 1.0 / torch::pow(torch::tensor(theta > 0 ? theta : c.ropeTheta, torch::kFloat32),
+                                    exponents);
+    if (theta > 0)
+        return invFreq;
     const auto& s = c.ropeScaling;
     if (s.type == "linear") {
         invFreq = invFreq / s.factor;

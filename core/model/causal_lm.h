@@ -312,6 +312,13 @@ protected:
     {
         return {};
     }
+    // The sliding layers' rotary tables where they differ from blockContext's (Gemma 3's local
+    // base): replaces ctx.cos and ctx.sin, the context those layers get. Default: the same.
+    virtual void slidingLayerTables(BlockContext& /*ctx*/, int64_t /*past*/, int64_t /*length*/,
+                                    const torch::Tensor& /*like*/,
+                                    const torch::Tensor& /*positions*/)
+    {
+    }
     virtual torch::Tensor finalNorm(const torch::Tensor& h) = 0;
     // The LM head layer, or null when the head is tied to the token embeddings.
     virtual std::shared_ptr<LinearImpl> headLayer() = 0;
@@ -351,8 +358,9 @@ private:
 // An embedding table [num, dim] whose weight is allocated but not initialised (loading fills it).
 torch::nn::Embedding makeEmbedding(int64_t num, int64_t dim);
 
-// Rotary embedding tables. invFreq: [head_dim / 2] fp32, with llama3/linear scaling applied.
-torch::Tensor ropeInvFreq(const ModelConfig& config);
+// Rotary embedding tables. invFreq: [head_dim / 2] fp32, with llama3/linear scaling applied;
+// theta > 0: that base instead, unscaled (Gemma 3's sliding layers).
+torch::Tensor ropeInvFreq(const ModelConfig& config, double theta = 0.0);
 // x: [batch, heads, seq, head_dim]; cos/sin: [seq, head_dim] (rotate-half convention).
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 

@@ -1,4 +1,5 @@
-// config.json -> ModelConfig for llama, mistral, qwen2, qwen3 and gpt2, with strict checks.
+// config.json -> ModelConfig for llama, mistral, qwen2, qwen3, gemma3_text and gpt2, with strict
+// checks.
 #include "model/config.h"
 
 #include "util/error.h"
@@ -107,6 +108,25 @@ struct Reader {
     }
 };
 
+// `layer_types`: per layer, whether it is "sliding_attention" (else "full_attention").
+std::vector<bool> slidingLayerTypes(const Reader& r, int64_t numLayers)
+{
+    const json& types = r.j.at("layer_types");
+    if (!types.is_array() || static_cast<int64_t>(types.size()) != numLayers)
+        fail(r.path, ": key 'layer_types' must list one type per layer (", numLayers, "), found ",
+             types.dump().substr(0, 200));
+    std::vector<bool> slides(types.size(), false);
+    for (size_t i = 0; i < types.size(); ++i) {
+        const json& t = types[i];
+        if (t == "sliding_attention")
+            slides[i] = true;
+        else if (t != "full_attention")
+            fail(r.path, ": key 'layer_types' entry ", i, " is ", t.dump().substr(0, 100),
+                 "; Tunebench reads \"full_attention\" and \"sliding_attention\"");
+    }
+    return slides;
+}
+
 // Qwen2/3 as transformers reads them: sliding_window (default 4,096) only with use_sliding_window;
 // the layers that slide are those `layer_types` names "sliding_attention", or without that key
 // those from max_window_layers (default 28) on.
@@ -116,18 +136,7 @@ void readQwenWindow(const Reader& r, ModelConfig& c)
     const int64_t window = use ? r.positiveOr("sliding_window", 4096, kMaxPositions) : 0;
     std::vector<bool> slides(static_cast<size_t>(c.numLayers), false);
     if (r.has("layer_types")) {
-        const json& types = r.j.at("layer_types");
-        if (!types.is_array() || static_cast<int64_t>(types.size()) != c.numLayers)
-            fail(r.path, ": key 'layer_types' must list one type per layer (", c.numLayers,
-                 "), found ", types.dump().substr(0, 200));
-        for (size_t i = 0; i < types.size(); ++i) {
-            const json& t = types[i];
-            if (t == "sliding_attention")
-                slides[i] = true;
-            else if (t != "full_attention")
-                fail(r.path, ": key 'layer_types' entry ", i, " is ", t.dump().substr(0, 100),
-                     "; Tunebench reads \"full_attention\" and \"sliding_attention\"");
-        }
+        slides = slidingLayerTypes(r, c.numLayers);
         if (window == 0 && std::count(slides.begin(), slides.end(), true) > 0)
             fail(r.path,
                  ": key 'layer_types' has sliding_attention layers, but use_sliding_window is "
@@ -181,6 +190,86 @@ void readRope(const Reader& r, ModelConfig& c)
     fail(r.path, ": rope_scaling type '", type, "' is not supported (supported: linear, llama3)");
 }
 
+// Gemma 3's rotary bases: the full-attention layers' (rope_theta, default 1,000,000, with an
+// optional linear rope_scaling) and the sliding layers' (rope_local_base_freq, default 10,000),
+// or transformers 5's rope_parameters with one entry per layer type.
+void readGemma3Rope(const Reader& r, ModelConfig& c)
+{
+    const auto scaled = [&r, &c](const Reader& s, const char* what) {
+        const std::string type = s.string("rope_type", s.string("type", "default"));
+        if (type == "default" || type.empty())
+            return;
+        if (type != "linear")
+            fail(r.path, ": ", what, " rope type '", type,
+                 "' is not supported for gemma3_text (supported: default, linear)");
+        c.ropeScaling.type = type;
+        c.ropeScaling.factor = s.positiveNumber("factor", 1.0);
+    };
+    c.ropeTheta = r.positiveNumber("rope_theta", 1000000.0);
+    c.ropeThetaSliding = r.positiveNumber("rope_local_base_freq", 10000.0);
+    if (r.has("rope_parameters")) {
+        const json& p = r.j["rope_parameters"];
+        if (!p.is_object() || !p.contains("full_attention"))
+            fail(r.path, ": rope_parameters must hold a \"full_attention\" entry for gemma3_text");
+        for (const char* type : {"full_attention", "sliding_attention"}) {
+            if (!p.contains(type) || p[type].is_null())
+                continue;
+            if (!p[type].is_object())
+                fail(r.path, ": rope_parameters.", type, " must be an object");
+            const Reader s{p[type], r.path};
+            const bool full = std::string(type) == "full_attention";
+            double& theta = full ? c.ropeTheta : c.ropeThetaSliding;
+            theta = s.positiveNumber("rope_theta", theta);
+            if (full)
+                scaled(s, "rope_parameters.full_attention");
+            else if (s.string("rope_type", "default") != "default")
+                fail(r.path, ": rope_parameters.sliding_attention rope type '",
+                     s.string("rope_type", ""), "' is not supported (supported: default)");
+        }
+    } else if (r.has("rope_scaling")) {
+        if (!r.j["rope_scaling"].is_object())
+            fail(r.path, ": rope_scaling must be an object");
+        scaled(Reader{r.j["rope_scaling"], r.path}, "rope_scaling");
+    }
+}
+
+// Gemma 3 (text): sandwich norms, GELU-tanh, q/k norms, scaled embeddings, a sliding window on the
+// layers `layer_types` marks (by default five of every six), each kind with its own rotary base.
+void readGemma3(const Reader& r, ModelConfig& c)
+{
+    c.qkNorm = true;
+    c.qkvBias = c.oBias = r.boolean("attention_bias", false);
+    c.embeddingScale = std::sqrt(static_cast<double>(c.hiddenSize));
+    c.attentionScale = 1.0 / std::sqrt(r.positiveNumber("query_pre_attn_scalar", 256.0));
+    for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"})
+        if (r.has(key))
+            fail(r.path, ": key '", key, "' is ", r.j[key].dump(),
+                 ": soft-capped logits (Gemma 2's) are not supported; Gemma 3 sets it to null");
+    if (r.boolean("use_bidirectional_attention", false))
+        fail(r.path, ": key 'use_bidirectional_attention' true (an embedding model) is not "
+                     "supported: Tunebench trains causal language models");
+    readGemma3Rope(r, c);
+    std::vector<bool> slides(static_cast<size_t>(c.numLayers), false);
+    if (r.has("layer_types")) {
+        slides = slidingLayerTypes(r, c.numLayers);
+    } else {
+        const int64_t pattern = r.positiveOr("sliding_window_pattern", 6, kMaxLayers);
+        for (int64_t i = 0; i < c.numLayers; ++i)
+            slides[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+    }
+    const auto sliding = std::count(slides.begin(), slides.end(), true);
+    const int64_t window =
+        r.j.contains("sliding_window") ? r.positiveOr("sliding_window", 0, kMaxPositions) : 4096;
+    if (sliding == 0)
+        return;
+    if (window == 0)
+        fail(r.path, ": key 'sliding_window' is null, but ", sliding,
+             " layers are sliding_attention layers");
+    c.slidingWindow = window;
+    if (sliding < c.numLayers)
+        c.slidingLayers = std::move(slides);
+}
+
 }  // namespace
 
 const char* architectureName(Architecture arch)
@@ -194,6 +283,8 @@ const char* architectureName(Architecture arch)
         return "qwen2";
     case Architecture::Qwen3:
         return "qwen3";
+    case Architecture::Gemma3:
+        return "gemma3_text";
     case Architecture::Gpt2:
         return "gpt2";
     }
@@ -226,11 +317,16 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.architecture = Architecture::Qwen2;
     else if (c.modelType == "qwen3")
         c.architecture = Architecture::Qwen3;
+    else if (c.modelType == "gemma3_text")
+        c.architecture = Architecture::Gemma3;
     else if (c.modelType == "gpt2")
         c.architecture = Architecture::Gpt2;
+    else if (c.modelType == "gemma3")
+        fail(path, ": model_type 'gemma3' is a Gemma 3 image-and-text checkpoint; Tunebench loads "
+                   "the text-only ones (model_type 'gemma3_text': Gemma 3 270M and 1B)");
     else
         fail(path, ": unknown architecture model_type '", c.modelType,
-             "' (supported: llama, mistral, qwen2, qwen3, gpt2)");
+             "' (supported: llama, mistral, qwen2, qwen3, gemma3_text, gpt2)");
 
     c.torchDtype = r.string("torch_dtype", r.string("dtype", "float32"));
     c.bosTokenIds = r.ids("bos_token_id");
@@ -272,18 +368,30 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         return c;
     }
 
+    // Gemma 3's own defaults where its config class has them (transformers' Gemma3TextConfig).
+    const bool gemma = c.architecture == Architecture::Gemma3;
     c.hiddenSize = r.positive("hidden_size", kMaxHidden);
     c.intermediateSize = r.positive("intermediate_size", kMaxInner);
     c.numLayers = r.positive("num_hidden_layers", kMaxLayers);
     c.numHeads = r.positive("num_attention_heads", kMaxHeads);
-    c.numKvHeads = r.positiveOr("num_key_value_heads", c.numHeads, kMaxHeads);
-    c.maxPositions = r.positiveOr("max_position_embeddings", 2048, kMaxPositions);
+    c.numKvHeads = r.positiveOr("num_key_value_heads",
+                                gemma ? std::min<int64_t>(4, c.numHeads) : c.numHeads, kMaxHeads);
+    c.maxPositions = r.positiveOr("max_position_embeddings", gemma ? 131072 : 2048, kMaxPositions);
     c.normEps = r.positiveNumber("rms_norm_eps", 1e-6);
-    c.hiddenAct = r.string("hidden_act", "silu");
-    if (c.hiddenAct != "silu")
-        fail(path, ": hidden_act '", c.hiddenAct, "' is not supported (supported: silu)");
-    c.tieWordEmbeddings = r.boolean("tie_word_embeddings", false);
-    if (r.has("head_dim")) {
+    if (gemma) {
+        c.hiddenAct = r.string("hidden_activation", "gelu_pytorch_tanh");
+        if (c.hiddenAct != "gelu_pytorch_tanh")
+            fail(path, ": hidden_activation '", c.hiddenAct,
+                 "' is not supported (supported: gelu_pytorch_tanh)");
+    } else {
+        c.hiddenAct = r.string("hidden_act", "silu");
+        if (c.hiddenAct != "silu")
+            fail(path, ": hidden_act '", c.hiddenAct, "' is not supported (supported: silu)");
+    }
+    c.tieWordEmbeddings = r.boolean("tie_word_embeddings", gemma);
+    if (gemma) {
+        c.headDim = r.positiveOr("head_dim", 256, kMaxHeadDim);
+    } else if (r.has("head_dim")) {
         c.headDim = r.positive("head_dim", kMaxHeadDim);
     } else {
         if (c.hiddenSize % c.numHeads != 0)
@@ -297,7 +405,8 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
     if (c.numHeads % c.numKvHeads != 0)
         fail(path, ": num_attention_heads (", c.numHeads,
              ") is not a multiple of num_key_value_heads (", c.numKvHeads, ")");
-    readRope(r, c);
+    if (!gemma)
+        readRope(r, c);
 
     switch (c.architecture) {
     case Architecture::Llama:
@@ -319,6 +428,9 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
             c.qkNorm = true;
         }
         readQwenWindow(r, c);
+        break;
+    case Architecture::Gemma3:
+        readGemma3(r, c);
         break;
     case Architecture::Gpt2:
         break;
@@ -398,6 +510,8 @@ int64_t parameterCount(const ModelConfig& c)
     int64_t block = h * q + 2 * h * kv + q * h  // q, k, v, o projections
                     + 3 * h * inner             // gate, up, down
                     + 2 * h;                    // input and post-attention RMSNorm
+    if (c.architecture == Architecture::Gemma3)
+        block += 2 * h;  // pre- and post-feedforward RMSNorm
     if (c.qkvBias)
         block += q + 2 * kv;
     if (c.oBias)

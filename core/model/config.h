@@ -8,7 +8,7 @@
 
 namespace tb {
 
-enum class Architecture { Llama, Mistral, Qwen2, Qwen3, Gpt2 };
+enum class Architecture { Llama, Mistral, Qwen2, Qwen3, Gemma3, Gpt2 };
 
 const char* architectureName(Architecture arch);  // config.json model_type spelling
 
@@ -36,14 +36,21 @@ struct ModelConfig {
 
     double normEps = 1e-5;  // rms_norm_eps or layer_norm_epsilon
     double ropeTheta = 10000.0;
-    RopeScaling ropeScaling;
+    RopeScaling ropeScaling;  // Gemma 3: the full-attention layers' only
+    // The sliding layers' rotary base where it differs from ropeTheta (Gemma 3's
+    // rope_local_base_freq); 0 = ropeTheta.
+    double ropeThetaSliding = 0.0;
+    // Attention scores' scale; 0 = 1/sqrt(headDim) (Gemma 3: query_pre_attn_scalar^-1/2).
+    double attentionScale = 0.0;
+    // Token embeddings are multiplied by it, rounded to the model dtype (Gemma 3: sqrt(hidden)).
+    double embeddingScale = 1.0;
     std::string hiddenAct = "silu";
 
     bool tieWordEmbeddings = false;
     bool qkvBias = false;  // qwen2, llama attention_bias
     bool oBias = false;    // llama attention_bias
     bool mlpBias = false;
-    bool qkNorm = false;  // qwen3
+    bool qkNorm = false;  // qwen3, gemma3
     // Sliding-window attention: in a layer that slides, a query attends to the `slidingWindow`
     // latest positions, itself included. Mistral's sliding_window slides every layer; Qwen2/3's
     // with use_sliding_window the layers `layer_types` marks (by default those from

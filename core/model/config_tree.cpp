@@ -53,8 +53,9 @@ void linear(std::vector<ConfigTensor>& out, const std::string& name, int64_t in,
         out.push_back({name + ".bias", {outDim}});
 }
 
-// Llama, Mistral, Qwen2, Qwen3: embed_tokens, blocks of self_attn (q, k, v, o; Qwen3's q_norm and
-// k_norm over one head), mlp (gate, up, down) and two RMSNorms, the final norm, the head.
+// Llama, Mistral, Qwen2, Qwen3, Gemma 3: embed_tokens, blocks of self_attn (q, k, v, o; Qwen3's
+// and Gemma 3's q_norm and k_norm over one head), mlp (gate, up, down) and two RMSNorms (Gemma 3:
+// four), the final norm, the head.
 void llamaTensors(const ModelConfig& c, std::vector<ConfigTensor>& out)
 {
     const int64_t h = c.hiddenSize, inner = c.intermediateSize;
@@ -75,6 +76,10 @@ void llamaTensors(const ModelConfig& c, std::vector<ConfigTensor>& out)
         linear(out, b + "mlp.down_proj", inner, h, c.mlpBias);
         out.push_back({b + "input_layernorm.weight", {h}});
         out.push_back({b + "post_attention_layernorm.weight", {h}});
+        if (c.architecture == Architecture::Gemma3) {
+            out.push_back({b + "pre_feedforward_layernorm.weight", {h}});
+            out.push_back({b + "post_feedforward_layernorm.weight", {h}});
+        }
     }
     out.push_back({"model.norm.weight", {h}});
     if (!c.tieWordEmbeddings)

@@ -18,9 +18,9 @@ struct ConfigTensor {
 };
 
 // The checkpoint's tensors in module order, as transformers' save_pretrained of the *ForCausalLM
-// writes them: "model." (llama, mistral, qwen2, qwen3) or "transformer." (gpt2) prefixes, and
-// lm_head.weight only when the head is untied (a tied head is the embedding, stored once). Their
-// element counts add up to parameterCount(config).
+// writes them: "model." (llama, mistral, qwen2, qwen3, gemma3_text) or "transformer." (gpt2)
+// prefixes, and lm_head.weight only when the head is untied (a tied head is the embedding, stored
+// once). Their element counts add up to parameterCount(config).
 std::vector<ConfigTensor> configTensors(const ModelConfig& config);
 
 }  // namespace tb

@@ -2,6 +2,7 @@
 // norms).
 #include "model/decode_block.h"
 #include "model/registry.h"
+#include "model/rotary_tables.h"
 #include "model/stacked_linears.h"
 #include "model/train_ops.h"
 
@@ -187,20 +188,9 @@ protected:
     BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like,
                               const torch::Tensor& positions) override
     {
-        // Rotary tables in fp32, cast to the compute dtype as transformers does.
         if (m_invFreq.device() != like.device())
             m_invFreq = m_invFreq.to(like.device());
-        torch::Tensor freqs;
-        if (positions.defined()) {  // packed rows: [batch, seq] -> [batch, 1, seq, head_dim / 2]
-            freqs = (positions.to(torch::kFloat32).unsqueeze(-1) * m_invFreq).unsqueeze(1);
-        } else {  // [seq, head_dim / 2]
-            auto steps =
-                torch::arange(past, past + length,
-                              torch::TensorOptions().dtype(torch::kFloat32).device(like.device()));
-            freqs = torch::outer(steps, m_invFreq);
-        }
-        auto emb = torch::cat({freqs, freqs}, -1);
-        return {emb.cos().to(like.scalar_type()), emb.sin().to(like.scalar_type()), {}};
+        return rotaryTables(m_invFreq, past, length, like, positions);
     }
 
     torch::Tensor finalNorm(const torch::Tensor& hidden) override

@@ -13,6 +13,8 @@ std::shared_ptr<CausalLM> createCausalLM(const ModelConfig& config)
     case Architecture::Qwen2:
     case Architecture::Qwen3:
         return makeLlama(config);
+    case Architecture::Gemma3:
+        return makeGemma3(config);
     case Architecture::Gpt2:
         return makeGpt2(config);
     }

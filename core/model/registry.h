@@ -11,7 +11,8 @@ namespace tb {
 
 std::shared_ptr<CausalLM>
 makeLlama(const ModelConfig& config);  // llama.cpp: llama, mistral, qwen2, qwen3
-std::shared_ptr<CausalLM> makeGpt2(const ModelConfig& config);  // gpt2.cpp
+std::shared_ptr<CausalLM> makeGemma3(const ModelConfig& config);  // gemma3.cpp: gemma3_text
+std::shared_ptr<CausalLM> makeGpt2(const ModelConfig& config);    // gpt2.cpp
 
 // The module for config.architecture (weights allocated, not loaded).
 std::shared_ptr<CausalLM> createCausalLM(const ModelConfig& config);

@@ -47,7 +47,12 @@ torch::Tensor CausalLM::embedWithTokenRows(const torch::Tensor& ids)
     auto padded =
         torch::cat({m_tokenDelta, torch::zeros({1, m_tokenDelta.size(1)}, m_tokenDelta.options())})
             .to(h.scalar_type());
-    return h + torch::embedding(padded, m_tokenSlot.index({ids}));
+    auto rows = torch::embedding(padded, m_tokenSlot.index({ids}));
+    if (m_config.embeddingScale != 1.0)  // scaled as the rows it adds to (Gemma 3), as PEFT does
+        rows = rows * torch::scalar_tensor(m_config.embeddingScale, torch::kFloat64)
+                          .to(h.scalar_type())
+                          .item();
+    return h + rows;
 }
 
 torch::Tensor CausalLM::headLogits(const torch::Tensor& h, bool decode)

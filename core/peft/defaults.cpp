@@ -10,6 +10,7 @@ std::vector<std::string> defaultLoraTargets(Architecture arch)
     case Architecture::Mistral:
     case Architecture::Qwen2:
     case Architecture::Qwen3:
+    case Architecture::Gemma3:
         return {"q_proj", "v_proj"};
     case Architecture::Gpt2:
         return {"c_attn"};

@@ -10,7 +10,8 @@
 namespace tb {
 
 // The LoRA target modules PEFT defaults to on this architecture: q_proj, v_proj (llama, mistral,
-// qwen2, qwen3) or c_attn (gpt2). tests/interop/peft_defaults.py reads peft's own table.
+// qwen2, qwen3, gemma3_text) or c_attn (gpt2). tests/interop/peft_defaults.py reads peft's own
+// table.
 std::vector<std::string> defaultLoraTargets(Architecture arch);
 
 }  // namespace tb

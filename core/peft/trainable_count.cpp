@@ -4,6 +4,7 @@
 #include "peft/defaults.h"
 #include "peft/trainable_tokens.h"
 #include "util/error.h"
+#include "util/join.h"
 
 #include <algorithm>
 #include <cctype>
@@ -38,7 +39,8 @@ int64_t blockParameters(const ModelConfig& c)
         n += l.in * l.out + (l.bias ? l.out : 0);
     if (c.architecture == Architecture::Gpt2)
         return n + 4 * c.hiddenSize;  // ln_1, ln_2 (weight and bias)
-    return n + 2 * c.hiddenSize + (c.qkNorm ? 2 * c.headDim : 0);
+    const int64_t norms = c.architecture == Architecture::Gemma3 ? 4 : 2;  // Gemma: sandwich
+    return n + norms * c.hiddenSize + (c.qkNorm ? 2 * c.headDim : 0);
 }
 
 bool endsWith(const std::string& s, const std::string& suffix)
@@ -160,7 +162,9 @@ int64_t methodParameterCount(const ModelConfig& c, const MethodOptions& run)
                 // norm plus the norms of the frozen blocks.
                 const int64_t perNorm = gpt2 ? 2 * h : h;
                 const int64_t frozen = c.numLayers - run.partial.trainableBlocks;
-                n += perNorm + frozen * 2 * perNorm + (c.qkNorm ? frozen * 2 * c.headDim : 0);
+                const int64_t blockNorms = c.architecture == Architecture::Gemma3 ? 4 : 2;
+                n += perNorm + frozen * blockNorms * perNorm +
+                     (c.qkNorm ? frozen * 2 * c.headDim : 0);
             } else {
                 fail("key 'partial.modules' has '", m, "' (allowed: embeddings, lm_head, norms)");
             }
@@ -187,11 +191,8 @@ int64_t methodParameterCount(const ModelConfig& c, const MethodOptions& run)
                 matched = true;
             }
             if (!matched) {
-                std::string allowed;
-                for (const auto& a : loraTargetNames(c))
-                    allowed += (allowed.empty() ? "" : ", ") + a;
                 fail("key 'lora.targets' has '", t, "', which matches no layer of this ",
-                     c.modelType, " model (allowed: ", allowed, ")");
+                     c.modelType, " model (allowed: ", join(loraTargetNames(c)), ")");
             }
         }
         return n + perBlock * c.numLayers;

@@ -39,6 +39,15 @@ def variants():
                                                    sliding_window=5, max_window_layers=1)
     yield "qwen3", transformers.Qwen3Config(**{**common, "num_key_value_heads": 4}, head_dim=16,
                                             tie_word_embeddings=False)
+    # Gemma 3 text: sandwich norms scaling by (1 + weight), scaled embeddings, sliding layers with a
+    # rotary base of their own, linear scaling on the full layers only, query_pre_attn_scalar other
+    # than head_dim. Its norm weights are randomised below (they start at zero).
+    yield "gemma3", transformers.Gemma3TextConfig(
+        **{**common, "num_key_value_heads": 2}, head_dim=16, sliding_window=6, query_pre_attn_scalar=20,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 50000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}},
+        tie_word_embeddings=True)
     gpt = dict(vocab_size=320, n_embd=64, n_layer=3, n_head=4, n_positions=128, initializer_range=0.25,
                bos_token_id=1, eos_token_id=None, pad_token_id=None)
     yield "gpt2", transformers.GPT2Config(**gpt, tie_word_embeddings=True)
@@ -64,6 +73,11 @@ def main():
     for name, cfg in variants():
         cfg.dtype = torch.float32
         model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+        if name.startswith("gemma"):
+            with torch.no_grad():
+                for n, p in model.named_parameters():
+                    if n.endswith("norm.weight"):
+                        p.normal_(0.0, 0.3)
         d = os.path.join(out, name)
         model.save_pretrained(d, safe_serialization=True)
         ids, greedy = reference(model, d, cfg.vocab_size)

@@ -44,6 +44,10 @@ const std::vector<Case>& cases()
          {"q_proj", "v_proj"},
          {151644, 151645}},  // <|im_start|>, <|im_end|>
         {"llama-3.1-8b-mlp", "llama-3.1-8b.json", 8, {"gate_proj", "up_proj", "down_proj"}},
+        {"gemma-3-270m-all",
+         "gemma-3-270m.json",
+         8,
+         {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
     };
     return all;
 }
@@ -128,16 +132,17 @@ private Q_SLOTS:
             QSKIP("the Python oracle venv is missing (run scripts/setup)");
         QTemporaryDir dir;
         std::vector<std::pair<std::string, std::string>> configs;  // name, config.json path
-        for (const char* file : {"gpt2.json", "tinyllama-1.1b.json", "qwen2.5-0.5b.json"})
+        for (const char* file :
+             {"gpt2.json", "tinyllama-1.1b.json", "qwen2.5-0.5b.json", "gemma-3-270m.json"})
             configs.emplace_back(file, std::string(TB_SOURCE_DIR "/tests/data/configs/") + file);
         for (const auto& [name, json] : kTinyConfigs) {
             const std::string path = dir.filePath(QLatin1String(name)).toStdString() + ".json";
             tb::writeFileAtomic(path, json);
             configs.emplace_back(name, path);
         }
-        const auto architectures = {tb::Architecture::Llama, tb::Architecture::Mistral,
-                                    tb::Architecture::Qwen2, tb::Architecture::Qwen3,
-                                    tb::Architecture::Gpt2};
+        const auto architectures = {tb::Architecture::Llama,  tb::Architecture::Mistral,
+                                    tb::Architecture::Qwen2,  tb::Architecture::Qwen3,
+                                    tb::Architecture::Gemma3, tb::Architecture::Gpt2};
         nlohmann::json input = {{"model_types", nlohmann::json::array()},
                                 {"configs", nlohmann::json::array()}};
         for (tb::Architecture a : architectures)

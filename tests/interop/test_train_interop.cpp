@@ -1,6 +1,7 @@
 // Interop: the training steps of `tunebench bench train` (fused AdamW, gradient clipping, LoRA or
-// full fine-tuning) give, step by step, the losses of transformers + PEFT + torch.optim.AdamW doing
-// the same steps on the same weights and tokens (tests/interop/train_oracle.py). After the first
+// full fine-tuning; the bundled model and a random Gemma 3) give, step by step, the losses of
+// transformers + PEFT + torch.optim.AdamW doing the same steps on the same weights and tokens
+// (tests/interop/train_oracle.py). After the first
 // step every loss depends on the optimizer's updates, so a wrong moment, bias correction, clipping
 // or per-parameter step count shows here.
 #include "cli/cli_run.h"
@@ -17,31 +18,54 @@
 class TestTrainInterop : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void initTestCase();
     void lossesMatchTorchOptim_data();
     void lossesMatchTorchOptim();
+
+private:
+    QTemporaryDir m_dir;
 };
+
+// A random Gemma 3 text model, written by transformers (its sandwich norms, scaled embeddings,
+// GELU-tanh and sliding layers trained through on both sides).
+void TestTrainInterop::initTestCase()
+{
+    QVERIFY(m_dir.isValid());
+    QString error;
+    tbtest::runOracleScript(
+        QStringLiteral("train_oracle.py"),
+        {QStringLiteral("make-gemma3"), m_dir.filePath(QStringLiteral("gemma3"))}, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+}
 
 void TestTrainInterop::lossesMatchTorchOptim_data()
 {
+    QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("method");
     QTest::addColumn<QString>("clip");
     QTest::addColumn<QString>("lr");
     // LoRA's few weights move further per step: a smaller rate keeps AdamW's amplified rounding
     // (7e-5 relative after 6 steps at 0.01, 1e-7 at 0.003) well inside the tolerance.
+    const QString bundled = QString::fromStdString(tb::bundledModelDir());
     QTest::newRow("full, clipped")
-        << QStringLiteral("full") << QStringLiteral("1.0") << QStringLiteral("0.01");
+        << bundled << QStringLiteral("full") << QStringLiteral("1.0") << QStringLiteral("0.01");
     QTest::newRow("full, unclipped")
-        << QStringLiteral("full") << QStringLiteral("0") << QStringLiteral("0.01");
+        << bundled << QStringLiteral("full") << QStringLiteral("0") << QStringLiteral("0.01");
     QTest::newRow("lora, clipped")
-        << QStringLiteral("lora") << QStringLiteral("0.5") << QStringLiteral("0.003");
+        << bundled << QStringLiteral("lora") << QStringLiteral("0.5") << QStringLiteral("0.003");
+    const QString gemma = m_dir.filePath(QStringLiteral("gemma3"));
+    QTest::newRow("gemma3 full") << gemma << QStringLiteral("full") << QStringLiteral("1.0")
+                                 << QStringLiteral("0.003");
+    QTest::newRow("gemma3 lora") << gemma << QStringLiteral("lora") << QStringLiteral("0.5")
+                                 << QStringLiteral("0.003");
 }
 
 void TestTrainInterop::lossesMatchTorchOptim()
 {
+    QFETCH(QString, model);
     QFETCH(QString, method);
     QFETCH(QString, clip);
     QFETCH(QString, lr);
-    const QString model = QString::fromStdString(tb::bundledModelDir());
     const QString batch = QStringLiteral("2"), seq = QStringLiteral("32"),
                   steps = QStringLiteral("6");
     const auto ours = tbtest::runTunebench(

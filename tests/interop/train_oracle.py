@@ -2,6 +2,7 @@
 torch.optim.AdamW (its default single-tensor path), printing each step's loss as JSON.
 
 usage: train_oracle.py MODEL_DIR full|lora BATCH SEQ STEPS LR CLIP
+       train_oracle.py make-gemma3 DIR   (writes the random Gemma 3 text model the test also trains)
 Random tokens from torch.manual_seed(0) (ids = randint(3, vocab, (batch, seq)), labels = ids rolled by one),
 AdamW at learning rate LR without weight decay, the summed cross-entropy over batch x seq, gradient clipping at CLIP (0:
 none); LoRA r 8, alpha 16 on q_proj and v_proj, its A matrices drawn again in parameter order from seed 1.
@@ -14,7 +15,31 @@ import transformers
 from peft import LoraConfig, get_peft_model
 
 
+def make_gemma3(path):
+    """A random Gemma 3 text model: norm weights drawn (they start at zero), a sliding window shorter than
+    the rows, sliding layers with their own rotary base, linear scaling on the full layer."""
+    torch.manual_seed(0)
+    config = transformers.Gemma3TextConfig(
+        vocab_size=320, hidden_size=64, intermediate_size=176, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, max_position_embeddings=256, initializer_range=0.1,
+        sliding_window=8, query_pre_attn_scalar=20, tie_word_embeddings=True, bos_token_id=1,
+        eos_token_id=None, pad_token_id=None,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 50000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}})
+    config.dtype = torch.float32
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.normal_(0.0, 0.3)
+    model.save_pretrained(path, safe_serialization=True)
+
+
 def main():
+    if sys.argv[1] == "make-gemma3":
+        make_gemma3(sys.argv[2])
+        return
     path, method = sys.argv[1], sys.argv[2]
     batch, seq, steps = map(int, sys.argv[3:6])
     lr, clip = float(sys.argv[6]), float(sys.argv[7])

@@ -275,7 +275,7 @@ private Q_SLOTS:
         // tester's checks on every row of a 7B tree take seconds).
         auto testers = testModels(w.memoryPage());
         tb::CatalogChooser* chooser = w.memoryPage()->catalog();
-        QCOMPARE(chooser->box()->count(), 23);  // the prompt row and 22 models
+        QCOMPARE(chooser->box()->count(), 25);  // the prompt row and 24 models
         QSignalSpy spy(w.state(), &tb::StudioState::modelChanged);
         chooser->choose(QStringLiteral("qwen2.5-7b"));
         QVERIFY(spy.wait(15000));
@@ -283,13 +283,13 @@ private Q_SLOTS:
         QCOMPARE(tb::parameterCount(*w.state()->modelConfig()), int64_t(7615616512));
         QCOMPARE(chooser->box()->currentData().toString(), QStringLiteral("qwen2.5-7b"));
         QVERIFY(w.memoryPage()->estimate());
-        // The Model page's Open menu: folder, config.json, and the catalog's 22 entries.
+        // The Model page's Open menu: folder, config.json, and the catalog's 24 entries.
         QMenu* catalog = nullptr;
         for (QAction* a : w.modelPage()->openMenu()->actions())
             if (a->menu())
                 catalog = a->menu();
         QVERIFY(catalog);
-        QCOMPARE(catalog->actions().size(), 22);
+        QCOMPARE(catalog->actions().size(), 24);
         for (QAction* a : catalog->actions())
             if (a->data().toString() == QLatin1String("gpt2-xl"))
                 a->trigger();

@@ -6,6 +6,8 @@
 #include "model/config.h"
 #include "model/model.h"
 #include "model/model_impl.h"
+#include "model/registry.h"
+#include "model/safetensors.h"
 #include "train/job.h"
 #include "train/memory_report.h"
 #include "train/train_config.h"
@@ -66,6 +68,49 @@ QString windowedBundledModel()
         c["model_type"] = "mistral";
         c["sliding_window"] = 16;
         tb::writeFileAtomic(model + "/config.json", c.dump());
+    }
+    return QString::fromStdString(model);
+}
+
+// A random Gemma 3 text model of the bundled model's sizes, with its tokenizer: four of its five
+// layers slide (window 16, shorter than lora-tiny's rows). Made once per process.
+QString gemmaModel()
+{
+    static QTemporaryDir dir;
+    const std::string model = dir.filePath(QStringLiteral("gemma3")).toStdString();
+    if (!std::filesystem::exists(model + "/config.json")) {
+        std::filesystem::create_directories(model);
+        for (const char* f : {"tokenizer.model", "tokenizer_config.json"})
+            std::filesystem::copy_file(
+                TB_SOURCE_DIR "/datasets/models/stories260k/" + std::string(f), model + "/" + f);
+        const nlohmann::json c = {{"model_type", "gemma3_text"},
+                                  {"vocab_size", 512},
+                                  {"hidden_size", 64},
+                                  {"intermediate_size", 172},
+                                  {"num_hidden_layers", 5},
+                                  {"num_attention_heads", 8},
+                                  {"num_key_value_heads", 4},
+                                  {"head_dim", 8},
+                                  {"max_position_embeddings", 512},
+                                  {"sliding_window", 16},
+                                  {"layer_types",
+                                   {"sliding_attention", "sliding_attention", "full_attention",
+                                    "sliding_attention", "sliding_attention"}},
+                                  {"bos_token_id", 1},
+                                  {"eos_token_id", 2}};
+        tb::writeFileAtomic(model + "/config.json", c.dump());
+        const auto lm = tb::createCausalLM(tb::loadModelConfig(model));
+        lm->initRandom(0, torch::kFloat32, torch::kCPU);
+        std::vector<tb::TensorBlob> blobs;
+        for (const auto& p : lm->named_parameters()) {
+            const torch::Tensor t = p.value().contiguous();
+            tb::TensorBlob b;
+            b.name = p.key();
+            b.shape = t.sizes().vec();
+            b.bytes.assign(static_cast<const char*>(t.data_ptr()), size_t(t.numel()) * 4);
+            blobs.push_back(std::move(b));
+        }
+        tb::writeSafetensors(model + "/model.safetensors", blobs);
     }
     return QString::fromStdString(model);
 }
@@ -233,6 +278,10 @@ private Q_SLOTS:
             << QStringList{QStringLiteral("model=") + windowedBundledModel()};
         QTest::newRow("sliding window packing") << QStringList{
             QStringLiteral("model=") + windowedBundledModel(), QStringLiteral("data.packing=true")};
+        // Gemma 3: four norms a block, GELU-tanh gating, sliding layers with their own tables.
+        QTest::newRow("gemma3") << QStringList{QStringLiteral("model=") + gemmaModel()};
+        QTest::newRow("gemma3 bf16") << QStringList{QStringLiteral("model=") + gemmaModel(),
+                                                    QStringLiteral("precision=bf16")};
     }
     void activationsItemIsOneMoment()
     {
@@ -271,6 +320,7 @@ private Q_SLOTS:
         QTest::newRow("packing") << QStringList{QStringLiteral("data.packing=true")};
         QTest::newRow("sliding window")
             << QStringList{QStringLiteral("model=") + windowedBundledModel()};
+        QTest::newRow("gemma3") << QStringList{QStringLiteral("model=") + gemmaModel()};
     }
     void checkpointedPeak()
     {

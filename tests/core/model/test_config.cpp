@@ -8,6 +8,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+
 namespace {
 
 const std::string kData = TB_SOURCE_DIR "/tests/data/configs/";
@@ -34,6 +36,7 @@ private Q_SLOTS:
     void parameterCounts_data();
     void parameterCounts();
     void fields();
+    void gemma3();
     void badConfigs();
 };
 
@@ -162,6 +165,92 @@ void TestConfig::fields()
     // A folder path finds its config.json.
     auto bundled = tb::loadModelConfig(TB_SOURCE_DIR "/datasets/models/stories260k");
     QCOMPARE(tb::parameterCount(bundled), int64_t(260032));
+}
+
+// Gemma 3 text as transformers' Gemma3TextConfig reads it: the catalog's configs (transformers 4
+// spelling: rope_local_base_freq, sliding_window_pattern or layer_types), transformers 5's
+// rope_parameters per layer type, and what is refused.
+void TestConfig::gemma3()
+{
+    const std::string catalog = TB_SOURCE_DIR "/datasets/model-configs/";
+    const auto one = tb::loadModelConfig(catalog + "gemma-3-1b");
+    QCOMPARE(one.architecture, tb::Architecture::Gemma3);
+    QCOMPARE(tb::parameterCount(one), int64_t(999885952));  // num_parameters() of the checkpoint
+    QCOMPARE(one.headDim, int64_t(256));
+    QVERIFY(one.tieWordEmbeddings && one.qkNorm && !one.qkvBias);
+    QCOMPARE(one.hiddenAct, std::string("gelu_pytorch_tanh"));
+    QCOMPARE(one.ropeTheta, 1000000.0);
+    QCOMPARE(one.ropeThetaSliding, 10000.0);
+    QCOMPARE(one.ropeScaling.type, std::string());
+    QCOMPARE(one.attentionScale, 1.0 / 16.0);
+    QCOMPARE(one.embeddingScale, std::sqrt(1152.0));
+    QCOMPARE(one.slidingWindow, int64_t(512));
+    QCOMPARE(one.maxPositions, int64_t(32768));
+    std::string pattern;
+    for (size_t i = 0; i < 13; ++i)
+        pattern += one.layerSlides(i) ? 'S' : 'F';
+    QCOMPARE(pattern, std::string("SSSSSFSSSSSFS"));  // five of every six slide
+    QCOMPARE(one.slidingLayerText(), std::string("layers 0-4, 6-10, 12-16, 18-22, 24-25"));
+    const auto small = tb::loadModelConfig(catalog + "gemma-3-270m");
+    QCOMPARE(tb::parameterCount(small), int64_t(268098176));
+    QCOMPARE(small.slidingLayerText(), std::string("layers 0-4, 6-10, 12-16"));
+
+    const std::string base =
+        R"({"model_type":"gemma3_text","vocab_size":10,"hidden_size":8,"intermediate_size":16,
+        "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4)";
+    const auto parse = [&](const std::string& more) {
+        return tb::parseModelConfig(base + more + "}", "g.json");
+    };
+    // Class defaults: head_dim given; window 4,096; bases 1e6 / 1e4; scalar 256; tied.
+    const auto defaults = parse("");
+    QCOMPARE(defaults.slidingWindow, int64_t(4096));
+    QVERIFY(defaults.layerSlides(0) && defaults.layerSlides(1));  // the 6th layer is the first full
+    QCOMPARE(defaults.attentionScale, 1.0 / 16.0);
+    QVERIFY(defaults.tieWordEmbeddings);
+    QCOMPARE(defaults.maxPositions, int64_t(131072));
+    const auto v5 = parse(
+        R"(,"layer_types":["sliding_attention","full_attention"],"rope_parameters":{
+        "full_attention":{"rope_type":"linear","factor":8.0,"rope_theta":1000000.0},
+        "sliding_attention":{"rope_type":"default","rope_theta":10000.0}},"sliding_window":512)");
+    QCOMPARE(v5.ropeScaling.type, std::string("linear"));
+    QCOMPARE(v5.ropeScaling.factor, 8.0);
+    QCOMPARE(v5.ropeTheta, 1000000.0);
+    QCOMPARE(v5.ropeThetaSliding, 10000.0);
+    QVERIFY(v5.layerSlides(0) && !v5.layerSlides(1));
+    const auto v4 = parse(R"(,"rope_scaling":{"rope_type":"linear","factor":8.0},
+        "rope_theta":20000,"rope_local_base_freq":500,"query_pre_attn_scalar":144)");
+    QCOMPARE(v4.ropeScaling.factor, 8.0);
+    QCOMPARE(v4.ropeTheta, 20000.0);
+    QCOMPARE(v4.ropeThetaSliding, 500.0);
+    QCOMPARE(v4.attentionScale, 1.0 / 12.0);
+    // Without the window there are no sliding layers.
+    QCOMPARE(parse(R"(,"layer_types":["full_attention","full_attention"],"sliding_window":null)")
+                 .slidingWindow,
+             int64_t(0));
+
+    for (const auto& [more, message] : std::vector<std::pair<std::string, std::string>>{
+             {R"(,"attn_logit_softcapping":50.0)",
+              "key 'attn_logit_softcapping' is 50.0: soft-capped logits"},
+             {R"(,"final_logit_softcapping":30.0)", "key 'final_logit_softcapping' is 30.0"},
+             {R"(,"use_bidirectional_attention":true)", "key 'use_bidirectional_attention' true"},
+             {R"(,"hidden_activation":"gelu")", "hidden_activation 'gelu' is not supported"},
+             {R"(,"sliding_window":null)", "key 'sliding_window' is null, but 2 layers"},
+             {R"(,"rope_parameters":{"full_attention":{"rope_type":"yarn","factor":2.0}})",
+              "rope_parameters.full_attention rope type 'yarn' is not supported"},
+             {R"(,"rope_parameters":{"full_attention":{},"sliding_attention":{"rope_type":
+              "linear","factor":2.0}})",
+              "rope_parameters.sliding_attention rope type 'linear' is not supported"},
+             {R"(,"rope_parameters":{"rope_theta":10000.0})",
+              "rope_parameters must hold a \"full_attention\" entry"}}) {
+        try {
+            parse(more);
+            QFAIL(more.c_str());
+        } catch (const tb::Error& e) {
+            QVERIFY2(tbtest::contains(e.what(), "g.json: " + message), e.what());
+        }
+    }
+    expectError(R"({"model_type":"gemma3","text_config":{}})",
+                "model_type 'gemma3' is a Gemma 3 image-and-text checkpoint");
 }
 
 void TestConfig::badConfigs()

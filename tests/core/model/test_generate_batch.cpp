@@ -1,7 +1,7 @@
 // Batched generation: every row of generateBatch equals generate() on its prompt alone (tokens,
-// text, stop reason), greedy and sampled, over random GPT-2, Llama and Qwen3 models and the bundled
-// model, with LoRA, bottleneck adapters and a soft prompt; the padded batch's logits equal each
-// prompt's own; cancellation, context limits and bad requests.
+// text, stop reason), greedy and sampled, over random GPT-2, Llama, Qwen3 and Gemma 3 models and
+// the bundled model, with LoRA, bottleneck adapters and a soft prompt; the padded batch's logits
+// equal each prompt's own; cancellation, context limits and bad requests.
 #include "model/model.h"
 #include "model/model_impl.h"
 #include "peft/peft.h"
@@ -12,6 +12,7 @@
 
 #include "test_util.h"
 
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -48,6 +49,17 @@ tb::ModelConfig smallConfig(tb::Architecture arch)
         c.qkvBias = true;
         c.slidingWindow = 6;
         c.slidingLayers = {false, true};
+    }
+    // Gemma 3: its first layer slides with a rotary base of its own.
+    if (arch == tb::Architecture::Gemma3) {
+        c.qkNorm = true;
+        c.hiddenAct = "gelu_pytorch_tanh";
+        c.slidingWindow = 6;
+        c.slidingLayers = {true, false};
+        c.ropeTheta = 100000.0;
+        c.ropeThetaSliding = 1000.0;
+        c.attentionScale = 0.3;
+        c.embeddingScale = std::sqrt(32.0);
     }
     return c;
 }
@@ -201,6 +213,8 @@ void TestGenerateBatch::greedyRowsMatchSingle_data()
     const int qwen2 = static_cast<int>(tb::Architecture::Qwen2);
     QTest::newRow("mistral window batch 8") << mistral << 8 << 128 << false << false;
     QTest::newRow("qwen2 window batch 3") << qwen2 << 3 << 128 << false << false;
+    QTest::newRow("gemma3 batch 8")
+        << static_cast<int>(tb::Architecture::Gemma3) << 8 << 128 << false << false;
 }
 
 void TestGenerateBatch::greedyRowsMatchSingle()
@@ -377,6 +391,9 @@ void TestGenerateBatch::paddedLogitsMatchSingle_data()
     QTest::newRow("mistral window") << mistral << false << false;
     QTest::newRow("mistral window soft prompt") << mistral << true << false;
     QTest::newRow("qwen2 window") << static_cast<int>(tb::Architecture::Qwen2) << false << false;
+    const int gemma3 = static_cast<int>(tb::Architecture::Gemma3);
+    QTest::newRow("gemma3") << gemma3 << false << false;
+    QTest::newRow("gemma3 soft prompt") << gemma3 << true << false;
 }
 
 void TestGenerateBatch::paddedLogitsMatchSingle()

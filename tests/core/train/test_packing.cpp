@@ -18,6 +18,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -69,6 +70,16 @@ tb::ModelConfig tinyConfig(tb::Architecture arch)
         c.hiddenAct = "gelu_new";
     if (arch == tb::Architecture::Mistral)
         c.slidingWindow = 5;  // shorter than most examples: the window and the segments combine
+    if (arch == tb::Architecture::Gemma3) {  // the same, on its first layer, with its own tables
+        c.qkNorm = true;
+        c.tieWordEmbeddings = true;
+        c.hiddenAct = "gelu_pytorch_tanh";
+        c.slidingWindow = 5;
+        c.slidingLayers = {true, false};
+        c.ropeThetaSliding = 500.0;
+        c.attentionScale = 0.25;
+        c.embeddingScale = std::sqrt(32.0);
+    }
     return c;
 }
 
@@ -274,6 +285,8 @@ void TestPacking::packedMatchesOneByOne_data()
     QTest::newRow("llama chunked loss") << int(tb::Architecture::Llama) << false << true;
     QTest::newRow("mistral window") << int(tb::Architecture::Mistral) << false << false;
     QTest::newRow("mistral window checkpointed") << int(tb::Architecture::Mistral) << true << false;
+    QTest::newRow("gemma3") << int(tb::Architecture::Gemma3) << false << false;
+    QTest::newRow("gemma3 checkpointed") << int(tb::Architecture::Gemma3) << true << false;
 }
 
 // The packed batch of all bins: one forward and backward. Per-token losses are taken from the full
