@@ -7,6 +7,8 @@ usage:
       tokenizer files of TOKENIZER_DIR (tokenizer.json, tokenizer_config.json).
   export_oracle.py make-untied SRC_DIR OUT_DIR
       Copies the model folder SRC_DIR to OUT_DIR with an untied head (lm_head = embedding + small noise).
+  export_oracle.py make-gemma3 SRC_DIR OUT_DIR
+      Saves a tiny random Gemma 3 text model with the tokenizer of the model folder SRC_DIR (vocab 512).
   export_oracle.py logits CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "kind": "peft" | "merged", "dir", "base" (peft only), "ids": [int]}].
       Writes OUT_DIR/<name>.safetensors ("logits": fp32 [T, vocab]) and prints one JSON object:
@@ -59,6 +61,28 @@ def make_untied(src, out):
     config["tie_word_embeddings"] = False
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
+
+
+def make_gemma3(src, out):
+    """A random Gemma 3 text model of the bundled model's vocabulary, with its tokenizer: sliding layers with a
+    rotary base of their own, norm weights drawn (they start at zero), embeddings scaled by sqrt(hidden)."""
+    torch.manual_seed(0)
+    cfg = transformers.Gemma3TextConfig(
+        vocab_size=512, hidden_size=64, intermediate_size=172, num_hidden_layers=3, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=8, max_position_embeddings=512, initializer_range=0.1, sliding_window=6,
+        query_pre_attn_scalar=12, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=None,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}})
+    cfg.dtype = torch.float32
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.normal_(0.0, 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    for f in ("tokenizer.model", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(src, f), os.path.join(out, f))
 
 
 def token_rows(model):
@@ -162,10 +186,12 @@ def main():
         make_gpt2(sys.argv[2], sys.argv[3])
     elif mode == "make-untied":
         make_untied(sys.argv[2], sys.argv[3])
+    elif mode == "make-gemma3":
+        make_gemma3(sys.argv[2], sys.argv[3])
     elif mode == "logits":
         logits(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (make-gpt2 | make-untied | logits)")
+        raise SystemExit(f"unknown mode {mode!r} (make-gpt2 | make-untied | make-gemma3 | logits)")
 
 
 if __name__ == "__main__":

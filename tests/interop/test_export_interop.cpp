@@ -160,12 +160,25 @@ void TestExportInterop::initTestCase()
               &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
 
+    // A random Gemma 3 text model with the bundled tokenizer: its trainable token rows are scaled
+    // with the embeddings (PEFT's embed_scale).
+    const std::string gemma = path(QStringLiteral("gemma3"));
+    runOracle({QStringLiteral("make-gemma3"), QString::fromStdString(stories),
+               QString::fromStdString(gemma)},
+              &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+
     // Short runs with a learning rate high enough that every trained tensor moves. LoRA trains the
     // rows of the stop tokens too (trainable_tokens: auto); PEFT's prompt tuning cannot carry them.
     m_runs["lora"] = train("lora", "lora",
                            {"lr=0.01", "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
                                        "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
     m_runs["untied_lora"] = train("lora", "untied_lora", {"lr=0.01", "model=" + untied});
+    m_runs["gemma_lora"] =
+        train("lora", "gemma_lora",
+              {"lr=0.01", "model=" + gemma,
+               "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\",\"gate_proj\","
+               "\"up_proj\",\"down_proj\"]"});
     m_runs["prompt"] =
         train("prompt", "prompt", {"lr=0.05", "prompt.num_tokens=8", "trainable_tokens=[]"});
     m_runs["prompt_rows"] = train("prompt", "prompt_rows", {"max_steps=1"});
@@ -201,6 +214,8 @@ void TestExportInterop::initTestCase()
     m_cases["lora_merged"] = {m_runs["lora"], "merged", stories, storiesIds};
     m_cases["untied_lora_peft"] = {m_runs["untied_lora"], "peft", untied, storiesIds};
     m_cases["untied_lora_merged"] = {m_runs["untied_lora"], "merged", untied, storiesIds};
+    m_cases["gemma_lora_peft"] = {m_runs["gemma_lora"], "peft", gemma, storiesIds};
+    m_cases["gemma_lora_merged"] = {m_runs["gemma_lora"], "merged", gemma, storiesIds};
     m_cases["prompt_peft"] = {m_runs["prompt"], "peft", stories, storiesIds};
     m_cases["full_merged"] = {m_runs["full"], "merged", stories, storiesIds};
     m_cases["qlora_peft"] = {m_runs["qlora"], "peft", stories, storiesIds};
@@ -232,9 +247,9 @@ void TestExportInterop::initTestCase()
 void TestExportInterop::logitsMatchHuggingFace_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n :
-         {"lora_peft", "lora_merged", "untied_lora_peft", "untied_lora_merged", "prompt_peft",
-          "full_merged", "qlora_peft", "qlora_merged", "gpt2_lora_peft", "gpt2_lora_merged"})
+    for (const char* n : {"lora_peft", "lora_merged", "untied_lora_peft", "untied_lora_merged",
+                          "gemma_lora_peft", "gemma_lora_merged", "prompt_peft", "full_merged",
+                          "qlora_peft", "qlora_merged", "gpt2_lora_peft", "gpt2_lora_merged"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
