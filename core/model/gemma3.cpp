@@ -179,13 +179,10 @@ public:
     torch::Tensor tokenEmbeddingWeight() override { return model->embed_tokens->weight; }
 
 protected:
+    // Unscaled: CausalLM applies ModelConfig::embeddingScale after the trainable token rows.
     torch::Tensor embedTokens(const torch::Tensor& ids) override
     {
-        // The scale rounded to the embedding's dtype first, as transformers multiplies.
-        const auto h = model->embed_tokens->forward(ids);
-        return h * torch::scalar_tensor(m_config.embeddingScale, torch::kFloat64)
-                       .to(h.scalar_type())
-                       .item();
+        return model->embed_tokens->forward(ids);
     }
 
     BlockContext blockContext(int64_t past, int64_t length, const torch::Tensor& like,

@@ -2,6 +2,7 @@
 // token embedding and of the head, applied in the lookup and after the head's matmul, never by
 // copying the [vocab, hidden] weight.
 #include "model/causal_lm.h"
+#include "model/embedding_scale.h"
 
 #include "util/error.h"
 
@@ -41,18 +42,16 @@ torch::Tensor CausalLM::headTokenDelta() const
 torch::Tensor CausalLM::embedWithTokenRows(const torch::Tensor& ids)
 {
     auto h = embedTokens(ids);  // [batch, seq, hidden]
-    if (!m_tokenIds.defined() || m_methodOff)
-        return h;
-    // The delta with one zero row appended, looked up by slot: tokens outside the set add zeros.
-    auto padded =
-        torch::cat({m_tokenDelta, torch::zeros({1, m_tokenDelta.size(1)}, m_tokenDelta.options())})
-            .to(h.scalar_type());
-    auto rows = torch::embedding(padded, m_tokenSlot.index({ids}));
-    if (m_config.embeddingScale != 1.0)  // scaled as the rows it adds to (Gemma 3), as PEFT does
-        rows = rows * torch::scalar_tensor(m_config.embeddingScale, torch::kFloat64)
-                          .to(h.scalar_type())
-                          .item();
-    return h + rows;
+    if (m_tokenIds.defined() && !m_methodOff) {
+        // The delta with one zero row appended, looked up by slot: tokens outside the set add
+        // zeros.
+        auto padded = torch::cat({m_tokenDelta,
+                                  torch::zeros({1, m_tokenDelta.size(1)}, m_tokenDelta.options())})
+                          .to(h.scalar_type());
+        h = h + torch::embedding(padded, m_tokenSlot.index({ids}));
+    }
+    // The rows scaled with the embeddings they are added to (Gemma 3), as PEFT scales them.
+    return scaledEmbeddings(h, m_config.embeddingScale);
 }
 
 torch::Tensor CausalLM::headLogits(const torch::Tensor& h, bool decode)

@@ -2,6 +2,7 @@
 // initialisation.
 #include "peft/peft.h"
 
+#include "model/embedding_scale.h"
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
 #include "tokenizer/tokenizer.h"
@@ -135,12 +136,11 @@ void applyPrompt(CausalLM& model, const MethodOptions& run, const Tokenizer* tok
         for (int64_t i = 0; i < n; ++i)
             chosen.push_back(ids[static_cast<size_t>(i) % ids.size()]);
         auto index = torch::tensor(chosen, torch::kInt64).to(embeddings.device());
-        auto rows = embeddings.detach().index_select(0, index);
         // PEFT takes them through the embedding module, which scales them (Gemma 3).
-        if (const double scale = model.config().embeddingScale; scale != 1.0)
-            rows =
-                rows * torch::scalar_tensor(scale, torch::kFloat64).to(rows.scalar_type()).item();
-        prompt = rows.to(torch::kFloat32).clone();
+        prompt = scaledEmbeddings(embeddings.detach().index_select(0, index),
+                                  model.config().embeddingScale)
+                     .to(torch::kFloat32)
+                     .clone();
     }
     model.setPromptEmbeddings(prompt.to(embeddings.device()));
     model.promptEmbeddings().set_requires_grad(true);
