@@ -167,6 +167,17 @@ GgufValue GgufValue::i32s(const std::vector<int32_t>& v)
     return value;
 }
 
+GgufValue GgufValue::booleans(const std::vector<bool>& v)
+{
+    GgufValue value;
+    value.type = GgufValueType::Array;
+    value.elemType = GgufValueType::Bool;
+    value.count = v.size();
+    for (bool x : v)
+        value.bytes.push_back(x ? 1 : 0);
+    return value;
+}
+
 void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadata,
                const std::vector<GgufTensor>& tensors)
 {

@@ -68,6 +68,7 @@ struct GgufValue {
     static GgufValue strings(const std::vector<std::string>& v);
     static GgufValue f32s(const std::vector<float>& v);
     static GgufValue i32s(const std::vector<int32_t>& v);
+    static GgufValue booleans(const std::vector<bool>& v);  // one byte each, 0 or 1
 };
 
 struct GgufKeyValue {

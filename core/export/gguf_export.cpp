@@ -1,6 +1,6 @@
-// GGUF exports: a merged Llama/Mistral/Qwen2/Qwen3 run (or its base model) with its vocabulary, and
-// a LoRA run's factors as a llama.cpp LoRA adapter; llama.cpp's tensor names, q/k row order and
-// rope factors.
+// GGUF exports: a merged Llama/Mistral/Qwen2/Qwen3/Gemma 3/GPT-2 run (or its base model) with its
+// vocabulary, and a LoRA run's factors as a llama.cpp LoRA adapter; llama.cpp's tensor names, q/k
+// row order, rope factors and Gemma's norm offset.
 #include "export/gguf.h"
 
 #include "export/export.h"
@@ -21,9 +21,14 @@ namespace tb {
 
 namespace {
 
-// Our parameter name -> llama.cpp's tensor name, or "" when it has none.
-std::string ggufTensorName(const std::string& name)
+// Our parameter name -> llama.cpp's tensor name, or "" when it has none. Gemma 3's four norms a
+// block: the one before the MLP is llama's ffn_norm, the two after attention and MLP are its own.
+std::string ggufTensorName(const ModelConfig& c, const std::string& name)
 {
+    static const std::map<std::string, std::string> kGemma3Block = {
+        {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+        {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"}};
     static const std::map<std::string, std::string> kTop = {
         {"model.embed_tokens.weight", "token_embd.weight"},
         {"model.norm.weight", "output_norm.weight"},
@@ -63,9 +68,13 @@ std::string ggufTensorName(const std::string& name)
         return it->second;
     static const std::regex kLayer(R"((?:model\.layers|transformer\.h)\.(\d+)\.(.+))");
     std::smatch m;
-    if (std::regex_match(name, m, kLayer))
+    if (std::regex_match(name, m, kLayer)) {
+        if (c.architecture == Architecture::Gemma3)
+            if (auto it = kGemma3Block.find(m[2].str()); it != kGemma3Block.end())
+                return "blk." + m[1].str() + "." + it->second;
         if (auto it = kBlock.find(m[2].str()); it != kBlock.end())
             return "blk." + m[1].str() + "." + it->second;
+    }
     return {};
 }
 
@@ -121,7 +130,7 @@ std::string ggufArchitecture(const ModelConfig& c)
     case Architecture::Gpt2:
         return "gpt2";
     case Architecture::Gemma3:
-        return "gemma3";  // not exported yet: checkGgufExport refuses it
+        return "gemma3";
     case Architecture::Llama:
     case Architecture::Mistral:
         break;
@@ -131,10 +140,11 @@ std::string ggufArchitecture(const ModelConfig& c)
 
 // The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV
 // heads), else 0. qwen2 and qwen3 keep HF's rotate-half order (llama.cpp runs them with the NeoX
-// rotary).
+// rotary), and so does gemma3.
 int64_t ropeHeads(const ModelConfig& c, const std::string& gguf)
 {
-    if (c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3)
+    if (c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3 ||
+        c.architecture == Architecture::Gemma3)
         return 0;
     return gguf.ends_with(".attn_q.weight")   ? c.numHeads
            : gguf.ends_with(".attn_k.weight") ? c.numKvHeads
@@ -201,6 +211,32 @@ GgufPlacement ggufPlacement(const ModelConfig& c, const std::string& name, const
     return out;
 }
 
+// What llama.cpp's gemma3 graph computes, checked against the model: no biases, linear rope
+// scaling at most (on the full layers, as ours), scores scaled by head_dim^-1/2 (hidden / heads for
+// its 62-layer 27B), token embeddings by sqrt(hidden) in f32.
+void checkGemma3Gguf(const ModelConfig& c)
+{
+    if (c.qkvBias || c.oBias || c.mlpBias)
+        fail("export: llama.cpp's gemma3 has no biases; ", c.sourcePath,
+             " sets attention_bias or mlp_bias");
+    if (!c.ropeScaling.type.empty() && c.ropeScaling.type != "linear")
+        fail("export: GGUF gemma3 models take linear rope scaling only; ", c.sourcePath, " uses '",
+             c.ropeScaling.type, "'");
+    if (c.headDim % 2 != 0)
+        fail("export: head_dim ", c.headDim, " in ", c.sourcePath,
+             " is odd; rotary rows come in pairs");
+    const double scalar = c.numLayers == 62 ? static_cast<double>(c.hiddenSize / c.numHeads)
+                                            : static_cast<double>(c.headDim);
+    const double scale = c.attentionScale > 0 ? c.attentionScale : 1.0 / std::sqrt(c.headDim);
+    if (std::abs(scale * std::sqrt(scalar) - 1.0) > 1e-6)
+        fail("export: llama.cpp scales a gemma3 model's attention scores by ", scalar,
+             "^-1/2 (query_pre_attn_scalar is not in the file); ", c.sourcePath,
+             " has query_pre_attn_scalar ", 1.0 / (scale * scale));
+    if (std::abs(c.embeddingScale - std::sqrt(static_cast<double>(c.hiddenSize))) > 1e-9)
+        fail("export: llama.cpp scales a gemma3 model's embeddings by sqrt(hidden_size); ",
+             c.sourcePath, " scales them by ", c.embeddingScale);
+}
+
 }  // namespace
 
 void checkGgufExportable(const TrainConfig& run)
@@ -211,6 +247,11 @@ void checkGgufExportable(const TrainConfig& run)
                                            : "a soft prompt is an input, not a weight",
              " that a merged model cannot hold); use --format peft");
     const ModelConfig c = loadModelConfig(run.model);
+    if (c.architecture == Architecture::Gemma3) {
+        checkGemma3Gguf(c);
+        checkGgufTokenizer(run.model);
+        return;
+    }
     if (c.architecture == Architecture::Gpt2) {
         // llama.cpp's gpt2 graph: learned positions, LayerNorms with biases, biased fused qkv, tanh
         // GELU.
@@ -225,7 +266,8 @@ void checkGgufExportable(const TrainConfig& run)
     const bool llama =
         c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
     if (!llama && !qwen2 && !qwen3)
-        fail("export: GGUF export supports llama, mistral, qwen2, qwen3 and gpt2 models; ",
+        fail("export: GGUF export supports llama, mistral, qwen2, qwen3, gemma3_text and gpt2 "
+             "models; ",
              c.sourcePath, " is ", c.modelType,
              " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
     if ((c.qkvBias && !qwen2) || c.oBias || c.mlpBias || (c.qkNorm && !qwen3))
@@ -294,8 +336,29 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
                       GgufValue::f32(static_cast<float>(c.normEps))});
     }
     kv.push_back({arch + ".vocab_size", u32(c.vocabSize)});
-    if (!gpt2 &&
-        c.headDim * c.numHeads != c.hiddenSize) {  // llama.cpp assumes hidden / heads otherwise
+    const bool gemma3 = c.architecture == Architecture::Gemma3;
+    if (gemma3) {
+        // Which layers slide, through what window and with which rotary base (llama.cpp would
+        // otherwise take five of every six layers and a base of 10,000); linear rope scaling
+        // applies to the full layers only, in llama.cpp as here.
+        if (c.slidingWindow > 0) {
+            std::vector<bool> slides;
+            for (int64_t i = 0; i < c.numLayers; ++i)
+                slides.push_back(c.layerSlides(static_cast<size_t>(i)));
+            kv.push_back({arch + ".attention.sliding_window", u32(c.slidingWindow)});
+            kv.push_back({arch + ".attention.sliding_window_pattern", GgufValue::booleans(slides)});
+            kv.push_back({arch + ".rope.freq_base_swa",
+                          GgufValue::f32(static_cast<float>(
+                              c.ropeThetaSliding > 0 ? c.ropeThetaSliding : c.ropeTheta))});
+        }
+        if (c.ropeScaling.type == "linear") {
+            kv.push_back({arch + ".rope.scaling.type", GgufValue::string("linear")});
+            kv.push_back({arch + ".rope.scaling.factor",
+                          GgufValue::f32(static_cast<float>(c.ropeScaling.factor))});
+        }
+    }
+    if (!gpt2 && (gemma3 || c.headDim * c.numHeads !=
+                                c.hiddenSize)) {  // llama.cpp assumes hidden / heads otherwise
         kv.push_back({arch + ".attention.key_length", u32(c.headDim)});
         kv.push_back({arch + ".attention.value_length", u32(c.headDim)});
     }
@@ -318,6 +381,8 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         kv.push_back({"tokenizer.ggml.padding_token_id", u32(vocab.pad)});
     kv.push_back({"tokenizer.ggml.add_bos_token", GgufValue::boolean(vocab.addBos)});
     kv.push_back({"tokenizer.ggml.add_eos_token", GgufValue::boolean(vocab.addEos)});
+    if (vocab.model == "llama")  // sentencepiece's add_dummy_prefix (false in Gemma's)
+        kv.push_back({"tokenizer.ggml.add_space_prefix", GgufValue::boolean(vocab.addSpacePrefix)});
     if (!vocab.chatTemplate.empty())
         kv.push_back({"tokenizer.chat_template", GgufValue::string(vocab.chatTemplate)});
 
@@ -339,13 +404,19 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         const std::string& name = item.key();
         if (isAdapterTensor(name))  // merged into the weights before
             continue;
-        const std::string gguf = ggufTensorName(name);
+        const std::string gguf = ggufTensorName(c, name);
         if (gguf.empty())
             fail("export: tensor '", name,
-                 "' has no GGUF name (GGUF export writes plain llama/mistral/qwen2/qwen3 weights)");
+                 "' has no GGUF name (GGUF export writes plain "
+                 "llama/mistral/qwen2/qwen3/gemma3/gpt2 "
+                 "weights)");
         const GgufPlacement placement = ggufPlacement(c, name, item.value(), weightType);
-        const torch::Tensor value =
+        torch::Tensor value =
             placement.transposed ? item.value().detach().t().contiguous() : item.value().detach();
+        // Gemma's RMSNorms scale by (1 + weight); llama.cpp's by the weight, so the file holds
+        // 1 + weight (in f32, as norms are written), as llama.cpp's converter writes it.
+        if (gemma3 && gguf.ends_with("norm.weight"))
+            value = value.to(torch::kFloat32) + 1.0;
         GgufTensor t;
         t.name = gguf;
         t.type = placement.type;
@@ -440,7 +511,7 @@ void exportGgufLora(CausalLM& model, const TrainConfig& run, const ExportOptions
     for (auto& [name, layer] : model.linearLayers()) {
         if (!layer->hasLora())
             continue;
-        const std::string gguf = ggufTensorName(name + ".weight");
+        const std::string gguf = ggufTensorName(c, name + ".weight");
         if (gguf.empty() || (gguf == "output.weight" && c.tieWordEmbeddings))
             fail("export: LoRA on '", name,
                  "' has no llama.cpp tensor to adapt; use --format gguf for the merged "
@@ -507,7 +578,7 @@ int64_t roundTripGgufQ8_0(CausalLM& model)
     for (auto& item : model.named_parameters()) {
         const std::string& name = item.key();
         torch::Tensor& p = item.value();
-        if (isAdapterTensor(name) || ggufTensorName(name).empty())
+        if (isAdapterTensor(name) || ggufTensorName(model.config(), name).empty())
             continue;
         const GgufPlacement placement =
             ggufPlacement(model.config(), name, p, GgufTensorType::Q8_0);

@@ -182,6 +182,7 @@ void readSentencePiece(const std::string& spModel, const ModelConfig& c, GgufVoc
     v.eos = ids.eosId;
     v.unk = ids.unkId;
     v.pad = ids.padId;
+    v.addSpacePrefix = ids.addDummyPrefix;
 }
 
 }  // namespace

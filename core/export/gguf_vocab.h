@@ -20,7 +20,8 @@ struct GgufVocab {
     std::vector<std::string> merges;                 // "gpt2" only: "left right", rank order
     int64_t bos = -1, eos = -1, unk = -1, pad = -1;  // -1: none
     bool addBos = false, addEos = false;
-    std::string chatTemplate;  // "" when the folder has none
+    bool addSpacePrefix = true;  // "llama" only: sentencepiece's add_dummy_prefix
+    std::string chatTemplate;    // "" when the folder has none
 };
 
 // The llama.cpp pre-tokenizer name (tokenizer.ggml.pre) of a tokenizer.json, from its

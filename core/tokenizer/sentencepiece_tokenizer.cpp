@@ -165,6 +165,17 @@ std::vector<SentencePieceEntry> readSentencePieceVocab(const std::string& modelF
         ids->bosId = sp.bos_id();
         ids->eosId = sp.eos_id();
         ids->padId = sp.pad_id();
+        // And whether text gets a leading "▁" (normalizer_spec.add_dummy_prefix, field 3 of field
+        // 3; true unless set): Gemma's models, for one, set it false.
+        ids->addDummyPrefix = true;
+        const std::string proto = sp.serialized_model_proto();
+        protowire::forEachField(proto, [&](const protowire::Field& f) {
+            if (f.number == 3 && f.wire == 2)
+                protowire::forEachField(f.bytes, [&](const protowire::Field& g) {
+                    if (g.number == 3 && g.wire == 0)
+                        ids->addDummyPrefix = g.value != 0;
+                });
+        });
     }
     return pieces;
 }

@@ -15,6 +15,10 @@ usage:
   gguf_oracle.py make-gpt2 TOKENIZER_DIR OUT_DIR
       Writes OUT_DIR: a random GPT2LMHeadModel (2 layers, n_embd 64, tied, biases drawn with std 0.2)
       with the GPT-2 tokenizer files of TOKENIZER_DIR.
+  gguf_oracle.py make-gemma3 SRC_DIR OUT_DIR
+      Writes OUT_DIR: a random Gemma 3 text model (4 layers, norm weights drawn, attention wider than the
+      model) whose sliding layers, local rotary base and linear scaling on the full layers are not llama.cpp's
+      defaults, around the tokenizer.model of SRC_DIR with add_dummy_prefix turned off (as Gemma's is).
   gguf_oracle.py check CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "gguf": path, "sp_model": tokenizer.model | "tokenizer_json": tokenizer.json,
       "ids": [int], "texts": [str]}]. For a tokenizer.json the report has "merges_match" and "hf_ids" (HF
@@ -125,6 +129,36 @@ def make_bpe(out):
         model.save_pretrained(folder)
 
 
+def make_gemma3(src, out):
+    from sentencepiece import sentencepiece_model_pb2
+
+    torch.manual_seed(0)
+    # layer_types unlike llama.cpp's default pattern (five of six sliding), a local base unlike its default
+    # 10,000, and query_pre_attn_scalar = head_dim, the scale llama.cpp applies.
+    cfg = transformers.Gemma3TextConfig(
+        vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=32, max_position_embeddings=512,
+        initializer_range=0.1, sliding_window=6, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
+        pad_token_id=None,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}})
+    cfg.dtype = torch.float32
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    with torch.no_grad():  # Gemma's norm weights start at 0 (a scale of 1): drawn, so that an offset shows
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.normal_(0.0, 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    proto = sentencepiece_model_pb2.ModelProto()
+    with open(os.path.join(src, "tokenizer.model"), "rb") as f:
+        proto.ParseFromString(f.read())
+    proto.normalizer_spec.add_dummy_prefix = False
+    with open(os.path.join(out, "tokenizer.model"), "wb") as f:
+        f.write(proto.SerializeToString())
+    shutil.copyfile(os.path.join(src, "tokenizer_config.json"), os.path.join(out, "tokenizer_config.json"))
+
+
 class _Collect(logging.Handler):
     def __init__(self, sink):
         super().__init__(logging.WARNING)
@@ -165,6 +199,9 @@ def check_case(case, report):
     for t in reader.tensors:
         if t.name == "rope_freqs.weight":
             report["rope_freqs"] = [float(v) for v in np.array(t.data, dtype=np.float32)]
+    pattern = reader.fields.get("gemma3.attention.sliding_window_pattern")
+    if pattern is not None:
+        report["sliding_window_pattern"] = [bool(v) for v in pattern.contents()]
     tokens = reader.fields["tokenizer.ggml.tokens"].contents()
     types = reader.fields["tokenizer.ggml.token_type"].contents()
     if "tokenizer_json" in case:
@@ -186,6 +223,23 @@ def check_case(case, report):
             config.head_dim = report["metadata"]["qwen3.rope.dimension_count"]
         else:
             config.n_positions = report["metadata"]["gpt2.context_length"]
+        extra["config"] = config
+    elif architecture == "gemma3":
+        # transformers' gemma3 mapping reads neither which layers slide, nor the sliding layers' rotary base,
+        # nor linear scaling, and assumes query_pre_attn_scalar 256 (right for the published Gemma 3 models
+        # only): give it the file's values and llama.cpp's scale, head_dim^-1/2.
+        md = report["metadata"]
+        config = transformers.AutoConfig.from_pretrained(folder, gguf_file=name)
+        if "sliding_window_pattern" in report:
+            config.layer_types = ["sliding_attention" if p else "full_attention"
+                                  for p in report["sliding_window_pattern"]]
+        config.query_pre_attn_scalar = config.head_dim
+        full = {"rope_type": "default", "rope_theta": float(md["gemma3.rope.freq_base"])}
+        if md.get("gemma3.rope.scaling.type") == "linear":
+            full.update(rope_type="linear", factor=float(md["gemma3.rope.scaling.factor"]))
+        local = float(md.get("gemma3.rope.freq_base_swa", 10000.0))
+        config.rope_parameters = {"full_attention": full,
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": local}}
         extra["config"] = config
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                                               **extra).eval()
@@ -364,10 +418,12 @@ def main():
         make_bpe(sys.argv[2])
     elif mode == "make-gpt2":
         make_gpt2(sys.argv[2], sys.argv[3])
+    elif mode == "make-gemma3":
+        make_gemma3(sys.argv[2], sys.argv[3])
     elif mode == "check":
         check(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (make-untied | make-bpe | make-gpt2 | check)")
+        raise SystemExit(f"unknown mode {mode!r} (make-untied | make-bpe | make-gpt2 | make-gemma3 | check)")
 
 
 if __name__ == "__main__":

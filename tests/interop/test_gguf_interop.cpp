@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -55,12 +56,18 @@ double toleranceFor(const std::string& dtype, double maxLogit)
     return dtype == "f32" ? 1e-4 : dtype == "f16" ? 3e-3 * maxLogit : 1e-2 * maxLogit;
 }
 
-// llama.cpp's own arithmetic on top: its CPU GELU (GPT-2's activation) reads an fp16 table, which
-// moves GPT-2's logits by about 2e-4 of the largest (measured 1.8e-3 of 9.4); llama-style models
-// use SiLU, computed in f32.
+// llama.cpp's own arithmetic on top: its CPU GELU (GPT-2's activation, Gemma's gate) reads an fp16
+// table, which moves the logits by about 2e-4 of the largest (measured: GPT-2 1.8e-3 of 9.4);
+// llama-style models use SiLU, computed in f32.
 double llamaCppToleranceFor(const std::string& dtype, double maxLogit, bool gelu)
 {
     return std::max(toleranceFor(dtype, maxLogit), gelu ? 1e-3 * maxLogit : 0.0);
+}
+
+bool usesGelu(const std::string& model)
+{
+    const tb::Architecture a = tb::loadModelConfig(model).architecture;
+    return a == tb::Architecture::Gpt2 || a == tb::Architecture::Gemma3;
 }
 
 QByteArray runOracle(const QStringList& args, QString* error)
@@ -97,6 +104,7 @@ private Q_SLOTS:
     void llamaCppRunsTheExport();
     void llamaCppAppliesTheLoraAdapter_data();
     void llamaCppAppliesTheLoraAdapter();
+    void gemma3Metadata();
     void unsupportedMethodsFail();
 
 private:
@@ -246,9 +254,32 @@ void TestGgufInterop::initTestCase()
             Case{run, "f32", path(QStringLiteral("gguf/gpt2-f32.gguf")), {}, model, ids, true};
     }
 
+    // Gemma 3: a random text model whose sliding layers, local rotary base and linearly scaled full
+    // layer are not llama.cpp's defaults (the file must say them), with norm weights drawn (the
+    // file holds 1 + weight), around the bundled tokenizer without its dummy prefix (Gemma's has
+    // none), tuned with LoRA on every projection.
+    {
+        const std::string model = path(QStringLiteral("gemma3"));
+        runOracle({QStringLiteral("make-gemma3"), QString::fromStdString(m_stories),
+                   QString::fromStdString(model)},
+                  &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        const std::string run = train("lora", "lora-gemma3",
+                                      {"lr=0.01", "model=" + model,
+                                       "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
+                                       "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+        QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
+        std::vector<int32_t> ids = tb::loadTokenizer(model)->encode(kSentence, true);
+        ids.resize(std::min(ids.size(), kTokens));
+        QCOMPARE(ids.size(), kTokens);
+        m_cases["gemma3_f32"] =
+            Case{run, "f32", path(QStringLiteral("gguf/gemma3-f32.gguf")), {}, model, ids};
+    }
+
     // LoRA runs also go out as a llama.cpp adapter plus the base model it applies to.
-    for (const char* name : {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32",
-                             "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32", "gpt2_f32"}) {
+    for (const char* name :
+         {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32",
+          "llama31_f32", "qwen3_f32", "gpt2_f32", "gemma3_f32"}) {
         Case& c = m_cases.at(name);
         c.adapter = path(QString::fromLatin1("gguf/%1-adapter.gguf").arg(QLatin1String(name)));
         c.adapterBase = path(QString::fromLatin1("gguf/%1-base.gguf").arg(QLatin1String(name)));
@@ -292,7 +323,7 @@ void TestGgufInterop::initTestCase()
             item["tokenizer_json"] = c.base + "/tokenizer.json";
             item["texts"] = kBpeTexts;
         } else {
-            item["sp_model"] = m_stories + "/tokenizer.model";
+            item["sp_model"] = c.base + "/tokenizer.model";
             item["texts"] = kTexts;
         }
         cases.push_back(item);
@@ -309,9 +340,9 @@ void TestGgufInterop::initTestCase()
 void TestGgufInterop::logitsMatchTransformers_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n :
-         {"lora_f32", "lora_f16", "lora_bf16", "lora_q8_0", "rslora_f32", "full_f32", "untied_f16",
-          "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32", "qwen3_f32", "gpt2_f32"})
+    for (const char* n : {"lora_f32", "lora_f16", "lora_bf16", "lora_q8_0", "rslora_f32",
+                          "full_f32", "untied_f16", "untied_lora_f32", "untied_rows_f32",
+                          "llama3_f32", "qwen2_f32", "qwen3_f32", "gpt2_f32", "gemma3_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -352,8 +383,8 @@ void TestGgufInterop::metadataAndVocabulary()
 {
     const tb::ModelConfig config = tb::loadModelConfig(m_stories);
     for (const auto& [name, c] : m_cases) {
-        if (c.bpe)
-            continue;  // bpeMetadataAndVocabulary
+        if (c.bpe || tb::loadModelConfig(c.base).architecture == tb::Architecture::Gemma3)
+            continue;  // bpeMetadataAndVocabulary, gemma3Metadata
         const auto& r = m_oracle.at(name);
         const auto& md = r.at("metadata");
         QCOMPARE(md.at("general.architecture").get<std::string>(), std::string("llama"));
@@ -378,6 +409,7 @@ void TestGgufInterop::metadataAndVocabulary()
         QCOMPARE(md.at("tokenizer.ggml.eos_token_id").get<int64_t>(), 2);
         QCOMPARE(md.at("tokenizer.ggml.unknown_token_id").get<int64_t>(), 0);
         QCOMPARE(md.at("tokenizer.ggml.add_bos_token").get<bool>(), true);
+        QCOMPARE(md.at("tokenizer.ggml.add_space_prefix").get<bool>(), true);
         QCOMPARE(r.at("vocab_size").get<int64_t>(), config.vocabSize);
         QVERIFY2(r.at("pieces_match").get<bool>() && r.at("types_match").get<bool>(),
                  qPrintable(QStringLiteral("%1: first differing token %2")
@@ -593,9 +625,9 @@ void TestGgufInterop::llamaCppRunsTheExport()
     const auto& r = m_oracle.at(name.toStdString());
     const std::string modelType = tb::loadModelConfig(c.base).modelType;
     QCOMPARE(r.at("llama_cpp_arch").get<std::string>(),
-             modelType == "qwen2" || modelType == "qwen3" || modelType == "gpt2"
-                 ? modelType
-                 : std::string("llama"));
+             modelType == "qwen2" || modelType == "qwen3" || modelType == "gpt2" ? modelType
+             : modelType == "gemma3_text" ? std::string("gemma3")
+                                          : std::string("llama"));
     auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
     const tb::TensorInfo* info = file->find("llama_cpp_logits");
     QVERIFY(info && info->dtype == tb::DType::F32);
@@ -608,8 +640,7 @@ void TestGgufInterop::llamaCppRunsTheExport()
         diff = std::max(diff, std::abs(double(ours[i]) - theirs[i]));
         ref = std::max(ref, std::abs(double(theirs[i])));
     }
-    const bool gelu = tb::loadModelConfig(c.base).architecture == tb::Architecture::Gpt2;
-    const double tolerance = llamaCppToleranceFor(c.dtype, ref, gelu);
+    const double tolerance = llamaCppToleranceFor(c.dtype, ref, usesGelu(c.base));
     qInfo("%s: max |ours - llama.cpp| %.3g, max |logit| %.3g, tolerance %.3g", qPrintable(name),
           diff, ref, tolerance);
     QVERIFY(ref > 0);
@@ -644,8 +675,9 @@ void TestGgufInterop::llamaCppRunsTheExport()
 void TestGgufInterop::llamaCppAppliesTheLoraAdapter_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32",
-                          "llama3_f32", "qwen2_f32", "llama31_f32", "qwen3_f32", "gpt2_f32"})
+    for (const char* n :
+         {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32",
+          "llama31_f32", "qwen3_f32", "gpt2_f32", "gemma3_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -682,8 +714,7 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
     double ref = 0;
     for (float v : base)
         ref = std::max(ref, std::abs(double(v)));
-    const double tolerance = llamaCppToleranceFor(
-        c.dtype, ref, tb::loadModelConfig(c.base).architecture == tb::Architecture::Gpt2);
+    const double tolerance = llamaCppToleranceFor(c.dtype, ref, usesGelu(c.base));
     QVERIFY2(baseDiff <= tolerance,
              qPrintable(QStringLiteral("%1 > %2").arg(baseDiff).arg(tolerance)));
     QVERIFY2(adapterDiff <= tolerance,
@@ -727,6 +758,68 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter()
         if (t.name == "blk.0.attn_k.weight.lora_b")
             QCOMPARE(t.dims,
                      (std::vector<int64_t>{run.lora.rank, config.numKvHeads * config.headDim}));
+}
+
+// Gemma 3's file: what llama.cpp would otherwise assume (five of six layers sliding, a local base
+// of 10,000, no scaling, a dummy prefix) is written out; four norms a block under llama.cpp's
+// names; and a model whose attention scale llama.cpp cannot reproduce is refused.
+void TestGgufInterop::gemma3Metadata()
+{
+    const Case& c = m_cases.at("gemma3_f32");
+    const auto& r = m_oracle.at("gemma3_f32");
+    const auto& md = r.at("metadata");
+    const tb::ModelConfig config = tb::loadModelConfig(c.base);
+    QCOMPARE(md.at("general.architecture").get<std::string>(), std::string("gemma3"));
+    QCOMPARE(md.at("gemma3.attention.sliding_window").get<int64_t>(), int64_t(6));
+    const auto pattern = r.at("sliding_window_pattern").get<std::vector<bool>>();
+    QCOMPARE(pattern, (std::vector<bool>{true, false, true, true}));
+    QCOMPARE(md.at("gemma3.rope.freq_base").get<double>(), 10000.0);
+    QCOMPARE(md.at("gemma3.rope.freq_base_swa").get<double>(), 1000.0);
+    QCOMPARE(md.at("gemma3.rope.scaling.type").get<std::string>(), std::string("linear"));
+    QCOMPARE(md.at("gemma3.rope.scaling.factor").get<double>(), 2.0);
+    QCOMPARE(md.at("gemma3.attention.key_length").get<int64_t>(), config.headDim);
+    QCOMPARE(md.at("gemma3.attention.value_length").get<int64_t>(), config.headDim);
+    QCOMPARE(md.at("tokenizer.ggml.model").get<std::string>(), std::string("llama"));
+    QCOMPARE(md.at("tokenizer.ggml.add_space_prefix").get<bool>(), false);
+    QVERIFY2(r.at("pieces_match").get<bool>() && r.at("types_match").get<bool>() &&
+                 r.at("scores_match").get<bool>(),
+             qPrintable(QString::number(r.at("first_mismatch").get<int64_t>())));
+    // Without the dummy prefix the same text tokenizes otherwise: llama.cpp's ids (checked in
+    // llamaCppRunsTheExport) depend on the flag.
+    QVERIFY(tb::loadTokenizer(m_stories)->encode(kTexts[0], true) !=
+            tb::loadTokenizer(c.base)->encode(kTexts[0], true));
+
+    const auto& tensors = r.at("tensors");
+    QCOMPARE(static_cast<int64_t>(tensors.size()), 2 + 13 * config.numLayers);  // tied head
+    QVERIFY(!tensors.contains("output.weight"));
+    for (const char* t :
+         {"blk.0.attn_norm.weight", "blk.0.post_attention_norm.weight", "blk.0.ffn_norm.weight",
+          "blk.0.post_ffw_norm.weight", "blk.0.attn_q_norm.weight", "blk.0.attn_k_norm.weight"}) {
+        QVERIFY2(tensors.contains(t), t);
+        QCOMPARE(tensors.at(t).at("type").get<int>(), 0);
+    }
+    QCOMPARE(tensors.at("blk.3.attn_q.weight").at("shape"),
+             nlohmann::json({config.hiddenSize, config.numHeads * config.headDim}));
+
+    // llama.cpp scales scores by head_dim^-1/2 and has no key for query_pre_attn_scalar.
+    const std::string other = path(QStringLiteral("gemma3-scalar"));
+    std::filesystem::create_directories(other);
+    for (const auto& entry : std::filesystem::directory_iterator(c.base))
+        std::filesystem::copy(entry.path(), other + "/" + entry.path().filename().string());
+    nlohmann::json json = nlohmann::json::parse(std::ifstream(other + "/config.json"));
+    json["query_pre_attn_scalar"] = 16;
+    std::ofstream(other + "/config.json") << json.dump();
+    tb::ExportOptions o;
+    o.format = "gguf";
+    o.outDir = path(QStringLiteral("bad/gemma3-scalar.gguf"));
+    try {
+        tb::exportModelGguf(other, o);
+        QFAIL("a gemma3 model with query_pre_attn_scalar != head_dim exported");
+    } catch (const tb::Error& e) {
+        QVERIFY2(std::string(e.what()).find("query_pre_attn_scalar 16") != std::string::npos,
+                 e.what());
+    }
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(o.outDir)));
 }
 
 void TestGgufInterop::unsupportedMethodsFail()
