@@ -3,6 +3,7 @@
 
 #include "export/gguf.h"
 #include "model/config.h"
+#include "model/layer_list.h"
 #include "tokenizer/tokenizer.h"
 #include <map>
 #include <nlohmann/json.hpp>
@@ -72,10 +73,15 @@ int cmdInfo(const Args& args, std::ostream& out)
     ModelConfig c = loadModelConfig(modelArg(args));
     const int64_t params = parameterCount(c);
     if (args.flag("json")) {
+        json noRope = json::array();  // the layers without a rotary embedding (SmolLM3's NoPE)
+        for (size_t i = 0; i < c.noRopeLayers.size(); ++i)
+            if (c.noRopeLayers[i])
+                noRope.push_back(i);
         out << json{{"architecture", c.modelType}, {"parameters", params},
                     {"layers", c.numLayers},       {"hidden_size", c.hiddenSize},
                     {"vocab_size", c.vocabSize},   {"dtype", c.torchDtype},
-                    {"context", c.maxPositions},   {"sliding_window", c.slidingWindow}}
+                    {"context", c.maxPositions},   {"sliding_window", c.slidingWindow},
+                    {"no_rope_layers", noRope}}
                    .dump()
             << "\n";
         return 0;
@@ -91,6 +97,8 @@ int cmdInfo(const Args& args, std::ostream& out)
         << (c.slidingWindow > 0 ? "sliding window " + std::to_string(c.slidingWindow) + " (" +
                                       c.slidingLayerText() + ")\n"
                                 : std::string())
+        << (c.noRopeLayers.empty() ? std::string()
+                                   : "no rotary     " + layerListText(c.noRopeLayers) + " (NoPE)\n")
         << "dtype         " << c.torchDtype << "\n"
         << "tied head     " << (c.tieWordEmbeddings ? "yes" : "no") << "\n";
     return 0;

@@ -8,6 +8,7 @@
 
 #include "model/config.h"
 #include "model/config_tree.h"
+#include "model/layer_list.h"
 #include "model/safetensors.h"
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
@@ -246,6 +247,10 @@ void ModelPage::showSummary(const ModelSummary& s)
         add(tr("Sliding window"), tr("%1 positions, %2")
                                       .arg(s.config->slidingWindow)
                                       .arg(QString::fromStdString(s.config->slidingLayerText())));
+    if (s.config && !s.config->noRopeLayers.empty())
+        add(tr("No rotary embedding"),
+            tr("%1 (NoPE: position only through the causal order)")
+                .arg(QString::fromStdString(layerListText(s.config->noRopeLayers))));
     add(tr("Stored dtype"), s.dtype);
     add(tr("Tokenizer"), s.tokenizer.isEmpty() ? tr("none (the folder has no tokenizer.json or "
                                                     "tokenizer.model)")

@@ -96,6 +96,10 @@ QString architectureTitle(Architecture arch)
         return QStringLiteral("Qwen2");
     case Architecture::Qwen3:
         return QStringLiteral("Qwen3");
+    case Architecture::Gemma3:
+        return QStringLiteral("Gemma 3");
+    case Architecture::SmolLM3:
+        return QStringLiteral("SmolLM3");
     case Architecture::Gpt2:
         return QStringLiteral("GPT-2");
     }

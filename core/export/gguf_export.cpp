@@ -131,6 +131,8 @@ std::string ggufArchitecture(const ModelConfig& c)
         return "gpt2";
     case Architecture::Gemma3:
         return "gemma3";
+    case Architecture::SmolLM3:
+        return "smollm3";
     case Architecture::Llama:
     case Architecture::Mistral:
         break;
@@ -263,11 +265,12 @@ void checkGgufExportable(const TrainConfig& run)
     }
     const bool qwen2 = c.architecture == Architecture::Qwen2;
     const bool qwen3 = c.architecture == Architecture::Qwen3;
+    const bool smol = c.architecture == Architecture::SmolLM3;
     const bool llama =
-        c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
+        c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral || smol;
     if (!llama && !qwen2 && !qwen3)
-        fail("export: GGUF export supports llama, mistral, qwen2, qwen3, gemma3_text and gpt2 "
-             "models; ",
+        fail("export: GGUF export supports llama, mistral, qwen2, qwen3, gemma3_text, smollm3 and "
+             "gpt2 models; ",
              c.sourcePath, " is ", c.modelType,
              " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
     if ((c.qkvBias && !qwen2) || c.oBias || c.mlpBias || (c.qkNorm && !qwen3))
@@ -275,7 +278,17 @@ void checkGgufExportable(const TrainConfig& run)
              "biases and "
              "qwen3 with its q/k norms; ",
              c.sourcePath, " sets attention_bias or mlp_bias");
-    if (!c.ropeScaling.type.empty() && !(llama && c.ropeScaling.type == "llama3"))
+    // llama.cpp's smollm3 graph leaves the rotary embedding out of every fourth layer, counted
+    // from 1, and takes no rope factors.
+    for (int64_t i = 0; smol && i < c.numLayers; ++i)
+        if (c.layerRotates(static_cast<size_t>(i)) != ((i + 1) % 4 != 0))
+            fail(
+                "export: llama.cpp's smollm3 leaves the rotary embedding out of every fourth layer "
+                "(3, 7, 11, ...); ",
+                c.sourcePath, " ", c.layerRotates(static_cast<size_t>(i)) ? "keeps" : "leaves",
+                " it ", c.layerRotates(static_cast<size_t>(i)) ? "in" : "out of", " layer ", i,
+                " (no_rope_layers)");
+    if (!c.ropeScaling.type.empty() && !(llama && !smol && c.ropeScaling.type == "llama3"))
         fail("export: GGUF export writes llama3 rope scaling for llama models only; ", c.sourcePath,
              " uses '", c.ropeScaling.type, "'");
     if (c.hiddenAct != "silu")

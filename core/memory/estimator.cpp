@@ -569,8 +569,9 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const bool tokenRows = e.trainableTokens > 0;
     bool grad = embeddingsTrain || soft || tokenRows, rotary = false, attentionKept = false;
     for (int64_t l = 0; l < layers; ++l) {
-        const BlockBytes b =
+        BlockBytes b =
             blockBytes(model, kindOf(l), p, naive, seq, grad, wideAttention, fusedSwiglu, stacked);
+        b.rotary = b.rotary && model.layerRotates(static_cast<size_t>(l));  // SmolLM3's NoPE
         blocksNo += blockTotal(b);
         copiesNo += b.weightCopies;
         e.blocksStoring += b.perToken > 0 ? 1 : 0;

@@ -1,6 +1,8 @@
-// config.json -> ModelConfig for llama, mistral, qwen2, qwen3, gemma3_text and gpt2, with strict
-// checks.
+// config.json -> ModelConfig for llama, mistral, qwen2, qwen3, gemma3_text, smollm3 and gpt2, with
+// strict checks.
 #include "model/config.h"
+
+#include "model/layer_list.h"
 
 #include "util/error.h"
 #include "util/file_util.h"
@@ -127,25 +129,15 @@ std::vector<bool> slidingLayerTypes(const Reader& r, int64_t numLayers)
     return slides;
 }
 
-// Qwen2/3 as transformers reads them: sliding_window (default 4,096) only with use_sliding_window;
-// the layers that slide are those `layer_types` names "sliding_attention", or without that key
-// those from max_window_layers (default 28) on.
-void readQwenWindow(const Reader& r, ModelConfig& c)
+// The window on the layers `layer_types` marks, else on `slides`; sliding_attention layers with
+// no window (0) are refused, saying `why`.
+void setSlidingLayers(const Reader& r, ModelConfig& c, int64_t window, std::vector<bool> slides,
+                      const char* why)
 {
-    const bool use = r.boolean("use_sliding_window", false);
-    const int64_t window = use ? r.positiveOr("sliding_window", 4096, kMaxPositions) : 0;
-    std::vector<bool> slides(static_cast<size_t>(c.numLayers), false);
     if (r.has("layer_types")) {
         slides = slidingLayerTypes(r, c.numLayers);
         if (window == 0 && std::count(slides.begin(), slides.end(), true) > 0)
-            fail(r.path,
-                 ": key 'layer_types' has sliding_attention layers, but use_sliding_window is "
-                 "not true, so there is no sliding_window for them (transformers refuses this "
-                 "config too)");
-    } else {
-        const int64_t first = r.has("max_window_layers") ? r.integer("max_window_layers") : 28;
-        for (int64_t i = std::max<int64_t>(first, 0); i < c.numLayers; ++i)
-            slides[static_cast<size_t>(i)] = true;
+            fail(r.path, ": key 'layer_types' has sliding_attention layers, but ", why);
     }
     const auto sliding = std::count(slides.begin(), slides.end(), true);
     if (window == 0 || sliding == 0)
@@ -155,9 +147,66 @@ void readQwenWindow(const Reader& r, ModelConfig& c)
         c.slidingLayers = std::move(slides);
 }
 
-void readRope(const Reader& r, ModelConfig& c)
+// Qwen2/3 as transformers reads them: sliding_window (default 4,096) only with use_sliding_window;
+// the layers that slide are those `layer_types` names "sliding_attention", or without that key
+// those from max_window_layers (default 28) on.
+void readQwenWindow(const Reader& r, ModelConfig& c)
 {
-    c.ropeTheta = r.positiveNumber("rope_theta", 10000.0);
+    const bool use = r.boolean("use_sliding_window", false);
+    const int64_t window = use ? r.positiveOr("sliding_window", 4096, kMaxPositions) : 0;
+    std::vector<bool> slides(static_cast<size_t>(c.numLayers), false);
+    if (!r.has("layer_types")) {
+        const int64_t first = r.has("max_window_layers") ? r.integer("max_window_layers") : 28;
+        for (int64_t i = std::max<int64_t>(first, 0); i < c.numLayers; ++i)
+            slides[static_cast<size_t>(i)] = true;
+    }
+    setSlidingLayers(r, c, window, std::move(slides),
+                     "use_sliding_window is not true, so there is no sliding_window for them "
+                     "(transformers refuses this config too)");
+}
+
+// SmolLM3 as transformers' SmolLM3Config reads it: `no_rope_layers` (per layer, 1 = rotary, 0 =
+// none), by default every `no_rope_layer_interval`-th (4) layer without; a sliding window only with
+// use_sliding_window, on the layers `layer_types` marks, by default the layers without rotary.
+void readSmolLM3Layers(const Reader& r, ModelConfig& c)
+{
+    std::vector<bool> rotates(static_cast<size_t>(c.numLayers), true);
+    if (r.has("no_rope_layers")) {
+        const json& flags = r.j.at("no_rope_layers");
+        if (!flags.is_array() || static_cast<int64_t>(flags.size()) != c.numLayers)
+            fail(r.path, ": key 'no_rope_layers' must list one flag per layer (", c.numLayers,
+                 "), found ", flags.dump().substr(0, 200));
+        for (size_t i = 0; i < flags.size(); ++i) {
+            if (!flags[i].is_number_integer() || (flags[i] != 0 && flags[i] != 1))
+                fail(r.path, ": key 'no_rope_layers' entry ", i, " is ",
+                     flags[i].dump().substr(0, 100),
+                     "; it must be 1 (the layer uses rotary embeddings) or 0 (it does not)");
+            rotates[i] = flags[i] == 1;
+        }
+    } else {
+        const int64_t interval = r.positiveOr("no_rope_layer_interval", 4, kMaxLayers);
+        for (int64_t i = 0; i < c.numLayers; ++i)
+            rotates[static_cast<size_t>(i)] = (i + 1) % interval != 0;
+    }
+    if (std::count(rotates.begin(), rotates.end(), false) > 0) {
+        c.noRopeLayers.resize(rotates.size());
+        for (size_t i = 0; i < rotates.size(); ++i)
+            c.noRopeLayers[i] = !rotates[i];
+    }
+    const bool use = r.boolean("use_sliding_window", false);
+    const int64_t window =
+        use && r.has("sliding_window") ? r.positiveOr("sliding_window", 0, kMaxPositions) : 0;
+    std::vector<bool> slides(static_cast<size_t>(c.numLayers), false);
+    for (size_t i = 0; i < slides.size(); ++i)
+        slides[i] = window > 0 && !rotates[i];
+    setSlidingLayers(r, c, window, std::move(slides),
+                     "use_sliding_window is not true or sliding_window is null, so they have no "
+                     "window");
+}
+
+void readRope(const Reader& r, ModelConfig& c, double defaultTheta)
+{
+    c.ropeTheta = r.positiveNumber("rope_theta", defaultTheta);
     // transformers 4.x writes rope_scaling; 5.x folds theta and scaling into rope_parameters.
     const json* scaling = nullptr;
     if (r.has("rope_scaling"))
@@ -285,6 +334,8 @@ const char* architectureName(Architecture arch)
         return "qwen3";
     case Architecture::Gemma3:
         return "gemma3_text";
+    case Architecture::SmolLM3:
+        return "smollm3";
     case Architecture::Gpt2:
         return "gpt2";
     }
@@ -319,6 +370,8 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.architecture = Architecture::Qwen3;
     else if (c.modelType == "gemma3_text")
         c.architecture = Architecture::Gemma3;
+    else if (c.modelType == "smollm3")
+        c.architecture = Architecture::SmolLM3;
     else if (c.modelType == "gpt2")
         c.architecture = Architecture::Gpt2;
     else if (c.modelType == "gemma3")
@@ -326,7 +379,7 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
                    "the text-only ones (model_type 'gemma3_text': Gemma 3 270M and 1B)");
     else
         fail(path, ": unknown architecture model_type '", c.modelType,
-             "' (supported: llama, mistral, qwen2, qwen3, gemma3_text, gpt2)");
+             "' (supported: llama, mistral, qwen2, qwen3, gemma3_text, smollm3, gpt2)");
 
     c.torchDtype = r.string("torch_dtype", r.string("dtype", "float32"));
     c.bosTokenIds = r.ids("bos_token_id");
@@ -368,15 +421,22 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         return c;
     }
 
-    // Gemma 3's own defaults where its config class has them (transformers' Gemma3TextConfig).
+    // Gemma 3's and SmolLM3's own defaults where their config classes have them (transformers'
+    // Gemma3TextConfig, SmolLM3Config).
     const bool gemma = c.architecture == Architecture::Gemma3;
+    const bool smol = c.architecture == Architecture::SmolLM3;
     c.hiddenSize = r.positive("hidden_size", kMaxHidden);
     c.intermediateSize = r.positive("intermediate_size", kMaxInner);
     c.numLayers = r.positive("num_hidden_layers", kMaxLayers);
     c.numHeads = r.positive("num_attention_heads", kMaxHeads);
-    c.numKvHeads = r.positiveOr("num_key_value_heads",
-                                gemma ? std::min<int64_t>(4, c.numHeads) : c.numHeads, kMaxHeads);
-    c.maxPositions = r.positiveOr("max_position_embeddings", gemma ? 131072 : 2048, kMaxPositions);
+    c.numKvHeads =
+        r.positiveOr("num_key_value_heads",
+                     gemma || smol ? std::min<int64_t>(4, c.numHeads) : c.numHeads, kMaxHeads);
+    c.maxPositions = r.positiveOr("max_position_embeddings",
+                                  gemma  ? 131072
+                                  : smol ? 32768
+                                         : 2048,
+                                  kMaxPositions);
     c.normEps = r.positiveNumber("rms_norm_eps", 1e-6);
     if (gemma) {
         c.hiddenAct = r.string("hidden_activation", "gelu_pytorch_tanh");
@@ -388,7 +448,7 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         if (c.hiddenAct != "silu")
             fail(path, ": hidden_act '", c.hiddenAct, "' is not supported (supported: silu)");
     }
-    c.tieWordEmbeddings = r.boolean("tie_word_embeddings", gemma);
+    c.tieWordEmbeddings = r.boolean("tie_word_embeddings", gemma || smol);
     if (gemma) {
         c.headDim = r.positiveOr("head_dim", 256, kMaxHeadDim);
     } else if (r.has("head_dim")) {
@@ -406,7 +466,7 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         fail(path, ": num_attention_heads (", c.numHeads,
              ") is not a multiple of num_key_value_heads (", c.numKvHeads, ")");
     if (!gemma)
-        readRope(r, c);
+        readRope(r, c, smol ? 2000000.0 : 10000.0);
 
     switch (c.architecture) {
     case Architecture::Llama:
@@ -432,6 +492,11 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
     case Architecture::Gemma3:
         readGemma3(r, c);
         break;
+    case Architecture::SmolLM3:
+        c.qkvBias = c.oBias = r.boolean("attention_bias", false);
+        c.mlpBias = r.boolean("mlp_bias", false);
+        readSmolLM3Layers(r, c);
+        break;
     case Architecture::Gpt2:
         break;
     }
@@ -440,19 +505,7 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
 
 std::string ModelConfig::slidingLayerText() const
 {
-    if (slidingLayers.empty())
-        return "every layer";
-    std::string text;
-    for (size_t i = 0; i < slidingLayers.size(); ++i) {
-        if (!slidingLayers[i] || (i > 0 && slidingLayers[i - 1]))
-            continue;
-        size_t last = i;
-        while (last + 1 < slidingLayers.size() && slidingLayers[last + 1])
-            ++last;
-        text += (text.empty() ? "" : ", ") + std::to_string(i) +
-                (last > i ? "-" + std::to_string(last) : std::string());
-    }
-    return "layers " + text;
+    return slidingLayers.empty() ? "every layer" : layerListText(slidingLayers);
 }
 
 ModelConfig loadModelConfig(const std::string& path)

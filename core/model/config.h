@@ -8,7 +8,7 @@
 
 namespace tb {
 
-enum class Architecture { Llama, Mistral, Qwen2, Qwen3, Gemma3, Gpt2 };
+enum class Architecture { Llama, Mistral, Qwen2, Qwen3, Gemma3, SmolLM3, Gpt2 };
 
 const char* architectureName(Architecture arch);  // config.json model_type spelling
 
@@ -57,11 +57,18 @@ struct ModelConfig {
     // max_window_layers on). 0 = none; slidingLayers empty = every layer.
     int64_t slidingWindow = 0;
     std::vector<bool> slidingLayers;
+    // SmolLM3: the layers whose attention has no rotary embedding (NoPE; by default every fourth);
+    // empty = every layer rotates.
+    std::vector<bool> noRopeLayers;
 
     bool layerSlides(size_t layer) const
     {
         return slidingWindow > 0 &&
                (slidingLayers.empty() || (layer < slidingLayers.size() && slidingLayers[layer]));
+    }
+    bool layerRotates(size_t layer) const
+    {
+        return layer >= noRopeLayers.size() || !noRopeLayers[layer];
     }
     // Which layers slide, in words: "every layer" or "layers 1-2, 4" (numbered from 0).
     std::string slidingLayerText() const;

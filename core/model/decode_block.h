@@ -26,7 +26,7 @@ struct DecodeBlockParts {
     const LinearImpl& up;
     const LinearImpl& down;
     int64_t heads, kvHeads, headDim;
-    bool plain;  // no q/k norms, no adapter active: what the block adds is only the above
+    bool plain;  // rotary, no q/k norms, no adapter active: the block adds only the above
 };
 
 // On by default; off, every step goes through the modules (tests compare the two, benchmarks

@@ -1,5 +1,5 @@
 // The Llama family: llama (2/3/3.x, TinyLlama, SmolLM2), mistral, qwen2 (q/k/v biases), qwen3 (q/k
-// norms).
+// norms), smollm3 (layers without rotary embeddings).
 #include "model/decode_block.h"
 #include "model/registry.h"
 #include "model/rotary_tables.h"
@@ -13,8 +13,8 @@ namespace {
 
 class LlamaAttentionImpl : public torch::nn::Module {
 public:
-    explicit LlamaAttentionImpl(const ModelConfig& c)
-        : numHeads(c.numHeads), numKvHeads(c.numKvHeads), headDim(c.headDim)
+    LlamaAttentionImpl(const ModelConfig& c, bool rotates_)
+        : numHeads(c.numHeads), numKvHeads(c.numKvHeads), headDim(c.headDim), rotates(rotates_)
     {
         q_proj = register_module("q_proj", Linear(c.hiddenSize, c.numHeads * c.headDim, c.qkvBias));
         k_proj =
@@ -52,8 +52,12 @@ public:
             q = q_norm->forward(q);
             k = k_norm->forward(k);
         }
-        q = applyRope(q.transpose(1, 2), ctx.cos, ctx.sin);
-        k = applyRope(k.transpose(1, 2), ctx.cos, ctx.sin);
+        q = q.transpose(1, 2);
+        k = k.transpose(1, 2);
+        if (rotates) {
+            q = applyRope(q, ctx.cos, ctx.sin);
+            k = applyRope(k, ctx.cos, ctx.sin);
+        }
         v = v.transpose(1, 2);
         auto out = cachedAttention(q, k, v, cache, layer, past, ctx.mask,
                                    ctx.window);  // [b, heads, s, hd]
@@ -64,6 +68,7 @@ public:
     std::vector<LinearImpl*> projections() { return {q_proj.get(), k_proj.get(), v_proj.get()}; }
 
     int64_t numHeads, numKvHeads, headDim;
+    bool rotates;  // false: a NoPE layer (SmolLM3's), positions only through the causal mask
     Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
     RMSNorm q_norm{nullptr}, k_norm{nullptr};
 };
@@ -104,9 +109,9 @@ TORCH_MODULE(LlamaMlp);
 
 class LlamaBlock final : public BlockBase {
 public:
-    explicit LlamaBlock(const ModelConfig& c)
+    LlamaBlock(const ModelConfig& c, size_t layer)
     {
-        self_attn = register_module("self_attn", LlamaAttention(c));
+        self_attn = register_module("self_attn", LlamaAttention(c, c.layerRotates(layer)));
         mlp = register_module("mlp", LlamaMlp(c));
         input_layernorm = register_module("input_layernorm", RMSNorm(c.hiddenSize, c.normEps));
         post_attention_layernorm =
@@ -129,7 +134,7 @@ public:
                                          a.numHeads,
                                          a.numKvHeads,
                                          a.headDim,
-                                         !a.q_norm &&
+                                         a.rotates && !a.q_norm &&
                                              ((!adapter_attn && !adapter_mlp) || adaptersOff)};
             if (decodeBlockTakes(parts, x, ctx, cache, layer))
                 return decodeBlockStep(parts, x, ctx, *cache, layer, past);
@@ -154,7 +159,7 @@ public:
         embed_tokens = register_module("embed_tokens", makeEmbedding(c.vocabSize, c.hiddenSize));
         layers = register_module("layers", torch::nn::ModuleList());
         for (int64_t i = 0; i < c.numLayers; ++i) {
-            blocks.push_back(std::make_shared<LlamaBlock>(c));
+            blocks.push_back(std::make_shared<LlamaBlock>(c, static_cast<size_t>(i)));
             layers->push_back(blocks.back());
         }
         norm = register_module("norm", RMSNorm(c.hiddenSize, c.normEps));

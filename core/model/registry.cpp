@@ -12,6 +12,7 @@ std::shared_ptr<CausalLM> createCausalLM(const ModelConfig& config)
     case Architecture::Mistral:
     case Architecture::Qwen2:
     case Architecture::Qwen3:
+    case Architecture::SmolLM3:
         return makeLlama(config);
     case Architecture::Gemma3:
         return makeGemma3(config);

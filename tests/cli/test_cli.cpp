@@ -92,6 +92,21 @@ void TestCli::info()
     QCOMPARE(text.exitCode, 0);
     QVERIFY2(text.out.contains("context       32768\nsliding window 512 (layers 20-23)\n"),
              text.out.constData());
+    QVERIFY(!text.out.contains("no rotary"));
+    // SmolLM3: the layers without a rotary embedding (every fourth by default).
+    nlohmann::json smol = windowed;
+    smol["model_type"] = "smollm3";
+    smol["num_hidden_layers"] = 8;
+    for (const char* key : {"use_sliding_window", "sliding_window", "max_window_layers"})
+        smol.erase(key);
+    const QString smolFile = m_dir.filePath(QStringLiteral("smollm3-config.json"));
+    tb::writeFileAtomic(smolFile.toStdString(), smol.dump());
+    Run nope = tunebench({QStringLiteral("info"), QStringLiteral("--model"), smolFile});
+    QCOMPARE(nope.exitCode, 0);
+    QVERIFY2(nope.out.contains("no rotary     layers 3, 7 (NoPE)\n"), nope.out.constData());
+    Run nopeJson = tunebench(
+        {QStringLiteral("info"), QStringLiteral("--model"), smolFile, QStringLiteral("--json")});
+    QCOMPARE(jsonOf(nopeJson)["no_rope_layers"], nlohmann::json({3, 7}));
 }
 
 void TestCli::tokenize()

@@ -11,7 +11,9 @@ usage:
       OUT_DIR/llama3 (a random LlamaConfig model, untied) and OUT_DIR/qwen2 (a random Qwen2Config model with
       q/k/v biases, tied), each with its tokenizer.json and a vocab_size equal to the tokenizer's size; then
       OUT_DIR/llama31 (llama3's tokenizer, Llama 3 rope scaling) and OUT_DIR/qwen3 (qwen2's tokenizer, a
-      random Qwen3Config model with q/k norms, head_dim 16 x 8 heads over hidden 64, tied).
+      random Qwen3Config model with q/k norms, head_dim 16 x 8 heads over hidden 64, tied) and OUT_DIR/smollm3
+      (llama3's tokenizer, a random SmolLM3Config model of 8 layers, layers 3 and 7 without rotary
+      embeddings, tied).
   gguf_oracle.py make-gpt2 TOKENIZER_DIR OUT_DIR
       Writes OUT_DIR: a random GPT2LMHeadModel (2 layers, n_embd 64, tied, biases drawn with std 0.2)
       with the GPT-2 tokenizer files of TOKENIZER_DIR.
@@ -98,7 +100,7 @@ def make_bpe(out):
     # Around the same tokenizers: a Llama with Llama 3's rope scaling (theta 500000, so that the 4 rotary
     # frequencies of head_dim 8 fall in all three bands: kept, smoothed, divided by the factor) and a Qwen3
     # (q/k RMSNorms, no biases, tied head).
-    for name, source in (("llama31", "llama3"), ("qwen3", "qwen2")):
+    for name, source in (("llama31", "llama3"), ("qwen3", "qwen2"), ("smollm3", "llama3")):
         folder = os.path.join(out, name)
         os.makedirs(folder, exist_ok=True)
         for f in ("tokenizer.json", "tokenizer_config.json"):
@@ -116,6 +118,12 @@ def make_bpe(out):
                                                          "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                                          "original_max_position_embeddings": 8192})
             model = transformers.LlamaForCausalLM(cfg)
+        elif name == "smollm3":
+            # SmolLM3Config's default NoPE layers (every fourth), which llama.cpp's smollm3 assumes.
+            cfg = transformers.SmolLM3Config(**{**common, "num_hidden_layers": 8}, vocab_size=vocab,
+                                             tie_word_embeddings=True, rms_norm_eps=1e-6, bos_token_id=bos,
+                                             eos_token_id=eos, pad_token_id=None)
+            model = transformers.SmolLM3ForCausalLM(cfg)
         else:
             # head_dim 16 with 8 heads of a 64-wide model: like the published Qwen3 models, the attention is
             # wider than the hidden size, which only attention.key_length tells llama.cpp.
@@ -214,6 +222,12 @@ def check_case(case, report):
     folder, name = os.path.split(case["gguf"])
     extra = {}
     architecture = report["metadata"].get("general.architecture")
+    if architecture == "smollm3":
+        # transformers' GGUF reader has no smollm3: llama.cpp (llama_cpp_case) is the reference.
+        report["tie_word_embeddings"] = "output.weight" not in report["tensors"]
+        hf = tokenizers.Tokenizer.from_file(case["tokenizer_json"])
+        report["hf_ids"] = [hf.encode(t).ids for t in case["texts"]]
+        return None
     if architecture in ("qwen3", "gpt2"):
         # Two gaps in transformers' GGUF mappings, right for the published models only: qwen3 skips
         # rope.dimension_count (head_dim falls back to 128), gpt2 reads context_length into n_ctx, not
@@ -403,7 +417,7 @@ def check(cases_json, out_dir):
         for logger in loggers:
             logger.removeHandler(handler)
         report["warnings"] += [str(w.message) for w in caught]
-        tensors = {"logits": out.contiguous()}
+        tensors = {"logits": out.contiguous()} if out is not None else {}
         tensors.update({k: v.contiguous() for k, v in llama_tensors.items()})
         save_file(tensors, os.path.join(out_dir, case["name"] + ".safetensors"))
         result[case["name"]] = report

@@ -48,6 +48,12 @@ def variants():
         rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 50000.0},
                          "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}},
         tie_word_embeddings=True)
+    # SmolLM3: Llama with layers that have no rotary embedding (NoPE; here every second one), and a
+    # variant whose NoPE layers attend through a sliding window (its default layer_types).
+    four = {**common, "num_hidden_layers": 4}
+    yield "smollm3", transformers.SmolLM3Config(**four, no_rope_layer_interval=2, tie_word_embeddings=True)
+    yield "smollm3_window", transformers.SmolLM3Config(**four, no_rope_layers=[1, 0, 1, 0], use_sliding_window=True,
+                                                       sliding_window=6, tie_word_embeddings=False)
     gpt = dict(vocab_size=320, n_embd=64, n_layer=3, n_head=4, n_positions=128, initializer_range=0.25,
                bos_token_id=1, eos_token_id=None, pad_token_id=None)
     yield "gpt2", transformers.GPT2Config(**gpt, tie_word_embeddings=True)

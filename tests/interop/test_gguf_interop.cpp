@@ -88,6 +88,28 @@ std::string exportError(const std::string& runDir, const std::string& out)
     return {};
 }
 
+// Copies the model folder `from` to `to` with config.json's `key` set to `value`, converts it to
+// GGUF at `out` and returns the refusal ("" when it exported).
+std::string modelExportError(const std::string& from, const std::string& to, const char* key,
+                             const nlohmann::json& value, const std::string& out)
+{
+    std::filesystem::create_directories(to);
+    for (const auto& entry : std::filesystem::directory_iterator(from))
+        std::filesystem::copy(entry.path(), to + "/" + entry.path().filename().string());
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(to + "/config.json"));
+    config[key] = value;
+    std::ofstream(to + "/config.json") << config.dump();
+    try {
+        tb::ExportOptions o;
+        o.format = "gguf";
+        o.outDir = out;
+        tb::exportModelGguf(to, o);
+    } catch (const tb::Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
 }  // namespace
 
 class TestGgufInterop : public QObject {
@@ -219,7 +241,7 @@ void TestGgufInterop::initTestCase()
     const std::string bpeDir = path(QStringLiteral("bpe"));
     runOracle({QStringLiteral("make-bpe"), QString::fromStdString(bpeDir)}, &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
-    for (const char* name : {"llama3", "qwen2", "llama31", "qwen3"}) {
+    for (const char* name : {"llama3", "qwen2", "llama31", "qwen3", "smollm3"}) {
         const std::string model = bpeDir + "/" + name;
         const std::string run = train("lora", std::string("lora-") + name,
                                       {"lr=0.01", "model=" + model, "data.chat_template=plain",
@@ -279,7 +301,7 @@ void TestGgufInterop::initTestCase()
     // LoRA runs also go out as a llama.cpp adapter plus the base model it applies to.
     for (const char* name :
          {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32",
-          "llama31_f32", "qwen3_f32", "gpt2_f32", "gemma3_f32"}) {
+          "llama31_f32", "qwen3_f32", "smollm3_f32", "gpt2_f32", "gemma3_f32"}) {
         Case& c = m_cases.at(name);
         c.adapter = path(QString::fromLatin1("gguf/%1-adapter.gguf").arg(QLatin1String(name)));
         c.adapterBase = path(QString::fromLatin1("gguf/%1-base.gguf").arg(QLatin1String(name)));
@@ -500,7 +522,7 @@ void TestGgufInterop::tokenizerMatchesSentencePiece()
 void TestGgufInterop::bpeMetadataAndVocabulary_data()
 {
     QTest::addColumn<QString>("name");
-    for (const char* n : {"llama3", "qwen2", "llama31", "qwen3", "gpt2"})
+    for (const char* n : {"llama3", "qwen2", "llama31", "qwen3", "smollm3", "gpt2"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -508,8 +530,10 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
 {
     QFETCH(QString, name);
     // The qwen tokenizer has no BOS and ties the head; qwen2 adds q/k/v biases, qwen3 q/k norms;
-    // llama31 carries Llama 3's rope scaling as rope_freqs.
+    // llama31 carries Llama 3's rope scaling as rope_freqs; smollm3 (llama3's tokenizer, tied) is
+    // llama.cpp's own architecture.
     const bool qwen2 = name.startsWith(QStringLiteral("qwen"));
+    const bool smol = name == QStringLiteral("smollm3");
     const bool qwen3 = name == QStringLiteral("qwen3");
     const bool scaled = name == QStringLiteral("llama31");
     const bool gpt2 = name == QStringLiteral("gpt2");
@@ -518,7 +542,11 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
     const auto& md = r.at("metadata");
     const tb::ModelConfig config = tb::loadModelConfig(c.base);
     const auto ours = tb::loadTokenizer(c.base);
-    const std::string arch = gpt2 ? "gpt2" : qwen3 ? "qwen3" : qwen2 ? "qwen2" : "llama";
+    const std::string arch = gpt2    ? "gpt2"
+                             : qwen3 ? "qwen3"
+                             : qwen2 ? "qwen2"
+                             : smol  ? "smollm3"
+                                     : "llama";
     QCOMPARE(md.at("general.architecture").get<std::string>(), arch);
     QCOMPARE(md.at(arch + ".block_count").get<int64_t>(), config.numLayers);
     if (gpt2) {  // learned positions, LayerNorm: no rotary or KV-head keys
@@ -553,7 +581,7 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
     // frequencies.
     const auto& tensors = r.at("tensors");
     const int64_t perBlock = gpt2 ? 12 : qwen3 ? 11 : qwen2 ? 12 : 9;
-    const bool tied = qwen2 || gpt2;
+    const bool tied = qwen2 || gpt2 || smol;
     QCOMPARE(static_cast<int64_t>(tensors.size()),
              (gpt2 ? 4 : 2) + perBlock * config.numLayers + (tied ? 0 : 1) + (scaled ? 1 : 0));
     QCOMPARE(r.at("tie_word_embeddings").get<bool>(), tied);
@@ -597,21 +625,31 @@ void TestGgufInterop::bpeMetadataAndVocabulary()
     }
 
     // The tokenizer transformers builds from the file encodes like HF tokenizers on tokenizer.json
-    // and like ours.
+    // and like ours (smollm3: transformers cannot read the file; llama.cpp's ids are checked in
+    // llamaCppRunsTheExport).
     for (size_t i = 0; i < kBpeTexts.size(); ++i) {
-        const auto gguf = r.at("gguf_ids").at(i).get<std::vector<int32_t>>();
         const auto hf = r.at("hf_ids").at(i).get<std::vector<int32_t>>();
-        QCOMPARE(gguf, hf);
+        if (!smol)
+            QCOMPARE(r.at("gguf_ids").at(i).get<std::vector<int32_t>>(), hf);
         QCOMPARE(ours->encode(kBpeTexts[i], true), hf);
+    }
+    if (smol) {
+        // llama.cpp's smollm3 leaves out the rotary embedding of every fourth layer, no others.
+        QVERIFY(!config.layerRotates(3) && !config.layerRotates(7) && config.layerRotates(4));
+        const std::string error =
+            modelExportError(c.base, path(QStringLiteral("smollm3-nope")), "no_rope_layers",
+                             {1, 0, 1, 0, 1, 0, 1, 0}, path(QStringLiteral("bad/smollm3.gguf")));
+        QVERIFY2(error.find("leaves it out of layer 1") != std::string::npos, error.c_str());
     }
 }
 
 void TestGgufInterop::llamaCppRunsTheExport_data()
 {
     logitsMatchTransformers_data();
-    // transformers' GGUF reader drops rope_freqs (Llama 3's rope scaling): llama.cpp is the
-    // reference.
+    // transformers' GGUF reader drops rope_freqs (Llama 3's rope scaling) and has no smollm3:
+    // llama.cpp is the reference.
     QTest::newRow("llama31_f32") << QStringLiteral("llama31_f32");
+    QTest::newRow("smollm3_f32") << QStringLiteral("smollm3_f32");
 }
 
 // llama.cpp itself loads each export: its logits for the prompt equal our tuned model's, every
@@ -625,7 +663,9 @@ void TestGgufInterop::llamaCppRunsTheExport()
     const auto& r = m_oracle.at(name.toStdString());
     const std::string modelType = tb::loadModelConfig(c.base).modelType;
     QCOMPARE(r.at("llama_cpp_arch").get<std::string>(),
-             modelType == "qwen2" || modelType == "qwen3" || modelType == "gpt2" ? modelType
+             modelType == "qwen2" || modelType == "qwen3" || modelType == "gpt2" ||
+                     modelType == "smollm3"
+                 ? modelType
              : modelType == "gemma3_text" ? std::string("gemma3")
                                           : std::string("llama"));
     auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
@@ -677,7 +717,7 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter_data()
     QTest::addColumn<QString>("name");
     for (const char* n :
          {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32",
-          "llama31_f32", "qwen3_f32", "gpt2_f32", "gemma3_f32"})
+          "llama31_f32", "qwen3_f32", "smollm3_f32", "gpt2_f32", "gemma3_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 
@@ -802,24 +842,11 @@ void TestGgufInterop::gemma3Metadata()
              nlohmann::json({config.hiddenSize, config.numHeads * config.headDim}));
 
     // llama.cpp scales scores by head_dim^-1/2 and has no key for query_pre_attn_scalar.
-    const std::string other = path(QStringLiteral("gemma3-scalar"));
-    std::filesystem::create_directories(other);
-    for (const auto& entry : std::filesystem::directory_iterator(c.base))
-        std::filesystem::copy(entry.path(), other + "/" + entry.path().filename().string());
-    nlohmann::json json = nlohmann::json::parse(std::ifstream(other + "/config.json"));
-    json["query_pre_attn_scalar"] = 16;
-    std::ofstream(other + "/config.json") << json.dump();
-    tb::ExportOptions o;
-    o.format = "gguf";
-    o.outDir = path(QStringLiteral("bad/gemma3-scalar.gguf"));
-    try {
-        tb::exportModelGguf(other, o);
-        QFAIL("a gemma3 model with query_pre_attn_scalar != head_dim exported");
-    } catch (const tb::Error& e) {
-        QVERIFY2(std::string(e.what()).find("query_pre_attn_scalar 16") != std::string::npos,
-                 e.what());
-    }
-    QVERIFY(!QFileInfo::exists(QString::fromStdString(o.outDir)));
+    const std::string out = path(QStringLiteral("bad/gemma3-scalar.gguf"));
+    const std::string error = modelExportError(c.base, path(QStringLiteral("gemma3-scalar")),
+                                               "query_pre_attn_scalar", 16, out);
+    QVERIFY2(error.find("query_pre_attn_scalar 16") != std::string::npos, error.c_str());
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(out)));
 }
 
 void TestGgufInterop::unsupportedMethodsFail()

@@ -147,6 +147,7 @@ private Q_SLOTS:
                                 {"configs", nlohmann::json::array()}};
         for (tb::Architecture a : architectures)
             input["model_types"].push_back(tb::architectureName(a));
+        input["model_types"].push_back("smollm3");
         for (const auto& [name, path] : configs)
             input["configs"].push_back({{"name", name}, {"config", path}, {"rank", 8}});
         const QString cases = dir.filePath(QStringLiteral("cases.json"));
@@ -164,6 +165,11 @@ private Q_SLOTS:
                                     .arg(QLatin1String(tb::architectureName(a)),
                                          QString::fromStdString(want.dump()))));
         }
+        // PEFT's table has no smollm3 (it asks for target_modules); Tunebench takes Llama's, the
+        // layout SmolLM3 shares.
+        QVERIFY(oracle.at("mapping").at("smollm3").is_null());
+        QVERIFY(tb::defaultLoraTargets(tb::Architecture::SmolLM3) ==
+                tb::defaultLoraTargets(tb::Architecture::Llama));
         for (const auto& [name, path] : configs) {
             const tb::ModelConfig model = tb::loadModelConfig(path);
             const auto& want = oracle.at("resolved").at(name);

@@ -27,7 +27,8 @@ private:
 };
 
 // A random Gemma 3 text model, written by transformers (its sandwich norms, scaled embeddings,
-// GELU-tanh and sliding layers trained through on both sides).
+// GELU-tanh and sliding layers trained through on both sides), and a random SmolLM3 (layers
+// without rotary embeddings).
 void TestTrainInterop::initTestCase()
 {
     QVERIFY(m_dir.isValid());
@@ -35,6 +36,10 @@ void TestTrainInterop::initTestCase()
     tbtest::runOracleScript(
         QStringLiteral("train_oracle.py"),
         {QStringLiteral("make-gemma3"), m_dir.filePath(QStringLiteral("gemma3"))}, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    tbtest::runOracleScript(
+        QStringLiteral("train_oracle.py"),
+        {QStringLiteral("make-smollm3"), m_dir.filePath(QStringLiteral("smollm3"))}, &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
 }
 
@@ -58,6 +63,11 @@ void TestTrainInterop::lossesMatchTorchOptim_data()
                                  << QStringLiteral("0.003");
     QTest::newRow("gemma3 lora") << gemma << QStringLiteral("lora") << QStringLiteral("0.5")
                                  << QStringLiteral("0.003");
+    const QString smol = m_dir.filePath(QStringLiteral("smollm3"));
+    QTest::newRow("smollm3 full") << smol << QStringLiteral("full") << QStringLiteral("1.0")
+                                  << QStringLiteral("0.003");
+    QTest::newRow("smollm3 lora") << smol << QStringLiteral("lora") << QStringLiteral("0.5")
+                                  << QStringLiteral("0.003");
 }
 
 void TestTrainInterop::lossesMatchTorchOptim()

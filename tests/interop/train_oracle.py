@@ -3,6 +3,7 @@ torch.optim.AdamW (its default single-tensor path), printing each step's loss as
 
 usage: train_oracle.py MODEL_DIR full|lora BATCH SEQ STEPS LR CLIP
        train_oracle.py make-gemma3 DIR   (writes the random Gemma 3 text model the test also trains)
+       train_oracle.py make-smollm3 DIR  (the random SmolLM3 model: layers 1 and 3 without rotary embeddings)
 Random tokens from torch.manual_seed(0) (ids = randint(3, vocab, (batch, seq)), labels = ids rolled by one),
 AdamW at learning rate LR without weight decay, the summed cross-entropy over batch x seq, gradient clipping at CLIP (0:
 none); LoRA r 8, alpha 16 on q_proj and v_proj, its A matrices drawn again in parameter order from seed 1.
@@ -36,9 +37,23 @@ def make_gemma3(path):
     model.save_pretrained(path, safe_serialization=True)
 
 
+def make_smollm3(path):
+    """A random SmolLM3: the Llama layout with every second layer's attention free of rotary embeddings."""
+    torch.manual_seed(0)
+    config = transformers.SmolLM3Config(
+        vocab_size=320, hidden_size=64, intermediate_size=176, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.1, no_rope_layer_interval=2,
+        tie_word_embeddings=True, bos_token_id=1, eos_token_id=None, pad_token_id=None)
+    config.dtype = torch.float32
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(path, safe_serialization=True)
+
+
 def main():
     if sys.argv[1] == "make-gemma3":
         make_gemma3(sys.argv[2])
+        return
+    if sys.argv[1] == "make-smollm3":
+        make_smollm3(sys.argv[2])
         return
     path, method = sys.argv[1], sys.argv[2]
     batch, seq, steps = map(int, sys.argv[3:6])

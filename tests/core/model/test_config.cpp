@@ -37,6 +37,7 @@ private Q_SLOTS:
     void parameterCounts();
     void fields();
     void gemma3();
+    void smollm3();
     void badConfigs();
 };
 
@@ -251,6 +252,63 @@ void TestConfig::gemma3()
     }
     expectError(R"({"model_type":"gemma3","text_config":{}})",
                 "model_type 'gemma3' is a Gemma 3 image-and-text checkpoint");
+}
+
+// SmolLM3: SmolLM3Config's defaults (every fourth layer without rotary embeddings, tied, theta
+// 2e6, 4 KV heads), no_rope_layers as written, and a window only with use_sliding_window (by
+// default on the NoPE layers). test_model_interop checks the model against transformers.
+void TestConfig::smollm3()
+{
+    const std::string base =
+        R"({"model_type":"smollm3","vocab_size":10,"hidden_size":16,"intermediate_size":32,
+        "num_hidden_layers":8,"num_attention_heads":4)";
+    const auto parse = [&](const std::string& more) {
+        return tb::parseModelConfig(base + more + "}", "s.json");
+    };
+    const auto defaults = parse("");
+    QCOMPARE(defaults.architecture, tb::Architecture::SmolLM3);
+    QCOMPARE(std::string(tb::architectureName(defaults.architecture)), std::string("smollm3"));
+    QCOMPARE(defaults.numKvHeads, int64_t(4));
+    QVERIFY(defaults.tieWordEmbeddings);
+    QCOMPARE(defaults.ropeTheta, 2000000.0);
+    QCOMPARE(defaults.maxPositions, int64_t(32768));
+    QCOMPARE(defaults.headDim, int64_t(4));
+    std::string rotary;
+    for (size_t i = 0; i < 8; ++i)
+        rotary += defaults.layerRotates(i) ? 'R' : 'N';
+    QCOMPARE(rotary, std::string("RRRNRRRN"));
+    QCOMPARE(defaults.slidingWindow, int64_t(0));
+    QCOMPARE(tb::parameterCount(defaults),
+             tb::parameterCount(tb::parseModelConfig(
+                 R"({"model_type":"llama","vocab_size":10,"hidden_size":16,"intermediate_size":32,
+                 "num_hidden_layers":8,"num_attention_heads":4,"num_key_value_heads":4,
+                 "tie_word_embeddings":true})",
+                 "l.json")));
+
+    const auto interval = parse(R"(,"no_rope_layer_interval":2)");
+    QVERIFY(interval.layerRotates(0) && !interval.layerRotates(1) && !interval.layerRotates(7));
+    const auto listed = parse(
+        R"(,"no_rope_layers":[1,1,1,1,1,1,1,1],"rope_theta":5000000.0,"tie_word_embeddings":false)");
+    QVERIFY(listed.noRopeLayers.empty());
+    QVERIFY(!listed.tieWordEmbeddings);
+    QCOMPARE(listed.ropeTheta, 5000000.0);
+    // The window: off without use_sliding_window, else on the NoPE layers unless layer_types says.
+    QCOMPARE(parse(R"(,"sliding_window":6)").slidingWindow, int64_t(0));
+    const auto window = parse(R"(,"use_sliding_window":true,"sliding_window":6)");
+    QCOMPARE(window.slidingWindow, int64_t(6));
+    QCOMPARE(window.slidingLayerText(), std::string("layers 3, 7"));
+    const auto typed = parse(R"(,"use_sliding_window":true,"sliding_window":6,"layer_types":[
+        "sliding_attention","full_attention","full_attention","full_attention",
+        "full_attention","full_attention","full_attention","full_attention"])");
+    QCOMPARE(typed.slidingLayerText(), std::string("layers 0"));
+    QCOMPARE(parse(R"(,"use_sliding_window":true)").slidingWindow, int64_t(0));  // no window
+
+    expectError(base + R"(,"no_rope_layers":[1,0,1]})", "one flag per layer (8)");
+    expectError(base + R"(,"no_rope_layers":[1,0,1,2,1,1,1,1]})", "entry 3 is 2");
+    expectError(base + R"(,"no_rope_layers":"every fourth"})", "no_rope_layers");
+    expectError(base + R"(,"layer_types":["sliding_attention","full_attention","full_attention",
+        "full_attention","full_attention","full_attention","full_attention","full_attention"]})",
+                "have no window");
 }
 
 void TestConfig::badConfigs()

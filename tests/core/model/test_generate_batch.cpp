@@ -1,7 +1,7 @@
 // Batched generation: every row of generateBatch equals generate() on its prompt alone (tokens,
-// text, stop reason), greedy and sampled, over random GPT-2, Llama, Qwen3 and Gemma 3 models and
-// the bundled model, with LoRA, bottleneck adapters and a soft prompt; the padded batch's logits
-// equal each prompt's own; cancellation, context limits and bad requests.
+// text, stop reason), greedy and sampled, over random GPT-2, Llama, Qwen3, Gemma 3 and SmolLM3
+// models and the bundled model, with LoRA, bottleneck adapters and a soft prompt; the padded
+// batch's logits equal each prompt's own; cancellation, context limits and bad requests.
 #include "model/model.h"
 #include "model/model_impl.h"
 #include "peft/peft.h"
@@ -60,6 +60,12 @@ tb::ModelConfig smallConfig(tb::Architecture arch)
         c.ropeThetaSliding = 1000.0;
         c.attentionScale = 0.3;
         c.embeddingScale = std::sqrt(32.0);
+    }
+    // SmolLM3: its second layer has no rotary embedding and slides.
+    if (arch == tb::Architecture::SmolLM3) {
+        c.noRopeLayers = {false, true};
+        c.slidingWindow = 6;
+        c.slidingLayers = {false, true};
     }
     return c;
 }
@@ -215,6 +221,8 @@ void TestGenerateBatch::greedyRowsMatchSingle_data()
     QTest::newRow("qwen2 window batch 3") << qwen2 << 3 << 128 << false << false;
     QTest::newRow("gemma3 batch 8")
         << static_cast<int>(tb::Architecture::Gemma3) << 8 << 128 << false << false;
+    QTest::newRow("smollm3 batch 8")
+        << static_cast<int>(tb::Architecture::SmolLM3) << 8 << 128 << false << false;
 }
 
 void TestGenerateBatch::greedyRowsMatchSingle()
@@ -394,6 +402,7 @@ void TestGenerateBatch::paddedLogitsMatchSingle_data()
     const int gemma3 = static_cast<int>(tb::Architecture::Gemma3);
     QTest::newRow("gemma3") << gemma3 << false << false;
     QTest::newRow("gemma3 soft prompt") << gemma3 << true << false;
+    QTest::newRow("smollm3") << static_cast<int>(tb::Architecture::SmolLM3) << false << false;
 }
 
 void TestGenerateBatch::paddedLogitsMatchSingle()
