@@ -119,6 +119,7 @@ private Q_SLOTS:
     void zeroShares();
     void loraDropoutMask();
     void attentionMask();
+    void rotaryTablesOnlyForRotatingLayers();
     void checkpointingLowersActivations();
     void accumulationKeepsActivations();
     void chunkedLossLowersLogits();
@@ -547,6 +548,39 @@ void TestMemory::attentionMask()
         return nlohmann::json::parse(r.out).at("bytes").at("activations").get<int64_t>();
     };
     QCOMPARE(total({"--packing"}) - total({}), int64_t(4 * 256 * 256 * 4));
+}
+
+// The rotary cos/sin tables (2 x seq x head_dim, fp32 here) are kept once, by the rotary
+// multiplications of the layers that need a gradient through q or k: SmolLM3's NoPE layers keep
+// none. Partial training of the last block: only that block records, so whether it rotates decides.
+void TestMemory::rotaryTablesOnlyForRotatingLayers()
+{
+    const auto c = load("tinyllama-1.1b.json");
+    auto run = method(tb::Method::Partial);
+    run.partial.trainableBlocks = 1;
+    const int64_t tables = 2 * 128 * c.headDim * 4;
+    auto activations = [&](const tb::ModelConfig& model) {
+        return tb::estimateMemory(model, run, cpu(2, 128)).activations;
+    };
+    auto nope = c;
+    nope.architecture = tb::Architecture::SmolLM3;
+    nope.noRopeLayers.assign(size_t(c.numLayers), false);
+    QCOMPARE(activations(nope), activations(c));  // every layer rotates: as Llama
+    nope.noRopeLayers.back() = true;              // the trained block has no rotary embedding
+    QCOMPARE(activations(c) - activations(nope), tables);
+    nope.noRopeLayers.back() = false;
+    nope.noRopeLayers.front() = true;  // a frozen block's: nothing of it is kept anyway
+    QCOMPARE(activations(nope), activations(c));
+    // LoRA on every block: the rotating blocks keep the tables.
+    auto lora = method(tb::Method::Lora);
+    nope.noRopeLayers.assign(size_t(c.numLayers), true);
+    nope.noRopeLayers[3] = false;
+    QCOMPARE(tb::estimateMemory(nope, lora, cpu(2, 128)).activations,
+             tb::estimateMemory(c, lora, cpu(2, 128)).activations);
+    nope.noRopeLayers[3] = true;
+    QCOMPARE(tb::estimateMemory(c, lora, cpu(2, 128)).activations -
+                 tb::estimateMemory(nope, lora, cpu(2, 128)).activations,
+             tables);
 }
 
 void TestMemory::zeroShares()
