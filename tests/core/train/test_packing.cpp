@@ -80,6 +80,11 @@ tb::ModelConfig tinyConfig(tb::Architecture arch)
         c.attentionScale = 0.25;
         c.embeddingScale = std::sqrt(32.0);
     }
+    if (arch == tb::Architecture::SmolLM3) {  // a NoPE layer that slides: positions only by order
+        c.noRopeLayers = {false, true};
+        c.slidingWindow = 5;
+        c.slidingLayers = {false, true};
+    }
     return c;
 }
 
@@ -287,6 +292,7 @@ void TestPacking::packedMatchesOneByOne_data()
     QTest::newRow("mistral window checkpointed") << int(tb::Architecture::Mistral) << true << false;
     QTest::newRow("gemma3") << int(tb::Architecture::Gemma3) << false << false;
     QTest::newRow("gemma3 checkpointed") << int(tb::Architecture::Gemma3) << true << false;
+    QTest::newRow("smollm3") << int(tb::Architecture::SmolLM3) << false << false;
 }
 
 // The packed batch of all bins: one forward and backward. Per-token losses are taken from the full
