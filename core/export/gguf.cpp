@@ -134,48 +134,42 @@ GgufValue GgufValue::string(const std::string& v)
     return value;
 }
 
-GgufValue GgufValue::strings(const std::vector<std::string>& v)
+namespace {
+
+// An array of `elem` values, each laid out by put(bytes, element).
+template <class V, class Put> GgufValue arrayValue(GgufValueType elem, const V& v, Put put)
 {
     GgufValue value;
     value.type = GgufValueType::Array;
-    value.elemType = GgufValueType::String;
+    value.elemType = elem;
     value.count = v.size();
-    for (const auto& s : v)
-        putString(value.bytes, s);
+    for (const auto& x : v)
+        put(value.bytes, x);
     return value;
+}
+
+}  // namespace
+
+GgufValue GgufValue::strings(const std::vector<std::string>& v)
+{
+    return arrayValue(GgufValueType::String, v,
+                      [](std::string& b, const std::string& x) { putString(b, x); });
 }
 
 GgufValue GgufValue::f32s(const std::vector<float>& v)
 {
-    GgufValue value;
-    value.type = GgufValueType::Array;
-    value.elemType = GgufValueType::F32;
-    value.count = v.size();
-    for (float x : v)
-        putLe(value.bytes, x);
-    return value;
+    return arrayValue(GgufValueType::F32, v, [](std::string& b, float x) { putLe(b, x); });
 }
 
 GgufValue GgufValue::i32s(const std::vector<int32_t>& v)
 {
-    GgufValue value;
-    value.type = GgufValueType::Array;
-    value.elemType = GgufValueType::I32;
-    value.count = v.size();
-    for (int32_t x : v)
-        putLe(value.bytes, x);
-    return value;
+    return arrayValue(GgufValueType::I32, v, [](std::string& b, int32_t x) { putLe(b, x); });
 }
 
 GgufValue GgufValue::booleans(const std::vector<bool>& v)
 {
-    GgufValue value;
-    value.type = GgufValueType::Array;
-    value.elemType = GgufValueType::Bool;
-    value.count = v.size();
-    for (bool x : v)
-        value.bytes.push_back(x ? 1 : 0);
-    return value;
+    return arrayValue(GgufValueType::Bool, v,
+                      [](std::string& b, bool x) { b.push_back(x ? 1 : 0); });
 }
 
 void writeGguf(const std::string& path, const std::vector<GgufKeyValue>& metadata,

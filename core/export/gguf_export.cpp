@@ -215,7 +215,7 @@ GgufPlacement ggufPlacement(const ModelConfig& c, const std::string& name, const
 
 // What llama.cpp's gemma3 graph computes, checked against the model: no biases, linear rope
 // scaling at most (on the full layers, as ours), scores scaled by head_dim^-1/2 (hidden / heads for
-// its 62-layer 27B), token embeddings by sqrt(hidden) in f32.
+// its 62-layer 27B), token embeddings by sqrt(hidden) in f32. (An odd head_dim never parses.)
 void checkGemma3Gguf(const ModelConfig& c)
 {
     if (c.qkvBias || c.oBias || c.mlpBias)
@@ -224,9 +224,6 @@ void checkGemma3Gguf(const ModelConfig& c)
     if (!c.ropeScaling.type.empty() && c.ropeScaling.type != "linear")
         fail("export: GGUF gemma3 models take linear rope scaling only; ", c.sourcePath, " uses '",
              c.ropeScaling.type, "'");
-    if (c.headDim % 2 != 0)
-        fail("export: head_dim ", c.headDim, " in ", c.sourcePath,
-             " is odd; rotary rows come in pairs");
     const double scalar = c.numLayers == 62 ? static_cast<double>(c.hiddenSize / c.numHeads)
                                             : static_cast<double>(c.headDim);
     const double scale = c.attentionScale > 0 ? c.attentionScale : 1.0 / std::sqrt(c.headDim);
@@ -280,14 +277,14 @@ void checkGgufExportable(const TrainConfig& run)
              c.sourcePath, " sets attention_bias or mlp_bias");
     // llama.cpp's smollm3 graph leaves the rotary embedding out of every fourth layer, counted
     // from 1, and takes no rope factors.
-    for (int64_t i = 0; smol && i < c.numLayers; ++i)
-        if (c.layerRotates(static_cast<size_t>(i)) != ((i + 1) % 4 != 0))
-            fail(
-                "export: llama.cpp's smollm3 leaves the rotary embedding out of every fourth layer "
-                "(3, 7, 11, ...); ",
-                c.sourcePath, " ", c.layerRotates(static_cast<size_t>(i)) ? "keeps" : "leaves",
-                " it ", c.layerRotates(static_cast<size_t>(i)) ? "in" : "out of", " layer ", i,
-                " (no_rope_layers)");
+    for (int64_t i = 0; smol && i < c.numLayers; ++i) {
+        const bool rotates = c.layerRotates(static_cast<size_t>(i));
+        if (rotates != ((i + 1) % 4 != 0))
+            fail("export: llama.cpp's smollm3 leaves the rotary embedding out of every fourth "
+                 "layer (3, 7, 11, ...); ",
+                 c.sourcePath, " ", rotates ? "keeps it in" : "leaves it out of", " layer ", i,
+                 " (no_rope_layers)");
+    }
     if (!c.ropeScaling.type.empty() && !(llama && !smol && c.ropeScaling.type == "llama3"))
         fail("export: GGUF export writes llama3 rope scaling for llama models only; ", c.sourcePath,
              " uses '", c.ropeScaling.type, "'");

@@ -170,7 +170,7 @@ void readQwenWindow(const Reader& r, ModelConfig& c)
 // use_sliding_window, on the layers `layer_types` marks, by default the layers without rotary.
 void readSmolLM3Layers(const Reader& r, ModelConfig& c)
 {
-    std::vector<bool> rotates(static_cast<size_t>(c.numLayers), true);
+    std::vector<bool> nope(static_cast<size_t>(c.numLayers), false);
     if (r.has("no_rope_layers")) {
         const json& flags = r.j.at("no_rope_layers");
         if (!flags.is_array() || static_cast<int64_t>(flags.size()) != c.numLayers)
@@ -181,24 +181,21 @@ void readSmolLM3Layers(const Reader& r, ModelConfig& c)
                 fail(r.path, ": key 'no_rope_layers' entry ", i, " is ",
                      flags[i].dump().substr(0, 100),
                      "; it must be 1 (the layer uses rotary embeddings) or 0 (it does not)");
-            rotates[i] = flags[i] == 1;
+            nope[i] = flags[i] == 0;
         }
     } else {
         const int64_t interval = r.positiveOr("no_rope_layer_interval", 4, kMaxLayers);
         for (int64_t i = 0; i < c.numLayers; ++i)
-            rotates[static_cast<size_t>(i)] = (i + 1) % interval != 0;
+            nope[static_cast<size_t>(i)] = (i + 1) % interval == 0;
     }
-    if (std::count(rotates.begin(), rotates.end(), false) > 0) {
-        c.noRopeLayers.resize(rotates.size());
-        for (size_t i = 0; i < rotates.size(); ++i)
-            c.noRopeLayers[i] = !rotates[i];
-    }
+    if (std::count(nope.begin(), nope.end(), true) > 0)
+        c.noRopeLayers = nope;
     const bool use = r.boolean("use_sliding_window", false);
     const int64_t window =
         use && r.has("sliding_window") ? r.positiveOr("sliding_window", 0, kMaxPositions) : 0;
     std::vector<bool> slides(static_cast<size_t>(c.numLayers), false);
     for (size_t i = 0; i < slides.size(); ++i)
-        slides[i] = window > 0 && !rotates[i];
+        slides[i] = window > 0 && nope[i];
     setSlidingLayers(r, c, window, std::move(slides),
                      "use_sliding_window is not true or sliding_window is null, so they have no "
                      "window");

@@ -70,22 +70,41 @@ bool usesGelu(const std::string& model)
     return a == tb::Architecture::Gpt2 || a == tb::Architecture::Gemma3;
 }
 
+// LoRA on all seven projections of a Llama-layout block.
+const char* const kAllProjections =
+    "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\",\"gate_proj\",\"up_proj\","
+    "\"down_proj\"]";
+
+// The test sentence under `model`'s tokenizer (BOS where it adds one), cut to kTokens.
+std::vector<int32_t> promptIds(const std::string& model)
+{
+    std::vector<int32_t> ids = tb::loadTokenizer(model)->encode(kSentence, true);
+    ids.resize(std::min(ids.size(), kTokens));
+    return ids;
+}
+
 QByteArray runOracle(const QStringList& args, QString* error)
 {
     return tbtest::runOracleScript(QStringLiteral("gguf_oracle.py"), args, error);
 }
 
-std::string exportError(const std::string& runDir, const std::string& out)
+// Runs run(options) for a GGUF export to `out`; returns the refusal ("" when it exported).
+template <class Export> std::string ggufRefusal(const std::string& out, Export run)
 {
     try {
         tb::ExportOptions o;
         o.format = "gguf";
         o.outDir = out;
-        tb::exportRun(runDir, o);
+        run(o);
     } catch (const tb::Error& e) {
         return e.what();
     }
     return {};
+}
+
+std::string exportError(const std::string& runDir, const std::string& out)
+{
+    return ggufRefusal(out, [&](const tb::ExportOptions& o) { tb::exportRun(runDir, o); });
 }
 
 // Copies the model folder `from` to `to` with config.json's `key` set to `value`, converts it to
@@ -99,15 +118,7 @@ std::string modelExportError(const std::string& from, const std::string& to, con
     nlohmann::json config = nlohmann::json::parse(std::ifstream(to + "/config.json"));
     config[key] = value;
     std::ofstream(to + "/config.json") << config.dump();
-    try {
-        tb::ExportOptions o;
-        o.format = "gguf";
-        o.outDir = out;
-        tb::exportModelGguf(to, o);
-    } catch (const tb::Error& e) {
-        return e.what();
-    }
-    return {};
+    return ggufRefusal(out, [&](const tb::ExportOptions& o) { tb::exportModelGguf(to, o); });
 }
 
 }  // namespace
@@ -185,9 +196,7 @@ void TestGgufInterop::initTestCase()
                QString::fromStdString(untied)},
               &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
-    m_runs["lora"] = train("lora", "lora",
-                           {"lr=0.01", "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
-                                       "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+    m_runs["lora"] = train("lora", "lora", {"lr=0.01", kAllProjections});
     m_runs["rslora"] = train("lora", "rslora", {"lr=0.01", "lora.rslora=true", "lora.rank=4"});
     m_runs["full"] = train("full", "full", {"lr=0.01"});
     m_runs["untied"] = train("full", "untied", {"lr=0.01", "model=" + untied});
@@ -202,8 +211,7 @@ void TestGgufInterop::initTestCase()
     m_runs["prompt"] = train("prompt", "prompt", {"max_steps=1", "prompt.num_tokens=4"});
     QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
 
-    m_ids = tb::loadTokenizer(m_stories)->encode(kSentence, true);
-    m_ids.resize(std::min(m_ids.size(), kTokens));
+    m_ids = promptIds(m_stories);
     QCOMPARE(m_ids.size(), kTokens);
     m_ids[6] = 2;  // an EOS inside: its trained row of token_embd is looked up too
 
@@ -243,13 +251,11 @@ void TestGgufInterop::initTestCase()
     QVERIFY2(error.isEmpty(), qPrintable(error));
     for (const char* name : {"llama3", "qwen2", "llama31", "qwen3", "smollm3"}) {
         const std::string model = bpeDir + "/" + name;
-        const std::string run = train("lora", std::string("lora-") + name,
-                                      {"lr=0.01", "model=" + model, "data.chat_template=plain",
-                                       "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
-                                       "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+        const std::string run =
+            train("lora", std::string("lora-") + name,
+                  {"lr=0.01", "model=" + model, "data.chat_template=plain", kAllProjections});
         QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
-        std::vector<int32_t> ids = tb::loadTokenizer(model)->encode(kSentence, true);
-        ids.resize(std::min(ids.size(), kTokens));
+        const std::vector<int32_t> ids = promptIds(model);
         QCOMPARE(ids.size(), kTokens);
         Case c{run, "f32", path(QString::fromLatin1("gguf/%1-f32.gguf").arg(QLatin1String(name))),
                {},  model, ids,
@@ -269,8 +275,7 @@ void TestGgufInterop::initTestCase()
                                       {"lr=0.01", "model=" + model, "data.chat_template=plain",
                                        "lora.targets=[\"c_attn\",\"c_proj\",\"c_fc\"]"});
         QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
-        std::vector<int32_t> ids = tb::loadTokenizer(model)->encode(kSentence, true);
-        ids.resize(std::min(ids.size(), kTokens));
+        const std::vector<int32_t> ids = promptIds(model);
         QCOMPARE(ids.size(), kTokens);
         m_cases["gpt2_f32"] =
             Case{run, "f32", path(QStringLiteral("gguf/gpt2-f32.gguf")), {}, model, ids, true};
@@ -286,13 +291,10 @@ void TestGgufInterop::initTestCase()
                    QString::fromStdString(model)},
                   &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
-        const std::string run = train("lora", "lora-gemma3",
-                                      {"lr=0.01", "model=" + model,
-                                       "lora.targets=[\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\","
-                                       "\"gate_proj\",\"up_proj\",\"down_proj\"]"});
+        const std::string run =
+            train("lora", "lora-gemma3", {"lr=0.01", "model=" + model, kAllProjections});
         QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
-        std::vector<int32_t> ids = tb::loadTokenizer(model)->encode(kSentence, true);
-        ids.resize(std::min(ids.size(), kTokens));
+        const std::vector<int32_t> ids = promptIds(model);
         QCOMPARE(ids.size(), kTokens);
         m_cases["gemma3_f32"] =
             Case{run, "f32", path(QStringLiteral("gguf/gemma3-f32.gguf")), {}, model, ids};
