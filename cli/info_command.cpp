@@ -4,6 +4,7 @@
 #include "export/gguf.h"
 #include "model/config.h"
 #include "model/layer_list.h"
+#include "model/rope_text.h"
 #include "tokenizer/tokenizer.h"
 #include <map>
 #include <nlohmann/json.hpp>
@@ -77,11 +78,17 @@ int cmdInfo(const Args& args, std::ostream& out)
         for (size_t i = 0; i < c.noRopeLayers.size(); ++i)
             if (c.noRopeLayers[i])
                 noRope.push_back(i);
-        out << json{{"architecture", c.modelType}, {"parameters", params},
-                    {"layers", c.numLayers},       {"hidden_size", c.hiddenSize},
-                    {"vocab_size", c.vocabSize},   {"dtype", c.torchDtype},
-                    {"context", c.maxPositions},   {"sliding_window", c.slidingWindow},
-                    {"no_rope_layers", noRope}}
+        out << json{{"architecture", c.modelType},
+                    {"parameters", params},
+                    {"layers", c.numLayers},
+                    {"hidden_size", c.hiddenSize},
+                    {"vocab_size", c.vocabSize},
+                    {"dtype", c.torchDtype},
+                    {"context", c.maxPositions},
+                    {"sliding_window", c.slidingWindow},
+                    {"no_rope_layers", noRope},
+                    {"rotary_dim", c.rotatedDim()},
+                    {"rope_scaling", c.ropeScaling.type}}
                    .dump()
             << "\n";
         return 0;
@@ -97,6 +104,7 @@ int cmdInfo(const Args& args, std::ostream& out)
         << (c.slidingWindow > 0 ? "sliding window " + std::to_string(c.slidingWindow) + " (" +
                                       c.slidingLayerText() + ")\n"
                                 : std::string())
+        << (ropeText(c).empty() ? std::string() : "rotary        " + ropeText(c) + "\n")
         << (c.noRopeLayers.empty() ? std::string()
                                    : "no rotary     " + layerListText(c.noRopeLayers) + " (NoPE)\n")
         << "dtype         " << c.torchDtype << "\n"

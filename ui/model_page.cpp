@@ -9,6 +9,7 @@
 #include "model/config.h"
 #include "model/config_tree.h"
 #include "model/layer_list.h"
+#include "model/rope_text.h"
 #include "model/safetensors.h"
 #include "peft/trainable_count.h"
 #include "peft/trainable_tokens.h"
@@ -247,6 +248,8 @@ void ModelPage::showSummary(const ModelSummary& s)
         add(tr("Sliding window"), tr("%1 positions, %2")
                                       .arg(s.config->slidingWindow)
                                       .arg(QString::fromStdString(s.config->slidingLayerText())));
+    if (s.config && !ropeText(*s.config).empty())
+        add(tr("Rotary embedding"), QString::fromStdString(ropeText(*s.config)));
     if (s.config && !s.config->noRopeLayers.empty())
         add(tr("No rotary embedding"),
             tr("%1 (NoPE: position only through the causal order)")

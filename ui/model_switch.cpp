@@ -100,6 +100,8 @@ QString architectureTitle(Architecture arch)
         return QStringLiteral("Gemma 3");
     case Architecture::SmolLM3:
         return QStringLiteral("SmolLM3");
+    case Architecture::Phi3:
+        return QStringLiteral("Phi-3");
     case Architecture::Gpt2:
         return QStringLiteral("GPT-2");
     }

@@ -1,6 +1,6 @@
-// GGUF exports: a merged Llama/Mistral/Qwen2/Qwen3/Gemma 3/GPT-2 run (or its base model) with its
-// vocabulary, and a LoRA run's factors as a llama.cpp LoRA adapter; llama.cpp's tensor names, q/k
-// row order, rope factors and Gemma's norm offset.
+// GGUF exports: a merged Llama/Mistral/Qwen2/Qwen3/Gemma 3/SmolLM3/Phi-3/GPT-2 run (or its base
+// model) with its vocabulary, and a LoRA run's factors as a llama.cpp LoRA adapter; llama.cpp's
+// tensor names, q/k row order, rope factors and Gemma's norm offset.
 #include "export/gguf.h"
 
 #include "export/export.h"
@@ -52,7 +52,9 @@ std::string ggufTensorName(const ModelConfig& c, const std::string& name)
         {"mlp.gate_proj.weight", "ffn_gate.weight"},
         {"mlp.up_proj.weight", "ffn_up.weight"},
         {"mlp.down_proj.weight", "ffn_down.weight"},
-        {"ln_1.weight", "attn_norm.weight"},  // gpt2
+        {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // phi3: q, k, v in one
+        {"mlp.gate_up_proj.weight", "ffn_up.weight"},      // phi3: gate, then up
+        {"ln_1.weight", "attn_norm.weight"},               // gpt2
         {"ln_1.bias", "attn_norm.bias"},
         {"attn.c_attn.weight", "attn_qkv.weight"},
         {"attn.c_attn.bias", "attn_qkv.bias"},
@@ -133,6 +135,8 @@ std::string ggufArchitecture(const ModelConfig& c)
         return "gemma3";
     case Architecture::SmolLM3:
         return "smollm3";
+    case Architecture::Phi3:
+        return "phi3";
     case Architecture::Llama:
     case Architecture::Mistral:
         break;
@@ -142,11 +146,11 @@ std::string ggufArchitecture(const ModelConfig& c)
 
 // The GGUF tensor a rotary-ordered q/k weight goes to: its head count (q: attention heads, k: KV
 // heads), else 0. qwen2 and qwen3 keep HF's rotate-half order (llama.cpp runs them with the NeoX
-// rotary), and so does gemma3.
+// rotary), and so do gemma3 and phi3.
 int64_t ropeHeads(const ModelConfig& c, const std::string& gguf)
 {
     if (c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3 ||
-        c.architecture == Architecture::Gemma3)
+        c.architecture == Architecture::Gemma3 || c.architecture == Architecture::Phi3)
         return 0;
     return gguf.ends_with(".attn_q.weight")   ? c.numHeads
            : gguf.ends_with(".attn_k.weight") ? c.numKvHeads
@@ -260,16 +264,29 @@ void checkGgufExportable(const TrainConfig& run)
         checkGgufTokenizer(run.model);
         return;
     }
+    if (c.architecture == Architecture::Phi3) {
+        // llama.cpp's phi3: fused q/k/v and gate/up without biases, LongRoPE as two factor tensors
+        // and an attention factor (chosen by the context size, not per pass: see docs/export.md).
+        if (c.qkvBias || c.oBias || c.mlpBias)
+            fail("export: llama.cpp's phi3 has no biases; ", c.sourcePath,
+                 " sets attention_bias or mlp_bias");
+        if (!c.ropeScaling.type.empty() && c.ropeScaling.type != "longrope")
+            fail("export: llama.cpp's phi3 takes longrope scaling only; ", c.sourcePath, " uses '",
+                 c.ropeScaling.type, "'");
+        checkGgufTokenizer(run.model);
+        return;
+    }
     const bool qwen2 = c.architecture == Architecture::Qwen2;
     const bool qwen3 = c.architecture == Architecture::Qwen3;
     const bool smol = c.architecture == Architecture::SmolLM3;
     const bool llama =
         c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral || smol;
     if (!llama && !qwen2 && !qwen3)
-        fail("export: GGUF export supports llama, mistral, qwen2, qwen3, gemma3_text, smollm3 and "
-             "gpt2 models; ",
-             c.sourcePath, " is ", c.modelType,
-             " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
+        fail(
+            "export: GGUF export supports llama, mistral, qwen2, qwen3, gemma3_text, smollm3, phi3 "
+            "and gpt2 models; ",
+            c.sourcePath, " is ", c.modelType,
+            " (use --format merged and llama.cpp's convert_hf_to_gguf.py)");
     if ((c.qkvBias && !qwen2) || c.oBias || c.mlpBias || (c.qkNorm && !qwen3))
         fail("export: GGUF export supports llama/mistral without biases, qwen2 with its q/k/v "
              "biases and "
@@ -339,7 +356,7 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         kv.push_back({arch + ".attention.layer_norm_epsilon",
                       GgufValue::f32(static_cast<float>(c.normEps))});
     } else {
-        kv.push_back({arch + ".rope.dimension_count", u32(c.headDim)});
+        kv.push_back({arch + ".rope.dimension_count", u32(c.rotatedDim())});
         kv.push_back({arch + ".rope.freq_base", GgufValue::f32(static_cast<float>(c.ropeTheta))});
         kv.push_back({arch + ".attention.head_count_kv", u32(c.numKvHeads)});
         kv.push_back({arch + ".attention.layer_norm_rms_epsilon",
@@ -366,6 +383,29 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
             kv.push_back({arch + ".rope.scaling.factor",
                           GgufValue::f32(static_cast<float>(c.ropeScaling.factor))});
         }
+    }
+    const bool phi3 = c.architecture == Architecture::Phi3;
+    if (phi3) {
+        // What llama.cpp's converter writes; llama.cpp runs phi3 without the sliding window.
+        kv.push_back({arch + ".attention.sliding_window", u32(c.slidingWindow)});
+        if (c.ropeScaling.type == "longrope") {
+            kv.push_back({arch + ".rope.scaling.original_context_length",
+                          u32(c.ropeScaling.originalMaxPositions)});
+            kv.push_back({arch + ".rope.scaling.attn_factor",
+                          GgufValue::f32(static_cast<float>(c.ropeScaling.attentionFactor))});
+        }
+        if (c.ropeScaling.type == "longrope")
+            report.warnings.push_back(
+                "llama.cpp picks phi3's LongRoPE factors once, by its context size: the long ones "
+                "when started with a context over " +
+                std::to_string(c.ropeScaling.originalMaxPositions) +
+                " tokens, else the short ones (Tunebench and transformers pick them per pass, by "
+                "the positions it reaches)");
+        if (c.slidingWindow > 0)
+            report.warnings.push_back(
+                "llama.cpp runs phi3 without its sliding window (" +
+                std::to_string(c.slidingWindow) +
+                " positions): beyond that many positions its outputs differ from Tunebench's");
     }
     if (!gpt2 && (gemma3 || c.headDim * c.numHeads !=
                                 c.hiddenSize)) {  // llama.cpp assumes hidden / heads otherwise
@@ -400,15 +440,19 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
     // written. Llama 3's rope scaling goes first, as the divisors llama.cpp applies to each
     // frequency.
     std::vector<GgufTensor> tensors;
-    if (c.ropeScaling.type == "llama3") {
-        const std::vector<float> factors = llama3RopeFactors(c);
-        tensors.push_back({"rope_freqs.weight",
-                           GgufTensorType::F32,
-                           {static_cast<int64_t>(factors.size())},
-                           [factors] {
-                               return std::string(reinterpret_cast<const char*>(factors.data()),
-                                                  factors.size() * sizeof(float));
-                           }});
+    auto factorTensor = [&tensors](const char* name, const std::vector<float>& factors) {
+        tensors.push_back(
+            {name, GgufTensorType::F32, {static_cast<int64_t>(factors.size())}, [factors] {
+                 return std::string(reinterpret_cast<const char*>(factors.data()),
+                                    factors.size() * sizeof(float));
+             }});
+    };
+    if (c.ropeScaling.type == "llama3")
+        factorTensor("rope_freqs.weight", llama3RopeFactors(c));
+    if (c.ropeScaling.type == "longrope") {  // Phi-3's, as llama.cpp's converter writes them
+        const auto& s = c.ropeScaling;
+        factorTensor("rope_factors_long.weight", {s.longFactor.begin(), s.longFactor.end()});
+        factorTensor("rope_factors_short.weight", {s.shortFactor.begin(), s.shortFactor.end()});
     }
     for (const auto& item : model.named_parameters()) {
         const std::string& name = item.key();
@@ -418,7 +462,7 @@ void exportGgufModel(CausalLM& model, const TrainConfig& run, const ExportOption
         if (gguf.empty())
             fail("export: tensor '", name,
                  "' has no GGUF name (GGUF export writes plain "
-                 "llama/mistral/qwen2/qwen3/gemma3/gpt2 "
+                 "llama/mistral/qwen2/qwen3/gemma3/smollm3/phi3/gpt2 "
                  "weights)");
         const GgufPlacement placement = ggufPlacement(c, name, item.value(), weightType);
         torch::Tensor value =

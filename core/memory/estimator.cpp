@@ -122,6 +122,11 @@ std::vector<BlockLinear> blockLinears(const ModelConfig& c)
                 {"c_fc", h, i, Input::Norm2},
                 {"c_proj", i, h, Input::MlpInner}};
     const int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
+    if (c.fusedProjections())  // Phi-3
+        return {{"qkv_proj", h, q + 2 * kv, Input::Norm1},
+                {"o_proj", q, h, Input::AttnOut},
+                {"gate_up_proj", h, 2 * i, Input::Norm2},
+                {"down_proj", i, h, Input::MlpInner}};
     return {{"q_proj", h, q, Input::Norm1},      {"k_proj", h, kv, Input::Norm1},
             {"v_proj", h, kv, Input::Norm1},     {"o_proj", q, h, Input::AttnOut},
             {"gate_proj", h, i, Input::Norm2},   {"up_proj", h, i, Input::Norm2},
@@ -265,8 +270,10 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
     // of its own that the next matmul keeps when it keeps its input.
     const bool y1Grad = norm(inputNeedsGrad, "norm 1");
     group(Input::Norm1, y1Grad, false, "attention input");
-    bool qGrad = outGrad[0], kGrad = gpt2 ? outGrad[0] : outGrad[1];
-    const bool vGrad = gpt2 ? outGrad[0] : outGrad[2];
+    // GPT-2's c_attn and Phi-3's qkv_proj give q, k and v in one product.
+    const bool fusedQkv = gpt2 || c.fusedProjections();
+    bool qGrad = outGrad[0], kGrad = fusedQkv ? outGrad[0] : outGrad[1];
+    const bool vGrad = fusedQkv ? outGrad[0] : outGrad[2];
     if (!gpt2 && c.qkNorm) {  // RMSNorm per head: input in fp32 and 1/rms per head
         b.add("q-norm input", qGrad ? 4 * q + 4 * c.numHeads : 0, "4q+4nh");
         b.add("k-norm input", kGrad ? 4 * kv + 4 * c.numKvHeads : 0, "4kv+4nkv");
@@ -290,7 +297,7 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         }
     }
     group(Input::AttnOut, attention, attention && !naive && !wideAttention, "attention output");
-    const size_t oIndex = gpt2 ? 1 : 3;
+    const size_t oIndex = fusedQkv ? 1 : 3;
     bool aGrad = outGrad[oIndex];
     const bool gemma = c.architecture == Architecture::Gemma3;
     if (gemma)  // Gemma 3's norm after the attention, before the residual
@@ -308,7 +315,9 @@ BlockBytes blockBytes(const ModelConfig& c, const BlockTraining& t, const Precis
         innerGrad = outGrad[2];
         b.add("gelu input", innerGrad ? cb * i : 0, cat(cb, "i"));
     } else {
-        const bool gGrad = outGrad[4], uGrad = outGrad[5];
+        // Phi-3's gate_up_proj gives gate and up in one product.
+        const bool gGrad = c.fusedProjections() ? outGrad[2] : outGrad[4];
+        const bool uGrad = c.fusedProjections() ? outGrad[2] : outGrad[5];
         innerGrad = gGrad || uGrad;
         if (fusedSwiglu) {  // one op keeps gate and up, silu recomputed (model/train_ops.h)
             b.add("gate, up", innerGrad ? 2 * cb * i : 0, cat("2x", cb, "i"));
@@ -555,9 +564,10 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     const bool fusedSwiglu = cpuBf16 && !gpt2 && model.architecture != Architecture::Gemma3 &&
                              o.batch * seq > kSwigluFewRows;
     // Under CPU bf16 autocast q, k, v and gate, up run as stacked products over one bf16 cast of
-    // their input (model/stacked_linears.h); quantised weights keep each layer's own.
-    const bool stacked =
-        cpuBf16 && p.autocast && !gpt2 && !run.quant.enabled() && o.batch * seq > kSwigluFewRows;
+    // their input (model/stacked_linears.h); quantised weights keep each layer's own. (Phi-3's are
+    // one layer each already, which casts its input as any other layer.)
+    const bool stacked = cpuBf16 && p.autocast && !gpt2 && !model.fusedProjections() &&
+                         !run.quant.enabled() && o.batch * seq > kSwigluFewRows;
     auto blockTotal = [&](const BlockBytes& b) {
         return b.perToken * tokens + b.perSequence * o.batch;
     };
@@ -612,7 +622,7 @@ MemoryEstimate estimateMemory(const ModelConfig& model, const MethodOptions& run
     };
     // (Gemma 3's sliding layers keep tables of their own.)
     const int64_t rotaryTables = (model.ropeThetaSliding > 0 && model.slidingWindow > 0 ? 2 : 1) *
-                                 2 * seq * model.headDim * p.residual;
+                                 2 * seq * model.rotatedDim() * p.residual;
     // An attention mask, made once per forward and kept by every layer's attention for backward:
     // packed rows' [batch, seq, seq] (causal within each example), else, where a sliding window
     // is shorter than the sequence, its band [seq, seq]; additive, in the dtype attention sees

@@ -108,7 +108,10 @@ ObjectiveBytes objectiveBytes(const ModelConfig& model, const ObjectiveShape& s,
         const int64_t chunk = std::min(o.lossChunk, tokens);
         const int64_t perLogit = w.compute + (w.compute != 4 ? 4 : 0) + 4;
         const int64_t logits = chunked ? 4 * chunk * v + 12 * tokens : perLogit * tokens * v;
-        const int64_t mlpFactor = model.architecture == Architecture::Gpt2 ? 2 : 3;
+        // Phi-3's gate_up_proj output stays beside its gate and up copies.
+        const int64_t mlpFactor = model.architecture == Architecture::Gpt2 ? 2
+                                  : model.fusedProjections()               ? 5
+                                                                           : 3;
         const int64_t mlp = mlpFactor * w.compute * model.intermediateSize * tokens;
         const int64_t residual = 2 * w.residual * h * tokens;
         b.referenceForward = logits + mlp + residual;

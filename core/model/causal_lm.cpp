@@ -543,7 +543,7 @@ void CausalLM::initRandom(uint64_t seed, torch::Dtype dtype, const torch::Device
 
 torch::Tensor ropeInvFreq(const ModelConfig& c, double theta)
 {
-    const int64_t dim = c.headDim;
+    const int64_t dim = c.rotatedDim();
     auto exponents =
         torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(dim);
     auto invFreq = 1.0 / torch::pow(torch::tensor(theta > 0 ? theta : c.ropeTheta, torch::kFloat32),

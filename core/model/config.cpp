@@ -1,5 +1,5 @@
-// config.json -> ModelConfig for llama, mistral, qwen2, qwen3, gemma3_text, smollm3 and gpt2, with
-// strict checks.
+// config.json -> ModelConfig for llama, mistral, qwen2, qwen3, gemma3_text, smollm3, phi3 and gpt2,
+// with strict checks.
 #include "model/config.h"
 
 #include "model/layer_list.h"
@@ -201,6 +201,46 @@ void readSmolLM3Layers(const Reader& r, ModelConfig& c)
                      "window");
 }
 
+// LongRoPE (Phi-3's rope_type "longrope", formerly "su"; Phi3Config reads "yarn" as it too): the
+// short and long factor lists (one per rotated pair), the original context (beside the other keys
+// or in the scaling object, default 4,096), and the attention factor, by default sqrt(1 +
+// ln(factor) / ln(original)) with factor = max_position_embeddings / original, as transformers
+// computes it.
+void readLongRope(const Reader& r, const Reader& s, ModelConfig& c)
+{
+    RopeScaling& rs = c.ropeScaling;
+    rs.type = "longrope";
+    const size_t pairs = static_cast<size_t>(c.rotatedDim() / 2);
+    for (const auto& [key, list] :
+         {std::pair{"short_factor", &rs.shortFactor}, std::pair{"long_factor", &rs.longFactor}}) {
+        if (!s.has(key))
+            fail(r.path, ": rope_scaling type 'longrope' needs '", key, "'");
+        const json& v = s.j[key];
+        if (!v.is_array() || v.size() != pairs)
+            fail(r.path, ": rope_scaling '", key, "' must list ", pairs,
+                 " numbers (one per rotated pair of a head's ", c.rotatedDim(),
+                 " rotated dimensions), found ", v.dump().substr(0, 200));
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (!v[i].is_number() || !(v[i].get<double>() > 0) ||
+                !std::isfinite(v[i].get<double>()))
+                fail(r.path, ": rope_scaling '", key, "' entry ", i,
+                     " must be a positive number, found ", v[i].dump().substr(0, 100));
+            list->push_back(v[i].get<double>());
+        }
+    }
+    // transformers takes the key beside the others over the scaling object's.
+    const char* original = "original_max_position_embeddings";
+    rs.originalMaxPositions = r.has(original) ? r.positive(original, kMaxPositions)
+                                              : s.positiveOr(original, 4096, kMaxPositions);
+    rs.factor = s.positiveNumber("factor", static_cast<double>(c.maxPositions) /
+                                               static_cast<double>(rs.originalMaxPositions));
+    const double scale =
+        rs.factor <= 1.0
+            ? 1.0
+            : std::sqrt(1.0 + std::log(rs.factor) / std::log(double(rs.originalMaxPositions)));
+    rs.attentionFactor = s.positiveNumber("attention_factor", scale);
+}
+
 void readRope(const Reader& r, ModelConfig& c, double defaultTheta)
 {
     c.ropeTheta = r.positiveNumber("rope_theta", defaultTheta);
@@ -220,6 +260,12 @@ void readRope(const Reader& r, ModelConfig& c, double defaultTheta)
     std::string type = s.string("rope_type", s.string("type", "default"));
     if (type == "default" || type.empty())
         return;
+    const bool phi3 = c.architecture == Architecture::Phi3;
+    if (phi3 && (type == "longrope" || type == "su" || type == "yarn"))
+        return readLongRope(r, s, c);
+    if (phi3)
+        fail(r.path, ": rope_scaling type '", type,
+             "' is not supported for phi3 (supported: default, longrope)");
     c.ropeScaling.type = type;
     c.ropeScaling.factor = s.positiveNumber("factor", 1.0);
     if (type == "linear")
@@ -234,6 +280,24 @@ void readRope(const Reader& r, ModelConfig& c, double defaultTheta)
         return;
     }
     fail(r.path, ": rope_scaling type '", type, "' is not supported (supported: linear, llama3)");
+}
+
+// Phi-3's partial_rotary_factor (beside the other keys or in rope_parameters, default 1): the
+// leading int(factor x head_dim) dimensions of each head rotate (Phi-4-mini: 0.75).
+void readPartialRotary(const Reader& r, ModelConfig& c)
+{
+    const char* key = "partial_rotary_factor";
+    double factor = r.number(key, 1.0);
+    if (r.has("rope_parameters") && r.j["rope_parameters"].is_object())
+        factor = Reader{r.j["rope_parameters"], r.path}.number(key, factor);
+    if (!(factor > 0 && factor <= 1))
+        fail(r.path, ": key '", key, "' must be in (0, 1], found ", factor);
+    const auto dim = static_cast<int64_t>(static_cast<double>(c.headDim) * factor);
+    if (dim < 2 || dim % 2 != 0)
+        fail(r.path, ": key '", key, "' ", factor, " rotates ", dim, " of head_dim ", c.headDim,
+             " dimensions; rotary embeddings need an even number");
+    if (dim < c.headDim)
+        c.rotaryDim = dim;
 }
 
 // Gemma 3's rotary bases: the full-attention layers' (rope_theta, default 1,000,000, with an
@@ -333,6 +397,8 @@ const char* architectureName(Architecture arch)
         return "gemma3_text";
     case Architecture::SmolLM3:
         return "smollm3";
+    case Architecture::Phi3:
+        return "phi3";
     case Architecture::Gpt2:
         return "gpt2";
     }
@@ -369,6 +435,8 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.architecture = Architecture::Gemma3;
     else if (c.modelType == "smollm3")
         c.architecture = Architecture::SmolLM3;
+    else if (c.modelType == "phi3")
+        c.architecture = Architecture::Phi3;
     else if (c.modelType == "gpt2")
         c.architecture = Architecture::Gpt2;
     else if (c.modelType == "gemma3")
@@ -376,7 +444,7 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
                    "the text-only ones (model_type 'gemma3_text': Gemma 3 270M and 1B)");
     else
         fail(path, ": unknown architecture model_type '", c.modelType,
-             "' (supported: llama, mistral, qwen2, qwen3, gemma3_text, smollm3, gpt2)");
+             "' (supported: llama, mistral, qwen2, qwen3, gemma3_text, smollm3, phi3, gpt2)");
 
     c.torchDtype = r.string("torch_dtype", r.string("dtype", "float32"));
     c.bosTokenIds = r.ids("bos_token_id");
@@ -418,10 +486,11 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         return c;
     }
 
-    // Gemma 3's and SmolLM3's own defaults where their config classes have them (transformers'
-    // Gemma3TextConfig, SmolLM3Config).
+    // Gemma 3's, SmolLM3's and Phi-3's own defaults where their config classes have them
+    // (transformers' Gemma3TextConfig, SmolLM3Config, Phi3Config).
     const bool gemma = c.architecture == Architecture::Gemma3;
     const bool smol = c.architecture == Architecture::SmolLM3;
+    const bool phi3 = c.architecture == Architecture::Phi3;
     c.hiddenSize = r.positive("hidden_size", kMaxHidden);
     c.intermediateSize = r.positive("intermediate_size", kMaxInner);
     c.numLayers = r.positive("num_hidden_layers", kMaxLayers);
@@ -432,9 +501,10 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
     c.maxPositions = r.positiveOr("max_position_embeddings",
                                   gemma  ? 131072
                                   : smol ? 32768
+                                  : phi3 ? 4096
                                          : 2048,
                                   kMaxPositions);
-    c.normEps = r.positiveNumber("rms_norm_eps", 1e-6);
+    c.normEps = r.positiveNumber("rms_norm_eps", phi3 ? 1e-5 : 1e-6);
     if (gemma) {
         c.hiddenAct = r.string("hidden_activation", "gelu_pytorch_tanh");
         if (c.hiddenAct != "gelu_pytorch_tanh")
@@ -462,6 +532,8 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
     if (c.numHeads % c.numKvHeads != 0)
         fail(path, ": num_attention_heads (", c.numHeads,
              ") is not a multiple of num_key_value_heads (", c.numKvHeads, ")");
+    if (phi3)
+        readPartialRotary(r, c);
     if (!gemma)
         readRope(r, c, smol ? 2000000.0 : 10000.0);
 
@@ -493,6 +565,10 @@ ModelConfig parseModelConfig(const std::string& jsonText, const std::string& pat
         c.qkvBias = c.oBias = r.boolean("attention_bias", false);
         c.mlpBias = r.boolean("mlp_bias", false);
         readSmolLM3Layers(r, c);
+        break;
+    case Architecture::Phi3:
+        // As transformers' Phi3Config: no window by default; one given slides every layer.
+        c.slidingWindow = r.positiveOr("sliding_window", 0, kMaxPositions);
         break;
     case Architecture::Gpt2:
         break;

@@ -8,16 +8,21 @@
 
 namespace tb {
 
-enum class Architecture { Llama, Mistral, Qwen2, Qwen3, Gemma3, SmolLM3, Gpt2 };
+enum class Architecture { Llama, Mistral, Qwen2, Qwen3, Gemma3, SmolLM3, Phi3, Gpt2 };
 
 const char* architectureName(Architecture arch);  // config.json model_type spelling
 
 struct RopeScaling {
-    std::string type;  // "" (none), "linear", "llama3"
+    std::string type;  // "" (none), "linear", "llama3", "longrope" (Phi-3's)
     double factor = 1.0;
     double lowFreqFactor = 1.0;           // llama3
     double highFreqFactor = 4.0;          // llama3
-    int64_t originalMaxPositions = 8192;  // llama3
+    int64_t originalMaxPositions = 8192;  // llama3, longrope
+    // longrope: the rotary frequencies are divided by shortFactor while a forward pass's positions
+    // stay within originalMaxPositions, by longFactor beyond (one per rotated pair), and cos and
+    // sin are multiplied by attentionFactor.
+    std::vector<double> shortFactor, longFactor;
+    double attentionFactor = 1.0;
 };
 
 struct ModelConfig {
@@ -32,6 +37,9 @@ struct ModelConfig {
     int64_t numHeads = 0;
     int64_t numKvHeads = 0;
     int64_t headDim = 0;
+    // The leading dimensions of each head that rotate (partial_rotary_factor x head_dim, Phi-4's
+    // 0.75); 0 = all of them.
+    int64_t rotaryDim = 0;
     int64_t maxPositions = 0;
 
     double normEps = 1e-5;  // rms_norm_eps or layer_norm_epsilon
@@ -72,6 +80,10 @@ struct ModelConfig {
     }
     // Which layers slide, in words: "every layer" or "layers 1-2, 4" (numbered from 0).
     std::string slidingLayerText() const;
+    int64_t rotatedDim() const { return rotaryDim > 0 ? rotaryDim : headDim; }
+    // Whether q, k, v and gate, up are one fused linear layer each (Phi-3's qkv_proj,
+    // gate_up_proj).
+    bool fusedProjections() const { return architecture == Architecture::Phi3; }
 
     std::string torchDtype = "float32";
     std::vector<int64_t> bosTokenIds;

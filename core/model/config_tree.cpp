@@ -63,16 +63,24 @@ void llamaTensors(const ModelConfig& c, std::vector<ConfigTensor>& out)
     out.push_back({"model.embed_tokens.weight", {c.vocabSize, h}});
     for (int64_t i = 0; i < c.numLayers; ++i) {
         const std::string b = "model.layers." + std::to_string(i) + ".";
-        linear(out, b + "self_attn.q_proj", h, q, c.qkvBias);
-        linear(out, b + "self_attn.k_proj", h, kv, c.qkvBias);
-        linear(out, b + "self_attn.v_proj", h, kv, c.qkvBias);
+        if (c.fusedProjections()) {  // Phi-3
+            linear(out, b + "self_attn.qkv_proj", h, q + 2 * kv, c.qkvBias);
+        } else {
+            linear(out, b + "self_attn.q_proj", h, q, c.qkvBias);
+            linear(out, b + "self_attn.k_proj", h, kv, c.qkvBias);
+            linear(out, b + "self_attn.v_proj", h, kv, c.qkvBias);
+        }
         linear(out, b + "self_attn.o_proj", q, h, c.oBias);
         if (c.qkNorm) {
             out.push_back({b + "self_attn.q_norm.weight", {c.headDim}});
             out.push_back({b + "self_attn.k_norm.weight", {c.headDim}});
         }
-        linear(out, b + "mlp.gate_proj", h, inner, c.mlpBias);
-        linear(out, b + "mlp.up_proj", h, inner, c.mlpBias);
+        if (c.fusedProjections()) {
+            linear(out, b + "mlp.gate_up_proj", h, 2 * inner, c.mlpBias);
+        } else {
+            linear(out, b + "mlp.gate_proj", h, inner, c.mlpBias);
+            linear(out, b + "mlp.up_proj", h, inner, c.mlpBias);
+        }
         linear(out, b + "mlp.down_proj", inner, h, c.mlpBias);
         out.push_back({b + "input_layernorm.weight", {h}});
         out.push_back({b + "post_attention_layernorm.weight", {h}});

@@ -32,10 +32,19 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
                 result.stopReason = "context_full";
                 break;
             }
-            auto next = torch::tensor({row.history().back()}, torch::kInt64)
-                            .view({1, 1})
-                            .to(m_impl->device);
-            last = module.forwardLast(next, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
+            if (longRopeSwitches(cfg, cache.length)) {
+                // The sequence leaves LongRoPE's original context: every position again with the
+                // long factors, as transformers' generate() drops its cache there.
+                cache.clear();
+                input = torch::tensor(row.history(), torch::kInt64).unsqueeze(0).to(m_impl->device);
+                last =
+                    module.forwardLast(input, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
+            } else {
+                auto next = torch::tensor({row.history().back()}, torch::kInt64)
+                                .view({1, 1})
+                                .to(m_impl->device);
+                last = module.forwardLast(next, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
+            }
         }
         const int64_t token = row.pick(last);
         const TokenOutcome outcome = row.accept(token);

@@ -218,10 +218,34 @@ std::vector<GenerateResult> Model::generateBatch(const std::vector<std::vector<i
                              ("generateBatch: prompt " + std::to_string(i)).c_str());
     if (prompts.empty())
         return {};
+    const int64_t soft =
+        module.promptEmbeddings().defined() ? module.promptEmbeddings().size(0) : 0;
+    if (cfg.ropeScaling.type == "longrope") {
+        // A row that leaves LongRoPE's original context rotates all its positions anew there
+        // (generate()); rows decoded together share one set of tables, so such a batch runs row
+        // by row.
+        bool leaves = false;
+        for (const auto& p : prompts)
+            leaves = leaves || soft + static_cast<int64_t>(p.size()) + o.maxNewTokens >
+                                   cfg.ropeScaling.originalMaxPositions;
+        if (leaves) {
+            std::vector<GenerateResult> results;
+            for (size_t i = 0; i < prompts.size(); ++i) {
+                results.push_back(generate(prompts[i], o, tokenizer));
+                if (onStep && !onStep(i + 1)) {
+                    for (size_t j = i + 1; j < prompts.size(); ++j) {
+                        results.emplace_back();
+                        results.back().stopReason = "cancelled";
+                    }
+                    break;
+                }
+            }
+            return results;
+        }
+    }
     torch::InferenceMode guard;
     const auto stopIds = stopTokenSet(cfg, o, tokenizer);
-    const int64_t virtualTokens =
-        module.promptEmbeddings().defined() ? module.promptEmbeddings().size(0) : 0;
+    const int64_t virtualTokens = soft;
     BatchRows b;
     b.rows.reserve(prompts.size());
     for (const auto& p : prompts) {

@@ -18,4 +18,12 @@ torch::Dtype
 parseTorchDtype(const std::string& name);  // fp32 | bf16 | fp16 (also float32, bfloat16, float16)
 torch::Device parseTorchDevice(const std::string& name);  // cpu | cuda | cuda:N | auto
 
+// Whether a decoding step after `cached` positions leaves LongRoPE's original context (Phi-3's
+// rope_type longrope): its rotary tables then change for every position, so the cache is built
+// again (transformers' generate() drops its cache there).
+inline bool longRopeSwitches(const ModelConfig& c, int64_t cached)
+{
+    return c.ropeScaling.type == "longrope" && cached == c.ropeScaling.originalMaxPositions;
+}
+
 }  // namespace tb

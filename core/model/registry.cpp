@@ -16,6 +16,8 @@ std::shared_ptr<CausalLM> createCausalLM(const ModelConfig& config)
         return makeLlama(config);
     case Architecture::Gemma3:
         return makeGemma3(config);
+    case Architecture::Phi3:
+        return makePhi3(config);
     case Architecture::Gpt2:
         return makeGpt2(config);
     }

@@ -12,6 +12,7 @@ namespace tb {
 std::shared_ptr<CausalLM>
 makeLlama(const ModelConfig& config);  // llama.cpp: llama, mistral, qwen2, qwen3, smollm3
 std::shared_ptr<CausalLM> makeGemma3(const ModelConfig& config);  // gemma3.cpp: gemma3_text
+std::shared_ptr<CausalLM> makePhi3(const ModelConfig& config);    // phi3.cpp: phi3
 std::shared_ptr<CausalLM> makeGpt2(const ModelConfig& config);    // gpt2.cpp
 
 // The module for config.architecture (weights allocated, not loaded).

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 namespace tb {
@@ -204,12 +205,23 @@ void ropeBackward(const torch::Tensor& dy, const torch::Tensor& cos, const torch
 }
 
 // A tensor of x's sizes laid out as x when x is dense (the attention's transposed view), else
-// contiguous.
+// dense with x's dimensions in x's memory order: q or k sliced from a fused q/k/v product (Phi-3's)
+// comes out laid out as the separate projection's would, [batch, seq, heads, dim], which the
+// attention keeps and whose output the next layer reads without a copy.
 torch::Tensor emptyLike(const torch::Tensor& x, torch::ScalarType dtype)
 {
-    return x.is_non_overlapping_and_dense()
-               ? torch::empty_strided(x.sizes(), x.strides(), x.options().dtype(dtype))
-               : torch::empty(x.sizes(), x.options().dtype(dtype));
+    if (x.is_non_overlapping_and_dense())
+        return torch::empty_strided(x.sizes(), x.strides(), x.options().dtype(dtype));
+    std::vector<int64_t> order(static_cast<size_t>(x.dim()));
+    std::iota(order.begin(), order.end(), int64_t(0));
+    std::stable_sort(order.begin(), order.end(),
+                     [&x](int64_t a, int64_t b) { return x.stride(a) > x.stride(b); });
+    std::vector<int64_t> sizes, back(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+        sizes.push_back(x.size(order[i]));
+        back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+    }
+    return torch::empty(sizes, x.options().dtype(dtype)).permute(back);
 }
 
 template <typename F> void dispatchRope(torch::ScalarType x, torch::ScalarType table, F&& f)

@@ -14,6 +14,9 @@ std::vector<std::string> defaultLoraTargets(Architecture arch)
     // PEFT's table has no smollm3 (it asks for target_modules); its Llama layout takes Llama's.
     case Architecture::SmolLM3:
         return {"q_proj", "v_proj"};
+    // PEFT's table has no phi3 either; its fused q, k, v take the place of Llama's q and v.
+    case Architecture::Phi3:
+        return {"qkv_proj"};
     case Architecture::Gpt2:
         return {"c_attn"};
     }

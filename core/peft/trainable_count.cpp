@@ -20,6 +20,11 @@ std::vector<LinearShape> blockLinearShapes(const ModelConfig& c)
                 {"c_fc", h, c.intermediateSize, true},
                 {"mlp.c_proj", c.intermediateSize, h, true}};
     const int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
+    if (c.fusedProjections())  // Phi-3
+        return {{"qkv_proj", h, q + 2 * kv, c.qkvBias},
+                {"o_proj", q, h, c.oBias},
+                {"gate_up_proj", h, 2 * c.intermediateSize, c.mlpBias},
+                {"down_proj", c.intermediateSize, h, c.mlpBias}};
     return {{"q_proj", h, q, c.qkvBias},
             {"k_proj", h, kv, c.qkvBias},
             {"v_proj", h, kv, c.qkvBias},
@@ -112,6 +117,8 @@ std::vector<std::string> loraTargetNames(const ModelConfig& config)
     std::vector<std::string> names;
     if (config.architecture == Architecture::Gpt2)
         names = {"c_attn", "c_proj", "c_fc"};
+    else if (config.fusedProjections())
+        names = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"};
     else
         names = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
     if (!config.tieWordEmbeddings)

@@ -107,6 +107,29 @@ void TestCli::info()
     Run nopeJson = tunebench(
         {QStringLiteral("info"), QStringLiteral("--model"), smolFile, QStringLiteral("--json")});
     QCOMPARE(jsonOf(nopeJson)["no_rope_layers"], nlohmann::json({3, 7}));
+    QVERIFY(!nope.out.contains("rotary        "));
+    // Phi-4-mini's layout: three quarters of each head rotate, LongRoPE.
+    nlohmann::json phi =
+        nlohmann::json::parse(tb::readFile(TB_SOURCE_DIR "/tests/data/configs/phi-3-mini-4k.json"));
+    phi["partial_rotary_factor"] = 0.75;
+    phi["max_position_embeddings"] = 131072;
+    phi["rope_scaling"] = {{"type", "longrope"},
+                           {"short_factor", std::vector<double>(36, 1.0)},
+                           {"long_factor", std::vector<double>(36, 4.0)}};
+    const QString phiFile = m_dir.filePath(QStringLiteral("phi-config.json"));
+    tb::writeFileAtomic(phiFile.toStdString(), phi.dump());
+    Run rotary = tunebench({QStringLiteral("info"), QStringLiteral("--model"), phiFile});
+    QCOMPARE(rotary.exitCode, 0);
+    QVERIFY2(rotary.out.contains("architecture  phi3\n"), rotary.out.constData());
+    QVERIFY2(rotary.out.contains("sliding window 2047 (every layer)\n"), rotary.out.constData());
+    QVERIFY2(rotary.out.contains("rotary        72 of 96 dims per head; longrope (original "
+                                 "context 4096, x32, cos/sin x1.19)\n"),
+             rotary.out.constData());
+    Run rotaryJson = tunebench(
+        {QStringLiteral("info"), QStringLiteral("--model"), phiFile, QStringLiteral("--json")});
+    QCOMPARE(jsonOf(rotaryJson)["rotary_dim"].get<int64_t>(), int64_t(72));
+    QCOMPARE(jsonOf(rotaryJson)["rope_scaling"].get<std::string>(), std::string("longrope"));
+    QCOMPARE(jsonOf(rotaryJson)["parameters"].get<int64_t>(), int64_t(3821079552));
 }
 
 void TestCli::tokenize()

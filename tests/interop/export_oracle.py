@@ -9,6 +9,8 @@ usage:
       Copies the model folder SRC_DIR to OUT_DIR with an untied head (lm_head = embedding + small noise).
   export_oracle.py make-gemma3 SRC_DIR OUT_DIR
       Saves a tiny random Gemma 3 text model with the tokenizer of the model folder SRC_DIR (vocab 512).
+  export_oracle.py make-phi3 SRC_DIR OUT_DIR
+      The same for a tiny random Phi-3 (fused projections, LongRoPE, half-rotary heads, a window).
   export_oracle.py logits CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "kind": "peft" | "merged", "dir", "base" (peft only), "ids": [int]}].
       Writes OUT_DIR/<name>.safetensors ("logits": fp32 [T, vocab]) and prints one JSON object:
@@ -81,6 +83,24 @@ def make_gemma3(src, out):
             if name.endswith("norm.weight"):
                 p.normal_(0.0, 0.3)
     model.save_pretrained(out, safe_serialization=True)
+    for f in ("tokenizer.model", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(src, f), os.path.join(out, f))
+
+
+def make_phi3(src, out):
+    """A random Phi-3 of the bundled model's vocabulary, with its tokenizer, laid out as Phi-4-mini: q, k, v and
+    gate, up fused, half of each head rotating, LongRoPE whose original context (8) the test's ids pass, a window on
+    every layer, tied."""
+    torch.manual_seed(0)
+    cfg = transformers.Phi3Config(
+        vocab_size=512, hidden_size=64, intermediate_size=172, num_hidden_layers=3, num_attention_heads=8,
+        num_key_value_heads=4, max_position_embeddings=512, original_max_position_embeddings=8,
+        initializer_range=0.1, sliding_window=6, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
+        pad_token_id=None,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                         "short_factor": [1.0, 1.5], "long_factor": [3.0, 5.0]})
+    cfg.dtype = torch.float32
+    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(out, safe_serialization=True)
     for f in ("tokenizer.model", "tokenizer_config.json"):
         shutil.copyfile(os.path.join(src, f), os.path.join(out, f))
 
@@ -188,10 +208,12 @@ def main():
         make_untied(sys.argv[2], sys.argv[3])
     elif mode == "make-gemma3":
         make_gemma3(sys.argv[2], sys.argv[3])
+    elif mode == "make-phi3":
+        make_phi3(sys.argv[2], sys.argv[3])
     elif mode == "logits":
         logits(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (make-gpt2 | make-untied | make-gemma3 | logits)")
+        raise SystemExit(f"unknown mode {mode!r} (make-gpt2 | make-untied | make-gemma3 | make-phi3 | logits)")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ usage:
       Writes OUT_DIR: a random Gemma 3 text model (4 layers, norm weights drawn, attention wider than the
       model) whose sliding layers, local rotary base and linear scaling on the full layers are not llama.cpp's
       defaults, around the tokenizer.model of SRC_DIR with add_dummy_prefix turned off (as Gemma's is).
+  gguf_oracle.py make-phi3 SRC_DIR OUT_DIR
+      Writes OUT_DIR: a random Phi-3 (fused q/k/v and gate/up, half of each head rotating, LongRoPE with an
+      original context of 4, so that llama.cpp's context of 64 takes the long factors, as ours does past 4
+      positions; no window, which llama.cpp's phi3 does not run) around the tokenizer.model of SRC_DIR.
   gguf_oracle.py check CASES_JSON OUT_DIR
       CASES_JSON: [{"name", "gguf": path, "sp_model": tokenizer.model | "tokenizer_json": tokenizer.json,
       "ids": [int], "texts": [str]}]. For a tokenizer.json the report has "merges_match" and "hf_ids" (HF
@@ -167,6 +171,20 @@ def make_gemma3(src, out):
     shutil.copyfile(os.path.join(src, "tokenizer_config.json"), os.path.join(out, "tokenizer_config.json"))
 
 
+def make_phi3(src, out):
+    torch.manual_seed(0)
+    cfg = transformers.Phi3Config(
+        vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512, original_max_position_embeddings=4,
+        initializer_range=0.1, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=None,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                         "short_factor": [1.0, 1.0, 1.0, 1.0], "long_factor": [2.0, 4.0, 8.0, 16.0]})
+    cfg.dtype = torch.float32
+    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(out, safe_serialization=True)
+    for f in ("tokenizer.model", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(src, f), os.path.join(out, f))
+
+
 class _Collect(logging.Handler):
     def __init__(self, sink):
         super().__init__(logging.WARNING)
@@ -222,11 +240,13 @@ def check_case(case, report):
     folder, name = os.path.split(case["gguf"])
     extra = {}
     architecture = report["metadata"].get("general.architecture")
-    if architecture == "smollm3":
-        # transformers' GGUF reader has no smollm3: llama.cpp (llama_cpp_case) is the reference.
+    if architecture in ("smollm3", "phi3"):
+        # transformers' GGUF reader has no smollm3, and its phi3 reads no LongRoPE factors: llama.cpp
+        # (llama_cpp_case) is the reference.
         report["tie_word_embeddings"] = "output.weight" not in report["tensors"]
-        hf = tokenizers.Tokenizer.from_file(case["tokenizer_json"])
-        report["hf_ids"] = [hf.encode(t).ids for t in case["texts"]]
+        if "tokenizer_json" in case:
+            hf = tokenizers.Tokenizer.from_file(case["tokenizer_json"])
+            report["hf_ids"] = [hf.encode(t).ids for t in case["texts"]]
         return None
     if architecture in ("qwen3", "gpt2"):
         # Two gaps in transformers' GGUF mappings, right for the published models only: qwen3 skips
@@ -434,10 +454,12 @@ def main():
         make_gpt2(sys.argv[2], sys.argv[3])
     elif mode == "make-gemma3":
         make_gemma3(sys.argv[2], sys.argv[3])
+    elif mode == "make-phi3":
+        make_phi3(sys.argv[2], sys.argv[3])
     elif mode == "check":
         check(sys.argv[2], sys.argv[3])
     else:
-        raise SystemExit(f"unknown mode {mode!r} (make-untied | make-bpe | make-gpt2 | make-gemma3 | check)")
+        raise SystemExit(f"unknown mode {mode!r} (make-untied | make-bpe | make-gpt2 | make-gemma3 | make-phi3 | check)")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,15 @@ def variants():
     yield "smollm3", transformers.SmolLM3Config(**four, no_rope_layer_interval=2, tie_word_embeddings=True)
     yield "smollm3_window", transformers.SmolLM3Config(**four, no_rope_layers=[1, 0, 1, 0], use_sliding_window=True,
                                                        sliding_window=6, tie_word_embeddings=False)
+    # Phi-3: q, k, v and gate, up as one layer each. The second as Phi-4-mini: half of each head
+    # rotates, LongRoPE whose original context (16) the 40 reference ids pass (long factors) and the
+    # greedy run crosses (short factors, then its cache built again with the long ones), tied, and a
+    # window on every layer.
+    yield "phi3", transformers.Phi3Config(**common, tie_word_embeddings=False)
+    yield "phi3_longrope", transformers.Phi3Config(
+        **common, tie_word_embeddings=True, sliding_window=10, original_max_position_embeddings=16,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                         "short_factor": [1.0, 1.7], "long_factor": [2.5, 6.0]})
     gpt = dict(vocab_size=320, n_embd=64, n_layer=3, n_head=4, n_positions=128, initializer_range=0.25,
                bos_token_id=1, eos_token_id=None, pad_token_id=None)
     yield "gpt2", transformers.GPT2Config(**gpt, tie_word_embeddings=True)

@@ -168,6 +168,14 @@ void TestExportInterop::initTestCase()
               &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
 
+    // A random Phi-3 with the bundled tokenizer: its fused qkv_proj and gate_up_proj carry one
+    // LoRA pair each, as PEFT's; LongRoPE's long factors, as the ids reach past its original 8.
+    const std::string phi3 = path(QStringLiteral("phi3"));
+    runOracle({QStringLiteral("make-phi3"), QString::fromStdString(stories),
+               QString::fromStdString(phi3)},
+              &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+
     // Short runs with a learning rate high enough that every trained tensor moves. LoRA trains the
     // rows of the stop tokens too (trainable_tokens: auto); PEFT's prompt tuning cannot carry them.
     m_runs["lora"] = train("lora", "lora",
@@ -189,6 +197,13 @@ void TestExportInterop::initTestCase()
               {"lr=0.05", "model=" + gemma, "prompt.num_tokens=8", "trainable_tokens=[]"});
     m_runs["gemma_qlora"] = train("lora", "gemma_qlora",
                                   {"lr=0.01", "model=" + gemma, "quant=nf4", "quant_double=true"});
+    m_runs["phi3_lora"] =
+        train("lora", "phi3_lora",
+              {"lr=0.01", "model=" + phi3,
+               "lora.targets=[\"qkv_proj\",\"o_proj\",\"gate_up_proj\",\"down_proj\"]"});
+    m_runs["phi3_qlora"] = train(
+        "lora", "phi3_qlora",
+        {"lr=0.01", "model=" + phi3, "quant=nf4", "lora.targets=[\"qkv_proj\",\"gate_up_proj\"]"});
     m_runs["full"] = train("full", "full", {"lr=0.01"});
     m_runs["adapter"] = train("adapter", "adapter", {"max_steps=1"});
     // QLoRA: LoRA on the NF4 (double-quantised) base. Merged: the dequantised base plus the
@@ -227,6 +242,9 @@ void TestExportInterop::initTestCase()
     m_cases["gemma_prompt_peft"] = {m_runs["gemma_prompt"], "peft", gemma, storiesIds};
     m_cases["gemma_qlora_peft"] = {m_runs["gemma_qlora"], "peft", gemma, storiesIds};
     m_cases["gemma_qlora_merged"] = {m_runs["gemma_qlora"], "merged", gemma, storiesIds};
+    m_cases["phi3_lora_peft"] = {m_runs["phi3_lora"], "peft", phi3, storiesIds};
+    m_cases["phi3_lora_merged"] = {m_runs["phi3_lora"], "merged", phi3, storiesIds};
+    m_cases["phi3_qlora_peft"] = {m_runs["phi3_qlora"], "peft", phi3, storiesIds};
     m_cases["full_merged"] = {m_runs["full"], "merged", stories, storiesIds};
     m_cases["qlora_peft"] = {m_runs["qlora"], "peft", stories, storiesIds};
     m_cases["qlora_merged"] = {m_runs["qlora"], "merged", stories, storiesIds};
@@ -260,8 +278,8 @@ void TestExportInterop::logitsMatchHuggingFace_data()
     for (const char* n :
          {"lora_peft", "lora_merged", "untied_lora_peft", "untied_lora_merged", "gemma_lora_peft",
           "gemma_lora_merged", "prompt_peft", "gemma_prompt_peft", "full_merged", "qlora_peft",
-          "qlora_merged", "gemma_qlora_peft", "gemma_qlora_merged", "gpt2_lora_peft",
-          "gpt2_lora_merged"})
+          "qlora_merged", "gemma_qlora_peft", "gemma_qlora_merged", "phi3_lora_peft",
+          "phi3_lora_merged", "phi3_qlora_peft", "gpt2_lora_peft", "gpt2_lora_merged"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 

@@ -300,10 +300,33 @@ void TestGgufInterop::initTestCase()
             Case{run, "f32", path(QStringLiteral("gguf/gemma3-f32.gguf")), {}, model, ids};
     }
 
+    // Phi-3: fused q/k/v and gate/up, half of each head rotating, LongRoPE whose long factors and
+    // attention factor llama.cpp takes for its context of 64 (past the original 4, as ours do),
+    // around the bundled tokenizer, tuned with LoRA on its four projections.
+    {
+        const std::string model = path(QStringLiteral("phi3"));
+        runOracle({QStringLiteral("make-phi3"), QString::fromStdString(m_stories),
+                   QString::fromStdString(model)},
+                  &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        // Named without "phi3": llama.cpp gives a model whose general.name holds "phi-3" or "phi3"
+        // Phi-3's token attributes, and stops on a vocabulary without <|endoftext|>, as the bundled
+        // one is.
+        const std::string run =
+            train("lora", "lora-p3",
+                  {"lr=0.01", "model=" + model,
+                   "lora.targets=[\"qkv_proj\",\"o_proj\",\"gate_up_proj\",\"down_proj\"]"});
+        QVERIFY2(m_trainErrors.isEmpty(), qPrintable(m_trainErrors));
+        const std::vector<int32_t> ids = promptIds(model);
+        QCOMPARE(ids.size(), kTokens);
+        m_cases["phi3_f32"] =
+            Case{run, "f32", path(QStringLiteral("gguf/phi3-f32.gguf")), {}, model, ids};
+    }
+
     // LoRA runs also go out as a llama.cpp adapter plus the base model it applies to.
     for (const char* name :
          {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32",
-          "llama31_f32", "qwen3_f32", "smollm3_f32", "gpt2_f32", "gemma3_f32"}) {
+          "llama31_f32", "qwen3_f32", "smollm3_f32", "gpt2_f32", "gemma3_f32", "phi3_f32"}) {
         Case& c = m_cases.at(name);
         c.adapter = path(QString::fromLatin1("gguf/%1-adapter.gguf").arg(QLatin1String(name)));
         c.adapterBase = path(QString::fromLatin1("gguf/%1-base.gguf").arg(QLatin1String(name)));
@@ -407,8 +430,9 @@ void TestGgufInterop::metadataAndVocabulary()
 {
     const tb::ModelConfig config = tb::loadModelConfig(m_stories);
     for (const auto& [name, c] : m_cases) {
-        if (c.bpe || tb::loadModelConfig(c.base).architecture == tb::Architecture::Gemma3)
-            continue;  // bpeMetadataAndVocabulary, gemma3Metadata
+        const tb::Architecture arch = tb::loadModelConfig(c.base).architecture;
+        if (c.bpe || arch == tb::Architecture::Gemma3 || arch == tb::Architecture::Phi3)
+            continue;  // bpeMetadataAndVocabulary, gemma3Metadata, llamaCppRunsTheExport
         const auto& r = m_oracle.at(name);
         const auto& md = r.at("metadata");
         QCOMPARE(md.at("general.architecture").get<std::string>(), std::string("llama"));
@@ -652,6 +676,7 @@ void TestGgufInterop::llamaCppRunsTheExport_data()
     // llama.cpp is the reference.
     QTest::newRow("llama31_f32") << QStringLiteral("llama31_f32");
     QTest::newRow("smollm3_f32") << QStringLiteral("smollm3_f32");
+    QTest::newRow("phi3_f32") << QStringLiteral("phi3_f32");  // its LongRoPE factors too
 }
 
 // llama.cpp itself loads each export: its logits for the prompt equal our tuned model's, every
@@ -666,10 +691,31 @@ void TestGgufInterop::llamaCppRunsTheExport()
     const std::string modelType = tb::loadModelConfig(c.base).modelType;
     QCOMPARE(r.at("llama_cpp_arch").get<std::string>(),
              modelType == "qwen2" || modelType == "qwen3" || modelType == "gpt2" ||
-                     modelType == "smollm3"
+                     modelType == "smollm3" || modelType == "phi3"
                  ? modelType
              : modelType == "gemma3_text" ? std::string("gemma3")
                                           : std::string("llama"));
+    if (modelType == "phi3") {
+        // The one difference left (no window here): llama.cpp picks LongRoPE's factors by its
+        // context size, which the export says.
+        QCOMPARE(c.report.warnings.size(), size_t(1));
+        QVERIFY2(c.report.warnings[0].find("LongRoPE factors once") != std::string::npos,
+                 c.report.warnings[0].c_str());
+        // Half of each head rotates; LongRoPE as llama.cpp's converter writes it.
+        const tb::ModelConfig config = tb::loadModelConfig(c.base);
+        const auto& md = r.at("metadata");
+        QCOMPARE(md.at("phi3.rope.dimension_count").get<int64_t>(), config.headDim / 2);
+        QCOMPARE(md.at("phi3.rope.scaling.original_context_length").get<int64_t>(), int64_t(4));
+        QVERIFY(std::abs(md.at("phi3.rope.scaling.attn_factor").get<double>() -
+                         config.ropeScaling.attentionFactor) < 1e-6);
+        for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
+            QCOMPARE(r.at("tensors").at(t).at("shape"), nlohmann::json({config.headDim / 4}));
+        QCOMPARE(r.at("tensors").at("blk.0.attn_qkv.weight").at("shape"),
+                 nlohmann::json({config.hiddenSize,
+                                 (config.numHeads + 2 * config.numKvHeads) * config.headDim}));
+        QCOMPARE(r.at("tensors").at("blk.0.ffn_up.weight").at("shape"),
+                 nlohmann::json({config.hiddenSize, 2 * config.intermediateSize}));
+    }
     auto file = tb::SafetensorsFile::open(path(name + QStringLiteral(".safetensors")));
     const tb::TensorInfo* info = file->find("llama_cpp_logits");
     QVERIFY(info && info->dtype == tb::DType::F32);
@@ -719,7 +765,7 @@ void TestGgufInterop::llamaCppAppliesTheLoraAdapter_data()
     QTest::addColumn<QString>("name");
     for (const char* n :
          {"lora_f32", "rslora_f32", "untied_lora_f32", "untied_rows_f32", "llama3_f32", "qwen2_f32",
-          "llama31_f32", "qwen3_f32", "smollm3_f32", "gpt2_f32", "gemma3_f32"})
+          "llama31_f32", "qwen3_f32", "smollm3_f32", "gpt2_f32", "gemma3_f32", "phi3_f32"})
         QTest::newRow(n) << QString::fromLatin1(n);
 }
 

@@ -43,9 +43,10 @@ void TestModelInterop::initTestCase()
 void TestModelInterop::logitsMatchTransformers_data()
 {
     QTest::addColumn<QString>("variant");
-    for (const char* v : {"llama", "llama_sharded", "llama_tied", "llama3_rope", "mistral",
-                          "mistral_window", "qwen2", "qwen2_window", "qwen3", "gemma3", "smollm3",
-                          "smollm3_window", "gpt2", "gpt2_untied", "stories260k"})
+    for (const char* v :
+         {"llama", "llama_sharded", "llama_tied", "llama3_rope", "mistral", "mistral_window",
+          "qwen2", "qwen2_window", "qwen3", "gemma3", "smollm3", "smollm3_window", "phi3",
+          "phi3_longrope", "gpt2", "gpt2_untied", "stories260k"})
         QTest::newRow(v) << QString::fromLatin1(v);
 }
 

@@ -48,6 +48,12 @@ const std::vector<Case>& cases()
          "gemma-3-270m.json",
          8,
          {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+        // Phi-3's fused layers: q, k, v as qkv_proj, gate and up as gate_up_proj.
+        {"phi-3-mini-qkvo", "phi-3-mini-4k.json", 16, {"qkv_proj", "o_proj"}},
+        {"phi-3-mini-all",
+         "phi-3-mini-4k.json",
+         8,
+         {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"}},
     };
     return all;
 }
@@ -148,6 +154,7 @@ private Q_SLOTS:
         for (tb::Architecture a : architectures)
             input["model_types"].push_back(tb::architectureName(a));
         input["model_types"].push_back("smollm3");
+        input["model_types"].push_back("phi3");
         for (const auto& [name, path] : configs)
             input["configs"].push_back({{"name", name}, {"config", path}, {"rank", 8}});
         const QString cases = dir.filePath(QStringLiteral("cases.json"));
@@ -170,6 +177,10 @@ private Q_SLOTS:
         QVERIFY(oracle.at("mapping").at("smollm3").is_null());
         QVERIFY(tb::defaultLoraTargets(tb::Architecture::SmolLM3) ==
                 tb::defaultLoraTargets(tb::Architecture::Llama));
+        // Nor phi3: Tunebench takes its fused qkv_proj, the layer that holds Llama's q and v.
+        QVERIFY(oracle.at("mapping").at("phi3").is_null());
+        QVERIFY(tb::defaultLoraTargets(tb::Architecture::Phi3) ==
+                std::vector<std::string>{"qkv_proj"});
         for (const auto& [name, path] : configs) {
             const tb::ModelConfig model = tb::loadModelConfig(path);
             const auto& want = oracle.at("resolved").at(name);

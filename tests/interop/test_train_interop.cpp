@@ -27,8 +27,8 @@ private:
 };
 
 // A random Gemma 3 text model, written by transformers (its sandwich norms, scaled embeddings,
-// GELU-tanh and sliding layers trained through on both sides), and a random SmolLM3 (layers
-// without rotary embeddings).
+// GELU-tanh and sliding layers trained through on both sides), a random SmolLM3 (layers
+// without rotary embeddings) and a random Phi-3 (fused projections, LongRoPE, half-rotary heads).
 void TestTrainInterop::initTestCase()
 {
     QVERIFY(m_dir.isValid());
@@ -40,6 +40,10 @@ void TestTrainInterop::initTestCase()
     tbtest::runOracleScript(
         QStringLiteral("train_oracle.py"),
         {QStringLiteral("make-smollm3"), m_dir.filePath(QStringLiteral("smollm3"))}, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    tbtest::runOracleScript(QStringLiteral("train_oracle.py"),
+                            {QStringLiteral("make-phi3"), m_dir.filePath(QStringLiteral("phi3"))},
+                            &error);
     QVERIFY2(error.isEmpty(), qPrintable(error));
 }
 
@@ -68,6 +72,11 @@ void TestTrainInterop::lossesMatchTorchOptim_data()
                                   << QStringLiteral("0.003");
     QTest::newRow("smollm3 lora") << smol << QStringLiteral("lora") << QStringLiteral("0.5")
                                   << QStringLiteral("0.003");
+    const QString phi3 = m_dir.filePath(QStringLiteral("phi3"));
+    QTest::newRow("phi3 full") << phi3 << QStringLiteral("full") << QStringLiteral("1.0")
+                               << QStringLiteral("0.003");
+    QTest::newRow("phi3 lora") << phi3 << QStringLiteral("lora") << QStringLiteral("0.5")
+                               << QStringLiteral("0.003");
 }
 
 void TestTrainInterop::lossesMatchTorchOptim()

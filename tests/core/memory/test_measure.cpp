@@ -72,33 +72,17 @@ QString windowedBundledModel()
     return QString::fromStdString(model);
 }
 
-// A random Gemma 3 text model of the bundled model's sizes, with its tokenizer: four of its five
-// layers slide (window 16, shorter than lora-tiny's rows). Made once per process.
-QString gemmaModel()
+// A random model of `config` with the bundled tokenizer, in a folder `name` made once per process.
+QString randomModel(const char* name, const nlohmann::json& config)
 {
     static QTemporaryDir dir;
-    const std::string model = dir.filePath(QStringLiteral("gemma3")).toStdString();
+    const std::string model = dir.filePath(QLatin1String(name)).toStdString();
     if (!std::filesystem::exists(model + "/config.json")) {
         std::filesystem::create_directories(model);
         for (const char* f : {"tokenizer.model", "tokenizer_config.json"})
             std::filesystem::copy_file(
                 TB_SOURCE_DIR "/datasets/models/stories260k/" + std::string(f), model + "/" + f);
-        const nlohmann::json c = {{"model_type", "gemma3_text"},
-                                  {"vocab_size", 512},
-                                  {"hidden_size", 64},
-                                  {"intermediate_size", 172},
-                                  {"num_hidden_layers", 5},
-                                  {"num_attention_heads", 8},
-                                  {"num_key_value_heads", 4},
-                                  {"head_dim", 8},
-                                  {"max_position_embeddings", 512},
-                                  {"sliding_window", 16},
-                                  {"layer_types",
-                                   {"sliding_attention", "sliding_attention", "full_attention",
-                                    "sliding_attention", "sliding_attention"}},
-                                  {"bos_token_id", 1},
-                                  {"eos_token_id", 2}};
-        tb::writeFileAtomic(model + "/config.json", c.dump());
+        tb::writeFileAtomic(model + "/config.json", config.dump());
         const auto lm = tb::createCausalLM(tb::loadModelConfig(model));
         lm->initRandom(0, torch::kFloat32, torch::kCPU);
         std::vector<tb::TensorBlob> blobs;
@@ -113,6 +97,55 @@ QString gemmaModel()
         tb::writeSafetensors(model + "/model.safetensors", blobs);
     }
     return QString::fromStdString(model);
+}
+
+// A random Gemma 3 text model of the bundled model's sizes: four of its five layers slide (window
+// 16, shorter than lora-tiny's rows).
+QString gemmaModel()
+{
+    return randomModel("gemma3", {{"model_type", "gemma3_text"},
+                                  {"vocab_size", 512},
+                                  {"hidden_size", 64},
+                                  {"intermediate_size", 172},
+                                  {"num_hidden_layers", 5},
+                                  {"num_attention_heads", 8},
+                                  {"num_key_value_heads", 4},
+                                  {"head_dim", 8},
+                                  {"max_position_embeddings", 512},
+                                  {"sliding_window", 16},
+                                  {"layer_types",
+                                   {"sliding_attention", "sliding_attention", "full_attention",
+                                    "sliding_attention", "sliding_attention"}},
+                                  {"bos_token_id", 1},
+                                  {"eos_token_id", 2}});
+}
+
+// lora-tiny's every linear, under Phi-3's names.
+const QString kPhi3Targets =
+    QStringLiteral("lora.targets=[\"qkv_proj\",\"o_proj\",\"gate_up_proj\",\"down_proj\"]");
+
+// A random Phi-3 of the same sizes: fused q, k, v and gate, up, half of each head rotating,
+// LongRoPE past its original 32 positions, a window of 16 on every layer.
+QString phi3Model()
+{
+    return randomModel(
+        "phi3",
+        {{"model_type", "phi3"},
+         {"vocab_size", 512},
+         {"hidden_size", 64},
+         {"intermediate_size", 172},
+         {"num_hidden_layers", 5},
+         {"num_attention_heads", 8},
+         {"num_key_value_heads", 4},
+         {"max_position_embeddings", 512},
+         {"original_max_position_embeddings", 32},
+         {"partial_rotary_factor", 0.5},
+         {"rope_scaling",
+          {{"type", "longrope"}, {"short_factor", {1.0, 1.5}}, {"long_factor", {2.0, 4.0}}}},
+         {"sliding_window", 16},
+         {"tie_word_embeddings", true},
+         {"bos_token_id", 1},
+         {"eos_token_id", 2}});
 }
 
 }  // namespace
@@ -282,6 +315,10 @@ private Q_SLOTS:
         QTest::newRow("gemma3") << QStringList{QStringLiteral("model=") + gemmaModel()};
         QTest::newRow("gemma3 bf16") << QStringList{QStringLiteral("model=") + gemmaModel(),
                                                     QStringLiteral("precision=bf16")};
+        // Phi-3: fused projections (one product's output sliced into q, k, v and gate, up).
+        QTest::newRow("phi3") << QStringList{QStringLiteral("model=") + phi3Model(), kPhi3Targets};
+        QTest::newRow("phi3 bf16") << QStringList{QStringLiteral("model=") + phi3Model(),
+                                                  kPhi3Targets, QStringLiteral("precision=bf16")};
     }
     void activationsItemIsOneMoment()
     {
@@ -321,6 +358,7 @@ private Q_SLOTS:
         QTest::newRow("sliding window")
             << QStringList{QStringLiteral("model=") + windowedBundledModel()};
         QTest::newRow("gemma3") << QStringList{QStringLiteral("model=") + gemmaModel()};
+        QTest::newRow("phi3") << QStringList{QStringLiteral("model=") + phi3Model(), kPhi3Targets};
     }
     void checkpointedPeak()
     {

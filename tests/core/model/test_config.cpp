@@ -38,6 +38,7 @@ private Q_SLOTS:
     void fields();
     void gemma3();
     void smollm3();
+    void phi3();
     void badConfigs();
 };
 
@@ -50,6 +51,7 @@ void TestConfig::parameterCounts_data()
     QTest::newRow("tinyllama") << "tinyllama-1.1b.json" << qint64(1100048384);
     QTest::newRow("qwen2.5-0.5b") << "qwen2.5-0.5b.json" << qint64(494032768);
     QTest::newRow("llama-3.1-8b") << "llama-3.1-8b.json" << qint64(8030261248);
+    QTest::newRow("phi-3-mini-4k") << "phi-3-mini-4k.json" << qint64(3821079552);
 }
 
 void TestConfig::parameterCounts()
@@ -309,6 +311,89 @@ void TestConfig::smollm3()
     expectError(base + R"(,"layer_types":["sliding_attention","full_attention","full_attention",
         "full_attention","full_attention","full_attention","full_attention","full_attention"]})",
                 "have no window");
+}
+
+void TestConfig::phi3()
+{
+    const std::string base =
+        R"({"model_type":"phi3","vocab_size":10,"hidden_size":32,"intermediate_size":48,
+        "num_hidden_layers":2,"num_attention_heads":4)";
+    const auto parse = [&](const std::string& more) {
+        return tb::parseModelConfig(base + more + "}", "p.json");
+    };
+    // Phi3Config's defaults: as many KV heads as heads, 4,096 positions, eps 1e-5, untied, no
+    // window, every dimension rotating; q, k, v and gate, up fused, the same parameters as Llama's.
+    const auto defaults = parse("");
+    QCOMPARE(defaults.architecture, tb::Architecture::Phi3);
+    QCOMPARE(std::string(tb::architectureName(defaults.architecture)), std::string("phi3"));
+    QVERIFY(defaults.fusedProjections());
+    QCOMPARE(defaults.numKvHeads, int64_t(4));
+    QCOMPARE(defaults.maxPositions, int64_t(4096));
+    QCOMPARE(defaults.normEps, 1e-5);
+    QVERIFY(!defaults.tieWordEmbeddings);
+    QCOMPARE(defaults.slidingWindow, int64_t(0));
+    QCOMPARE(defaults.rotatedDim(), int64_t(8));
+    QVERIFY(defaults.ropeScaling.type.empty());
+    QCOMPARE(tb::parameterCount(defaults),
+             tb::parameterCount(tb::parseModelConfig(
+                 R"({"model_type":"llama","vocab_size":10,"hidden_size":32,"intermediate_size":48,
+                 "num_hidden_layers":2,"num_attention_heads":4,"rms_norm_eps":1e-5})",
+                 "l.json")));
+    // sliding_window slides every layer (Phi-3-mini's 2,047).
+    const auto window = parse(R"(,"sliding_window":2047)");
+    QCOMPARE(window.slidingWindow, int64_t(2047));
+    QVERIFY(window.layerSlides(0) && window.layerSlides(1));
+
+    // LongRoPE as Phi-3.5-mini and Phi-4-mini write it: rope_scaling with the factor lists (one
+    // per rotated pair: head_dim 8 x 0.5 = 4 dimensions, 2 pairs), the original context beside it.
+    const auto longrope = parse(R"(,"max_position_embeddings":131072,
+        "original_max_position_embeddings":4096,"partial_rotary_factor":0.5,
+        "rope_scaling":{"type":"longrope","short_factor":[1.0,1.25],"long_factor":[2,8.5]})");
+    QCOMPARE(longrope.rotaryDim, int64_t(4));
+    QCOMPARE(longrope.rotatedDim(), int64_t(4));
+    const auto& rs = longrope.ropeScaling;
+    QCOMPARE(rs.type, std::string("longrope"));
+    QCOMPARE(rs.shortFactor, (std::vector<double>{1.0, 1.25}));
+    QCOMPARE(rs.longFactor, (std::vector<double>{2.0, 8.5}));
+    QCOMPARE(rs.originalMaxPositions, int64_t(4096));
+    QCOMPARE(rs.factor, 32.0);
+    // transformers' default attention factor: sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5/12).
+    QVERIFY(std::abs(rs.attentionFactor - std::sqrt(1.0 + 5.0 / 12.0)) < 1e-12);
+    // "su" (and "yarn", which Phi3Config reads as LongRoPE) name it too; an explicit attention
+    // factor and the original context inside the scaling object are taken as given.
+    const auto su = parse(R"(,"rope_scaling":{"type":"su","short_factor":[1,1,1,1],
+        "long_factor":[1,2,3,4],"attention_factor":1.5,"original_max_position_embeddings":1024})");
+    QCOMPARE(su.ropeScaling.type, std::string("longrope"));
+    QCOMPARE(su.ropeScaling.attentionFactor, 1.5);
+    QCOMPARE(su.ropeScaling.originalMaxPositions, int64_t(1024));
+    QCOMPARE(su.ropeScaling.factor, 4.0);
+    // transformers 5's rope_parameters, the rotary fraction inside it.
+    const auto params = parse(R"(,"original_max_position_embeddings":16,"rope_parameters":{
+        "rope_type":"longrope","rope_theta":500.0,"partial_rotary_factor":0.5,
+        "short_factor":[1,1],"long_factor":[2,2]})");
+    QCOMPARE(params.ropeTheta, 500.0);
+    QCOMPARE(params.rotaryDim, int64_t(4));
+    QCOMPARE(params.ropeScaling.originalMaxPositions, int64_t(16));
+    QCOMPARE(params.ropeScaling.attentionFactor,
+             std::sqrt(1.0 + std::log(4096.0 / 16.0) / std::log(16.0)));
+
+    expectError(base + R"(,"rope_scaling":{"type":"longrope","short_factor":[1,1,1],
+        "long_factor":[1,1,1,1]}})",
+                "'short_factor' must list 4 numbers");
+    expectError(base + R"(,"rope_scaling":{"type":"longrope","short_factor":[1,1,1,1]}})",
+                "needs 'long_factor'");
+    expectError(base + R"(,"rope_scaling":{"type":"longrope","short_factor":[1,1,0,1],
+        "long_factor":[1,1,1,1]}})",
+                "'short_factor' entry 2 must be a positive number");
+    expectError(base + R"(,"rope_scaling":{"type":"dynamic","factor":2.0}})",
+                "not supported for phi3 (supported: default, longrope)");
+    expectError(base + R"(,"partial_rotary_factor":1.5})", "must be in (0, 1]");
+    expectError(base + R"(,"partial_rotary_factor":0.375})", "need an even number");
+    // LongRoPE belongs to Phi-3 here; a Llama config asking for it is refused as before.
+    expectError(R"({"model_type":"llama","vocab_size":10,"hidden_size":32,"intermediate_size":48,
+        "num_hidden_layers":2,"num_attention_heads":4,"rope_scaling":{"type":"longrope",
+        "short_factor":[1,1,1,1],"long_factor":[1,1,1,1]}})",
+                "'longrope' is not supported");
 }
 
 void TestConfig::badConfigs()

@@ -1,6 +1,6 @@
 // Batched generation: every row of generateBatch equals generate() on its prompt alone (tokens,
-// text, stop reason), greedy and sampled, over random GPT-2, Llama, Qwen3, Gemma 3 and SmolLM3
-// models and the bundled model, with LoRA, bottleneck adapters and a soft prompt; the padded
+// text, stop reason), greedy and sampled, over random GPT-2, Llama, Qwen3, Gemma 3, SmolLM3 and
+// Phi-3 models and the bundled model, with LoRA, bottleneck adapters and a soft prompt; the padded
 // batch's logits equal each prompt's own; cancellation, context limits and bad requests.
 #include "model/model.h"
 #include "model/model_impl.h"
@@ -66,6 +66,17 @@ tb::ModelConfig smallConfig(tb::Architecture arch)
         c.noRopeLayers = {false, true};
         c.slidingWindow = 6;
         c.slidingLayers = {false, true};
+    }
+    // Phi-3: fused projections, half of each head rotating, a window on both layers, LongRoPE's
+    // short factors and attention factor (the original context is beyond every row here).
+    if (arch == tb::Architecture::Phi3) {
+        c.rotaryDim = 4;
+        c.slidingWindow = 6;
+        c.ropeScaling.type = "longrope";
+        c.ropeScaling.shortFactor = {1.0, 1.5};
+        c.ropeScaling.longFactor = {2.0, 4.0};
+        c.ropeScaling.originalMaxPositions = 1000;
+        c.ropeScaling.attentionFactor = 1.1;
     }
     return c;
 }
@@ -223,6 +234,8 @@ void TestGenerateBatch::greedyRowsMatchSingle_data()
         << static_cast<int>(tb::Architecture::Gemma3) << 8 << 128 << false << false;
     QTest::newRow("smollm3 batch 8")
         << static_cast<int>(tb::Architecture::SmolLM3) << 8 << 128 << false << false;
+    QTest::newRow("phi3 batch 8") << static_cast<int>(tb::Architecture::Phi3) << 8 << 128 << false
+                                  << false;
 }
 
 void TestGenerateBatch::greedyRowsMatchSingle()
@@ -403,6 +416,7 @@ void TestGenerateBatch::paddedLogitsMatchSingle_data()
     QTest::newRow("gemma3") << gemma3 << false << false;
     QTest::newRow("gemma3 soft prompt") << gemma3 << true << false;
     QTest::newRow("smollm3") << static_cast<int>(tb::Architecture::SmolLM3) << false << false;
+    QTest::newRow("phi3") << static_cast<int>(tb::Architecture::Phi3) << false << false;
 }
 
 void TestGenerateBatch::paddedLogitsMatchSingle()

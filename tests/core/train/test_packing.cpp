@@ -85,6 +85,17 @@ tb::ModelConfig tinyConfig(tb::Architecture arch)
         c.slidingWindow = 5;
         c.slidingLayers = {false, true};
     }
+    // Phi-3: fused projections, half of each head rotating, a window on both layers, LongRoPE's
+    // short factors (every example stays inside the original context).
+    if (arch == tb::Architecture::Phi3) {
+        c.rotaryDim = c.headDim / 2;
+        c.slidingWindow = 5;
+        c.ropeScaling.type = "longrope";
+        c.ropeScaling.shortFactor.assign(static_cast<size_t>(c.headDim / 4), 1.5);
+        c.ropeScaling.longFactor.assign(static_cast<size_t>(c.headDim / 4), 4.0);
+        c.ropeScaling.originalMaxPositions = 1000;
+        c.ropeScaling.attentionFactor = 1.2;
+    }
     return c;
 }
 
@@ -293,6 +304,7 @@ void TestPacking::packedMatchesOneByOne_data()
     QTest::newRow("gemma3") << int(tb::Architecture::Gemma3) << false << false;
     QTest::newRow("gemma3 checkpointed") << int(tb::Architecture::Gemma3) << true << false;
     QTest::newRow("smollm3") << int(tb::Architecture::SmolLM3) << false << false;
+    QTest::newRow("phi3") << int(tb::Architecture::Phi3) << false << false;
 }
 
 // The packed batch of all bins: one forward and backward. Per-token losses are taken from the full
