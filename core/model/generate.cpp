@@ -20,9 +20,19 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
     KVCache cache;
     using Clock = std::chrono::steady_clock;
 
+    // ids [1, n] -> the last position's logits [vocab], fp32 on the CPU.
+    auto lastLogits = [&](const torch::Tensor& ids) {
+        return module.forwardLast(ids.to(m_impl->device), &cache)
+            .squeeze(0)
+            .to(torch::kCPU, torch::kFloat32);
+    };
+    // Every position of the sequence so far, into an empty cache.
+    auto prefill = [&] {
+        cache.clear();
+        return lastLogits(torch::tensor(row.history(), torch::kInt64).unsqueeze(0));
+    };
     auto t0 = Clock::now();
-    auto input = torch::tensor(row.history(), torch::kInt64).unsqueeze(0).to(m_impl->device);
-    auto last = module.forwardLast(input, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
+    auto last = prefill();
     auto t1 = Clock::now();
     result.prefillSeconds = std::chrono::duration<double>(t1 - t0).count();
 
@@ -35,15 +45,10 @@ GenerateResult Model::generate(const std::vector<int32_t>& prompt, const Generat
             if (longRopeSwitches(cfg, cache.length)) {
                 // The sequence leaves LongRoPE's original context: every position again with the
                 // long factors, as transformers' generate() drops its cache there.
-                cache.clear();
-                input = torch::tensor(row.history(), torch::kInt64).unsqueeze(0).to(m_impl->device);
-                last =
-                    module.forwardLast(input, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
+                last = prefill();
             } else {
-                auto next = torch::tensor({row.history().back()}, torch::kInt64)
-                                .view({1, 1})
-                                .to(m_impl->device);
-                last = module.forwardLast(next, &cache).squeeze(0).to(torch::kCPU, torch::kFloat32);
+                last =
+                    lastLogits(torch::tensor({row.history().back()}, torch::kInt64).view({1, 1}));
             }
         }
         const int64_t token = row.pick(last);

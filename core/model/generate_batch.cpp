@@ -218,7 +218,7 @@ std::vector<GenerateResult> Model::generateBatch(const std::vector<std::vector<i
                              ("generateBatch: prompt " + std::to_string(i)).c_str());
     if (prompts.empty())
         return {};
-    const int64_t soft =
+    const int64_t virtualTokens =
         module.promptEmbeddings().defined() ? module.promptEmbeddings().size(0) : 0;
     if (cfg.ropeScaling.type == "longrope") {
         // A row that leaves LongRoPE's original context rotates all its positions anew there
@@ -226,7 +226,7 @@ std::vector<GenerateResult> Model::generateBatch(const std::vector<std::vector<i
         // by row.
         bool leaves = false;
         for (const auto& p : prompts)
-            leaves = leaves || soft + static_cast<int64_t>(p.size()) + o.maxNewTokens >
+            leaves = leaves || virtualTokens + static_cast<int64_t>(p.size()) + o.maxNewTokens >
                                    cfg.ropeScaling.originalMaxPositions;
         if (leaves) {
             std::vector<GenerateResult> results;
@@ -245,7 +245,6 @@ std::vector<GenerateResult> Model::generateBatch(const std::vector<std::vector<i
     }
     torch::InferenceMode guard;
     const auto stopIds = stopTokenSet(cfg, o, tokenizer);
-    const int64_t virtualTokens = soft;
     BatchRows b;
     b.rows.reserve(prompts.size());
     for (const auto& p : prompts) {
